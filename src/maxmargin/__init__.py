@@ -1,0 +1,31 @@
+"""maxmargin: large-margin structured output learning.
+
+StructBoost (boosting for structured outputs), structured SVMs, class-wise multi-class
+boosting and O(n log n) structured output ranking, with scikit-learn estimators and a
+``maxmargin`` command-line tool.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from maxmargin import metrics
+from maxmargin.io import load, save
+from maxmargin.learners import RankSVM, StructBoost, StructBoostClassifier
+from maxmargin.tasks import BinaryTask, MultiClassTask, Taxonomy
+
+try:
+    __version__ = version("maxmargin")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = [
+    "BinaryTask",
+    "MultiClassTask",
+    "RankSVM",
+    "StructBoost",
+    "StructBoostClassifier",
+    "Taxonomy",
+    "__version__",
+    "load",
+    "metrics",
+    "save",
+]

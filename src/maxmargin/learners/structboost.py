@@ -1,0 +1,355 @@
+"""StructBoost estimators (Shen, Lin, van den Hengel, IEEE TPAMI 2014).
+
+:class:`StructBoost` trains any :class:`~maxmargin.tasks.base.StructuredTask` by column
+generation over weak structured learners with a 1-slack (or m-slack) cutting-plane master;
+:class:`StructBoostClassifier` is the scikit-learn classifier for binary and multi-class
+data built on it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from maxmargin.solvers.column_generation import FORMULATIONS, fit_structboost
+from maxmargin.tasks.base import LabelCodingTask, StructuredTask
+from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.weak import WEAK_LEARNERS, make_weak_learner
+from maxmargin.weak.stump import Stumps
+
+__all__ = ["StructBoost", "StructBoostClassifier"]
+
+_TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
+_HYPOTHESES = {"Stumps": Stumps}
+
+
+def _check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
+    if value is None and allow_none:
+        return
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not np.isfinite(value):
+        what = "an integer" if integer else "a finite number"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+
+
+class StructBoost(BaseEstimator):
+    """Boosting for structured outputs by column generation (StructBoost, Alg. 1 and 2).
+
+    Minimises ``||w||_1 + C * (1/m) sum_i max_y [Delta(y_i, y) - w.dPsi_i(y)]_+`` over
+    ``w >= 0``, where the columns of ``Psi`` are weak structured learners built by the
+    ``task`` from weak classifiers found by ``weak_learner``.
+
+    Parameters
+    ----------
+    task : StructuredTask
+        What is predicted (e.g. ``MultiClassTask()``); bound to the data at ``fit``.
+    weak_learner : str or WeakLearner, default="stump"
+    C : float, default=100.0
+        Weight of the average hinge loss.  No weak learner can enter the model unless
+        ``C > 1`` for 0/1-type losses (a column's gain is at most ``C`` times its range).
+    formulation : {"1-slack", "m-slack"}, default="1-slack"
+        Master problem: eq. (9) with cutting planes, or eq. (3) with one slack per example.
+    eps_cp : float, default=0.01
+        Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
+    eps_cg : float, default=1e-6
+        Column generation stops when no weak learner has gain above ``1 + eps_cg``.
+    max_iter : int, default=200
+        Maximum column-generation (boosting) iterations.
+    max_time : float or None
+        Wall-clock limit in seconds.
+    random_state : int, Generator or None
+        Tie breaking of the initial violators (Alg. 1 line 2).
+    verbose : int
+        Print one line per iteration when > 0.
+    callback : callable or None
+        Called with each iteration's record (the dict appended to ``history_``).
+
+    Attributes
+    ----------
+    history_ : list of dict
+        Per iteration: objective (primal, at the current w), lp_objective, xi, n_weak,
+        n_columns, n_planes, n_cp, gain, and seconds in weak-learner search (t_weak),
+        master (t_master), oracle (t_oracle), total so far (t_total).
+    objective_ : float
+        Final primal objective.
+    n_iter_ : int
+    converged_ : bool
+        True when the column-generation test ``gain <= 1 + eps_cg`` was met.
+    """
+
+    def __init__(
+        self,
+        task: StructuredTask | None = None,
+        weak_learner="stump",
+        C: float = 100.0,
+        formulation: str = "1-slack",
+        eps_cp: float = 0.01,
+        eps_cg: float = 1e-6,
+        max_iter: int = 200,
+        max_time: float | None = None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
+        self.task = task
+        self.weak_learner = weak_learner
+        self.C = C
+        self.formulation = formulation
+        self.eps_cp = eps_cp
+        self.eps_cg = eps_cg
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    # -- parameters ----------------------------------------------------------------------
+    def _validate_hyperparameters(self) -> None:
+        _check_number("C", self.C, low=0)
+        _check_number("max_iter", self.max_iter, low=1, low_open=False, integer=True)
+        _check_number("eps_cp", self.eps_cp, low=0)
+        _check_number("eps_cg", self.eps_cg, low=0, low_open=False)
+        _check_number("max_time", self.max_time, low=0, allow_none=True)
+        if self.formulation not in FORMULATIONS:
+            raise ValueError(f"formulation must be one of {FORMULATIONS}, got {self.formulation!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError("callback must be callable or None")
+        make_weak_learner(self.weak_learner)  # raises on unknown names
+
+    def _make_task(self, y) -> StructuredTask:
+        if not isinstance(self.task, StructuredTask):
+            raise ValueError(f"task must be a StructuredTask instance, got {self.task!r}")
+        return self.task
+
+    def _rng(self) -> np.random.Generator:
+        rs = self.random_state
+        if isinstance(rs, np.random.Generator):
+            return rs
+        if isinstance(rs, np.random.RandomState):
+            return np.random.default_rng(rs.randint(2**31))
+        return np.random.default_rng(rs)
+
+    # -- fitting -------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Train on inputs X (n, d) and outputs y."""
+        self._validate_hyperparameters()
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1)
+        self.task_ = self._make_task(y).bind(X, y)
+
+        def report(record):
+            if self.verbose:
+                print(
+                    f"iter {record['iteration']:4d}  objective {record['objective']:.6g}  "
+                    f"xi {record['xi']:.4g}  weak {record['n_weak']}  "
+                    f"planes {record['n_planes']}  gain {record['gain']:.4g}  "
+                    f"{record['t_total']:.2f}s",
+                    file=sys.stdout, flush=True,
+                )
+            if self.callback is not None:
+                self.callback(record)
+
+        weak = make_weak_learner(self.weak_learner)
+        res = fit_structboost(
+            self.task_, weak, C=float(self.C), formulation=self.formulation,
+            eps_cp=float(self.eps_cp), eps_cg=float(self.eps_cg), max_iter=int(self.max_iter),
+            max_time=self.max_time, rng=self._rng(), callback=report,
+        )
+        self._store_result(res)
+        return self
+
+    def _store_result(self, res) -> None:
+        W = res.slot_weights() if len(res.w) else np.zeros((0, self.task_.n_slots))
+        used = np.flatnonzero(np.any(W != 0, axis=1))
+        self.hypotheses_ = res.hypotheses.take(used)
+        self.slot_weights_ = W[used]
+        # weights after every iteration, over the used hypotheses, for staged prediction
+        self.weight_path_ = np.stack(
+            [self._path_weights(res, w, used) for w in res.w_path]
+        ) if res.w_path else np.zeros((0, *self.slot_weights_.shape))
+        self.history_ = res.history
+        self.objective_ = res.objective
+        self.n_iter_ = len(res.history)
+        self.converged_ = res.converged
+
+    def _path_weights(self, res, w, used) -> np.ndarray:
+        W = np.zeros((len(res.hypotheses), self.task_.n_slots))
+        k = len(w)
+        np.add.at(W, (res.column_hyp[:k], res.column_slot[:k]), w)
+        return W[used]
+
+    # -- prediction ----------------------------------------------------------------------
+    def _slot_scores(self, X, W=None) -> np.ndarray:
+        check_is_fitted(self, "slot_weights_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        W = self.slot_weights_ if W is None else W
+        if len(self.hypotheses_) == 0:
+            return np.zeros((X.shape[0], self.task_.n_slots))
+        return self.hypotheses_.evaluate(X).T @ W
+
+    def decision_function(self, X):
+        """Joint scores ``w.Psi(x, y)`` for every output y, shape (n, n_outputs)."""
+        check_is_fitted(self, "slot_weights_")
+        return self.task_.slot_scores_to_label_scores(self._slot_scores(X))
+
+    def predict(self, X):
+        check_is_fitted(self, "slot_weights_")
+        return self.task_.decode(self.task_.predict_codes(self._slot_scores(X)))
+
+    def staged_predict(self, X):
+        """Predictions after each boosting iteration (the master is totally corrective,
+        so every iteration re-weights all weak learners; the weight path is stored)."""
+        check_is_fitted(self, "slot_weights_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        H = self.hypotheses_.evaluate(X).T if len(self.hypotheses_) else None
+        for W in self.weight_path_:
+            F = H @ W if H is not None else np.zeros((X.shape[0], self.task_.n_slots))
+            yield self.task_.decode(self.task_.predict_codes(F))
+
+    # -- persistence ---------------------------------------------------------------------
+    def _persist_params(self) -> dict:
+        params = self.get_params(deep=False)
+        params.pop("callback", None)
+        params.pop("task", None)
+        rs = params.get("random_state")
+        if not (rs is None or isinstance(rs, numbers.Integral)):
+            params["random_state"] = None
+        if not isinstance(params.get("weak_learner"), str):
+            params["weak_learner"] = type(self.weak_learner).__name__
+        return params
+
+    def _get_state(self):
+        check_is_fitted(self, "slot_weights_")
+        task_meta, task_arrays = self.task_._get_state()
+        arrays = {f"task.{k}": v for k, v in task_arrays.items()}
+        arrays.update({f"hyp.{k}": v for k, v in self.hypotheses_.to_arrays().items()})
+        arrays["slot_weights"] = self.slot_weights_
+        arrays["weight_path"] = self.weight_path_
+        meta = {
+            "params": self._persist_params(),
+            "task_class": type(self.task_).__name__,
+            "task": task_meta,
+            "hypotheses_class": type(self.hypotheses_).__name__,
+            "n_features_in": int(self.n_features_in_),
+            "history": self.history_,
+            "objective": float(self.objective_),
+            "n_iter": int(self.n_iter_),
+            "converged": bool(self.converged_),
+        }
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        try:
+            task_cls = _TASKS[meta["task_class"]]
+            hyp_cls = _HYPOTHESES[meta["hypotheses_class"]]
+        except KeyError as exc:
+            raise ValueError(f"model file names an unknown component: {exc}") from None
+        params = dict(meta["params"])
+        if params.get("weak_learner") not in WEAK_LEARNERS:
+            params["weak_learner"] = "stump"
+        est = cls(**params) if cls is not StructBoost else cls(task=task_cls(), **params)
+        task = task_cls.__new__(task_cls)
+        task._set_state(meta["task"], {k[5:]: v for k, v in arrays.items()
+                                       if k.startswith("task.")})
+        est.task_ = task
+        est.hypotheses_ = hyp_cls.from_arrays({k[4:]: v for k, v in arrays.items()
+                                               if k.startswith("hyp.")})
+        est.slot_weights_ = np.asarray(arrays["slot_weights"], dtype=np.float64)
+        est.weight_path_ = np.asarray(arrays["weight_path"], dtype=np.float64)
+        est.n_features_in_ = int(meta["n_features_in"])
+        est.history_ = list(meta["history"])
+        est.objective_ = float(meta["objective"])
+        est.n_iter_ = int(meta["n_iter"])
+        est.converged_ = bool(meta["converged"])
+        if isinstance(task, LabelCodingTask):
+            est.classes_ = task.classes_
+        if est.slot_weights_.shape != (len(est.hypotheses_), task.n_slots):
+            raise ValueError("model file is inconsistent: weight matrix does not match "
+                             "the weak learners and the task")
+        return est
+
+
+class StructBoostClassifier(ClassifierMixin, StructBoost):
+    """StructBoost for binary (LPBoost, Sec. 3.1) and multi-class (Sec. 3.3) data.
+
+    Parameters are those of :class:`StructBoost` plus ``sharing`` ("shared": one weak
+    classifier per iteration shared by all classes with one weight per class, eq. 18;
+    "per_class": one new weak classifier per class per iteration).  Two classes give
+    the binary task (a single score, LPBoost); more give the multi-class task.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from maxmargin import StructBoostClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = StructBoostClassifier(C=100, max_iter=30, random_state=0).fit(X, y)
+    >>> clf.score(X, y) > 0.9
+    True
+    """
+
+    def __init__(
+        self,
+        C: float = 100.0,
+        max_iter: int = 200,
+        weak_learner="stump",
+        sharing: str = "shared",
+        formulation: str = "1-slack",
+        eps_cp: float = 0.01,
+        eps_cg: float = 1e-6,
+        max_time: float | None = None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
+        super().__init__(
+            task=None, weak_learner=weak_learner, C=C, formulation=formulation,
+            eps_cp=eps_cp, eps_cg=eps_cg, max_iter=max_iter, max_time=max_time,
+            random_state=random_state, verbose=verbose, callback=callback,
+        )
+        self.sharing = sharing
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        if self.sharing not in ("shared", "per_class"):
+            raise ValueError(f"sharing must be 'shared' or 'per_class', got {self.sharing!r}")
+
+    def _make_task(self, y) -> StructuredTask:
+        check_classification_targets(y)
+        n_classes = len(np.unique(y))
+        if n_classes < 2:
+            raise ValueError(
+                f"y has {n_classes} class; StructBoostClassifier needs at least 2 classes"
+            )
+        if n_classes == 2:
+            return BinaryTask(sharing=self.sharing)
+        return MultiClassTask(sharing=self.sharing)
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.classes_ = self.task_.classes_
+        return self
+
+    def decision_function(self, X):
+        """Binary: score of ``classes_[1]`` (n,); multi-class: per-class scores (n, K)."""
+        check_is_fitted(self, "slot_weights_")
+        scores = super().decision_function(X)
+        if scores.shape[1] == 2:
+            return scores[:, 1] - scores[:, 0]
+        return scores
+
+    def _get_state(self):
+        meta, arrays = super()._get_state()
+        meta["params"]["sharing"] = self.sharing
+        return meta, arrays
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags

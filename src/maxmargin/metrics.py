@@ -1,0 +1,158 @@
+"""Ranking evaluation: pairwise ranking risk, AUC, NDCG@k and MAP.
+
+Every metric takes an optional ``group`` array (query / image ids); the metric
+is then computed inside each group and averaged over groups (the usual
+per-query averaging of learning-to-rank evaluation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import rankdata
+
+from maxmargin.solvers.ranking import PreferenceGraph
+
+__all__ = ["auc", "mean_average_precision", "ndcg_at_k", "ranking_risk"]
+
+_NO_REL = ("zero", "one", "skip")
+
+
+def _as_1d(name, v, n=None):
+    v = np.asarray(v, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
+    if n is not None and v.shape[0] != n:
+        raise ValueError(f"{name} has length {v.shape[0]}, expected {n}")
+    if v.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return v
+
+
+def _groups(group, n):
+    """Index arrays of the samples of every group, in order of first group id."""
+    if group is None:
+        return [np.arange(n)]
+    group = np.asarray(group)
+    if group.shape != (n,):
+        raise ValueError(f"group has shape {group.shape}, expected ({n},)")
+    _, inv = np.unique(group, return_inverse=True)
+    inv = inv.ravel()
+    order = np.argsort(inv, kind="stable")
+    bounds = np.flatnonzero(np.diff(inv[order])) + 1
+    return np.split(order, bounds)
+
+
+def ranking_risk(loss, scores, group=None, graph="complete", top_k=None):
+    """Empirical structured ranking risk, eq. (1) of Blaschko et al. (GCPR 2014).
+
+    Mean over the sample pairs related by the preference graph of
+    ``|loss_j - loss_i| * (1[pair misordered] + 1/2 * 1[s_i == s_j])``, where a
+    pair is misordered when the lower-loss sample has the strictly lower
+    score.  Averaged over groups.  Computed in O(n log n) with the sweep of
+    Algorithm 1/2 (strict and non-strict score comparisons).  Lower is better;
+    NaN if no group has two samples.
+    """
+    loss = _as_1d("loss", loss)
+    scores = _as_1d("scores", scores, loss.shape[0])
+    g = PreferenceGraph(loss, graph=graph, group=group, top_k=top_k)
+    strict = g.misordered_weight(scores, strict=True)
+    loose = g.misordered_weight(scores, strict=False)
+    pairs = g.pairs_per_group
+    ok = pairs > 0
+    if not np.any(ok):
+        return float("nan")
+    return float(np.mean(0.5 * (strict[ok] + loose[ok]) / pairs[ok]))
+
+
+def auc(y_true, scores, group=None):
+    """Area under the ROC curve (ties in scores count 1/2), averaged over groups.
+
+    ``y_true > 0`` marks positives.  Groups without both classes are skipped;
+    returns NaN if no group has both.
+    """
+    y_true = _as_1d("y_true", y_true)
+    scores = _as_1d("scores", scores, y_true.shape[0])
+    vals = []
+    for idx in _groups(group, y_true.shape[0]):
+        pos = y_true[idx] > 0
+        n_pos = int(pos.sum())
+        n_neg = idx.shape[0] - n_pos
+        if n_pos == 0 or n_neg == 0:
+            continue
+        r = rankdata(scores[idx])
+        vals.append((r[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def _reduce(vals):
+    vals = [v for v in vals if v is not None]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def ndcg_at_k(relevance, scores, k=10, group=None, gain="exponential", no_relevant="zero"):
+    """Normalised discounted cumulative gain at rank k, averaged over groups.
+
+    DCG@k = sum_r gain(rel_r) / log2(r + 1) over the first k ranks, gain
+    ``2**rel - 1`` ("exponential", LETOR convention) or ``rel`` ("linear").
+    Ties in scores are handled by averaging the discounts over the tied ranks,
+    i.e. the expectation under a random order of tied items.  ``no_relevant``
+    sets the value of a group without any positive gain: ``"zero"``,
+    ``"one"`` or ``"skip"`` (left out of the average).
+    """
+    relevance = _as_1d("relevance", relevance)
+    scores = _as_1d("scores", scores, relevance.shape[0])
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k!r}")
+    if no_relevant not in _NO_REL:
+        raise ValueError(f"no_relevant must be one of {_NO_REL}, got {no_relevant!r}")
+    if gain == "exponential":
+        gains_all = np.exp2(relevance) - 1.0
+    elif gain == "linear":
+        gains_all = relevance
+    else:
+        raise ValueError(f"gain must be 'exponential' or 'linear', got {gain!r}")
+    vals = []
+    for idx in _groups(group, relevance.shape[0]):
+        gains, s = gains_all[idx], scores[idx]
+        m = idx.shape[0]
+        disc = np.zeros(m)
+        kk = min(k, m)
+        disc[:kk] = 1.0 / np.log2(np.arange(2, kk + 2))
+        ideal = float(np.sort(gains)[::-1] @ disc)
+        if ideal <= 0:
+            vals.append({"zero": 0.0, "one": 1.0, "skip": None}[no_relevant])
+            continue
+        order = np.argsort(-s, kind="stable")
+        s_sorted = s[order]
+        # average the discounts inside each block of tied scores
+        starts = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]])
+        block_sum = np.add.reduceat(disc, starts)
+        sizes = np.diff(np.r_[starts, m])
+        avg = np.repeat(block_sum / sizes, sizes)
+        vals.append(float(gains[order] @ avg) / ideal)
+    return _reduce(vals)
+
+
+def mean_average_precision(relevance, scores, group=None, no_relevant="zero"):
+    """Mean over groups of average precision, with ``relevance > 0`` as relevant.
+
+    Items are ranked by decreasing score; ties keep the input order (stable
+    sort).  ``no_relevant`` as in :func:`ndcg_at_k` (``"one"`` not allowed).
+    """
+    relevance = _as_1d("relevance", relevance)
+    scores = _as_1d("scores", scores, relevance.shape[0])
+    if no_relevant not in ("zero", "skip"):
+        raise ValueError(f"no_relevant must be 'zero' or 'skip', got {no_relevant!r}")
+    vals = []
+    for idx in _groups(group, relevance.shape[0]):
+        rel = relevance[idx][np.argsort(-scores[idx], kind="stable")] > 0
+        n_rel = int(rel.sum())
+        if n_rel == 0:
+            vals.append(0.0 if no_relevant == "zero" else None)
+            continue
+        hits = np.cumsum(rel)
+        ranks = np.arange(1, rel.shape[0] + 1)
+        vals.append(float(np.sum(hits[rel] / ranks[rel]) / n_rel))
+    return _reduce(vals)

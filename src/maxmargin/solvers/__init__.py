@@ -1,0 +1,1 @@
+"""Optimisation engines: LP master, cutting planes, column generation."""

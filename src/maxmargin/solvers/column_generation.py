@@ -1,0 +1,299 @@
+"""StructBoost training: column generation (Alg. 1) around cutting planes (Alg. 2).
+
+Shen, Lin, van den Hengel, "StructBoost: Boosting Methods for Predicting Structured
+Output Variables", IEEE TPAMI 36(10), 2014.
+
+Outer loop (column generation).  The LP duals give mu_(i, y); the task turns mu into
+signed sample weights and the weak learner returns the classifier of largest gain
+``g(psi) = sum_(i, y) mu_(i, y) dpsi_i(y)``.  In the restricted dual (eq. 10b) every
+column must satisfy ``g(psi) <= 1`` (its cost in the primal objective ``1'w``); a column
+with ``g > 1`` has negative reduced cost ``1 - g`` and improves the master.  Hence the
+stopping test is
+
+    max_psi g(psi) <= 1 + eps_cg,
+
+i.e. no weak learner violates the dual constraint by more than eps_cg.  (The printed
+eq. (8), ``<= 1 - eps_cg``, cannot be met once the best weak learner is already in the
+master, where its gain is exactly 1 at optimality; see docs/structboost.md.)
+
+Inner loop (cutting planes).  With the columns fixed, the loss-augmented oracle (eq. 12)
+finds every example's most violated output; for the 1-slack form (eq. 9) one plane with
+c_i = [hinge_i > 0] is added until ``mean(hinge) <= xi + eps_cp`` (Alg. 2 line 10); for
+the m-slack form (eq. 3) every example with ``hinge_i > xi_i + eps_cp`` adds its own row.
+The working set is kept across boosting iterations (Sec. 2.2).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from maxmargin.solvers.lp_master import LPMaster, LPSolution
+from maxmargin.solvers.working_set import WorkingSet
+from maxmargin.tasks.base import DualPairs, OracleResult, StructuredTask
+from maxmargin.weak.base import Hypotheses, WeakLearner
+
+__all__ = ["ColumnGenerationResult", "fit_structboost"]
+
+FORMULATIONS = ("1-slack", "m-slack")
+STAB = 0.5  # weight of the stability centre in the in-out query point
+
+
+@dataclass
+class ColumnGenerationResult:
+    hypotheses: Hypotheses  # every weak classifier that entered the master
+    column_hyp: np.ndarray  # column -> index into hypotheses
+    column_slot: np.ndarray  # column -> slot
+    w: np.ndarray  # column weights
+    objective: float  # primal objective ||w||_1 + C * mean hinge at the final w
+    history: list[dict] = field(default_factory=list)
+    w_path: list[np.ndarray] = field(default_factory=list)  # w after each iteration
+    converged: bool = False
+    stop_reason: str = ""
+
+    def slot_weights(self) -> np.ndarray:
+        """Weights as a (n_hypotheses, n_slots) matrix: F(z) = phi(z) @ W."""
+        n_slots = int(self.column_slot.max()) + 1 if len(self.column_slot) else 1
+        W = np.zeros((len(self.hypotheses), n_slots))
+        np.add.at(W, (self.column_hyp, self.column_slot), self.w)
+        return W
+
+
+class _Ensemble:
+    """Training-time cache of weak-classifier outputs on the task's weak inputs."""
+
+    def __init__(self, hyp_class, n_features: int, n_z: int, n_slots: int) -> None:
+        self.hyps = hyp_class.empty(n_features)
+        self.H = np.zeros((0, n_z))
+        self.col_hyp = np.zeros(0, dtype=np.int64)
+        self.col_slot = np.zeros(0, dtype=np.int64)
+        self.n_slots = n_slots
+
+    def add(self, new_hyps: Hypotheses, outputs: np.ndarray, slots_per_hyp) -> tuple:
+        first = len(self.hyps)
+        self.hyps = self.hyps.concat(new_hyps)
+        self.H = np.vstack([self.H, outputs])
+        hyp_idx = np.concatenate([np.full(len(s), first + k) for k, s in enumerate(slots_per_hyp)])
+        slots = np.concatenate(slots_per_hyp).astype(np.int64)
+        self.col_hyp = np.concatenate([self.col_hyp, hyp_idx])
+        self.col_slot = np.concatenate([self.col_slot, slots])
+        return hyp_idx, slots
+
+    def slot_scores(self, w: np.ndarray) -> np.ndarray:
+        W = np.zeros((len(self.hyps), self.n_slots))
+        np.add.at(W, (self.col_hyp, self.col_slot), w)
+        return self.H.T @ W
+
+
+def _row_coefficients(task, ens: _Ensemble, pairs: DualPairs, row_of_pair, n_rows) -> np.ndarray:
+    """Coefficients (n_rows, n_columns) of the existing columns in new rows."""
+    n_cols = len(ens.col_hyp)
+    if n_cols == 0:
+        return np.zeros((n_rows, 0))
+    if n_rows == len(row_of_pair):  # one pair per row (m-slack): direct joint evaluation
+        d = task.joint_difference(ens.H[ens.col_hyp], ens.col_slot, pairs) * pairs.value
+        out = np.zeros((n_rows, n_cols))
+        out[row_of_pair] = d.T
+        return out
+    # a plane summing many pairs: aggregate them into signed weights once, then
+    # coefficient of column (h, s) = sum_z phi_h(z) A[z, s]
+    out = np.zeros((n_rows, n_cols))
+    for r in range(n_rows):
+        sel = row_of_pair == r
+        A = task.weak_weights(DualPairs(pairs.sample[sel], pairs.label[sel], pairs.value[sel]))
+        out[r] = np.einsum("cz,zc->c", ens.H[ens.col_hyp], A[:, ens.col_slot])
+    return out
+
+
+def fit_structboost(
+    task: StructuredTask,
+    weak_learner: WeakLearner,
+    *,
+    C: float,
+    formulation: str = "1-slack",
+    eps_cp: float = 0.01,
+    eps_cg: float = 1e-6,
+    max_iter: int = 200,
+    max_time: float | None = None,
+    rng: np.random.Generator | None = None,
+    callback=None,
+    stabilize: bool = True,
+    prune_after: int = 50,
+) -> ColumnGenerationResult:
+    """Run Alg. 1 with Alg. 2 (or its m-slack counterpart) on a bound task.
+
+    ``prune_after``: rows whose dual stayed zero for that many consecutive solves are
+    deleted from the master (0 disables); ``stabilize``: in-out stabilised planes.
+    """
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    rng = np.random.default_rng() if rng is None else rng
+    t_start = time.perf_counter()
+    m = task.n_samples
+    Z = task.weak_inputs()
+    prepared = weak_learner.prepare(Z)
+    ens = _Ensemble(weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots)
+    one_slack = formulation == "1-slack"
+    master = LPMaster([C] if one_slack else np.full(m, C / m))
+    ws = WorkingSet()
+
+    def add_plane(orc: OracleResult, c_mask) -> bool:
+        c = np.flatnonzero(c_mask)
+        pairs = DualPairs(c, orc.label[c], np.full(len(c), 1.0 / m))
+        rows = np.zeros(len(c), dtype=np.int64)
+        coef = _row_coefficients(task, ens, pairs, rows, 1)
+        ws.add_rows(pairs, rows)
+        master.add_rows(np.zeros(1, dtype=np.int64), np.array([orc.loss[c].sum() / m]), coef)
+        return True
+
+    def add_violated(orc: OracleResult, xi: np.ndarray) -> bool:
+        """Add the rows that ``orc`` violates by more than eps_cp; False if none."""
+        hinge = orc.hinge
+        if one_slack:
+            if hinge.mean() <= xi[0] + eps_cp:
+                return False
+            c = np.flatnonzero(hinge > 0)
+            pairs = DualPairs(c, orc.label[c], np.full(len(c), 1.0 / m))
+            rows = np.zeros(len(c), dtype=np.int64)
+            rhs, slack = np.array([orc.loss[c].sum() / m]), np.zeros(1, dtype=np.int64)
+        else:
+            c = np.flatnonzero(hinge > xi + eps_cp)
+            if len(c) == 0:
+                return False
+            pairs = DualPairs(c, orc.label[c], np.ones(len(c)))
+            rows = np.arange(len(c))
+            rhs, slack = orc.loss[c], c
+        coef = _row_coefficients(task, ens, pairs, rows, len(rhs))
+        ws.add_rows(pairs, rows)
+        master.add_rows(slack, rhs, coef)
+        return True
+
+    age = np.zeros(0, dtype=np.int64)  # consecutive solves each row was inactive
+
+    def solve() -> LPSolution:
+        nonlocal age
+        sol = master.solve()
+        age = np.concatenate([age, np.zeros(master.n_rows - len(age), dtype=np.int64)])
+        age = np.where(sol.row_dual > 0, 0, age + 1)
+        stale = np.flatnonzero(age > prune_after)
+        if prune_after and len(stale):
+            # inactive planes only: the optimum of the restricted LP is unchanged
+            master.delete_rows(stale)
+            ws.delete_rows(stale)
+            keep = np.ones(len(age), dtype=bool)
+            keep[stale] = False
+            age = age[keep]
+            sol = LPSolution(sol.w, sol.xi, sol.row_dual[keep], sol.objective)
+        return sol
+
+    def cutting_planes(sol: LPSolution) -> tuple[LPSolution, OracleResult, int, float, float]:
+        """Alg. 2 (or its m-slack form) for fixed columns, from the current working set.
+
+        1-slack only: besides the plane at the LP point, a plane is also taken at the
+        mid-point between the LP point and the best point seen so far (in-out
+        stabilisation of Kelley's method), which damps the zig-zag of the LP solutions
+        and cuts the number of rounds; it only adds valid planes, so the optimum and the
+        stopping test are unchanged.
+        """
+        t_orc = t_mst = 0.0
+        n_cp = 0
+        center_obj, F_center = np.inf, None
+        while True:
+            t0 = time.perf_counter()
+            F = ens.slot_scores(sol.w)
+            orc = task.loss_augmented(F)
+            obj = float(sol.w.sum() + C * orc.hinge.mean())
+            added = False
+            if one_slack and stabilize and F_center is not None:
+                # query at a point between the best-so-far and the LP point; keep its plane
+                # if it also cuts off the current LP point (else fall back to Kelley)
+                q = task.loss_augmented(STAB * F_center + (1.0 - STAB) * F)
+                at_lp = task.evaluate_outputs(F, q.label)
+                c = q.hinge > 0
+                if (np.sum((at_lp.loss - at_lp.margin)[c]) / m) > sol.xi[0] + eps_cp:
+                    added = add_plane(q, c)
+            if obj < center_obj:
+                center_obj, F_center = obj, F
+            t1 = time.perf_counter()
+            if not added:
+                added = add_violated(orc, sol.xi)
+            t_orc += t1 - t0
+            if not added:
+                return sol, orc, n_cp, t_orc, t_mst
+            sol = solve()
+            t_mst += time.perf_counter() - t1
+            n_cp += 1
+            if max_time is not None and time.perf_counter() - t_start > max_time:
+                return sol, task.loss_augmented(ens.slot_scores(sol.w)), n_cp, t_orc, t_mst
+
+    # Alg. 1 line 2: start from each example's most violated output at w = 0.
+    init = task.initial_violators(rng)
+    add_violated(init, np.full(master.n_slacks, -np.inf))
+    sol = solve()
+    sol, orc, _, _, _ = cutting_planes(sol)
+
+    history: list[dict] = []
+    w_path: list[np.ndarray] = []
+    converged, reason = False, "max_iter"
+    for it in range(1, max_iter + 1):
+        t0 = time.perf_counter()
+        duals = ws.dual_pairs(sol.row_dual)
+        A = task.weak_weights(duals)
+        cand, gains = weak_learner.best(prepared, A)
+        picks = task.select_columns(gains, 1.0 + eps_cg)
+        best_gain = float(np.max(gains)) if len(gains) else 0.0
+        if not picks:
+            converged, reason = True, "converged"
+            t_weak = time.perf_counter() - t0
+            history.append(_record(it, sol, orc, C, ens, ws, best_gain, t_weak, 0.0, 0.0,
+                                   time.perf_counter() - t_start, 0, converged=True))
+            w_path.append(sol.w.copy())
+            if callback is not None:
+                callback(history[-1])
+            break
+        new_hyps = cand.take(np.array([p[0] for p in picks]))
+        outputs = new_hyps.evaluate(Z)
+        t1 = time.perf_counter()
+        hyp_idx, slots = ens.add(new_hyps, outputs, [p[1] for p in picks])
+        master.add_columns(ws.column_coefficients(task, ens.H[hyp_idx], slots))
+        sol = solve()
+        t2 = time.perf_counter()
+        sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol)
+        history.append(_record(it, sol, orc, C, ens, ws, best_gain, t1 - t0,
+                               t2 - t1 + t_mst, t_orc, time.perf_counter() - t_start, n_cp))
+        w_path.append(sol.w.copy())
+        if callback is not None:
+            callback(history[-1])
+        if max_time is not None and time.perf_counter() - t_start > max_time:
+            reason = "max_time"
+            break
+
+    objective = float(sol.w.sum() + C * orc.hinge.mean())
+    return ColumnGenerationResult(
+        hypotheses=ens.hyps, column_hyp=ens.col_hyp, column_slot=ens.col_slot, w=sol.w,
+        objective=objective, history=history, w_path=w_path, converged=converged, stop_reason=reason,
+    )
+
+
+def _record(it, sol, orc, C, ens, ws, gain, t_weak, t_master, t_oracle, t_total, n_cp,
+            converged=False) -> dict:
+    xi = float(orc.hinge.mean())
+    return {
+        "iteration": it,
+        "objective": float(sol.w.sum() + C * xi),
+        "lp_objective": float(sol.objective),
+        "xi": xi,
+        "n_weak": int(np.count_nonzero(np.bincount(ens.col_hyp[sol.w > 0],
+                                                   minlength=len(ens.hyps)))),
+        "n_columns": len(ens.col_hyp),
+        "n_planes": ws.n_rows,
+        "n_cp": n_cp,
+        "gain": gain,
+        "t_weak": t_weak,
+        "t_master": t_master,
+        "t_oracle": t_oracle,
+        "t_total": t_total,
+        "converged": converged,
+    }

@@ -1,0 +1,266 @@
+"""The task protocol: what a structured learner needs to know about the output space.
+
+A *task* (ARCHITECTURE.md, "the one idea") owns the joint feature map, the loss and the
+oracles.  For boosting, the joint features are weak *structured* learners
+``psi_j(x, y)``; every task in this package builds them from ordinary weak
+classifiers ``phi`` evaluated on task-chosen samples ``z`` and a *slot*:
+``psi_(phi, s)(x, y) = sum_z phi(z) * coding``.  The bridge to the weak learners is
+:meth:`StructuredTask.weak_weights`: it turns the dual solution ``mu_(i, y)`` of the
+master problem into signed sample weights ``A`` (one column per slot) so that the
+gain of a new weak classifier for slot ``s`` is ``sum_k A[k, s] * phi(z_k)``
+(StructBoost, Shen et al., TPAMI 2014, eq. 11).  Weak learners never see structure;
+tasks never see stumps.
+
+A task is a specification (its constructor arguments) that is *bound* to training data
+by :meth:`StructuredTask.bind`; the bound copy holds the encoded labels and answers the
+oracle calls of the solvers.  Labels inside the solvers are always integer codes (or
+task-specific integer arrays); decoding back to user labels is the task's job.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DualPairs", "LabelCodingTask", "OracleResult", "StructuredTask"]
+
+
+@dataclass(frozen=True)
+class DualPairs:
+    """Sparse dual weights ``mu_(i, y)``: one entry per (sample, output) pair.
+
+    ``sample[k]`` is the training index i, ``label[k]`` the output y (an integer code for
+    label-coding tasks) and ``value[k]`` the weight.  Entries may repeat the same pair;
+    they add up.  The same triple form describes a cutting plane: the plane's
+    coefficient of column j is ``sum_k value[k] * dpsi_j(sample[k], label[k])``.
+    """
+
+    sample: np.ndarray
+    label: np.ndarray
+    value: np.ndarray
+
+    def __post_init__(self) -> None:
+        if not (len(self.sample) == len(self.label) == len(self.value)):
+            raise ValueError("DualPairs arrays must have equal lengths")
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    """Output of the loss-augmented oracle for every training example.
+
+    ``label[i] = argmax_y Delta(y_i, y) - w.dPsi_i(y)``, ``loss[i] = Delta(y_i, label[i])``
+    and ``margin[i] = w.dPsi_i(label[i])``, so the hinge term of example i is
+    ``max(0, loss[i] - margin[i])`` (Alg. 2, lines 7-8).
+    """
+
+    label: np.ndarray
+    loss: np.ndarray
+    margin: np.ndarray
+
+    @property
+    def hinge(self) -> np.ndarray:
+        return np.maximum(0.0, self.loss - self.margin)
+
+
+class StructuredTask(ABC):
+    """Protocol shared by StructBoost (and later the SSVM family) for one kind of output.
+
+    Subclasses define the slots of the joint feature map and the four operations below.
+    Everything is batched over examples: solvers never loop over samples in Python.
+    """
+
+    #: number of slots (columns of the signed-weight matrix; K for multi-class)
+    n_slots: int
+    #: number of training examples m once bound
+    n_samples: int
+
+    # -- binding ---------------------------------------------------------------------
+    def bind(self, X, y) -> StructuredTask:
+        """Return a copy of this task bound to training data (labels encoded)."""
+        bound = copy.deepcopy(self)
+        bound._bind(X, y)
+        return bound
+
+    @abstractmethod
+    def _bind(self, X, y) -> None:
+        """Store the encoded training labels (called on a fresh copy)."""
+
+    # -- weak learners ---------------------------------------------------------------
+    @abstractmethod
+    def weak_inputs(self) -> np.ndarray:
+        """Samples z_k on which weak classifiers are trained and evaluated."""
+
+    @abstractmethod
+    def weak_weights(self, duals: DualPairs) -> np.ndarray:
+        """Map dual weights mu_(i, y) to signed weights A (n_z, n_slots)."""
+
+    @abstractmethod
+    def select_columns(self, gains: np.ndarray, threshold: float) -> list[tuple[int, np.ndarray]]:
+        """Which new columns to add given the best weak classifier's gain for each slot.
+
+        ``gains[s]`` is the gain of the best weak classifier found for slot ``s``.
+        Returns ``[(candidate_slot, slots_to_add), ...]``: the weak classifier found for
+        ``candidate_slot`` enters the master once for every slot in ``slots_to_add``.
+        Only candidates whose gain exceeds ``threshold`` (= 1 + eps_cg) may be returned.
+        """
+
+    # -- joint features --------------------------------------------------------------
+    @abstractmethod
+    def joint_difference(
+        self, outputs: np.ndarray, slots: np.ndarray, pairs: DualPairs
+    ) -> np.ndarray:
+        """dpsi_j(i, y) = psi_j(x_i, y_i) - psi_j(x_i, y) for columns j and pairs (i, y).
+
+        ``outputs`` (n_cols, n_z) are the columns' weak classifiers evaluated on
+        :meth:`weak_inputs`, ``slots`` (n_cols,) their slots.  Returns (n_cols, n_pairs).
+        """
+
+    # -- oracles ---------------------------------------------------------------------
+    @abstractmethod
+    def slot_scores_to_label_scores(self, F: np.ndarray) -> np.ndarray:
+        """Joint scores w.Psi(x_i, y) for every i and output y from slot scores F."""
+
+    @abstractmethod
+    def loss_augmented(self, F: np.ndarray) -> OracleResult:
+        """Most violated output of every example given slot scores F (n_z, n_slots)."""
+
+    @abstractmethod
+    def evaluate_outputs(self, F: np.ndarray, label: np.ndarray) -> OracleResult:
+        """Loss and margin of given outputs (one per example) under slot scores F."""
+
+    @abstractmethod
+    def initial_violators(self, rng: np.random.Generator) -> OracleResult:
+        """Most violated outputs at w = 0 (ties broken at random), Alg. 1 line 2."""
+
+    @abstractmethod
+    def predict_codes(self, F: np.ndarray) -> np.ndarray:
+        """argmax_y w.Psi(x, y) from slot scores, as integer codes."""
+
+
+class LabelCodingTask(StructuredTask):
+    """Tasks with ``Psi(x, y) = Phi(x) (x) Gamma(y)`` over a finite label set.
+
+    ``Gamma`` is a (K, S) label-coding matrix and ``Delta`` a (K, K) loss matrix.
+    Binary (LPBoost, ``Gamma(y) = y / 2``), multi-class (one-hot) and hierarchical
+    (ancestor coding) classification differ only in these two matrices
+    (StructBoost Sec. 3.1, 3.3, 3.4).  For a weak classifier phi entering slot s,
+    ``dpsi(i, y) = phi(x_i) * (Gamma[y_i, s] - Gamma[y, s])`` and the signed weights are
+    ``A[i, s] = sum_y mu_(i, y) * (Gamma[y_i, s] - Gamma[y, s])``.
+
+    Parameters
+    ----------
+    sharing : {"shared", "per_class"}
+        ``"shared"``: one weak classifier per iteration, chosen for the slot where it gains
+        most (eq. 18), enters with one column per slot.  ``"per_class"``: every slot gets
+        its own best weak classifier each iteration (as in MultiBoost-cw, seed 001).
+    """
+
+    def __init__(self, sharing: str = "shared") -> None:
+        self.sharing = sharing
+
+    # subclasses provide these three
+    @abstractmethod
+    def _encode(self, y) -> tuple[np.ndarray, np.ndarray]:
+        """Return (classes, integer codes) for training labels y."""
+
+    @abstractmethod
+    def coding_matrix(self) -> np.ndarray:
+        """Gamma, shape (K, S)."""
+
+    @abstractmethod
+    def loss_matrix(self) -> np.ndarray:
+        """Delta, shape (K, K), zero diagonal and positive elsewhere."""
+
+    # -- binding ---------------------------------------------------------------------
+    def _bind(self, X, y) -> None:
+        if self.sharing not in ("shared", "per_class"):
+            raise ValueError(f"sharing must be 'shared' or 'per_class', got {self.sharing!r}")
+        self.X_ = np.asarray(X, dtype=np.float64)
+        self.classes_, self.y_ = self._encode(y)
+        self.gamma_ = np.ascontiguousarray(self.coding_matrix(), dtype=np.float64)
+        self.delta_ = np.ascontiguousarray(self.loss_matrix(), dtype=np.float64)
+        K = len(self.classes_)
+        if self.gamma_.shape[0] != K or self.delta_.shape != (K, K):
+            raise ValueError("coding or loss matrix does not match the number of classes")
+        if np.any(np.diag(self.delta_) != 0) or np.any(self.delta_ + np.eye(K) <= 0):
+            raise ValueError("loss matrix must be zero on the diagonal and positive elsewhere")
+        self.n_slots = self.gamma_.shape[1]
+        self.n_samples = len(self.y_)
+        self._gamma_true = self.gamma_[self.y_]  # (m, S)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        return self.classes_[codes]
+
+    # -- weak learners ---------------------------------------------------------------
+    def weak_inputs(self) -> np.ndarray:
+        return self.X_
+
+    def weak_weights(self, duals: DualPairs) -> np.ndarray:
+        diff = self._gamma_true[duals.sample] - self.gamma_[duals.label]  # (n_pairs, S)
+        A = np.zeros((self.n_samples, self.n_slots))
+        np.add.at(A, duals.sample, diff * duals.value[:, None])
+        return A
+
+    def select_columns(self, gains, threshold):
+        gains = np.asarray(gains)
+        if self.sharing == "shared":
+            s = int(np.argmax(gains))
+            if gains[s] <= threshold:
+                return []
+            return [(s, np.arange(self.n_slots))]
+        return [(int(s), np.array([s])) for s in np.flatnonzero(gains > threshold)]
+
+    # -- joint features --------------------------------------------------------------
+    def joint_difference(self, outputs, slots, pairs):
+        slots = np.asarray(slots, dtype=np.intp)
+        coef = self._gamma_true[pairs.sample][:, slots] - self.gamma_[pairs.label][:, slots]
+        return outputs[:, pairs.sample] * coef.T
+
+    # -- oracles ---------------------------------------------------------------------
+    def slot_scores_to_label_scores(self, F):
+        return F @ self.gamma_.T  # (n, K)
+
+    def loss_augmented(self, F):
+        scores = self.slot_scores_to_label_scores(F)
+        rows = np.arange(len(scores))
+        own = scores[rows, self.y_]
+        aug = self.delta_[self.y_] + scores - own[:, None]
+        label = np.argmax(aug, axis=1)
+        loss = self.delta_[self.y_, label]
+        return OracleResult(label=label, loss=loss, margin=own - scores[rows, label])
+
+    def evaluate_outputs(self, F, label):
+        scores = self.slot_scores_to_label_scores(F)
+        rows = np.arange(len(scores))
+        margin = scores[rows, self.y_] - scores[rows, label]
+        return OracleResult(label=label, loss=self.delta_[self.y_, label], margin=margin)
+
+    def initial_violators(self, rng):
+        aug = self.delta_[self.y_]
+        best = aug == aug.max(axis=1, keepdims=True)
+        # random tie break: add a uniform jitter only among the maximal entries
+        label = np.argmax(best * (1.0 + rng.random(best.shape)), axis=1)
+        loss = self.delta_[self.y_, label]
+        return OracleResult(label=label, loss=loss, margin=np.zeros(len(label)))
+
+    def predict_codes(self, F):
+        return np.argmax(self.slot_scores_to_label_scores(F), axis=1)
+
+    # -- persistence -----------------------------------------------------------------
+    def _get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """State a fitted model needs at prediction time (no training data)."""
+        return {"sharing": self.sharing}, {
+            "classes": np.asarray(self.classes_),
+            "gamma": self.gamma_,
+            "delta": self.delta_,
+        }
+
+    def _set_state(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        self.sharing = meta["sharing"]
+        self.classes_ = arrays["classes"]
+        self.gamma_ = arrays["gamma"]
+        self.delta_ = arrays["delta"]
+        self.n_slots = self.gamma_.shape[1]

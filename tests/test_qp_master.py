@@ -1,0 +1,80 @@
+"""1-slack QP master against scipy's SLSQP on the primal."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from maxmargin.solvers.qp_master import OneSlackQPMaster
+
+
+def _slsqp(A, b, C):
+    D = A.shape[1]
+    res = minimize(
+        lambda z: 0.5 * z[:D] @ z[:D] + C * z[D],
+        np.zeros(D + 1),
+        jac=lambda z: np.r_[z[:D], C],
+        constraints=[{"type": "ineq", "fun": lambda z: A @ z[:D] + z[D] - b,
+                      "jac": lambda z: np.c_[A, np.ones(len(b))]}],
+        bounds=[(None, None)] * D + [(0, None)],
+        method="SLSQP", options={"ftol": 1e-13, "maxiter": 1000})
+    return res.x[:D], res.fun
+
+
+@pytest.mark.parametrize("solver", ["smo", "highs"])
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_slsqp(seed, solver):
+    rng = np.random.default_rng(seed)
+    D = int(rng.integers(2, 8))
+    # HiGHS needs a nonsingular Gram matrix: fewer planes than features
+    P = int(rng.integers(1, D + 1)) if solver == "highs" else int(rng.integers(1, 25))
+    C = float(rng.choice([0.1, 1.0, 10.0]))
+    A, b = rng.normal(size=(P, D)), rng.normal(size=P) + 0.5
+    m = OneSlackQPMaster(C=C, dim=D, solver=solver)
+    for p in range(P):  # incremental, warm-started
+        m.add_plane(A[p], b[p])
+        sol = m.solve()
+    w_ref, f_ref = _slsqp(A, b, C)
+    rtol = 1e-6 if solver == "smo" else 1e-5  # HiGHS stops at its own tolerances
+    assert np.isclose(sol.primal, f_ref, rtol=rtol, atol=1e-8)
+    np.testing.assert_allclose(sol.w, w_ref, atol=1e-3)
+    assert -1e-7 <= sol.gap <= rtol * max(1.0, abs(sol.primal))
+    assert sol.lam.min() >= 0 and sol.lam.sum() <= C * (1 + 1e-12)
+
+
+def test_rank_deficient_and_duplicate_planes():
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(4, 2))
+    A = np.vstack([A, A, A[:2] * 2.0])  # many more planes than features
+    b = rng.random(A.shape[0])
+    m = OneSlackQPMaster(C=2.0, dim=2)
+    for a, bb in zip(A, b):
+        m.add_plane(a, bb)
+    sol = m.solve()
+    _, f_ref = _slsqp(A, b, 2.0)
+    assert np.isclose(sol.primal, f_ref, rtol=1e-6)
+    assert abs(sol.gap) < 1e-7
+
+
+def test_pruning_keeps_optimum():
+    rng = np.random.default_rng(5)
+    A, b = rng.normal(size=(30, 5)), rng.normal(size=30)
+    m = OneSlackQPMaster(C=1.0, dim=5, prune_after=1)
+    for a, bb in zip(A, b):
+        m.add_plane(a, bb)
+        m.solve()
+    sol = m.solve()
+    assert m.n_planes <= 30
+    _, f_ref = _slsqp(*m.planes, 1.0)
+    assert np.isclose(sol.primal, f_ref, rtol=1e-6)
+
+
+def test_empty_and_validation():
+    m = OneSlackQPMaster(C=1.0, dim=3)
+    sol = m.solve()
+    assert sol.primal == 0 and not sol.w.any()
+    with pytest.raises(ValueError):
+        OneSlackQPMaster(C=0.0, dim=3)
+    with pytest.raises(ValueError):
+        m.add_plane(np.ones(2), 1.0)
+    with pytest.raises(ValueError):
+        m.add_plane(np.array([1.0, np.nan, 0.0]), 1.0)

@@ -1,0 +1,91 @@
+"""Algorithms 1/2 (O(n log n)) against the O(n^2) enumeration of all pairs."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maxmargin.solvers.ranking import (
+    PreferenceGraph,
+    brute_force_constraint,
+    most_violated_constraint,
+)
+
+GRAPHS = [("complete", None), ("bipartite", None), ("bipartite", 2), ("bipartite", 5),
+          ("star", None)]
+
+
+@st.composite
+def problems(draw):
+    n = draw(st.integers(1, 40))
+    # few distinct values -> many ties in losses, scores and in key +- margin
+    loss = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    score = draw(st.lists(st.integers(-4, 4), min_size=n, max_size=n))
+    grouped = draw(st.booleans())
+    group = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)) if grouped else None
+    return (np.array(loss, float), np.array(score, float) / 2,
+            None if group is None else np.array(group))
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(), st.sampled_from(GRAPHS), st.sampled_from(["margin", "slack"]),
+       st.sampled_from([1, 2]))
+def test_matches_brute_force(prob, graph, rescaling, n_jobs):
+    loss, s, group = prob
+    kind, top_k = graph
+    a, d = most_violated_constraint(loss, s, kind, rescaling, group, top_k, n_jobs=n_jobs)
+    a_ref, d_ref = brute_force_constraint(loss, s, kind, rescaling, group, top_k)
+    # integer / half-integer data: all sums are exact
+    np.testing.assert_array_equal(a, a_ref)
+    assert d == d_ref
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+@pytest.mark.parametrize("kind,top_k", GRAPHS)
+def test_continuous_random(kind, top_k, rescaling):
+    rng = np.random.default_rng(0)
+    n = 500
+    loss = np.round(rng.random(n), 2)
+    s = rng.normal(size=n)
+    group = rng.integers(0, 7, n)
+    a, d = most_violated_constraint(loss, s, kind, rescaling, group, top_k, n_jobs=2)
+    a_ref, d_ref = brute_force_constraint(loss, s, kind, rescaling, group, top_k)
+    np.testing.assert_allclose(a, a_ref, rtol=1e-9, atol=1e-9)
+    assert np.isclose(d, d_ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+def test_constraint_value_is_hinge_sum(rescaling):
+    """delta - <alpha, s> equals the sum of pairwise hinges (eqs. 9/10)."""
+    rng = np.random.default_rng(1)
+    n = 60
+    loss, s = rng.random(n), rng.normal(size=n)
+    a, d = most_violated_constraint(loss, s, "complete", rescaling)
+    D = loss[None, :] - loss[:, None]  # D[i, j] = loss_j - loss_i
+    S = s[:, None] - s[None, :]
+    h = np.maximum(D - S, 0) if rescaling == "margin" else np.maximum(D * (1 - S), 0)
+    assert np.isclose(d - a @ s, h[D > 0].sum())
+
+
+def test_bipartite_tie_at_top_k_joins_upper_side():
+    loss = np.array([0.0, 1.0, 1.0, 2.0])
+    g = PreferenceGraph(loss, graph="bipartite", top_k=2)
+    assert g.edges_per_group.sum() == 3  # {0,1,2} above {3}
+
+
+def test_all_tied_has_no_constraint():
+    a, d = most_violated_constraint(np.ones(10), np.arange(10.0), "complete", "slack")
+    assert d == 0 and not a.any()
+
+
+def test_input_validation():
+    with pytest.raises(ValueError):
+        most_violated_constraint([0.0, np.nan], [0.0, 1.0])
+    with pytest.raises(ValueError):
+        most_violated_constraint([0.0, 1.0], [0.0])
+    with pytest.raises(ValueError):
+        most_violated_constraint([0.0, 1.0], [0.0, 1.0], graph="chain")
+    with pytest.raises(ValueError):
+        most_violated_constraint([0.0, 1.0], [0.0, 1.0], rescaling="both")
+    with pytest.raises(ValueError):
+        PreferenceGraph([0.0, 1.0], graph="complete", top_k=1)
