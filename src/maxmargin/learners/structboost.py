@@ -19,13 +19,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from maxmargin.solvers.column_generation import FORMULATIONS, fit_structboost
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
-from maxmargin.weak import WEAK_LEARNERS, make_weak_learner
-from maxmargin.weak.stump import Stumps
+from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, make_weak_learner
 
 __all__ = ["StructBoost", "StructBoostClassifier"]
 
 _TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
-_HYPOTHESES = {"Stumps": Stumps}
 
 
 def _check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
@@ -248,7 +246,7 @@ class StructBoost(BaseEstimator):
     def _from_state(cls, meta, arrays):
         try:
             task_cls = _TASKS[meta["task_class"]]
-            hyp_cls = _HYPOTHESES[meta["hypotheses_class"]]
+            hyp_cls = HYPOTHESES[meta["hypotheses_class"]]
         except KeyError as exc:
             raise ValueError(f"model file names an unknown component: {exc}") from None
         params = dict(meta["params"])

@@ -273,7 +273,8 @@ def fit_structboost(
     objective = float(sol.w.sum() + C * orc.hinge.mean())
     return ColumnGenerationResult(
         hypotheses=ens.hyps, column_hyp=ens.col_hyp, column_slot=ens.col_slot, w=sol.w,
-        objective=objective, history=history, w_path=w_path, converged=converged, stop_reason=reason,
+        objective=objective, history=history, w_path=w_path, converged=converged,
+        stop_reason=reason,
     )
 
 

@@ -4,6 +4,8 @@ from maxmargin.weak.base import Hypotheses, WeakLearner
 from maxmargin.weak.stump import DecisionStump, Stumps
 
 WEAK_LEARNERS: dict[str, type[WeakLearner]] = {"stump": DecisionStump}
+#: Hypotheses classes by name, for pickle-free model files
+HYPOTHESES: dict[str, type[Hypotheses]] = {"Stumps": Stumps}
 
 
 def make_weak_learner(spec) -> WeakLearner:
@@ -17,5 +19,5 @@ def make_weak_learner(spec) -> WeakLearner:
     )
 
 
-__all__ = ["WEAK_LEARNERS", "DecisionStump", "Hypotheses", "Stumps", "WeakLearner",
+__all__ = ["HYPOTHESES", "WEAK_LEARNERS", "DecisionStump", "Hypotheses", "Stumps", "WeakLearner",
            "make_weak_learner"]
