@@ -1,0 +1,179 @@
+"""StructBoostClassifier: scikit-learn conformance, bad input, fitted attributes."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, load_iris
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from maxmargin import StructBoost, StructBoostClassifier
+from maxmargin.tasks import MultiClassTask
+
+# Checks that cannot run here, and why:
+# - check_array_api_input needs SCIPY_ARRAY_API=1 and array-api-strict; sklearn skips it.
+
+
+@parametrize_with_checks([StructBoostClassifier(max_iter=30, random_state=0)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def iris():
+    return load_iris(return_X_y=True)
+
+
+@pytest.mark.parametrize("formulation", ["1-slack", "m-slack"])
+@pytest.mark.parametrize("sharing", ["shared", "per_class"])
+def test_fits_iris(iris, formulation, sharing):
+    X, y = iris
+    clf = StructBoostClassifier(C=50, max_iter=40, sharing=sharing, formulation=formulation,
+                                random_state=0).fit(X, y)
+    assert clf.score(X, y) > 0.93
+    assert clf.decision_function(X).shape == (150, 3)
+    assert set(clf.classes_) == {0, 1, 2}
+
+
+def test_history_records(iris):
+    X, y = iris
+    seen = []
+    clf = StructBoostClassifier(C=50, max_iter=10, random_state=0, callback=seen.append)
+    clf.fit(X, y)
+    assert seen == clf.history_
+    keys = {"iteration", "objective", "lp_objective", "xi", "n_weak", "n_columns", "n_planes",
+            "gain", "t_weak", "t_master", "t_oracle", "t_total"}
+    for rec in clf.history_:
+        assert keys <= set(rec)
+        assert rec["objective"] >= rec["lp_objective"] - 1e-6  # true hinge >= working set's
+    assert clf.objective_ == pytest.approx(clf.history_[-1]["objective"])
+    assert clf.n_iter_ == len(clf.history_)
+
+
+def test_staged_predict_ends_with_predict(iris):
+    X, y = iris
+    clf = StructBoostClassifier(C=50, max_iter=15, random_state=0).fit(X, y)
+    stages = list(clf.staged_predict(X))
+    assert len(stages) == clf.n_iter_
+    np.testing.assert_array_equal(stages[-1], clf.predict(X))
+    errors = [np.mean(s != y) for s in stages]
+    assert errors[-1] < errors[0]
+
+
+def test_converges_and_stops_on_separable_data():
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    y = np.array([0, 0, 1, 1])
+    clf = StructBoostClassifier(C=10, max_iter=50).fit(X, y)
+    assert clf.converged_
+    assert clf.n_iter_ < 50
+    np.testing.assert_array_equal(clf.predict(X), y)
+    assert clf.decision_function(X).shape == (4,)
+
+
+def test_small_C_learns_nothing():
+    """A column's gain is at most C * max|dpsi|; with C <= 1 no stump can enter (eq. 10)."""
+    X, y = load_iris(return_X_y=True)
+    clf = StructBoostClassifier(C=0.5, max_iter=5).fit(X, y)
+    assert clf.converged_ and len(clf.hypotheses_) == 0
+
+
+def test_binary_with_string_labels():
+    X, y = load_iris(return_X_y=True)
+    X, y = X[y > 0], np.where(y[y > 0] == 1, "versicolor", "virginica")
+    clf = StructBoostClassifier(C=50, max_iter=30, random_state=0).fit(X, y)
+    assert clf.score(X, y) > 0.9
+    assert clf.predict(X[:2]).dtype.kind in "UO"
+
+
+def test_generic_structboost_with_task(iris):
+    X, y = iris
+    est = StructBoost(task=MultiClassTask(), C=50, max_iter=20, random_state=0).fit(X, y)
+    assert np.mean(est.predict(X) == y) > 0.9
+
+
+def test_pipeline_and_grid_search():
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300], y[:300]
+    pipe = make_pipeline(StandardScaler(), StructBoostClassifier(max_iter=10, random_state=0))
+    grid = GridSearchCV(pipe, {"structboostclassifier__C": [10.0, 100.0]}, cv=2).fit(X, y)
+    assert grid.best_score_ > 0.5
+
+
+def test_max_time_stops_early():
+    X, y = load_digits(return_X_y=True)
+    clf = StructBoostClassifier(max_iter=10_000, max_time=1.0).fit(X[:500], y[:500])
+    assert not clf.converged_ and clf.n_iter_ < 10_000
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"C": 0.0}, "C must be > 0"),
+        ({"C": -1.0}, "C must be > 0"),
+        ({"C": np.nan}, "C must be a finite number"),
+        ({"max_iter": 0}, "max_iter must be >= 1"),
+        ({"max_iter": 2.5}, "max_iter must be an integer"),
+        ({"eps_cp": 0.0}, "eps_cp must be > 0"),
+        ({"max_time": -1.0}, "max_time must be > 0"),
+        ({"sharing": "both"}, "sharing must be"),
+        ({"formulation": "2-slack"}, "formulation must be"),
+        ({"weak_learner": "oak"}, "unknown weak_learner"),
+        ({"callback": 3}, "callback must be callable"),
+    ],
+)
+def test_bad_hyperparameters(iris, params, message):
+    X, y = iris
+    with pytest.raises(ValueError, match=message):
+        StructBoostClassifier(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_X(iris, bad):
+    X, y = iris
+    X = X.copy()
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        StructBoostClassifier(max_iter=2).fit(X, y)
+
+
+def test_length_mismatch(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        StructBoostClassifier(max_iter=2).fit(X, y[:-1])
+
+
+def test_single_class(iris):
+    X, _ = iris
+    with pytest.raises(ValueError, match="1 class"):
+        StructBoostClassifier(max_iter=2).fit(X, np.zeros(len(X)))
+
+
+def test_wrong_number_of_features_at_predict(iris):
+    X, y = iris
+    clf = StructBoostClassifier(max_iter=3).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(X[:, :3])
+
+
+def test_non_numeric_X(iris):
+    X, y = iris
+    X = X.astype(object)
+    X[0, 0] = "abc"
+    with pytest.raises(ValueError, match="could not convert|abc"):
+        StructBoostClassifier(max_iter=2).fit(X, y)
+
+
+def test_empty_X():
+    with pytest.raises(ValueError, match="0 sample"):
+        StructBoostClassifier().fit(np.zeros((0, 3)), np.zeros(0))
+
+
+def test_nan_at_predict(iris):
+    X, y = iris
+    clf = StructBoostClassifier(max_iter=3).fit(X, y)
+    X2 = X.copy()
+    X2[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict(X2)
