@@ -138,7 +138,8 @@ class StructBoost(BaseEstimator):
     def fit(self, X, y):
         """Train on inputs X (n, d) and outputs y."""
         self._validate_hyperparameters()
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1)
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1,
+                             accept_sparse=["csr", "csc"])
         self.task_ = self._make_task(y).bind(X, y)
 
         def report(record):
@@ -185,7 +186,7 @@ class StructBoost(BaseEstimator):
     # -- prediction ----------------------------------------------------------------------
     def _slot_scores(self, X, W=None) -> np.ndarray:
         check_is_fitted(self, "slot_weights_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc"])
         W = self.slot_weights_ if W is None else W
         if len(self.hypotheses_) == 0:
             return np.zeros((X.shape[0], self.task_.n_slots))
@@ -204,7 +205,7 @@ class StructBoost(BaseEstimator):
         """Predictions after each boosting iteration (the master is totally corrective,
         so every iteration re-weights all weak learners; the weight path is stored)."""
         check_is_fitted(self, "slot_weights_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc"])
         H = self.hypotheses_.evaluate(X).T if len(self.hypotheses_) else None
         for W in self.weight_path_:
             F = H @ W if H is not None else np.zeros((X.shape[0], self.task_.n_slots))
@@ -349,5 +350,5 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags

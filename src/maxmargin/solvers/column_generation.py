@@ -121,6 +121,7 @@ def fit_structboost(
     callback=None,
     stabilize: bool = True,
     prune_after: int = 50,
+    all_rows: bool = False,
 ) -> ColumnGenerationResult:
     """Run Alg. 1 with Alg. 2 (or its m-slack counterpart) on a bound task.
 
@@ -191,46 +192,66 @@ def fit_structboost(
     def cutting_planes(sol: LPSolution) -> tuple[LPSolution, OracleResult, int, float, float]:
         """Alg. 2 (or its m-slack form) for fixed columns, from the current working set.
 
-        1-slack only: besides the plane at the LP point, a plane is also taken at the
-        mid-point between the LP point and the best point seen so far (in-out
-        stabilisation of Kelley's method), which damps the zig-zag of the LP solutions
-        and cuts the number of rounds; it only adds valid planes, so the optimum and the
-        stopping test are unchanged.
+        Returns the best point seen (lowest true objective) with the LP's duals.  Stops when
+        the LP point passes the test of Alg. 2 line 10, or when the best point's true
+        objective is within ``C * eps_cp`` of the LP value (a lower bound for the current
+        columns) -- the same accuracy certificate, reached without waiting for the LP
+        point itself to settle.  1-slack: each round also queries the oracle at the
+        mid-point between the best point and the LP point (in-out stabilisation of
+        Kelley's method) and keeps that plane when it cuts off the LP point.  Both only
+        add valid planes; see docs/structboost.md.
         """
         t_orc = t_mst = 0.0
         n_cp = 0
-        center_obj, F_center = np.inf, None
+        best_obj, best_w, best_orc, best_F = np.inf, None, None, None
         while True:
             t0 = time.perf_counter()
             F = ens.slot_scores(sol.w)
             orc = task.loss_augmented(F)
             obj = float(sol.w.sum() + C * orc.hinge.mean())
-            added = False
-            if one_slack and stabilize and F_center is not None:
-                # query at a point between the best-so-far and the LP point; keep its plane
-                # if it also cuts off the current LP point (else fall back to Kelley)
-                q = task.loss_augmented(STAB * F_center + (1.0 - STAB) * F)
-                at_lp = task.evaluate_outputs(F, q.label)
-                c = q.hinge > 0
-                if (np.sum((at_lp.loss - at_lp.margin)[c]) / m) > sol.xi[0] + eps_cp:
-                    added = add_plane(q, c)
-            if obj < center_obj:
-                center_obj, F_center = obj, F
+            if obj < best_obj:
+                best_obj, best_w, best_orc, best_F = obj, sol.w, orc, F
+            query = None
+            if one_slack and stabilize and best_F is not F:
+                Fq = STAB * best_F + (1.0 - STAB) * F
+                query = task.loss_augmented(Fq)
+                wq = STAB * best_w + (1.0 - STAB) * sol.w
+                obj_q = float(wq.sum() + C * query.hinge.mean())
+                if obj_q < best_obj:
+                    best_obj, best_w, best_orc, best_F = obj_q, wq, query, Fq
+            t_orc += time.perf_counter() - t0
+            certified = best_obj - sol.objective <= C * eps_cp
+            out_of_time = max_time is not None and time.perf_counter() - t_start > max_time
             t1 = time.perf_counter()
+            added = False
+            if not certified and not out_of_time:
+                if query is not None:
+                    at_lp = task.evaluate_outputs(F, query.label)
+                    c = query.hinge > 0
+                    if np.sum((at_lp.loss - at_lp.margin)[c]) / m > sol.xi[0] + eps_cp:
+                        added = add_plane(query, c)
+                added = add_violated(orc, sol.xi) or added
             if not added:
-                added = add_violated(orc, sol.xi)
-            t_orc += t1 - t0
-            if not added:
-                return sol, orc, n_cp, t_orc, t_mst
+                best = LPSolution(best_w, sol.xi, sol.row_dual, sol.objective)
+                return best, best_orc, n_cp, t_orc, t_mst
             sol = solve()
             t_mst += time.perf_counter() - t1
             n_cp += 1
-            if max_time is not None and time.perf_counter() - t_start > max_time:
-                return sol, task.loss_augmented(ens.slot_scores(sol.w)), n_cp, t_orc, t_mst
 
     # Alg. 1 line 2: start from each example's most violated output at w = 0.
     init = task.initial_violators(rng)
     add_violated(init, np.full(master.n_slacks, -np.inf))
+    if not one_slack and all_rows:
+        # m-slack with a small output set: write every (i, y) row out once; column
+        # generation then only adds columns (primal simplex warm starts, no cutting planes)
+        K = len(task.gamma_)
+        i_all = np.repeat(np.arange(m), K)
+        y_all = np.tile(np.arange(K), m)
+        keep = (y_all != task.y_[i_all]) & (y_all != init.label[i_all])
+        pairs = DualPairs(i_all[keep], y_all[keep], np.ones(int(keep.sum())))
+        ws.add_rows(pairs, np.arange(len(pairs.sample)))
+        master.add_rows(pairs.sample, task.delta_[task.y_[pairs.sample], pairs.label],
+                        np.zeros((len(pairs.sample), 0)))
     sol = solve()
     sol, orc, _, _, _ = cutting_planes(sol)
 

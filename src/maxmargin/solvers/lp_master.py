@@ -46,6 +46,9 @@ class LPMaster:
         h.setOptionValue("primal_feasibility_tolerance", tolerance)
         h.setOptionValue("dual_feasibility_tolerance", tolerance)
         h.setOptionValue("threads", 1)
+        # warm starts: keep the simplex basis between solves (presolve would discard it)
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("solver", "simplex")
         h.addVars(self.n_slacks, np.zeros(self.n_slacks), np.full(self.n_slacks, _INF))
         h.changeColsCost(self.n_slacks, np.arange(self.n_slacks, dtype=np.int32), slack_costs)
         self._h = h

@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["DualPairs", "LabelCodingTask", "OracleResult", "StructuredTask"]
 
@@ -178,7 +179,9 @@ class LabelCodingTask(StructuredTask):
     def _bind(self, X, y) -> None:
         if self.sharing not in ("shared", "per_class"):
             raise ValueError(f"sharing must be 'shared' or 'per_class', got {self.sharing!r}")
-        self.X_ = np.asarray(X, dtype=np.float64)
+        # sparse input stays sparse (CSC: stumps read and evaluate it column by column)
+        self.X_ = (sp.csc_matrix(X, dtype=np.float64) if sp.issparse(X)
+                   else np.asarray(X, dtype=np.float64))
         self.classes_, self.y_ = self._encode(y)
         self.gamma_ = np.ascontiguousarray(self.coding_matrix(), dtype=np.float64)
         self.delta_ = np.ascontiguousarray(self.loss_matrix(), dtype=np.float64)
