@@ -49,10 +49,11 @@ def tiny_problem(seed, n_classes):
     return X, y
 
 
-def run(task, X, y, C, formulation):
+def run(task, X, y, C, formulation, max_cp_rounds=None):
     bound = task.bind(X, y)
     res = fit_structboost(bound, DecisionStump(), C=C, formulation=formulation, eps_cp=1e-10,
-                          eps_cg=1e-9, max_iter=1000, rng=np.random.default_rng(0))
+                          eps_cg=1e-9, max_iter=1000, rng=np.random.default_rng(0),
+                          max_cp_rounds=max_cp_rounds)
     assert res.converged
     return res
 
@@ -61,10 +62,11 @@ def run(task, X, y, C, formulation):
 @pytest.mark.parametrize("sharing", ["shared", "per_class"])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("C", [3.0, 30.0])
-def test_multiclass_matches_full_lp(formulation, sharing, seed, C):
+@pytest.mark.parametrize("max_cp_rounds", [None, 2])
+def test_multiclass_matches_full_lp(formulation, sharing, seed, C, max_cp_rounds):
     X, y = tiny_problem(seed, 3)
     opt = full_lp_optimum(X, y, C, np.eye(3), 1.0 - np.eye(3))
-    res = run(MultiClassTask(sharing=sharing), X, y, C, formulation)
+    res = run(MultiClassTask(sharing=sharing), X, y, C, formulation, max_cp_rounds)
     assert res.objective == pytest.approx(opt, rel=1e-6)
     assert res.history[-1]["lp_objective"] == pytest.approx(opt, rel=1e-6)
 

@@ -58,6 +58,12 @@ class StructBoost(BaseEstimator):
         Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
     eps_cg : float, default=1e-6
         Column generation stops when no weak learner has gain above ``1 + eps_cg``.
+    max_cp_rounds : int or None, default=10
+        Cutting-plane rounds per boosting iteration.  Weak learners are priced from the
+        duals of this truncated master; the loop is always run to ``eps_cp`` before
+        convergence is declared and after the last iteration, so the final model is
+        ``eps_cp``-accurate for its weak learners.  None: run every loop to ``eps_cp``
+        (the paper's Alg. 2).
     max_iter : int, default=200
         Maximum column-generation (boosting) iterations.
     max_time : float or None
@@ -92,11 +98,13 @@ class StructBoost(BaseEstimator):
         eps_cg: float = 1e-6,
         max_iter: int = 200,
         max_time: float | None = None,
+        max_cp_rounds: int | None = 10,
         random_state=None,
         verbose: int = 0,
         callback=None,
     ):
         self.task = task
+        self.max_cp_rounds = max_cp_rounds
         self.weak_learner = weak_learner
         self.C = C
         self.formulation = formulation
@@ -115,6 +123,8 @@ class StructBoost(BaseEstimator):
         _check_number("eps_cp", self.eps_cp, low=0)
         _check_number("eps_cg", self.eps_cg, low=0, low_open=False)
         _check_number("max_time", self.max_time, low=0, allow_none=True)
+        _check_number("max_cp_rounds", self.max_cp_rounds, low=1, low_open=False,
+                      integer=True, allow_none=True)
         if self.formulation not in FORMULATIONS:
             raise ValueError(f"formulation must be one of {FORMULATIONS}, got {self.formulation!r}")
         if self.callback is not None and not callable(self.callback):
@@ -159,6 +169,7 @@ class StructBoost(BaseEstimator):
             self.task_, weak, C=float(self.C), formulation=self.formulation,
             eps_cp=float(self.eps_cp), eps_cg=float(self.eps_cg), max_iter=int(self.max_iter),
             max_time=self.max_time, rng=self._rng(), callback=report,
+            max_cp_rounds=self.max_cp_rounds,
         )
         self._store_result(res)
         return self
@@ -303,6 +314,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         eps_cp: float = 0.01,
         eps_cg: float = 1e-6,
         max_time: float | None = None,
+        max_cp_rounds: int | None = 10,
         random_state=None,
         verbose: int = 0,
         callback=None,
@@ -310,7 +322,8 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         super().__init__(
             task=None, weak_learner=weak_learner, C=C, formulation=formulation,
             eps_cp=eps_cp, eps_cg=eps_cg, max_iter=max_iter, max_time=max_time,
-            random_state=random_state, verbose=verbose, callback=callback,
+            max_cp_rounds=max_cp_rounds, random_state=random_state, verbose=verbose,
+            callback=callback,
         )
         self.sharing = sharing
 

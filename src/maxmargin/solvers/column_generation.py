@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from maxmargin.solvers.lp_master import LPMaster, LPSolution
 from maxmargin.solvers.working_set import WorkingSet
@@ -97,17 +98,28 @@ def _row_coefficients(task, ens: _Ensemble, pairs: DualPairs, row_of_pair, n_row
         out = np.zeros((n_rows, n_cols))
         out[row_of_pair] = d.T
         return out
-    # a plane summing many pairs: aggregate them into signed weights once, then
-    # coefficient of column (h, s) = sum_z phi_h(z) A[z, s]
+    # a plane summing many pairs: aggregate them into signed weights A once; then the
+    # coefficient of column (h, s) is sum_z phi_h(z) A[z, s] = (H @ A)[h, s]
     out = np.zeros((n_rows, n_cols))
     for r in range(n_rows):
         sel = row_of_pair == r
         A = task.weak_weights(DualPairs(pairs.sample[sel], pairs.label[sel], pairs.value[sel]))
-        out[r] = np.einsum("cz,zc->c", ens.H[ens.col_hyp], A[:, ens.col_slot])
+        out[r] = (ens.H @ A)[ens.col_hyp, ens.col_slot]
     return out
 
 
-def fit_structboost(
+def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
+    """Run Alg. 1 with Alg. 2 (or its m-slack counterpart) on a bound task.
+
+    See :func:`_fit_structboost` for the parameters.  BLAS is limited to one thread: the
+    products here are small and many, and a multi-threaded BLAS spinning next to numba's
+    thread pool made them tens of times slower on two cores.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit_structboost(*args, **kwargs)
+
+
+def _fit_structboost(
     task: StructuredTask,
     weak_learner: WeakLearner,
     *,
@@ -121,7 +133,7 @@ def fit_structboost(
     callback=None,
     stabilize: bool = True,
     prune_after: int = 50,
-    all_rows: bool = False,
+    max_cp_rounds: int | None = None,
 ) -> ColumnGenerationResult:
     """Run Alg. 1 with Alg. 2 (or its m-slack counterpart) on a bound task.
 
@@ -189,7 +201,7 @@ def fit_structboost(
             sol = LPSolution(sol.w, sol.xi, sol.row_dual[keep], sol.objective)
         return sol
 
-    def cutting_planes(sol: LPSolution) -> tuple[LPSolution, OracleResult, int, float, float]:
+    def cutting_planes(sol: LPSolution, limit: int | None = None):
         """Alg. 2 (or its m-slack form) for fixed columns, from the current working set.
 
         Returns the best point seen (lowest true objective) with the LP's duals.  Stops when
@@ -201,6 +213,7 @@ def fit_structboost(
         Kelley's method) and keeps that plane when it cuts off the LP point.  Both only
         add valid planes; see docs/structboost.md.
         """
+        nonlocal certified
         t_orc = t_mst = 0.0
         n_cp = 0
         best_obj, best_w, best_orc, best_F = np.inf, None, None, None
@@ -220,11 +233,11 @@ def fit_structboost(
                 if obj_q < best_obj:
                     best_obj, best_w, best_orc, best_F = obj_q, wq, query, Fq
             t_orc += time.perf_counter() - t0
-            certified = best_obj - sol.objective <= C * eps_cp
+            done = best_obj - sol.objective <= C * eps_cp
             out_of_time = max_time is not None and time.perf_counter() - t_start > max_time
             t1 = time.perf_counter()
             added = False
-            if not certified and not out_of_time:
+            if not done and not out_of_time and (limit is None or n_cp < limit):
                 if query is not None:
                     at_lp = task.evaluate_outputs(F, query.label)
                     c = query.hinge > 0
@@ -232,6 +245,7 @@ def fit_structboost(
                         added = add_plane(query, c)
                 added = add_violated(orc, sol.xi) or added
             if not added:
+                certified = done or not (query is not None or orc.hinge.mean() > 0)
                 best = LPSolution(best_w, sol.xi, sol.row_dual, sol.objective)
                 return best, best_orc, n_cp, t_orc, t_mst
             sol = solve()
@@ -241,17 +255,7 @@ def fit_structboost(
     # Alg. 1 line 2: start from each example's most violated output at w = 0.
     init = task.initial_violators(rng)
     add_violated(init, np.full(master.n_slacks, -np.inf))
-    if not one_slack and all_rows:
-        # m-slack with a small output set: write every (i, y) row out once; column
-        # generation then only adds columns (primal simplex warm starts, no cutting planes)
-        K = len(task.gamma_)
-        i_all = np.repeat(np.arange(m), K)
-        y_all = np.tile(np.arange(K), m)
-        keep = (y_all != task.y_[i_all]) & (y_all != init.label[i_all])
-        pairs = DualPairs(i_all[keep], y_all[keep], np.ones(int(keep.sum())))
-        ws.add_rows(pairs, np.arange(len(pairs.sample)))
-        master.add_rows(pairs.sample, task.delta_[task.y_[pairs.sample], pairs.label],
-                        np.zeros((len(pairs.sample), 0)))
+    certified = False  # did the last cutting-plane loop reach its tolerance?
     sol = solve()
     sol, orc, _, _, _ = cutting_planes(sol)
 
@@ -265,6 +269,13 @@ def fit_structboost(
         cand, gains = weak_learner.best(prepared, A)
         picks = task.select_columns(gains, 1.0 + eps_cg)
         best_gain = float(np.max(gains)) if len(gains) else 0.0
+        if not picks and not certified:
+            # the duals came from a truncated cutting-plane loop: finish it and re-price
+            sol, orc, _, _, _ = cutting_planes(sol)
+            duals = ws.dual_pairs(sol.row_dual)
+            cand, gains = weak_learner.best(prepared, task.weak_weights(duals))
+            picks = task.select_columns(gains, 1.0 + eps_cg)
+            best_gain = float(np.max(gains)) if len(gains) else 0.0
         if not picks:
             converged, reason = True, "converged"
             t_weak = time.perf_counter() - t0
@@ -278,10 +289,10 @@ def fit_structboost(
         outputs = new_hyps.evaluate(Z)
         t1 = time.perf_counter()
         hyp_idx, slots = ens.add(new_hyps, outputs, [p[1] for p in picks])
-        master.add_columns(ws.column_coefficients(task, ens.H[hyp_idx], slots))
+        master.add_columns(ws.column_coefficients(task, ens.H, hyp_idx, slots))
         sol = solve()
         t2 = time.perf_counter()
-        sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol)
+        sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol, max_cp_rounds)
         history.append(_record(it, sol, orc, C, ens, ws, best_gain, t1 - t0,
                                t2 - t1 + t_mst, t_orc, time.perf_counter() - t_start, n_cp))
         w_path.append(sol.w.copy())
@@ -291,6 +302,16 @@ def fit_structboost(
             reason = "max_time"
             break
 
+    if not certified and not converged and history:
+        # polish the final model: run the last cutting-plane loop to its tolerance
+        t0 = time.perf_counter()
+        sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol)
+        rec = _record(history[-1]["iteration"], sol, orc, C, ens, ws, history[-1]["gain"],
+                      history[-1]["t_weak"], history[-1]["t_master"] + t_mst,
+                      history[-1]["t_oracle"] + t_orc, time.perf_counter() - t_start,
+                      history[-1]["n_cp"] + n_cp)
+        history[-1] = rec
+        w_path[-1] = sol.w.copy()
     objective = float(sol.w.sum() + C * orc.hinge.mean())
     return ColumnGenerationResult(
         hypotheses=ens.hyps, column_hyp=ens.col_hyp, column_slot=ens.col_slot, w=sol.w,

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["LPMaster", "LPSolution"]
 
@@ -61,10 +60,20 @@ class LPMaster:
         if r == 0:
             return
         coef = np.asarray(coef, dtype=np.float64).reshape(r, self.n_columns)
-        slack_part = sp.csr_matrix((np.ones(r), (np.arange(r), slack)), shape=(r, self.n_slacks))
-        rows = sp.hstack([slack_part, sp.csr_matrix(coef)], format="csr")
-        rows.sort_indices()
-        starts, indices, values = rows.indptr[:-1], rows.indices, rows.data
+        # CSR by hand: each row's non-zero weight entries, then its slack entry
+        rows_idx, cols_idx = np.nonzero(coef)
+        nnz = np.bincount(rows_idx, minlength=r)
+        starts = np.zeros(r, dtype=np.int64)
+        starts[1:] = np.cumsum(nnz + 1)[:-1]
+        first = np.zeros(r, dtype=np.int64)
+        first[1:] = np.cumsum(nnz)[:-1]
+        indices = np.empty(int(nnz.sum()) + r, dtype=np.int32)
+        values = np.empty(len(indices))
+        pos = starts[rows_idx] + (np.arange(len(rows_idx)) - first[rows_idx])
+        indices[pos] = self.n_slacks + cols_idx
+        values[pos] = coef[rows_idx, cols_idx]
+        indices[starts + nnz] = slack
+        values[starts + nnz] = 1.0
         self._h.addRows(r, rhs, np.full(r, _INF), len(indices), starts.astype(np.int32),
                         indices.astype(np.int32), values)
         self.n_rows += r

@@ -15,49 +15,61 @@ from maxmargin.tasks.base import DualPairs
 
 __all__ = ["WorkingSet"]
 
-_CHUNK = 1 << 22  # pair-column products evaluated per block, bounds temporary memory
-
 
 class WorkingSet:
-    """Append-only list of rows, stored as concatenated pair arrays with row ids."""
+    """Rows stored in append-only batches; deletion only marks rows dead.
+
+    Rows are numbered 0..n_rows-1 in insertion order among the live ones, matching the
+    row order of the LP master (which deletes the same rows).  Concatenated arrays are
+    built lazily, once per boosting iteration rather than once per cutting plane.
+    """
 
     def __init__(self) -> None:
-        self._row, self._sample, self._label, self._weight = [], [], [], []
+        self._batches: list[tuple[np.ndarray, ...]] = []
+        self._alive = np.zeros(0, dtype=bool)
         self._cache: tuple[np.ndarray, ...] | None = None
         self.n_rows = 0
 
     def add_rows(self, row_pairs: DualPairs, row_of_pair: np.ndarray) -> None:
         """Append rows; ``row_of_pair`` numbers them 0..r-1 locally, in order."""
-        self._row.append(np.asarray(row_of_pair, dtype=np.int64) + self.n_rows)
-        self._sample.append(np.asarray(row_pairs.sample, dtype=np.int64))
-        self._label.append(np.asarray(row_pairs.label))
-        self._weight.append(np.asarray(row_pairs.value, dtype=np.float64))
-        self.n_rows += int(row_of_pair.max()) + 1 if len(row_of_pair) else 0
+        row_of_pair = np.asarray(row_of_pair, dtype=np.int64)
+        n_new = int(row_of_pair.max()) + 1 if len(row_of_pair) else 0
+        base = len(self._alive)
+        self._batches.append((row_of_pair + base, np.asarray(row_pairs.sample, dtype=np.int64),
+                              np.asarray(row_pairs.label),
+                              np.asarray(row_pairs.value, dtype=np.float64)))
+        self._alive = np.concatenate([self._alive, np.ones(n_new, dtype=bool)])
+        self.n_rows += n_new
         self._cache = None
 
+    def delete_rows(self, rows: np.ndarray) -> None:
+        """Remove rows by their current index; the rest keep their order."""
+        if len(rows) == 0:
+            return
+        self._alive[np.flatnonzero(self._alive)[rows]] = False
+        self.n_rows = int(self._alive.sum())
+        self._cache = None
+        if self.n_rows < 0.5 * len(self._alive):
+            self._compact()
+
+    def _compact(self) -> None:
+        row, sample, label, weight = self._arrays()
+        self._batches = [(row, sample, label, weight)]
+        self._alive = np.ones(self.n_rows, dtype=bool)
+        self._cache = (row, sample, label, weight)
+
     def _arrays(self) -> tuple[np.ndarray, ...]:
+        """(current row index, sample, label, weight) of every live pair."""
         if self._cache is None:
-            if not self._row:
+            if not self._batches:
                 empty = np.zeros(0, dtype=np.int64)
                 self._cache = (empty, empty, empty, np.zeros(0))
             else:
-                self._cache = tuple(np.concatenate(a) for a in
-                                    (self._row, self._sample, self._label, self._weight))
+                grow, sample, label, weight = (np.concatenate(a) for a in zip(*self._batches))
+                keep = self._alive[grow]
+                current = np.cumsum(self._alive) - 1
+                self._cache = (current[grow[keep]], sample[keep], label[keep], weight[keep])
         return self._cache
-
-    def delete_rows(self, rows: np.ndarray) -> None:
-        """Remove rows (e.g. planes inactive for long); the rest are renumbered in order."""
-        if len(rows) == 0:
-            return
-        row, sample, label, weight = self._arrays()
-        gone = np.zeros(self.n_rows, dtype=bool)
-        gone[rows] = True
-        new_id = np.cumsum(~gone) - 1
-        keep = ~gone[row]
-        self._row = [new_id[row[keep]]]
-        self._sample, self._label, self._weight = [sample[keep]], [label[keep]], [weight[keep]]
-        self.n_rows = int((~gone).sum())
-        self._cache = None
 
     def dual_pairs(self, row_dual: np.ndarray, tol: float = 0.0) -> DualPairs:
         """mu_(i, y) = sum_rows lambda_r * weight_r(i, y) over rows with lambda_r > tol."""
@@ -66,16 +78,12 @@ class WorkingSet:
         keep = lam > tol
         return DualPairs(sample[keep], label[keep], lam[keep] * weight[keep])
 
-    def column_coefficients(self, task, outputs: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """Coefficients (n_rows, n_cols) of new columns in every stored row."""
+    def column_coefficients(self, task, outputs: np.ndarray, col_hyp: np.ndarray,
+                            slots: np.ndarray) -> np.ndarray:
+        """Coefficients (n_rows, n_cols) of new columns in every stored row.
+
+        Column j is weak classifier ``outputs[col_hyp[j]]`` in slot ``slots[j]``.
+        """
         row, sample, label, weight = self._arrays()
-        n_cols = len(slots)
-        coef = np.zeros((self.n_rows, n_cols))
-        step = max(1, _CHUNK // max(1, n_cols))
-        for lo in range(0, len(row), step):
-            sl = slice(lo, lo + step)
-            pairs = DualPairs(sample[sl], label[sl], weight[sl])
-            d = task.joint_difference(outputs, slots, pairs) * weight[sl]  # (n_cols, n)
-            for j in range(n_cols):
-                coef[:, j] += np.bincount(row[sl], weights=d[j], minlength=self.n_rows)
-        return coef
+        return task.aggregate_difference(outputs, col_hyp, slots,
+                                         DualPairs(sample, label, weight), row, self.n_rows)

@@ -119,6 +119,24 @@ class StructuredTask(ABC):
         :meth:`weak_inputs`, ``slots`` (n_cols,) their slots.  Returns (n_cols, n_pairs).
         """
 
+    def aggregate_difference(self, outputs, col_hyp, slots, pairs: DualPairs,
+                             row_of_pair: np.ndarray, n_rows: int) -> np.ndarray:
+        """Row sums ``sum_(k in row r) value_k dpsi_j(sample_k, label_k)``, (n_rows, n_cols).
+
+        Column j is the weak classifier ``outputs[col_hyp[j]]`` in slot ``slots[j]``.  This
+        is how a new column gets its coefficient in every stored cutting plane.
+        """
+        n_cols = len(slots)
+        out = np.zeros((n_rows, n_cols))
+        step = max(1, (1 << 22) // max(1, n_cols))
+        for lo in range(0, len(row_of_pair), step):
+            sl = slice(lo, lo + step)
+            part = DualPairs(pairs.sample[sl], pairs.label[sl], pairs.value[sl])
+            d = self.joint_difference(outputs[col_hyp], slots, part) * part.value
+            for j in range(n_cols):
+                out[:, j] += np.bincount(row_of_pair[sl], weights=d[j], minlength=n_rows)
+        return out
+
     # -- oracles ---------------------------------------------------------------------
     @abstractmethod
     def slot_scores_to_label_scores(self, F: np.ndarray) -> np.ndarray:
@@ -191,6 +209,8 @@ class LabelCodingTask(StructuredTask):
         if np.any(np.diag(self.delta_) != 0) or np.any(self.delta_ + np.eye(K) <= 0):
             raise ValueError("loss matrix must be zero on the diagonal and positive elsewhere")
         self.n_slots = self.gamma_.shape[1]
+        self._identity_coding = bool(self.gamma_.shape == (K, K)
+                                     and np.array_equal(self.gamma_, np.eye(K)))
         self.n_samples = len(self.y_)
         self._gamma_true = self.gamma_[self.y_]  # (m, S)
 
@@ -202,10 +222,31 @@ class LabelCodingTask(StructuredTask):
         return self.X_
 
     def weak_weights(self, duals: DualPairs) -> np.ndarray:
-        diff = self._gamma_true[duals.sample] - self.gamma_[duals.label]  # (n_pairs, S)
-        A = np.zeros((self.n_samples, self.n_slots))
-        np.add.at(A, duals.sample, diff * duals.value[:, None])
-        return A
+        # sum_y mu_(i,y) (Gamma[y_i] - Gamma[y]) = (sum_y mu_(i,y)) Gamma[y_i] - B[i] Gamma
+        # with B[i, y] = mu_(i, y), aggregated by bincount (no Python loop over pairs)
+        m, K = self.n_samples, len(self.gamma_)
+        B = np.bincount(duals.sample * K + duals.label, weights=duals.value,
+                        minlength=m * K).reshape(m, K)
+        return B.sum(axis=1)[:, None] * self._gamma_true - B @ self.gamma_
+
+    def aggregate_difference(self, outputs, col_hyp, slots, pairs, row_of_pair, n_rows):
+        # per weak classifier h: v_k = value_k phi_h(x_{i_k}); the row sums of
+        # v_k (Gamma[y_{i_k}] - Gamma[label_k]) are (T - L) @ Gamma with T, L (n_rows, K)
+        # bincounts of v over (row, true label) and (row, label)
+        K = len(self.gamma_)
+        col_hyp = np.asarray(col_hyp)
+        slots = np.asarray(slots)
+        out = np.empty((n_rows, len(slots)))
+        true_idx = row_of_pair * K + self.y_[pairs.sample]
+        lab_idx = row_of_pair * K + pairs.label
+        for h in np.unique(col_hyp):
+            v = pairs.value * outputs[h, pairs.sample]
+            T = np.bincount(true_idx, weights=v, minlength=n_rows * K)
+            L = np.bincount(lab_idx, weights=v, minlength=n_rows * K)
+            D = (T - L).reshape(n_rows, K) @ self.gamma_  # (n_rows, S)
+            cols = np.flatnonzero(col_hyp == h)
+            out[:, cols] = D[:, slots[cols]]
+        return out
 
     def select_columns(self, gains, threshold):
         gains = np.asarray(gains)
@@ -224,6 +265,8 @@ class LabelCodingTask(StructuredTask):
 
     # -- oracles ---------------------------------------------------------------------
     def slot_scores_to_label_scores(self, F):
+        if self._identity_coding:
+            return F
         return F @ self.gamma_.T  # (n, K)
 
     def loss_augmented(self, F):
@@ -267,3 +310,6 @@ class LabelCodingTask(StructuredTask):
         self.gamma_ = arrays["gamma"]
         self.delta_ = arrays["delta"]
         self.n_slots = self.gamma_.shape[1]
+        K = len(self.gamma_)
+        self._identity_coding = bool(self.gamma_.shape == (K, K)
+                                     and np.array_equal(self.gamma_, np.eye(K)))
