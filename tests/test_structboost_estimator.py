@@ -134,7 +134,7 @@ def test_non_finite_X(iris, bad):
     X, y = iris
     X = X.copy()
     X[3, 1] = bad
-    with pytest.raises(ValueError, match="NaN|infinity"):
+    with pytest.raises(ValueError, match=r"NaN|infinity"):
         StructBoostClassifier(max_iter=2).fit(X, y)
 
 
@@ -161,7 +161,7 @@ def test_non_numeric_X(iris):
     X, y = iris
     X = X.astype(object)
     X[0, 0] = "abc"
-    with pytest.raises(ValueError, match="could not convert|abc"):
+    with pytest.raises(ValueError, match=r"could not convert|abc"):
         StructBoostClassifier(max_iter=2).fit(X, y)
 
 

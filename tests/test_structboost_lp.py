@@ -7,6 +7,8 @@ scipy.optimize.linprog.  Column generation + cutting planes must reach it (rel. 
 in both formulations (Theorem 2.1) and both sharing modes.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -113,4 +115,4 @@ def test_objective_decreases_every_iteration():
                           formulation="m-slack", eps_cp=1e-10, eps_cg=1e-9, max_iter=100,
                           rng=np.random.default_rng(0))
     lp = [h["lp_objective"] for h in res.history]
-    assert all(b <= a + 1e-9 for a, b in zip(lp, lp[1:]))
+    assert all(b <= a + 1e-9 for a, b in itertools.pairwise(lp))

@@ -9,8 +9,21 @@ from importlib.metadata import PackageNotFoundError, version
 
 from maxmargin import metrics
 from maxmargin.io import load, save
-from maxmargin.learners import RankSVM, StructBoost, StructBoostClassifier
-from maxmargin.tasks import BinaryTask, MultiClassTask, Taxonomy
+from maxmargin.learners import (
+    AdaBoostECC,
+    AdaBoostMH,
+    AdaBoostMO,
+    KernelSSVM,
+    LatentSSVM,
+    MultiBoost,
+    MultiBoostCW,
+    RankSVM,
+    SSVMClassifier,
+    StructBoost,
+    StructBoostClassifier,
+    StructSVM,
+)
+from maxmargin.tasks import BinaryTask, ChainTask, MultiClassTask, Taxonomy
 
 try:
     __version__ = version("maxmargin")
@@ -18,11 +31,21 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
+    "AdaBoostECC",
+    "AdaBoostMH",
+    "AdaBoostMO",
     "BinaryTask",
+    "ChainTask",
+    "KernelSSVM",
+    "LatentSSVM",
+    "MultiBoost",
+    "MultiBoostCW",
     "MultiClassTask",
     "RankSVM",
+    "SSVMClassifier",
     "StructBoost",
     "StructBoostClassifier",
+    "StructSVM",
     "Taxonomy",
     "__version__",
     "load",

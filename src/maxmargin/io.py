@@ -42,6 +42,12 @@ META_KEY = "__meta__"
 _BUILTIN_MODELS: dict[str, str] = {
     "StructBoost": "maxmargin.learners.structboost:StructBoost",
     "StructBoostClassifier": "maxmargin.learners.structboost:StructBoostClassifier",
+    "SSVMClassifier": "maxmargin.learners.ssvm:SSVMClassifier",
+    "MultiBoostCW": "maxmargin.learners.multiboost:MultiBoostCW",
+    "MultiBoost": "maxmargin.learners.multiboost:MultiBoost",
+    "AdaBoostMH": "maxmargin.learners.adaboost:AdaBoostMH",
+    "AdaBoostECC": "maxmargin.learners.adaboost:AdaBoostECC",
+    "AdaBoostMO": "maxmargin.learners.adaboost:AdaBoostMO",
 }
 _REGISTRY: dict[str, type] = {}
 

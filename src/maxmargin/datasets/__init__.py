@@ -7,5 +7,13 @@ from maxmargin.datasets.loaders import (
     load_svmlight,
     peek_n_columns,
 )
+from maxmargin.datasets.ocr import load_ocr
 
-__all__ = ["detect_format", "load_csv", "load_dataset", "load_svmlight", "peek_n_columns"]
+__all__ = [
+    "detect_format",
+    "load_csv",
+    "load_dataset",
+    "load_ocr",
+    "load_svmlight",
+    "peek_n_columns",
+]

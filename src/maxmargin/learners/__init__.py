@@ -1,6 +1,22 @@
 """User-facing estimators (scikit-learn API)."""
 
+from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH, AdaBoostMO
+from maxmargin.learners.multiboost import MultiBoost, MultiBoostCW
 from maxmargin.learners.ranksvm import RankSVM
+from maxmargin.learners.ssvm import KernelSSVM, LatentSSVM, SSVMClassifier, StructSVM
 from maxmargin.learners.structboost import StructBoost, StructBoostClassifier
 
-__all__ = ["RankSVM", "StructBoost", "StructBoostClassifier"]
+__all__ = [
+    "AdaBoostECC",
+    "AdaBoostMH",
+    "AdaBoostMO",
+    "KernelSSVM",
+    "LatentSSVM",
+    "MultiBoost",
+    "MultiBoostCW",
+    "RankSVM",
+    "SSVMClassifier",
+    "StructBoost",
+    "StructBoostClassifier",
+    "StructSVM",
+]

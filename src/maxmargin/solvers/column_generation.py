@@ -40,6 +40,9 @@ __all__ = ["ColumnGenerationResult", "fit_structboost"]
 
 FORMULATIONS = ("1-slack", "m-slack")
 STAB = 0.5  # weight of the stability centre in the in-out query point
+#: a truncated cutting-plane loop (max_cp_rounds) still goes on while the master's
+#: relative gap exceeds this, so weak learners are priced from reasonable duals
+TRUNCATE_GAP = 0.05
 
 
 @dataclass
@@ -237,7 +240,9 @@ def _fit_structboost(
             out_of_time = max_time is not None and time.perf_counter() - t_start > max_time
             t1 = time.perf_counter()
             added = False
-            if not done and not out_of_time and (limit is None or n_cp < limit):
+            truncate = (limit is not None and n_cp >= limit
+                        and best_obj - sol.objective <= TRUNCATE_GAP * abs(best_obj))
+            if not done and not out_of_time and not truncate:
                 if query is not None:
                     at_lp = task.evaluate_outputs(F, query.label)
                     c = query.hinge > 0

@@ -1,0 +1,245 @@
+"""Stage-wise multi-class boosting baselines with the package's weak learners.
+
+* :class:`AdaBoostMH` -- Schapire & Singer (1999), Hamming loss over K one-vs-all labels;
+  weak hypothesis ``alpha * v_l * phi(x)`` with a vote vector ``v`` in {-1, +1}^K
+  shared by one weak classifier ``phi`` (the discrete AdaBoost.MH of Kegl & Busa-Fekete).
+* :class:`AdaBoostECC` -- Guruswami & Sahai (1999) in the real form of Li (2006):
+  a random half coloring per round, one binary weak classifier, two confidences.
+* :class:`AdaBoostMO` -- Schapire & Singer (1999), output codes with one weak classifier
+  per code column per round and loss-based decoding.
+
+All reuse the weak-learner protocol (``best`` maximises ``sum_k A[k, s] phi(x_k)`` per
+column) and record the same per-iteration history as :mod:`maxmargin.learners.multiboost`.
+The sample weights are recomputed from the scores in the log domain every round, so long
+runs cannot overflow or underflow them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.special import logsumexp
+
+from maxmargin.learners.multiboost import _check_number, _MultiClassBoosting
+
+__all__ = ["AdaBoostECC", "AdaBoostMH", "AdaBoostMO"]
+
+_EDGE_CAP = 1.0 - 1e-12  # a perfect weak learner would get an infinite weight
+
+
+def _softmax_weights(z: np.ndarray) -> np.ndarray:
+    """exp(z) / sum exp(z) without overflow (z may be -inf)."""
+    z = z - np.max(z)
+    e = np.exp(z)
+    return e / e.sum()
+
+
+def _alpha(edge: float) -> float:
+    edge = float(np.clip(edge, -_EDGE_CAP, _EDGE_CAP))
+    return 0.5 * np.log((1.0 + edge) / (1.0 - edge))
+
+
+class _StageWise(_MultiClassBoosting):
+    def __init__(self, max_iter: int = 100, weak_learner="stump", max_time=None,
+                 random_state=None, verbose: int = 0, callback=None):
+        self.max_iter = max_iter
+        self.weak_learner = weak_learner
+        self.max_time = max_time
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+
+_DOC = """
+    Parameters
+    ----------
+    max_iter : int
+        Boosting rounds.
+    weak_learner : str or WeakLearner, default="stump"
+    max_time : float or None
+        Wall-clock limit in seconds.
+    random_state : int, Generator or None
+    verbose : int
+    callback : callable or None
+        Called with each iteration's record.
+
+    Attributes
+    ----------
+    history_ : list of dict
+        Per round: objective (the normalised exponential loss minimised), train_error,
+        val_error (with ``fit(..., eval_set=(X, y))``), n_weak, edge, t_weak, seconds.
+"""
+
+
+class AdaBoostMH(_StageWise):
+    __doc__ = """AdaBoost.MH with discrete weak learners and a per-class vote vector.
+
+    Minimises ``mean_{i,l} exp(-Y_il F_l(x_i))``, ``Y_il = +1`` iff ``l = y_i``.  Each
+    round finds ``phi`` and ``v`` maximising the edge ``sum_l |sum_i D_il Y_il phi(x_i)|``:
+    the best weak learner of each one-vs-all column is a candidate, the best candidate's
+    votes ``v`` are refined by one alternation (search with column ``sum_l D_l Y_l v_l``).
+    """ + _DOC
+
+    def _boost(self, X, y, K, weak, builder, record):
+        prepared = weak.prepare(X)
+        Y = np.where(np.arange(K)[None, :] == y[:, None], 1.0, -1.0)
+        F = np.zeros((len(y), K))
+        for it in range(int(self.max_iter)):
+            t0 = time.perf_counter()
+            D = _softmax_weights(-Y * F)
+            A = D * Y
+            hyps, _ = weak.best(prepared, A)
+            outs = hyps.evaluate(X)  # (K candidates, m)
+            edges = outs @ A  # (candidate, label)
+            c = int(np.argmax(np.abs(edges).sum(axis=1)))
+            best, out, e = hyps.take([c]), outs[c], edges[c]
+            v = np.where(e >= 0, 1.0, -1.0)
+            h2, _ = weak.best(prepared, (A @ v)[:, None])  # alternation step for phi
+            o2 = h2.evaluate(X)[0]
+            e2 = o2 @ A
+            if np.abs(e2).sum() > np.abs(e).sum():
+                best, out, e = h2, o2, e2
+                v = np.where(e >= 0, 1.0, -1.0)
+            edge = float(np.abs(e).sum())
+            a = _alpha(edge)
+            t_weak = time.perf_counter() - t0
+            hidx = builder.add_hypotheses(best)
+            new = builder.add_vars(np.repeat(hidx, K), np.arange(K))
+            coef = builder.coef.copy()
+            coef[new] = a * v
+            builder.set_coef(it, coef)
+            F += a * out[:, None] * v[None, :]
+            obj = np.exp(logsumexp(-Y * F) - np.log(Y.size))
+            if record(it, obj, F, edge=edge, t_weak=t_weak) or edge >= _EDGE_CAP:
+                return edge >= _EDGE_CAP
+        return False
+
+
+class AdaBoostECC(_StageWise):
+    __doc__ = """AdaBoost.ECC (Guruswami & Sahai 1999; real version of Li 2006).
+
+    Minimises ``mean_{i, l != y_i} exp(-(F_{y_i}(x_i) - F_l(x_i)) / 2)``.  Round t draws a
+    random half coloring ``M_t`` of the classes, trains one binary weak learner on labels
+    ``M_t(y_i)`` with weights ``sum_{l: M_t(l) != M_t(y_i)} D_il`` and gives it the
+    confidences ``alpha`` (output +1) and ``-beta`` (output -1) that minimise the loss;
+    ``F_l += M_t(l) f_t(x)``.
+    """ + _DOC
+
+    def _boost(self, X, y, K, weak, builder, record):
+        prepared = weak.prepare(X)
+        rng = self._rng()
+        m = len(y)
+        F = np.zeros((m, K))
+        own = np.arange(K)[None, :] == y[:, None]
+        bias = builder.add_vars(np.full(K, -1), np.arange(K))  # constant part of f_t
+        smooth = 1.0 / (m * K)
+        for it in range(int(self.max_iter)):
+            t0 = time.perf_counter()
+            M = -np.ones(K)
+            M[rng.permutation(K)[: K // 2]] = 1.0
+            z = np.where(own, -np.inf, -(F[np.arange(m), y][:, None] - F) / 2.0)
+            D = _softmax_weights(z)
+            b = M[y]
+            d = (D * (M[None, :] != b[:, None])).sum(axis=1)
+            d /= d.sum()
+            hyps, gains = weak.best(prepared, (d * b)[:, None])
+            phi = hyps.evaluate(X)[0]
+            pos = phi > 0
+            w_pp, w_pm = d[pos & (b > 0)].sum(), d[pos & (b < 0)].sum()
+            w_mm, w_mp = d[~pos & (b < 0)].sum(), d[~pos & (b > 0)].sum()
+            alpha = 0.5 * np.log((w_pp + smooth) / (w_pm + smooth))
+            beta = 0.5 * np.log((w_mm + smooth) / (w_mp + smooth))
+            t_weak = time.perf_counter() - t0
+            hidx = builder.add_hypotheses(hyps)
+            new = builder.add_vars(np.repeat(hidx, K), np.arange(K))
+            coef = builder.coef.copy()
+            coef[new] = M * (alpha + beta) / 2.0  # f = (a+b)/2 phi + (a-b)/2
+            coef[bias] += M * (alpha - beta) / 2.0
+            builder.set_coef(it, coef)
+            f = np.where(pos, alpha, -beta)
+            F += f[:, None] * M[None, :]
+            z = np.where(own, -np.inf, -(F[np.arange(m), y][:, None] - F) / 2.0)
+            obj = np.exp(logsumexp(z) - np.log(m * (K - 1)))
+            if record(it, obj, F, edge=float(gains[0]), t_weak=t_weak):
+                return False
+        return False
+
+
+class AdaBoostMO(_StageWise):
+    __doc__ = """AdaBoost.MO (Schapire & Singer 1999): output codes with one weak learner per code
+    column and round, loss-based decoding ``argmin_k sum_l exp(-M_kl f_l(x))``.
+
+    Parameters (besides those below): ``code`` -- "ova" (one-vs-all, L = K),
+    "random" (dense random +-1 code, L = ``n_codes`` or 2K columns) or "exhaustive"
+    (all 2^(K-1) - 1 distinct splits; K <= 12).
+    """ + _DOC
+
+    def __init__(self, max_iter: int = 100, weak_learner="stump", code: str = "random",
+                 n_codes: int | None = None, max_time=None, random_state=None,
+                 verbose: int = 0, callback=None):
+        super().__init__(max_iter=max_iter, weak_learner=weak_learner, max_time=max_time,
+                         random_state=random_state, verbose=verbose, callback=callback)
+        self.code = code
+        self.n_codes = n_codes
+
+    def _validate_hyperparameters(self) -> None:
+        self._validate_common()
+        if self.code not in ("ova", "random", "exhaustive"):
+            raise ValueError(f"code must be 'ova', 'random' or 'exhaustive', got {self.code!r}")
+        _check_number("n_codes", self.n_codes, low=1, low_open=False, integer=True,
+                      allow_none=True)
+
+    def _make_code(self, K: int, rng) -> np.ndarray:
+        if self.code == "ova":
+            return np.where(np.eye(K) > 0, 1.0, -1.0)
+        if self.code == "exhaustive":
+            if K > 12:
+                raise ValueError("code='exhaustive' needs at most 12 classes")
+            cols = np.arange(1, 2 ** (K - 1))  # class K-1 always -1: one of each pair
+            return np.where((cols[None, :] >> np.arange(K)[:, None]) & 1, 1.0, -1.0)
+        L = int(self.n_codes) if self.n_codes is not None else 2 * K
+        M = rng.choice([-1.0, 1.0], size=(K, L))
+        for col in range(L):  # no constant column
+            while np.all(M[:, col] == M[0, col]):
+                M[:, col] = rng.choice([-1.0, 1.0], size=K)
+        return M
+
+    def _n_outputs(self, n_classes: int) -> int:
+        return self.code_.shape[1]
+
+    def _decode(self, raw):
+        return -logsumexp(-raw[:, None, :] * self.code_[None, :, :], axis=2)
+
+    def _boost(self, X, y, K, weak, builder, record):
+        prepared = weak.prepare(X)
+        M = self.code_
+        L = M.shape[1]
+        Yb = M[y]  # (m, L) binary labels of every code column
+        f = np.zeros_like(Yb)
+        for it in range(int(self.max_iter)):
+            t0 = time.perf_counter()
+            D = _softmax_weights(-Yb * f)
+            hyps, gains = weak.best(prepared, D * Yb)  # one weak learner per column
+            edge = float(gains.sum())
+            a = _alpha(edge)
+            t_weak = time.perf_counter() - t0
+            hidx = builder.add_hypotheses(hyps)
+            new = builder.add_vars(hidx, np.arange(L))
+            coef = builder.coef.copy()
+            coef[new] = a
+            builder.set_coef(it, coef)
+            f += a * hyps.evaluate(X).T
+            obj = np.exp(logsumexp(-Yb * f) - np.log(Yb.size))
+            if record(it, obj, f, edge=edge, t_weak=t_weak) or edge >= _EDGE_CAP:
+                return edge >= _EDGE_CAP
+        return False
+
+    def _prepare_fit(self, n_classes: int) -> None:
+        self.code_ = self._make_code(n_classes, self._rng())
+
+    def _extra_state(self):
+        return {}, {"code": self.code_}
+
+    def _set_extra_state(self, meta, arrays) -> None:
+        self.code_ = np.asarray(arrays["code"], dtype=np.float64)

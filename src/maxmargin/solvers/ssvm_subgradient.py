@@ -1,0 +1,124 @@
+"""Batch and stochastic subgradient training (Pegasos steps, averaging).
+
+Seed 004 "Subgradient Descent S-SVM Training" / "Stochastic Subgradient Descent"; seed
+002 Sec. 2.3.3; Shalev-Shwartz et al., "Pegasos", Math. Prog. 2011; Ratliff, Bagnell &
+Zinkevich, AISTATS 2007.  Dividing ``J(w)`` by C gives ``lam/2 ||w||^2 + 1/n sum_i H_i``
+with ``lam = 1/C``; a subgradient at w is ``lam w - 1/n sum_i s_i dPsi_i(yhat_i)``
+(``s_i = 1``, or ``Delta_i`` for slack rescaling).  With the Pegasos step
+``eta_t = 1/(lam t)`` the update
+
+    w_{t+1} = (1 - 1/t) w_t + 1/(lam t) v_t,    v_t = s dPsi(yhat) of the step's example(s)
+
+makes ``w_{T+1} = 1/(lam T) sum_t v_t`` -- the primal image of the dual point that puts
+weight ``1/(nT)`` (batch) or ``1/T`` (one example per step, every example once per
+epoch) on each labelling found so far.  That point is dual feasible
+(``sum_y alpha_iy = 1/n``), so
+
+    D = C * mean_t Delta_t - 1/2 ||w_{T+1}||^2
+
+is a lower bound on ``min J`` at every iteration (batch) or epoch end (stochastic) and
+``best primal - D`` a valid duality gap.  This is why the stochastic variant samples a
+fresh permutation per epoch and does not project onto the ball
+``||w|| <= sqrt(C max Delta)`` (seed 002 eq. 2.57; derived for the structured loss in
+docs/ssvm.md).  The averaged iterate (polynomial-decay averaging with weight
+``2/(t+1)``, Lacoste-Julien, Schmidt & Bach 2012) is evaluated at the same times; the
+better of the two primal points is returned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
+from maxmargin.tasks.linear import (
+    LinearJointModel,
+    add_dpsi,
+    example_oracle,
+    rescaled_hinge,
+    seq_unary,
+)
+
+__all__ = ["fit_subgradient"]
+
+
+@njit(cache=True)
+def _sgd_epoch(order, t, w, wavg, lam, n_unary, S, K, indptr, indices, data, offsets,
+               ytrue, gamma, onehot, pairwise, loss_mat, slack, averaging):
+    """One epoch of Pegasos steps; returns (t, sum of Delta of the chosen labellings)."""
+    Tmax = 0
+    for i in range(offsets.shape[0] - 1):
+        Tmax = max(Tmax, offsets[i + 1] - offsets[i])
+    U = np.empty((Tmax, K))
+    lab = np.empty(Tmax, dtype=np.int64)
+    W = w[:n_unary].reshape((n_unary // S, S))
+    P = w[n_unary:].reshape((K, K)) if pairwise else np.zeros((K, K))
+    dsum = 0.0
+    for i in order:
+        a, b = offsets[i], offsets[i + 1]
+        T = b - a
+        seq_unary(indptr, indices, data, a, b, W, gamma, onehot, U)
+        loss, _ = example_oracle(U[:T], P, ytrue[a:b], loss_mat, pairwise, slack, lab[:T])
+        t += 1
+        w *= 1.0 - 1.0 / t
+        s = loss if slack else 1.0
+        add_dpsi(w, n_unary, S, K, indptr, indices, data, a, b, ytrue[a:b], lab[:T],
+                 gamma, onehot, pairwise, s / (lam * t))
+        dsum += loss
+        if averaging:
+            rho = 2.0 / (t + 1.0)
+            for j in range(w.shape[0]):
+                wavg[j] += rho * (w[j] - wavg[j])
+    return t, dsum
+
+
+def fit_subgradient(model: LinearJointModel, C: float, rescaling: str = "margin",
+                    tol: float = 1e-3, max_iter: int = 1000, max_time=None,
+                    stochastic: bool = True, averaging: bool = True, random_state=None,
+                    callback=None, verbose: int = 0) -> SSVMResult:
+    """Pegasos-type subgradient training; one iteration = one epoch (stochastic) or one
+    full subgradient step (batch)."""
+    model.check_rescaling(rescaling)
+    rng = np.random.default_rng(random_state)
+    lam = 1.0 / C
+    n = model.n_samples
+    w = np.zeros(model.dim)
+    wavg = np.zeros(model.dim)
+    tr = Tracker(tol, max_iter, max_time, callback, verbose,
+                 name="sgd" if stochastic else "subgradient")
+    t = 0
+    delta_sum = 0.0
+    slack = rescaling == "slack"
+
+    def evaluate(v):
+        _, loss, margin = model.loss_augmented(v, rescaling)
+        tr.n_oracle += 1
+        tr.offer_primal(model.objective(v, C, rescaled_hinge(loss, margin, rescaling)), v)
+
+    for it in range(max_iter):
+        if stochastic:
+            t, dsum = _sgd_epoch(rng.permutation(n), t, w, wavg, lam, model.n_unary,
+                                 model.n_slots, model.n_states, *model.csr(), model.offsets,
+                                 model.y, model.gamma, model.onehot, model.pairwise,
+                                 model.loss, slack, averaging)
+            delta_sum += dsum
+            evaluate(w)
+            if averaging:
+                evaluate(wavg)
+            tr.offer_dual(C * delta_sum / t - 0.5 * float(w @ w))
+        else:
+            labels, loss, margin = model.loss_augmented(w, rescaling)
+            tr.n_oracle += 1
+            tr.offer_primal(model.objective(w, C, rescaled_hinge(loss, margin, rescaling)), w)
+            if averaging and it > 0:
+                evaluate(wavg)
+            t += 1
+            coef = (loss if slack else np.ones(n)) / n
+            w = (1.0 - 1.0 / t) * w + model.plane(labels, coef) / (lam * t)
+            delta_sum += float(loss.mean())
+            if averaging:
+                wavg += 2.0 / (t + 1.0) * (w - wavg)
+            tr.offer_dual(C * delta_sum / t - 0.5 * float(w @ w))
+        if tr.record(it, step=t):
+            break
+    return tr.result(w)

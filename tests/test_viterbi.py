@@ -1,0 +1,89 @@
+"""Viterbi, loss-augmented and slack-rescaled Viterbi against brute force."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from maxmargin.inference.viterbi import (
+    batch_evaluate,
+    batch_loss_augmented,
+    batch_viterbi,
+    chain_score,
+    loss_augmented_viterbi,
+    slack_viterbi,
+    viterbi,
+)
+
+
+def _all(T, K):
+    return [np.array(y) for y in itertools.product(range(K), repeat=T)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_viterbi_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    T, K = int(rng.integers(1, 6)), int(rng.integers(2, 4))
+    U, P = rng.normal(size=(T, K)), rng.normal(size=(K, K))
+    y, s = viterbi(U, P)
+    scores = [chain_score(U, P, c) for c in _all(T, K)]
+    assert np.isclose(s, max(scores))
+    assert np.isclose(chain_score(U, P, y), max(scores))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_loss_augmented_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    T, K = int(rng.integers(1, 6)), int(rng.integers(2, 4))
+    U, P = rng.normal(size=(T, K)), rng.normal(size=(K, K))
+    L = rng.random((K, K)) * 2
+    np.fill_diagonal(L, 0)
+    yt = rng.integers(0, K, T)
+    y, v = loss_augmented_viterbi(U, P, yt, L)
+    vals = [L[yt, c].sum() + chain_score(U, P, c) for c in _all(T, K)]
+    assert np.isclose(v, max(vals))
+    assert np.isclose(L[yt, y].sum() + chain_score(U, P, y), max(vals))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_slack_rescaled_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    T, K = int(rng.integers(1, 6)), int(rng.integers(2, 4))
+    U, P = rng.normal(size=(T, K)) * 0.5, rng.normal(size=(K, K)) * 0.5
+    L = 1.0 - np.eye(K)
+    yt = rng.integers(0, K, T)
+    y, v = slack_viterbi(U, P, yt, L)
+    st = chain_score(U, P, yt)
+    vals = [L[yt, c].sum() * (1 - st + chain_score(U, P, c)) for c in _all(T, K)]
+    best = max(max(vals), 0.0)
+    assert np.isclose(v, best)
+    assert np.isclose(max(L[yt, y].sum() * (1 - st + chain_score(U, P, y)), 0.0), best)
+
+
+def test_batch_kernels_match_single():
+    rng = np.random.default_rng(0)
+    K = 3
+    lengths = [1, 4, 2, 5]
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    N = offsets[-1]
+    U, P = rng.normal(size=(N, K)), rng.normal(size=(K, K))
+    yt = rng.integers(0, K, N)
+    L = 1.0 - np.eye(K)
+    for slack in (False, True):
+        lab = np.empty(N, dtype=np.int64)
+        loss, margin = np.empty(4), np.empty(4)
+        batch_loss_augmented(U, P, offsets, yt, L, True, slack, lab, loss, margin)
+        l2, m2 = np.empty(4), np.empty(4)
+        batch_evaluate(U, P, offsets, yt, lab, L, True, l2, m2)
+        np.testing.assert_allclose(loss, l2)
+        np.testing.assert_allclose(margin, m2)
+        for i, (a, b) in enumerate(itertools.pairwise(offsets)):
+            f = slack_viterbi if slack else loss_augmented_viterbi
+            y1, _ = f(U[a:b], P, yt[a:b], L)
+            np.testing.assert_array_equal(lab[a:b], y1)
+            assert np.isclose(margin[i], chain_score(U[a:b], P, yt[a:b])
+                              - chain_score(U[a:b], P, y1))
+    lab = np.empty(N, dtype=np.int64)
+    batch_viterbi(U, P, offsets, True, lab)
+    for a, b in itertools.pairwise(offsets):
+        np.testing.assert_array_equal(lab[a:b], viterbi(U[a:b], P)[0])
