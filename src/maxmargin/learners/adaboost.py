@@ -21,7 +21,8 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from maxmargin.learners.multiboost import _check_number, _MultiClassBoosting
+from maxmargin._validation import check_number as _check_number
+from maxmargin.learners.multiboost import _MultiClassBoosting
 
 __all__ = ["AdaBoostECC", "AdaBoostMH", "AdaBoostMO"]
 

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._validation import check_number as _check_number
 from maxmargin.solvers.ssvm_frank_wolfe import fit_frank_wolfe
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.solvers.ssvm_n_slack import fit_n_slack
@@ -33,17 +34,6 @@ __all__ = ["SOLVERS", "KernelSSVM", "LatentSSVM", "SSVMClassifier", "StructSVM"]
 
 SOLVERS = ("one_slack", "n_slack", "subgradient", "batch_subgradient", "frank_wolfe")
 _TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
-
-
-def _check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
-    if value is None and allow_none:
-        return
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not np.isfinite(value):
-        what = "an integer" if integer else "a finite number"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
 
 
 def run_solver(model: LinearJointModel, C, solver, rescaling, tol, max_iter, max_time,

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._validation import check_number as _check_number
 from maxmargin.solvers.column_generation import FORMULATIONS, fit_structboost
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
@@ -24,17 +25,6 @@ from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, make_weak_learner
 __all__ = ["StructBoost", "StructBoostClassifier"]
 
 _TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
-
-
-def _check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
-    if value is None and allow_none:
-        return
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not np.isfinite(value):
-        what = "an integer" if integer else "a finite number"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
 
 
 class StructBoost(BaseEstimator):
