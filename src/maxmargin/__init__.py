@@ -23,7 +23,7 @@ from maxmargin.learners import (
     StructBoostClassifier,
     StructSVM,
 )
-from maxmargin.tasks import BinaryTask, ChainTask, MultiClassTask, Taxonomy
+from maxmargin.tasks import BinaryTask, ChainTask, HierarchyTask, MultiClassTask, Taxonomy
 
 try:
     __version__ = version("maxmargin")
@@ -36,6 +36,7 @@ __all__ = [
     "AdaBoostMO",
     "BinaryTask",
     "ChainTask",
+    "HierarchyTask",
     "KernelSSVM",
     "LatentSSVM",
     "MultiBoost",

@@ -28,12 +28,14 @@ from maxmargin.solvers.ssvm_subgradient import fit_subgradient
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask, stack_sequences
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.tasks.hierarchy import HierarchyTask
 from maxmargin.tasks.linear import LinearJointModel, from_label_coding, rescaled_hinge
 
 __all__ = ["SOLVERS", "KernelSSVM", "LatentSSVM", "SSVMClassifier", "StructSVM"]
 
 SOLVERS = ("one_slack", "n_slack", "subgradient", "batch_subgradient", "frank_wolfe")
-_TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
+_TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask,
+          "HierarchyTask": HierarchyTask}
 
 
 def run_solver(model: LinearJointModel, C, solver, rescaling, tol, max_iter, max_time,

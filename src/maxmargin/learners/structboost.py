@@ -20,11 +20,14 @@ from maxmargin._validation import check_number as _check_number
 from maxmargin.solvers.column_generation import FORMULATIONS, fit_structboost
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
+from maxmargin.tasks.taxonomy import LOSS_KINDS
 from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, make_weak_learner
 
 __all__ = ["StructBoost", "StructBoostClassifier"]
 
-_TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
+_TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask,
+          "HierarchyTask": HierarchyTask, "LabelAugmentedTask": LabelAugmentedTask}
 
 
 class StructBoost(BaseEstimator):
@@ -189,9 +192,16 @@ class StructBoost(BaseEstimator):
         check_is_fitted(self, "slot_weights_")
         X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc"])
         W = self.slot_weights_ if W is None else W
+        Z = self._prediction_inputs(X)
         if len(self.hypotheses_) == 0:
-            return np.zeros((X.shape[0], self.task_.n_slots))
-        return self.hypotheses_.evaluate(X).T @ W
+            return np.zeros((Z.shape[0], self.task_.n_slots))
+        return self.hypotheses_.evaluate(Z).T @ W
+
+    def _prediction_inputs(self, X):
+        """Where the weak classifiers are evaluated: X itself, or the task's own samples
+        (e.g. the (example, label) pairs of :class:`LabelAugmentedTask`)."""
+        inputs = getattr(self.task_, "prediction_inputs", None)
+        return X if inputs is None else inputs(X)
 
     def decision_function(self, X):
         """Joint scores ``w.Psi(x, y)`` for every output y, shape (n, n_outputs)."""
@@ -207,9 +217,10 @@ class StructBoost(BaseEstimator):
         so every iteration re-weights all weak learners; the weight path is stored)."""
         check_is_fitted(self, "slot_weights_")
         X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc"])
-        H = self.hypotheses_.evaluate(X).T if len(self.hypotheses_) else None
+        Z = self._prediction_inputs(X)
+        H = self.hypotheses_.evaluate(Z).T if len(self.hypotheses_) else None
         for W in self.weight_path_:
-            F = H @ W if H is not None else np.zeros((X.shape[0], self.task_.n_slots))
+            F = H @ W if H is not None else np.zeros((Z.shape[0], self.task_.n_slots))
             yield self.task_.decode(self.task_.predict_codes(F))
 
     # -- persistence ---------------------------------------------------------------------
@@ -284,6 +295,11 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     "per_class": one new weak classifier per class per iteration).  Two classes give
     the binary task (a single score, LPBoost); more give the multi-class task.
 
+    ``taxonomy`` (a :class:`~maxmargin.tasks.taxonomy.Taxonomy`, a dict, JSON text or a
+    path to a JSON or ``parent child`` text file) switches to hierarchical classification
+    (Sec. 3.4): ancestor coding of the classes and the tree loss ``tree_loss``
+    ("height", "half_path" or "zero_one"); see :class:`~maxmargin.tasks.hierarchy.HierarchyTask`.
+
     Examples
     --------
     >>> from sklearn.datasets import load_iris
@@ -300,6 +316,8 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         max_iter: int = 200,
         weak_learner="stump",
         sharing: str = "shared",
+        taxonomy=None,
+        tree_loss: str = "height",
         formulation: str = "1-slack",
         eps_cp: float = 0.01,
         eps_cg: float = 1e-6,
@@ -316,11 +334,15 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
             callback=callback,
         )
         self.sharing = sharing
+        self.taxonomy = taxonomy
+        self.tree_loss = tree_loss
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
         if self.sharing not in ("shared", "per_class"):
             raise ValueError(f"sharing must be 'shared' or 'per_class', got {self.sharing!r}")
+        if self.tree_loss not in LOSS_KINDS:
+            raise ValueError(f"tree_loss must be one of {LOSS_KINDS}, got {self.tree_loss!r}")
 
     def _make_task(self, y) -> StructuredTask:
         check_classification_targets(y)
@@ -329,6 +351,9 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
             raise ValueError(
                 f"y has {n_classes} class; StructBoostClassifier needs at least 2 classes"
             )
+        if self.taxonomy is not None:
+            return HierarchyTask(as_taxonomy(self.taxonomy), loss=self.tree_loss,
+                                 sharing=self.sharing)
         if n_classes == 2:
             return BinaryTask(sharing=self.sharing)
         return MultiClassTask(sharing=self.sharing)
@@ -349,6 +374,8 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     def _get_state(self):
         meta, arrays = super()._get_state()
         meta["params"]["sharing"] = self.sharing
+        if self.taxonomy is not None:  # JSON text, so the model file is self-contained
+            meta["params"]["taxonomy"] = as_taxonomy(self.taxonomy).to_json()
         return meta, arrays
 
     def __sklearn_tags__(self):

@@ -3,6 +3,7 @@
 from maxmargin.tasks.base import DualPairs, LabelCodingTask, OracleResult, StructuredTask
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
 from maxmargin.tasks.linear import LinearJointModel, from_label_coding
 from maxmargin.tasks.taxonomy import LOSS_KINDS, Taxonomy
 
@@ -11,11 +12,14 @@ __all__ = [
     "BinaryTask",
     "ChainTask",
     "DualPairs",
+    "HierarchyTask",
+    "LabelAugmentedTask",
     "LabelCodingTask",
     "LinearJointModel",
     "MultiClassTask",
     "OracleResult",
     "StructuredTask",
     "Taxonomy",
+    "as_taxonomy",
     "from_label_coding",
 ]
