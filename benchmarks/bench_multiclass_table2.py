@@ -139,7 +139,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--C", type=float, nargs="+", default=[10, 25, 63, 158, 398, 1000])
-    ap.add_argument("--formulation", default="1-slack")
+    ap.add_argument("--formulation", default="auto")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/multiclass_table2.json")
     args = ap.parse_args(argv)
 

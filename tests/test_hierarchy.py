@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maxmargin.learners import structboost as sb
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.tasks.classification import MultiClassTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
@@ -19,10 +18,6 @@ from maxmargin.tasks.taxonomy import Taxonomy
 GLASS = {"glass": {"window": [1, 2, 3], "non_window": [5, 6, 7]}}
 GLASS_FLOAT = {"glass": {"window": {"float": [1, 3], "non_float": [2]},
                          "non_window": [5, 6, 7]}}
-patched = pytest.mark.skipif(
-    "HierarchyTask" not in sb._TASKS,
-    reason="docs/patches/structboost_taxonomy.diff not applied to learners/structboost.py",
-)
 
 
 @st.composite
@@ -121,7 +116,6 @@ def test_hierarchy_fit_and_state_round_trip():
     assert as_taxonomy(task.taxonomy) == tax
 
 
-@patched
 def test_structboost_save_load(tmp_path):
     from maxmargin.io import load, save
 
@@ -135,7 +129,6 @@ def test_structboost_save_load(tmp_path):
         np.testing.assert_allclose(back.decision_function(X), est.decision_function(X))
 
 
-@patched
 @pytest.mark.parametrize("spec", ["object", "dict", "json", "text"])
 def test_classifier_taxonomy_parameter(tmp_path, spec):
     from maxmargin.io import load, save
@@ -210,7 +203,7 @@ def test_errors():
 
 def test_linear_ssvm_with_hierarchy_task():
     """The linear form F = X @ W: StructSVM takes a HierarchyTask unchanged."""
-    ssvm = pytest.importorskip("maxmargin.learners.ssvm")
+    from maxmargin.learners import ssvm
     X, y = _data(5, K=4)
     X = np.hstack([X, np.ones((len(X), 1))])
     kw = dict(C=100.0, solver="one_slack", max_iter=200)
@@ -223,20 +216,7 @@ def test_linear_ssvm_with_hierarchy_task():
     assert np.mean(c.predict(X) == y) > 0.4  # chance is 0.25
 
 
-def _cli_has_taxonomy() -> bool:
-    from maxmargin import cli
-
-    try:
-        cli.build_parser().parse_args(["fit", "d", "-o", "m", "--taxonomy", "t"])
-    except SystemExit:
-        return False
-    return True
-
-
-@patched
 def test_cli_fit_and_evaluate_with_taxonomy(tmp_path, capsys):
-    if not _cli_has_taxonomy():
-        pytest.skip("docs/patches/cli_taxonomy.diff not applied to cli.py")
     from maxmargin import cli
 
     X, y = _data(6, K=4)

@@ -224,6 +224,28 @@ def _load_model(path: str) -> Any:
 
 
 # --------------------------------------------------------------------------- commands
+def _taxonomy_params(args: argparse.Namespace) -> dict[str, Any]:
+    """``taxonomy=`` / ``tree_loss=`` for StructBoostClassifier when --taxonomy is given."""
+    if args.taxonomy is None:
+        return {}
+    from maxmargin.tasks.hierarchy import as_taxonomy
+
+    return {"taxonomy": as_taxonomy(args.taxonomy), "tree_loss": args.tree_loss}
+
+
+def _model_taxonomy(model: Any, path: str | None) -> tuple[Any, str] | None:
+    """The taxonomy to score tree loss with: --taxonomy, else the model's own, else None."""
+    from maxmargin.tasks.hierarchy import as_taxonomy
+
+    kind = getattr(model, "tree_loss", "height")
+    if path is not None:
+        return as_taxonomy(path), kind
+    spec = getattr(model, "taxonomy", None)
+    if spec is None:
+        spec = getattr(getattr(model, "task_", None), "taxonomy", None)
+    return (as_taxonomy(spec), kind) if spec is not None else None
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Train a StructBoostClassifier on DATA and save it to MODEL."""
     from maxmargin.io import save
@@ -242,6 +264,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             max_time=args.max_time,
             random_state=args.seed,
             callback=progress,
+            **_taxonomy_params(args),
         )
         seconds = _fit_timed(est, X, y)
     train_error = float(np.mean(est.predict(X) != y))
@@ -312,12 +335,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         }
         for i, label in enumerate(labels)
     ]
+    tree = _model_taxonomy(model, args.taxonomy)
+    tree_loss = None
+    if tree is not None:
+        tax, kind = tree
+        tree_loss = {"kind": kind,
+                     "mean": float(tax.loss(tax.index(y), tax.index(pred), kind).mean())}
     report = {
         "model": str(args.model),
         "data": str(args.data),
         "n": n,
         "accuracy": accuracy,
         "error_rate": 1.0 - accuracy,
+        "tree_loss": tree_loss,
         "labels": _plain(labels),
         "confusion_matrix": cm.tolist(),
         "per_class": per_class,
@@ -336,6 +366,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "n": n,
             "accuracy": f"{accuracy:.4f}",
             "error rate": f"{1.0 - accuracy:.4f}",
+            **({f"tree loss ({tree_loss['kind']})": f"{tree_loss['mean']:.4f}"}
+               if tree_loss else {}),
         },
         console=console,
     )
@@ -469,6 +501,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             sb = _structboost_class()(
                 max_iter=args.max_iter,
                 weak_learner="stump",
+                formulation=args.formulation,
+                max_time=args.max_time,
                 random_state=args.seed,
                 callback=progress,
             )
@@ -532,6 +566,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "iterations": len(history),
             "n_weak": n_stumps,
             "objective": float(getattr(sb, "objective_", float("nan"))),
+            "formulation": args.formulation,
             "staged_test_error_available": sb_errors is not None,
         },
         "plot": str(plot),
@@ -606,7 +641,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--C", type=float, default=100.0, help="regularisation trade-off (100)")
     fit.add_argument("--max-iter", type=int, default=200, help="column-generation iterations")
     fit.add_argument("--sharing", choices=["shared", "per_class"], default="shared")
-    fit.add_argument("--formulation", choices=["1-slack", "m-slack"], default="1-slack")
+    fit.add_argument("--taxonomy", metavar="FILE", default=None,
+                     help="class tree (JSON, or 'parent child' lines): hierarchical "
+                          "classification with the tree loss")
+    fit.add_argument("--tree-loss", choices=["height", "half_path", "zero_one"],
+                     default="height", help="tree loss with --taxonomy (height)")
+    fit.add_argument("--formulation", choices=["auto", "1-slack", "m-slack"], default="auto")
     fit.add_argument("--weak-learner", default="stump", help="weak learner family (stump)")
     fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")
     fit.add_argument("--eps-cg", type=float, default=1e-6, help="column-generation tolerance")
@@ -640,6 +680,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("model", metavar="MODEL")
     evaluate.add_argument("data", metavar="DATA")
     evaluate.add_argument("--label-column", type=_label_column, default=None, help=label_for_model)
+    evaluate.add_argument("--taxonomy", metavar="FILE", default=None,
+                          help="also report the tree loss under this class tree (default: "
+                               "the model's own taxonomy, if it has one)")
     evaluate.set_defaults(handler=cmd_evaluate)
 
     demo = sub.add_parser(
@@ -651,6 +694,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default=".", metavar="DIR", help="where to write the plot")
     demo.add_argument("--max-iter", type=int, default=100, help="StructBoost iterations (100)")
+    demo.add_argument("--formulation", choices=["auto", "1-slack", "m-slack"], default="auto")
+    demo.add_argument("--max-time", type=float, default=None, help="StructBoost time budget (s)")
     demo.add_argument("--seed", type=int, default=0, help="split and model seed (0)")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
     demo.set_defaults(handler=cmd_demo)

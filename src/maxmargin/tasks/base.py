@@ -77,6 +77,8 @@ class StructuredTask(ABC):
     n_slots: int
     #: number of training examples m once bound
     n_samples: int
+    #: number of possible outputs per example (inf when not enumerable)
+    n_outputs: float = float("inf")
 
     # -- binding ---------------------------------------------------------------------
     def bind(self, X, y) -> StructuredTask:
@@ -212,6 +214,7 @@ class LabelCodingTask(StructuredTask):
         self._identity_coding = bool(self.gamma_.shape == (K, K)
                                      and np.array_equal(self.gamma_, np.eye(K)))
         self.n_samples = len(self.y_)
+        self.n_outputs = K
         self._gamma_true = self.gamma_[self.y_]  # (m, S)
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
