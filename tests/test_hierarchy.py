@@ -233,3 +233,20 @@ def test_cli_fit_and_evaluate_with_taxonomy(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["tree_loss"]["kind"] == "height"
     assert 0 <= report["tree_loss"]["mean"] <= 2 * report["error_rate"] + 1e-12
+
+
+def test_ssvm_classifier_with_taxonomy_round_trip(tmp_path):
+    """SSVMClassifier(taxonomy=...): tree-loss SSVM (seed 004), saved and loaded."""
+    import maxmargin
+    from maxmargin import SSVMClassifier
+
+    X, y = _data(7, K=4)
+    tax = {"r": {"a": [1, 2], "b": [3, 4]}}
+    clf = SSVMClassifier(C=100.0, taxonomy=tax, tree_loss="half_path").fit(X, y)
+    assert type(clf.task_).__name__ == "HierarchyTask"
+    assert np.mean(clf.predict(X) == y) > 0.4  # chance is 0.25
+    maxmargin.save(clf, tmp_path / "m.npz")
+    again = maxmargin.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(again.predict(X), clf.predict(X))
+    with pytest.raises(ValueError, match="tree_loss"):
+        SSVMClassifier(taxonomy=tax, tree_loss="depth").fit(X, y)

@@ -28,8 +28,9 @@ from maxmargin.solvers.ssvm_subgradient import fit_subgradient
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask, stack_sequences
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
-from maxmargin.tasks.hierarchy import HierarchyTask
+from maxmargin.tasks.hierarchy import HierarchyTask, as_taxonomy
 from maxmargin.tasks.linear import LinearJointModel, from_label_coding, rescaled_hinge
+from maxmargin.tasks.taxonomy import LOSS_KINDS
 
 __all__ = ["SOLVERS", "KernelSSVM", "LatentSSVM", "SSVMClassifier", "StructSVM"]
 
@@ -218,7 +219,10 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
 
     ``C`` weights the average hinge (``LinearSVC``'s ``C`` times ``n_samples``).  With
     ``fit_intercept`` a constant feature ``intercept_scaling`` is appended (and
-    regularised, as in liblinear).
+    regularised, as in liblinear).  With ``taxonomy`` (a Taxonomy, dict, JSON text or
+    file path) the classes are leaves of a tree: ancestor-coded joint features and the
+    ``tree_loss`` ("height", "half_path" or "zero_one"), i.e. the hierarchical SVM of the
+    SSVM tutorial (seed 004).
 
     Examples
     --------
@@ -232,18 +236,26 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
     def __init__(self, C: float = 100.0, solver: str = "n_slack", rescaling: str = "margin",
                  tol: float = 1e-3, max_iter: int = 1000, max_time: float | None = None,
                  fit_intercept: bool = True, intercept_scaling: float = 1.0,
-                 solver_options=None, random_state=None, verbose: int = 0, callback=None):
+                 solver_options=None, random_state=None, verbose: int = 0, callback=None,
+                 taxonomy=None, tree_loss: str = "height"):
         super().__init__(task=None, C=C, solver=solver, rescaling=rescaling, tol=tol,
                          max_iter=max_iter, max_time=max_time, solver_options=solver_options,
                          random_state=random_state, verbose=verbose, callback=callback)
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.taxonomy = taxonomy
+        self.tree_loss = tree_loss
 
     def _make_task(self, y):
         check_classification_targets(y)
         n_classes = len(np.unique(y))
         if n_classes < 2:
             raise ValueError(f"y has {n_classes} class; SSVMClassifier needs at least 2 classes")
+        if self.taxonomy is not None:
+            if self.tree_loss not in LOSS_KINDS:
+                raise ValueError(f"tree_loss must be one of {LOSS_KINDS}, "
+                                 f"got {self.tree_loss!r}")
+            return HierarchyTask(as_taxonomy(self.taxonomy), loss=self.tree_loss)
         return BinaryTask() if n_classes == 2 else MultiClassTask()
 
     def _augment(self, X):
@@ -308,6 +320,8 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
         if not (params.get("random_state") is None
                 or isinstance(params["random_state"], numbers.Integral)):
             params["random_state"] = None
+        if params.get("taxonomy") is not None:  # JSON text: the file is self-contained
+            params["taxonomy"] = as_taxonomy(params["taxonomy"]).to_json()
         task_meta, task_arrays = self.task_._get_state()
         arrays = {f"task.{k}": v for k, v in task_arrays.items()}
         arrays["coef"] = self.coef_
