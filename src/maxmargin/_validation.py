@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_number"]
+__all__ = ["check_number", "json_params"]
 
 
 def check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
@@ -19,3 +19,21 @@ def check_number(name, value, *, low=None, low_open=True, integer=False, allow_n
         raise ValueError(f"{name} must be {what}, got {value!r}")
     if low is not None and (value <= low if low_open else value < low):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+
+
+def json_params(estimator, drop=("callback",)) -> dict:
+    """Constructor parameters in a JSON-safe form for model files.
+
+    Callables and generators cannot be stored: ``drop`` names parameters left out, a
+    non-integer ``random_state`` becomes None and a weak-learner instance is stored by its
+    class name.
+    """
+    params = estimator.get_params(deep=False)
+    for name in drop:
+        params.pop(name, None)
+    rs = params.get("random_state")
+    if not (rs is None or isinstance(rs, numbers.Integral)):
+        params["random_state"] = None
+    if "weak_learner" in params and not isinstance(params["weak_learner"], str):
+        params["weak_learner"] = type(params["weak_learner"]).__name__
+    return params

@@ -14,7 +14,6 @@ the AdaBoost baselines in :mod:`maxmargin.learners.adaboost`.
 
 from __future__ import annotations
 
-import numbers
 import sys
 import time
 
@@ -24,6 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._validation import check_number as _check_number
+from maxmargin._validation import json_params as _json_params
 from maxmargin.solvers.fcd import MasterProblem
 from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, make_weak_learner
 
@@ -280,16 +280,6 @@ class _MultiClassBoosting(ClassifierMixin, BaseEstimator):
             yield self.classes_[np.argmax(scores, axis=1)]
 
     # -- persistence ----------------------------------------------------------------------
-    def _persist_params(self) -> dict:
-        params = self.get_params(deep=False)
-        params.pop("callback", None)
-        rs = params.get("random_state")
-        if not (rs is None or isinstance(rs, numbers.Integral)):
-            params["random_state"] = None
-        if not isinstance(params.get("weak_learner"), str):
-            params["weak_learner"] = type(self.weak_learner).__name__
-        return params
-
     def _get_state(self):
         check_is_fitted(self, "coef_")
         classes = self.classes_
@@ -301,7 +291,7 @@ class _MultiClassBoosting(ClassifierMixin, BaseEstimator):
                        "path_var": self.path_var_, "path_value": self.path_value_})
         extra_meta, extra_arrays = self._extra_state()
         arrays.update({f"extra.{k}": v for k, v in extra_arrays.items()})
-        meta = {"params": self._persist_params(),
+        meta = {"params": _json_params(self),
                 "hypotheses_class": type(self.hypotheses_).__name__,
                 "n_features_in": int(self.n_features_in_), "history": self.history_,
                 "objective": float(self.objective_), "n_iter": int(self.n_iter_),

@@ -11,8 +11,6 @@ scikit-learn's ``LinearSVC(C=c, multi_class="crammer_singer", fit_intercept=Fals
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -20,6 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._validation import check_number as _check_number
+from maxmargin._validation import json_params as _json_params
 from maxmargin.solvers.ssvm_frank_wolfe import fit_frank_wolfe
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.solvers.ssvm_n_slack import fit_n_slack
@@ -315,11 +314,7 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
     # -- persistence ---------------------------------------------------------------------
     def _get_state(self):
         check_is_fitted(self, "coef_")
-        params = self.get_params(deep=False)
-        params.pop("callback", None)
-        if not (params.get("random_state") is None
-                or isinstance(params["random_state"], numbers.Integral)):
-            params["random_state"] = None
+        params = _json_params(self)
         if params.get("taxonomy") is not None:  # JSON text: the file is self-contained
             params["taxonomy"] = as_taxonomy(params["taxonomy"]).to_json()
         task_meta, task_arrays = self.task_._get_state()

@@ -8,7 +8,6 @@ data built on it.
 
 from __future__ import annotations
 
-import numbers
 import sys
 
 import numpy as np
@@ -17,6 +16,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._validation import check_number as _check_number
+from maxmargin._validation import json_params as _json_params
 from maxmargin.solvers.column_generation import FORMULATIONS, fit_structboost
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
@@ -240,17 +240,6 @@ class StructBoost(BaseEstimator):
             yield self.task_.decode(self.task_.predict_codes(F))
 
     # -- persistence ---------------------------------------------------------------------
-    def _persist_params(self) -> dict:
-        params = self.get_params(deep=False)
-        params.pop("callback", None)
-        params.pop("task", None)
-        rs = params.get("random_state")
-        if not (rs is None or isinstance(rs, numbers.Integral)):
-            params["random_state"] = None
-        if not isinstance(params.get("weak_learner"), str):
-            params["weak_learner"] = type(self.weak_learner).__name__
-        return params
-
     def _get_state(self):
         check_is_fitted(self, "slot_weights_")
         task_meta, task_arrays = self.task_._get_state()
@@ -259,7 +248,7 @@ class StructBoost(BaseEstimator):
         arrays["slot_weights"] = self.slot_weights_
         arrays["weight_path"] = self.weight_path_
         meta = {
-            "params": self._persist_params(),
+            "params": _json_params(self, drop=("callback", "task")),
             "task_class": type(self.task_).__name__,
             "task": task_meta,
             "hypotheses_class": type(self.hypotheses_).__name__,
