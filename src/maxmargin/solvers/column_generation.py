@@ -250,7 +250,8 @@ def _fit_structboost(
                         added = add_plane(query, c)
                 added = add_violated(orc, sol.xi) or added
             if not added:
-                certified = done or not (query is not None or orc.hinge.mean() > 0)
+                # nothing added: either certified, or the paper's test (Alg. 2 l. 10) held
+                certified = done or not (out_of_time or truncate)
                 best = LPSolution(best_w, sol.xi, sol.row_dual, sol.objective)
                 return best, best_orc, n_cp, t_orc, t_mst
             sol = solve()
