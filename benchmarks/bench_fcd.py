@@ -30,11 +30,15 @@ from maxmargin.solvers.fcd import MasterProblem
 
 ROOT = Path(__file__).resolve().parents[1]
 C = 1e4
-SOLVERS = {"FCD-1": dict(solver="fcd", tau_max=1), "FCD-2": dict(solver="fcd", tau_max=2),
-           "FCD-5": dict(solver="fcd", tau_max=5), "L-BFGS-B": dict(solver="lbfgs"),
-           # not in the paper: tighter KKT tolerance than its eps = 0.1
-           "FCD-5 eps=1e-2": dict(solver="fcd", tau_max=5, eps=1e-2),
-           "FCD-20 eps=1e-3": dict(solver="fcd", tau_max=20, eps=1e-3)}
+SOLVERS = {
+    "FCD-1": dict(solver="fcd", tau_max=1),
+    "FCD-2": dict(solver="fcd", tau_max=2),
+    "FCD-5": dict(solver="fcd", tau_max=5),
+    "L-BFGS-B": dict(solver="lbfgs"),
+    # not in the paper: tighter KKT tolerance than its eps = 0.1
+    "FCD-5 eps=1e-2": dict(solver="fcd", tau_max=5, eps=1e-2),
+    "FCD-20 eps=1e-3": dict(solver="fcd", tau_max=20, eps=1e-3),
+}
 DEFAULT = ["FCD-1", "FCD-2", "FCD-5", "L-BFGS-B"]
 
 
@@ -60,8 +64,12 @@ def lbfgs_solve(mp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=100)
-    ap.add_argument("--extra", type=int, default=2,
-                    help="FCD runs get extra x iters iterations to reach L-BFGS-B's objective")
+    ap.add_argument(
+        "--extra",
+        type=int,
+        default=2,
+        help="FCD runs get extra x iters iterations to reach L-BFGS-B's objective",
+    )
     ap.add_argument("--datasets", nargs="+", default=["vowel", "usps", "pendigits"])
     ap.add_argument("--solvers", nargs="+", default=DEFAULT, choices=list(SOLVERS))
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/fcd.json"))
@@ -70,8 +78,16 @@ def main():
     results = json.loads(out.read_text()) if out.exists() else {}
     for ds in args.datasets:
         Xtr, ytr, _, _ = load_dataset(ds)
-        res = results.setdefault(ds, {"n_train": len(ytr), "K": len(np.unique(ytr)), "C": C,
-                                      "iters": args.iters, "column_generation": {}})
+        res = results.setdefault(
+            ds,
+            {
+                "n_train": len(ytr),
+                "K": len(np.unique(ytr)),
+                "C": C,
+                "iters": args.iters,
+                "column_generation": {},
+            },
+        )
         fits = {}
         for name in args.solvers:
             kw = SOLVERS[name]
@@ -85,10 +101,15 @@ def main():
             res["column_generation"][name] = {
                 "objective": [r["objective"] for r in h],
                 "solver_seconds": np.cumsum([r["t_master"] for r in h]).tolist(),
-                "seconds": [r["seconds"] for r in h], "fit_seconds": fit_s}
+                "seconds": [r["seconds"] for r in h],
+                "fit_seconds": fit_s,
+            }
             fits[name] = est
-            print(f"{ds:9s} {name:8s} obj {h[-1]['objective']:.6g}  solver "
-                  f"{sum(r['t_master'] for r in h):7.2f}s  fit {fit_s:7.2f}s", flush=True)
+            print(
+                f"{ds:9s} {name:8s} obj {h[-1]['objective']:.6g}  solver "
+                f"{sum(r['t_master'] for r in h):7.2f}s  fit {fit_s:7.2f}s",
+                flush=True,
+            )
         cg = res["column_generation"]
         print(f"{ds:9s} time to L-BFGS-B's objective at {args.iters} iterations:", flush=True)
         target = cg["L-BFGS-B"]["objective"][-1]
@@ -98,16 +119,18 @@ def main():
             obj = np.array(cg[name]["objective"])
             hit = np.flatnonzero(obj <= target)
             at = cg[name]["objective"][args.iters - 1]
-            speed[name] = {"objective_at_iters": at,
-                           "rel_gap_at_iters": (at - target) / target}
+            speed[name] = {"objective_at_iters": at, "rel_gap_at_iters": (at - target) / target}
             if len(hit):
                 k = hit[0]
-                speed[name].update({
-                    "iteration": int(k) + 1,
-                    "solver_seconds": cg[name]["solver_seconds"][k],
-                    "total_seconds": cg[name]["seconds"][k],
-                    "solver_speedup": t_lb / max(cg[name]["solver_seconds"][k], 1e-12),
-                    "total_speedup": cg["L-BFGS-B"]["seconds"][-1] / cg[name]["seconds"][k]})
+                speed[name].update(
+                    {
+                        "iteration": int(k) + 1,
+                        "solver_seconds": cg[name]["solver_seconds"][k],
+                        "total_seconds": cg[name]["seconds"][k],
+                        "solver_speedup": t_lb / max(cg[name]["solver_seconds"][k], 1e-12),
+                        "total_speedup": cg["L-BFGS-B"]["seconds"][-1] / cg[name]["seconds"][k],
+                    }
+                )
         res["cg_time_to_lbfgs_final_objective"] = speed
         for name, r in speed.items():
             print(f"   {name}: {r}", flush=True)
@@ -117,21 +140,36 @@ def main():
         # B: one master problem on fixed weak learners
         mp = fixed_set(fits["L-BFGS-B"], Xtr, ytr)
         t_lb, f_lb = lbfgs_solve(mp)
-        fixed = {"n_vars": int(mp.n_vars), "lbfgs_seconds": t_lb, "lbfgs_objective": f_lb,
-                 "fcd": []}
+        fixed = {
+            "n_vars": int(mp.n_vars),
+            "lbfgs_seconds": t_lb,
+            "lbfgs_objective": f_lb,
+            "fcd": [],
+        }
         for eps in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5):
             mp.set_weights(np.zeros(mp.n_vars))
             t0 = time.perf_counter()
             info = mp.solve_fcd(None, eps=eps, tau_max=10**6, rng=0)
-            fixed["fcd"].append({"eps": eps, "seconds": time.perf_counter() - t0,
-                                 "objective": mp.objective(), "tau": info["tau"],
-                                 "max_theta": info["max_theta"]})
+            fixed["fcd"].append(
+                {
+                    "eps": eps,
+                    "seconds": time.perf_counter() - t0,
+                    "objective": mp.objective(),
+                    "tau": info["tau"],
+                    "max_theta": info["max_theta"],
+                }
+            )
         reach = [r for r in fixed["fcd"] if r["objective"] <= f_lb * (1 + 1e-6)]
         fixed["fcd_speedup_to_lbfgs_objective"] = (t_lb / reach[0]["seconds"]) if reach else None
         res["fixed_weak_learners"] = fixed
-        print(f"{ds:9s} fixed set ({mp.n_vars} vars): L-BFGS-B {t_lb:.2f}s obj {f_lb:.8g}; "
-              + "; ".join(f"FCD eps={r['eps']:g} {r['seconds']:.3f}s obj {r['objective']:.8g}"
-                          for r in fixed["fcd"]), flush=True)
+        print(
+            f"{ds:9s} fixed set ({mp.n_vars} vars): L-BFGS-B {t_lb:.2f}s obj {f_lb:.8g}; "
+            + "; ".join(
+                f"FCD eps={r['eps']:g} {r['seconds']:.3f}s obj {r['objective']:.8g}"
+                for r in fixed["fcd"]
+            ),
+            flush=True,
+        )
         Path(args.out).write_text(json.dumps(results, indent=1))
     plot(results, ROOT / "docs/img/multiboost_fcd.png")
 

@@ -64,11 +64,13 @@ def optional_learners():
     found = {}
     try:
         from maxmargin.learners.ssvm import StructSVM
+
         found["StructSVM"] = StructSVM
     except ImportError:
         pass
     try:
         from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH
+
         found["AdaBoostMH"], found["AdaBoostECC"] = AdaBoostMH, AdaBoostECC
     except ImportError:
         pass
@@ -93,19 +95,28 @@ def run_method(name, make, grid, select_by, Xtr, ytr, Xva, yva, Xte, yte, tax, p
     for g in grid:
         est = make(g).fit(Xtr, ytr)
         pv = predict(est, Xva)
-        val = {"zero_one": float(np.mean(pv != yva)),
-               "tree": float(tax.loss(tax.index(yva), tax.index(pv), "height").mean())}
+        val = {
+            "zero_one": float(np.mean(pv != yva)),
+            "tree": float(tax.loss(tax.index(yva), tax.index(pv), "height").mean()),
+        }
         if best is None or val[select_by] < best[0][select_by]:
             best = (val, g, est)
     val, g, est = best
     pt = predict(est, Xte)
     it, ip = tax.index(yte), tax.index(pt)
-    out = {"param": g, "val": val, "zero_one": float(np.mean(pt != yte)),
-           "tree": float(tax.loss(it, ip, "height").mean()),
-           "half_path": float(tax.loss(it, ip, "half_path").mean()),
-           "seconds": time.perf_counter() - t0}
-    print(f"  {name:18s} param={g:<8g} 0/1={out['zero_one']:.3f} tree={out['tree']:.3f} "
-          f"({out['seconds']:.0f}s)", flush=True)
+    out = {
+        "param": g,
+        "val": val,
+        "zero_one": float(np.mean(pt != yte)),
+        "tree": float(tax.loss(it, ip, "height").mean()),
+        "half_path": float(tax.loss(it, ip, "half_path").mean()),
+        "seconds": time.perf_counter() - t0,
+    }
+    print(
+        f"  {name:18s} param={g:<8g} 0/1={out['zero_one']:.3f} tree={out['tree']:.3f} "
+        f"({out['seconds']:.0f}s)",
+        flush=True,
+    )
     return out
 
 
@@ -114,12 +125,24 @@ def methods(tax, K, T, args, extra):
     sb = dict(max_iter=T, formulation=args.formulation, random_state=0)
     sbp = structboost_predict
     out = {
-        "StructBoost-tree": (lambda C: StructBoost(task=HierarchyTask(tax), C=C, **sb),
-                             args.grid, "tree", sbp),
-        "StructBoost-aug": (lambda C: StructBoost(task=LabelAugmentedTask(tax), C=C, **sb),
-                            args.grid, "tree", sbp),
-        "StructBoost-flat": (lambda C: StructBoost(task=MultiClassTask(), C=C, **sb),
-                             args.grid, "zero_one", sbp),
+        "StructBoost-tree": (
+            lambda C: StructBoost(task=HierarchyTask(tax), C=C, **sb),
+            args.grid,
+            "tree",
+            sbp,
+        ),
+        "StructBoost-aug": (
+            lambda C: StructBoost(task=LabelAugmentedTask(tax), C=C, **sb),
+            args.grid,
+            "tree",
+            sbp,
+        ),
+        "StructBoost-flat": (
+            lambda C: StructBoost(task=MultiClassTask(), C=C, **sb),
+            args.grid,
+            "zero_one",
+            sbp,
+        ),
     }
     if "StructSVM" in extra:
         SVM = extra["StructSVM"]
@@ -135,14 +158,25 @@ def methods(tax, K, T, args, extra):
     if "AdaBoostMH" in extra:
         for nm in ("AdaBoostMH", "AdaBoostECC"):
             cls = extra[nm]
-            out[nm] = (lambda _, cls=cls: cls(max_iter=T, random_state=0), [0], "zero_one",
-                       lambda est, X: est.predict(X))
+            out[nm] = (
+                lambda _, cls=cls: cls(max_iter=T, random_state=0),
+                [0],
+                "zero_one",
+                lambda est, X: est.predict(X),
+            )
     import lightgbm as lgb
 
     def lgbm(lr):
-        return lgb.LGBMClassifier(num_leaves=2, max_depth=1, n_estimators=max(1, T // K),
-                                  learning_rate=lr, min_child_samples=5, verbose=-1,
-                                  random_state=0, n_jobs=1)
+        return lgb.LGBMClassifier(
+            num_leaves=2,
+            max_depth=1,
+            n_estimators=max(1, T // K),
+            learning_rate=lr,
+            min_child_samples=5,
+            verbose=-1,
+            random_state=0,
+            n_jobs=1,
+        )
 
     out["LightGBM"] = (lgbm, [0.1, 0.3, 1.0], "zero_one", lambda est, X: est.predict(X))
     return out
@@ -151,15 +185,20 @@ def methods(tax, K, T, args, extra):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--datasets", nargs="+", default=["glass", "satimage", "segment"],
-                    choices=sorted(DATA))
+    ap.add_argument(
+        "--datasets", nargs="+", default=["glass", "satimage", "segment"], choices=sorted(DATA)
+    )
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--max-iter", type=int, default=100, help="stump budget T")
     ap.add_argument("--grid", type=float, nargs="+", default=[10.0, 100.0, 1000.0])
     ap.add_argument("--ssvm-grid", type=float, nargs="+", default=[10.0, 100.0, 1000.0, 1e4])
     ap.add_argument("--formulation", default="m-slack", choices=["1-slack", "m-slack"])
-    ap.add_argument("--max-total", type=int, default=None,
-                    help="stratified subsample of each data set before splitting")
+    ap.add_argument(
+        "--max-total",
+        type=int,
+        default=None,
+        help="stratified subsample of each data set before splitting",
+    )
     ap.add_argument("--methods", nargs="+", default=None, help="subset of method names")
     ap.add_argument("--tag", default="", help="suffix of the result keys (e.g. '_n3000')")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "hierarchy.json"))
@@ -177,32 +216,49 @@ def main():
         runs = {m: [] for m in meths}
         print(f"{name}: n={len(y)} d={X.shape[1]} K={K} {tax!r}", flush=True)
         for r in range(args.repeats):
-            Xtr, Xrest, ytr, yrest = train_test_split(X, y, train_size=0.5, stratify=y,
-                                                      random_state=r)
-            Xva, Xte, yva, yte = train_test_split(Xrest, yrest, train_size=0.5,
-                                                  stratify=yrest, random_state=r)
+            Xtr, Xrest, ytr, yrest = train_test_split(
+                X, y, train_size=0.5, stratify=y, random_state=r
+            )
+            Xva, Xte, yva, yte = train_test_split(
+                Xrest, yrest, train_size=0.5, stratify=yrest, random_state=r
+            )
             print(f" repeat {r}: train {len(ytr)} val {len(yva)} test {len(yte)}", flush=True)
             for m, (make, grid, sel, predict) in meths.items():
                 data = (Xtr, ytr, Xva, yva, Xte, yte)
                 if m.startswith("SSVM"):  # constant feature = bias of the linear model
-                    data = tuple(np.hstack([a, np.ones((len(a), 1))]) if i % 2 == 0 else a
-                                 for i, a in enumerate(data))
+                    data = tuple(
+                        np.hstack([a, np.ones((len(a), 1))]) if i % 2 == 0 else a
+                        for i, a in enumerate(data)
+                    )
                 runs[m].append(run_method(m, make, grid, sel, *data, tax, predict))
-        summary = {m: {k: [float(np.mean([r[k] for r in v])), float(np.std([r[k] for r in v]))]
-                       for k in ("zero_one", "tree", "half_path", "seconds")}
-                   for m, v in runs.items()}
+        summary = {
+            m: {
+                k: [float(np.mean([r[k] for r in v])), float(np.std([r[k] for r in v]))]
+                for k in ("zero_one", "tree", "half_path", "seconds")
+            }
+            for m, v in runs.items()
+        }
         results["datasets"][name + args.tag] = {
-            "n": len(y), "n_features": int(X.shape[1]), "n_classes": K,
-            "taxonomy": DATA[name][1], "repeats": args.repeats, "max_iter": args.max_iter,
-            "grid": args.grid, "ssvm_grid": args.ssvm_grid, "formulation": args.formulation,
-            "max_total": args.max_total, "summary": summary, "runs": runs,
-            "missing": [m for m in ("SSVM", "AdaBoost") if not any(k.startswith(m)
-                                                                     for k in meths)],
+            "n": len(y),
+            "n_features": int(X.shape[1]),
+            "n_classes": K,
+            "taxonomy": DATA[name][1],
+            "repeats": args.repeats,
+            "max_iter": args.max_iter,
+            "grid": args.grid,
+            "ssvm_grid": args.ssvm_grid,
+            "formulation": args.formulation,
+            "max_total": args.max_total,
+            "summary": summary,
+            "runs": runs,
+            "missing": [m for m in ("SSVM", "AdaBoost") if not any(k.startswith(m) for k in meths)],
         }
         print(f"{name} summary (mean over {args.repeats} repeats):")
         for m, s in summary.items():
-            print(f"  {m:18s} 0/1 {s['zero_one'][0]:.3f}±{s['zero_one'][1]:.3f}  "
-                  f"tree {s['tree'][0]:.3f}±{s['tree'][1]:.3f}")
+            print(
+                f"  {m:18s} 0/1 {s['zero_one'][0]:.3f}±{s['zero_one'][1]:.3f}  "
+                f"tree {s['tree'][0]:.3f}±{s['tree'][1]:.3f}"
+            )
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(results, indent=1) + "\n")
 

@@ -20,8 +20,13 @@ from maxmargin.learners.ranksvm import RankSVM
 from maxmargin.metrics import mean_average_precision, ndcg_at_k
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDS = {1: ([1, 2, 3], 4, 5), 2: ([2, 3, 4], 5, 1), 3: ([3, 4, 5], 1, 2),
-         4: ([4, 5, 1], 2, 3), 5: ([5, 1, 2], 3, 4)}
+FOLDS = {
+    1: ([1, 2, 3], 4, 5),
+    2: ([2, 3, 4], 5, 1),
+    3: ([3, 4, 5], 1, 2),
+    4: ([4, 5, 1], 2, 3),
+    5: ([5, 1, 2], 3, 4),
+}
 
 
 def load_subset(d, i):
@@ -34,8 +39,10 @@ def concat(parts):
 
 
 def evaluate(rel, s, q):
-    return {"ndcg@10": ndcg_at_k(rel, s, k=10, group=q),
-            "map": mean_average_precision(rel, s, group=q)}
+    return {
+        "ndcg@10": ndcg_at_k(rel, s, k=10, group=q),
+        "map": mean_average_precision(rel, s, group=q),
+    }
 
 
 MODELS = {
@@ -54,9 +61,12 @@ def main():
     args = ap.parse_args()
     d = Path(args.data_dir) / "ranking" / "MQ2008"
     subsets = {i: load_subset(d, i) for i in range(1, 6)}
-    results = {"folds": {}, "grid": args.grid,
-               "metric_notes": "NDCG@10 exp gain, queries without relevant docs count 0; "
-                               "MAP with rel>0 relevant"}
+    results = {
+        "folds": {},
+        "grid": args.grid,
+        "metric_notes": "NDCG@10 exp gain, queries without relevant docs count 0; "
+        "MAP with rel>0 relevant",
+    }
     for f in args.folds:
         tr, va, te = FOLDS[f]
         Xtr, ytr, qtr = concat([subsets[i] for i in tr])
@@ -75,9 +85,13 @@ def main():
                 if best is None or v > best[0]:
                     best = (v, C, m)
             v, C, m = best
-            res[name] = {"C": C, "vali_ndcg@10": v, "iters": m.n_iter_,
-                         "grid_seconds": time.perf_counter() - t0,
-                         **evaluate(yte, m.decision_function(Xte), qte)}
+            res[name] = {
+                "C": C,
+                "vali_ndcg@10": v,
+                "iters": m.n_iter_,
+                "grid_seconds": time.perf_counter() - t0,
+                **evaluate(yte, m.decision_function(Xte), qte),
+            }
             print(f"fold {f} {name}: {res[name]}", flush=True)
         try:
             import lightgbm as lgb
@@ -85,23 +99,43 @@ def main():
             t0 = time.perf_counter()
             _, cnt_tr = np.unique(qtr, return_counts=True)
             _, cnt_va = np.unique(qva, return_counts=True)
-            m = lgb.LGBMRanker(objective="lambdarank", n_estimators=500, learning_rate=0.05,
-                               num_leaves=31, min_child_samples=20, n_jobs=1, verbose=-1,
-                               random_state=0)
+            m = lgb.LGBMRanker(
+                objective="lambdarank",
+                n_estimators=500,
+                learning_rate=0.05,
+                num_leaves=31,
+                min_child_samples=20,
+                n_jobs=1,
+                verbose=-1,
+                random_state=0,
+            )
             # svmlight files keep queries contiguous, as LightGBM's group sizes assume
-            m.fit(Xtr, ytr, group=cnt_tr, eval_set=[(Xva, yva)], eval_group=[cnt_va],
-                  eval_at=[10], callbacks=[lgb.early_stopping(50, verbose=False)])
-            res["LightGBM lambdarank"] = {"best_iter": int(m.best_iteration_),
-                                          "seconds": time.perf_counter() - t0,
-                                          **evaluate(yte, m.predict(Xte), qte)}
+            m.fit(
+                Xtr,
+                ytr,
+                group=cnt_tr,
+                eval_set=[(Xva, yva)],
+                eval_group=[cnt_va],
+                eval_at=[10],
+                callbacks=[lgb.early_stopping(50, verbose=False)],
+            )
+            res["LightGBM lambdarank"] = {
+                "best_iter": int(m.best_iteration_),
+                "seconds": time.perf_counter() - t0,
+                **evaluate(yte, m.predict(Xte), qte),
+            }
             print(f"fold {f} lightgbm: {res['LightGBM lambdarank']}", flush=True)
         except ImportError:
             print("lightgbm not installed, skipped")
         results["folds"][f] = res
     names = list(next(iter(results["folds"].values())).keys())
-    results["mean"] = {n: {k: float(np.mean([results["folds"][f][n][k]
-                                             for f in results["folds"]]))
-                           for k in ("ndcg@10", "map")} for n in names}
+    results["mean"] = {
+        n: {
+            k: float(np.mean([results["folds"][f][n][k] for f in results["folds"]]))
+            for k in ("ndcg@10", "map")
+        }
+        for n in names
+    }
     print(json.dumps(results["mean"], indent=1))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1))

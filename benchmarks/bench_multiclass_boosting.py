@@ -47,8 +47,9 @@ def load_dataset(name: str, seed: int = 0):
         X, y = load_svmlight_file(str(DATA / "mnist_subset/mnist1000.scale"), n_features=784)
     else:
         raise ValueError(name)
-    Xtr, Xte, ytr, yte = train_test_split(X.toarray(), y.astype(int), test_size=0.25,
-                                          random_state=seed, stratify=y)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X.toarray(), y.astype(int), test_size=0.25, random_state=seed, stratify=y
+    )
     return Xtr, ytr, Xte, yte
 
 
@@ -58,8 +59,10 @@ C_GRID = (1e2, 1e3, 1e4, 1e5)
 def select_C(Xtr, ytr, T):
     """C for CW from C_GRID by the error on a held-out quarter of the training set."""
     Xa, Xb, ya, yb = train_test_split(Xtr, ytr, test_size=0.25, random_state=1, stratify=ytr)
-    errs = {C: 1.0 - MultiBoostCW(C=C, max_iter=T, tol=0, random_state=0).fit(Xa, ya)
-            .score(Xb, yb) for C in C_GRID}
+    errs = {
+        C: 1.0 - MultiBoostCW(C=C, max_iter=T, tol=0, random_state=0).fit(Xa, ya).score(Xb, yb)
+        for C in C_GRID
+    }
     return min(errs, key=errs.get), errs
 
 
@@ -67,8 +70,9 @@ def methods(T: int, max_time: float, C_cw: float = 1e4):
     return {
         "CW": lambda: MultiBoostCW(C=C_cw, tau_max=2, max_iter=T, tol=0, random_state=0),
         "CW-1": lambda: MultiBoostCW(C=1e8, tau_max=1, max_iter=T, tol=0),
-        "CW hist_stump": lambda: MultiBoostCW(C=C_cw, tau_max=2, max_iter=T, tol=0,
-                                              weak_learner="hist_stump", random_state=0),
+        "CW hist_stump": lambda: MultiBoostCW(
+            C=C_cw, tau_max=2, max_iter=T, tol=0, weak_learner="hist_stump", random_state=0
+        ),
         "MultiBoost": lambda: MultiBoost(C=1e4, max_iter=T, tol=0, max_time=max_time),
         "AdaBoost.ECC": lambda: AdaBoostECC(max_iter=T, random_state=0),
         "AdaBoost.MH": lambda: AdaBoostMH(max_iter=T),
@@ -81,16 +85,26 @@ def run_lightgbm(Xtr, ytr, Xte, yte, T):
 
     classes = np.unique(ytr)  # encode labels 0..K-1 (the eval labels are not re-encoded)
     ytr, yte = np.searchsorted(classes, ytr), np.searchsorted(classes, yte)
-    params = dict(objective="multiclass", n_estimators=T, num_leaves=2, learning_rate=0.3,
-                  n_jobs=1, verbose=-1)  # min_child_samples=1 diverged on usps
+    params = dict(
+        objective="multiclass",
+        n_estimators=T,
+        num_leaves=2,
+        learning_rate=0.3,
+        n_jobs=1,
+        verbose=-1,
+    )  # min_child_samples=1 diverged on usps
     t0 = time.perf_counter()
     lgb.LGBMClassifier(**params).fit(Xtr, ytr)
     fit_s = time.perf_counter() - t0
-    clf = lgb.LGBMClassifier(**params).fit(Xtr, ytr, eval_X=(Xte,), eval_y=(yte,),
-                                           eval_metric="multi_error")
+    clf = lgb.LGBMClassifier(**params).fit(
+        Xtr, ytr, eval_X=(Xte,), eval_y=(yte,), eval_metric="multi_error"
+    )
     err = clf.evals_result_["valid_0"]["multi_error"]
-    return {"fit_seconds": fit_s, "test_error": list(map(float, err)),
-            "n_stumps": T * len(np.unique(ytr))}
+    return {
+        "fit_seconds": fit_s,
+        "test_error": list(map(float, err)),
+        "n_stumps": T * len(np.unique(ytr)),
+    }
 
 
 def main():
@@ -99,10 +113,17 @@ def main():
     ap.add_argument("--max-time", type=float, default=120.0)
     ap.add_argument("--datasets", nargs="+", default=["vowel", "usps", "pendigits", "mnist1000"])
     ap.add_argument("--methods", nargs="+", default=None)
-    ap.add_argument("--timing-repeats", type=int, default=0,
-                    help="also time CW, CW-1 and LightGBM fits best-of-n, interleaved")
-    ap.add_argument("--select-C", action="store_true",
-                    help="pick CW's C in 1e2..1e5 on a hold-out quarter of the training set")
+    ap.add_argument(
+        "--timing-repeats",
+        type=int,
+        default=0,
+        help="also time CW, CW-1 and LightGBM fits best-of-n, interleaved",
+    )
+    ap.add_argument(
+        "--select-C",
+        action="store_true",
+        help="pick CW's C in 1e2..1e5 on a hold-out quarter of the training set",
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/multiclass_boosting.json"))
     args = ap.parse_args()
     out = Path(args.out)
@@ -110,13 +131,16 @@ def main():
     for ds in args.datasets:
         Xtr, ytr, Xte, yte = load_dataset(ds)
         K = len(np.unique(ytr))
-        res = results.setdefault(ds, {"n_train": len(ytr), "n_test": len(yte), "K": K,
-                                      "d": Xtr.shape[1]})
+        res = results.setdefault(
+            ds, {"n_train": len(ytr), "n_test": len(yte), "K": K, "d": Xtr.shape[1]}
+        )
         C_cw = res.get("CW", {}).get("C") or 1e4
         if args.select_C and (not args.methods or "CW" in args.methods):
             C_cw, errs = select_C(Xtr, ytr, args.iters)
-            res["CW_C_selection"] = {"chosen": C_cw, "holdout_error": {str(k): v for k, v
-                                                                        in errs.items()}}
+            res["CW_C_selection"] = {
+                "chosen": C_cw,
+                "holdout_error": {str(k): v for k, v in errs.items()},
+            }
             print(f"{ds:10s} CW: C = {C_cw:g} (hold-out errors {errs})", flush=True)
         for name, make in methods(args.iters, args.max_time, C_cw).items():
             if args.methods and name not in args.methods:
@@ -127,20 +151,30 @@ def main():
             est.fit(Xtr, ytr, eval_set=(Xte, yte))
             fit_s = time.perf_counter() - t0
             h = est.history_
-            res[name] = {"fit_seconds": fit_s, "n_iter": est.n_iter_, "C": getattr(est, "C", None),
-                         "test_error": [r["val_error"] for r in h],
-                         "train_error": [r["train_error"] for r in h],
-                         "objective": [r["objective"] for r in h],
-                         "seconds": [r["seconds"] for r in h],
-                         "master_seconds": float(sum(r.get("t_master", 0.0) for r in h)),
-                         "n_stumps": int(h[-1]["n_weak"])}
-            print(f"{ds:10s} {name:13s} iters {est.n_iter_:4d} stumps {h[-1]['n_weak']:5d} "
-                  f"fit {fit_s:7.2f}s  test error {h[-1]['val_error']:.4f}", flush=True)
+            res[name] = {
+                "fit_seconds": fit_s,
+                "n_iter": est.n_iter_,
+                "C": getattr(est, "C", None),
+                "test_error": [r["val_error"] for r in h],
+                "train_error": [r["train_error"] for r in h],
+                "objective": [r["objective"] for r in h],
+                "seconds": [r["seconds"] for r in h],
+                "master_seconds": float(sum(r.get("t_master", 0.0) for r in h)),
+                "n_stumps": int(h[-1]["n_weak"]),
+            }
+            print(
+                f"{ds:10s} {name:13s} iters {est.n_iter_:4d} stumps {h[-1]['n_weak']:5d} "
+                f"fit {fit_s:7.2f}s  test error {h[-1]['val_error']:.4f}",
+                flush=True,
+            )
         if not args.methods or "LightGBM" in args.methods:
             res["LightGBM"] = run_lightgbm(Xtr, ytr, Xte, yte, args.iters)
-            print(f"{ds:10s} LightGBM      iters {args.iters:4d} stumps "
-                  f"{res['LightGBM']['n_stumps']:5d} fit {res['LightGBM']['fit_seconds']:7.2f}s"
-                  f"  test error {res['LightGBM']['test_error'][-1]:.4f}", flush=True)
+            print(
+                f"{ds:10s} LightGBM      iters {args.iters:4d} stumps "
+                f"{res['LightGBM']['n_stumps']:5d} fit {res['LightGBM']['fit_seconds']:7.2f}s"
+                f"  test error {res['LightGBM']['test_error'][-1]:.4f}",
+                flush=True,
+            )
         if args.timing_repeats:
             timing(res, Xtr, ytr, args, C_cw)
         out.write_text(json.dumps(results, indent=1))
@@ -153,11 +187,19 @@ def timing(res, Xtr, ytr, args, C_cw):
 
     classes = np.unique(ytr)
     y_enc = np.searchsorted(classes, ytr)
-    makers = {k: v for k, v in methods(args.iters, args.max_time, C_cw).items()
-              if k in ("CW", "CW-1", "CW hist_stump")}
+    makers = {
+        k: v
+        for k, v in methods(args.iters, args.max_time, C_cw).items()
+        if k in ("CW", "CW-1", "CW hist_stump")
+    }
     makers["LightGBM"] = lambda: lgb.LGBMClassifier(
-        objective="multiclass", n_estimators=args.iters, num_leaves=2, learning_rate=0.3,
-        n_jobs=1, verbose=-1)
+        objective="multiclass",
+        n_estimators=args.iters,
+        num_leaves=2,
+        learning_rate=0.3,
+        n_jobs=1,
+        verbose=-1,
+    )
     best = dict.fromkeys(makers, np.inf)
     for _ in range(args.timing_repeats):
         for name, make in makers.items():
@@ -165,8 +207,12 @@ def timing(res, Xtr, ytr, args, C_cw):
             make().fit(Xtr, y_enc if name == "LightGBM" else ytr)
             best[name] = min(best[name], time.perf_counter() - t0)
     res["fit_seconds_best_of"] = {"repeats": args.timing_repeats, **best}
-    print("  best-of fit seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in best.items())
-          + f"; CW/LightGBM {best['CW'] / best['LightGBM']:.2f}x", flush=True)
+    print(
+        "  best-of fit seconds: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in best.items())
+        + f"; CW/LightGBM {best['CW'] / best['LightGBM']:.2f}x",
+        flush=True,
+    )
 
 
 def plot(results, path):
@@ -185,8 +231,12 @@ def plot(results, path):
         ax.set_title(ds)
         ax.set_xlabel("iteration")
         ax.set_ylabel("test error")
-        ax.set_ylim(0, min(1.0, 2.5 * max(results[ds]["CW"]["test_error"][-1], 0.05))
-                    if "CW" in results[ds] else None)
+        ax.set_ylim(
+            0,
+            min(1.0, 2.5 * max(results[ds]["CW"]["test_error"][-1], 0.05))
+            if "CW" in results[ds]
+            else None,
+        )
         ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

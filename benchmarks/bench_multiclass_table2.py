@@ -40,9 +40,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Table 2 of the paper, "StructBoost-stump" row: test error % (mean, std)
 PAPER = {
-    "glass": (35.8, 6.2), "svmguide2": (21.0, 3.9), "svmguide4": (20.1, 2.9),
-    "vowel": (17.5, 2.2), "dna": (6.2, 0.7), "segment": (2.9, 0.7), "satimage": (12.1, 0.7),
-    "usps": (6.9, 0.6), "pendigits": (3.9, 0.4), "mnist1000": (12.5, 0.4),
+    "glass": (35.8, 6.2),
+    "svmguide2": (21.0, 3.9),
+    "svmguide4": (20.1, 2.9),
+    "vowel": (17.5, 2.2),
+    "dna": (6.2, 0.7),
+    "segment": (2.9, 0.7),
+    "satimage": (12.1, 0.7),
+    "usps": (6.9, 0.6),
+    "pendigits": (3.9, 0.4),
+    "mnist1000": (12.5, 0.4),
 }
 
 
@@ -55,9 +62,11 @@ def load_pooled(data_dir: Path, name: str):
     """All labelled rows of a data set (train and test files pooled)."""
     mc = data_dir / "multiclass"
     pairs = {
-        "glass": ["glass/glass.scale"], "svmguide2": ["svmguide2/svmguide2"],
+        "glass": ["glass/glass.scale"],
+        "svmguide2": ["svmguide2/svmguide2"],
         "svmguide4": ["svmguide4/svmguide4", "svmguide4/svmguide4.t"],
-        "dna": ["dna/dna.scale", "dna/dna.scale.t"], "segment": ["segment/segment.scale"],
+        "dna": ["dna/dna.scale", "dna/dna.scale.t"],
+        "segment": ["segment/segment.scale"],
         "satimage": ["satimage/satimage.scale", "satimage/satimage.scale.t"],
         "usps": ["usps/usps.t.bz2"],
         "pendigits": ["pendigits/pendigits.scale", "pendigits/pendigits.scale.t"],
@@ -76,10 +85,10 @@ def load_pooled(data_dir: Path, name: str):
 
 
 def split(X, y, seed):
-    Xtr, Xrest, ytr, yrest = train_test_split(X, y, train_size=0.5, random_state=seed,
-                                              stratify=y)
-    Xva, Xte, yva, yte = train_test_split(Xrest, yrest, train_size=0.5, random_state=seed,
-                                          stratify=yrest)
+    Xtr, Xrest, ytr, yrest = train_test_split(X, y, train_size=0.5, random_state=seed, stratify=y)
+    Xva, Xte, yva, yte = train_test_split(
+        Xrest, yrest, train_size=0.5, random_state=seed, stratify=yrest
+    )
     return Xtr, ytr, Xva, yva, Xte, yte
 
 
@@ -91,8 +100,9 @@ def run_structboost(Xtr, ytr, Xva, yva, Xte, yte, Cs, max_iter, formulation, see
     best = None
     t_all = 0.0
     for C in Cs:
-        clf = StructBoostClassifier(C=C, max_iter=max_iter, formulation=formulation,
-                                    random_state=seed)
+        clf = StructBoostClassifier(
+            C=C, max_iter=max_iter, formulation=formulation, random_state=seed
+        )
         t = time.perf_counter()
         clf.fit(Xtr, ytr)
         dt = time.perf_counter() - t
@@ -102,10 +112,18 @@ def run_structboost(Xtr, ytr, Xva, yva, Xte, yte, Cs, max_iter, formulation, see
             best = (v, C, clf, dt)
     v, C, clf, dt = best
     h = clf.history_
-    return {"test_error": err(clf, Xte, yte), "val_error": v, "C": C, "fit_s": dt,
-            "fit_s_all_C": t_all, "n_stumps": len(clf.hypotheses_), "n_iter": clf.n_iter_,
-            "t_weak": sum(r["t_weak"] for r in h), "t_master": sum(r["t_master"] for r in h),
-            "t_oracle": sum(r["t_oracle"] for r in h)}
+    return {
+        "test_error": err(clf, Xte, yte),
+        "val_error": v,
+        "C": C,
+        "fit_s": dt,
+        "fit_s_all_C": t_all,
+        "n_stumps": len(clf.hypotheses_),
+        "n_iter": clf.n_iter_,
+        "t_weak": sum(r["t_weak"] for r in h),
+        "t_master": sum(r["t_master"] for r in h),
+        "t_oracle": sum(r["t_oracle"] for r in h),
+    }
 
 
 def run_gbm(kind, rounds, Xtr, ytr, Xva, yva, Xte, yte, seed):
@@ -114,13 +132,25 @@ def run_gbm(kind, rounds, Xtr, ytr, Xva, yva, Xte, yte, seed):
         if kind == "lightgbm":
             import lightgbm as lgb
 
-            model = lgb.LGBMClassifier(n_estimators=rounds, max_depth=1, num_leaves=2,
-                                       learning_rate=lr, min_child_samples=1,
-                                       random_state=seed, verbose=-1, n_jobs=1)
+            model = lgb.LGBMClassifier(
+                n_estimators=rounds,
+                max_depth=1,
+                num_leaves=2,
+                learning_rate=lr,
+                min_child_samples=1,
+                random_state=seed,
+                verbose=-1,
+                n_jobs=1,
+            )
         else:
-            model = HistGradientBoostingClassifier(max_iter=rounds, max_depth=1,
-                                                   learning_rate=lr, early_stopping=False,
-                                                   min_samples_leaf=1, random_state=seed)
+            model = HistGradientBoostingClassifier(
+                max_iter=rounds,
+                max_depth=1,
+                learning_rate=lr,
+                early_stopping=False,
+                min_samples_leaf=1,
+                random_state=seed,
+            )
         t = time.perf_counter()
         model.fit(Xtr, ytr)
         dt = time.perf_counter() - t
@@ -128,8 +158,13 @@ def run_gbm(kind, rounds, Xtr, ytr, Xva, yva, Xte, yte, seed):
         if best is None or v < best[0]:
             best = (v, lr, model, dt)
     v, lr, model, dt = best
-    return {"test_error": err(model, Xte, yte), "val_error": v, "learning_rate": lr,
-            "fit_s": dt, "rounds": rounds}
+    return {
+        "test_error": err(model, Xte, yte),
+        "val_error": v,
+        "learning_rate": lr,
+        "fit_s": dt,
+        "rounds": rounds,
+    }
 
 
 def main(argv=None):
@@ -143,26 +178,35 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/multiclass_table2.json")
     args = ap.parse_args(argv)
 
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    results = {"protocol": vars(args) | {"data_dir": str(args.data_dir), "out": str(args.out)},
-               "commit": commit, "datasets": {}}
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    results = {
+        "protocol": vars(args) | {"data_dir": str(args.data_dir), "out": str(args.out)},
+        "commit": commit,
+        "datasets": {},
+    }
     for name in args.datasets:
         X, y = load_pooled(args.data_dir, name)
         K = len(np.unique(y))
         runs = []
         for rep in range(args.repeats):
             parts = split(X, y, seed=rep)
-            row = {"structboost": run_structboost(*parts, args.C, args.max_iter,
-                                                  args.formulation, rep)}
+            row = {
+                "structboost": run_structboost(*parts, args.C, args.max_iter, args.formulation, rep)
+            }
             T = args.max_iter
             for kind in ("lightgbm", "histgb"):
                 row[f"{kind}_same_stumps"] = run_gbm(kind, math.ceil(T / K), *parts, rep)
                 row[f"{kind}_T_rounds"] = run_gbm(kind, T, *parts, rep)
             runs.append(row)
-            print(f"{name} rep {rep}: " + ", ".join(
-                f"{k} {v['test_error']:.3f} ({v['fit_s']:.1f}s)" for k, v in row.items()),
-                flush=True)
+            print(
+                f"{name} rep {rep}: "
+                + ", ".join(
+                    f"{k} {v['test_error']:.3f} ({v['fit_s']:.1f}s)" for k, v in row.items()
+                ),
+                flush=True,
+            )
         results["datasets"][name] = {"n": len(y), "d": X.shape[1], "K": K, "runs": runs}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))
@@ -170,11 +214,19 @@ def main(argv=None):
 
 
 def table(results) -> str:
-    methods = ["structboost", "lightgbm_same_stumps", "histgb_same_stumps",
-               "lightgbm_T_rounds", "histgb_T_rounds"]
-    lines = ["| data | n | K | paper StructBoost-stump | "
-             + " | ".join(methods) + " | fit s (StructBoost / LightGBM same stumps) |",
-             "|---" * (len(methods) + 5) + "|"]
+    methods = [
+        "structboost",
+        "lightgbm_same_stumps",
+        "histgb_same_stumps",
+        "lightgbm_T_rounds",
+        "histgb_T_rounds",
+    ]
+    lines = [
+        "| data | n | K | paper StructBoost-stump | "
+        + " | ".join(methods)
+        + " | fit s (StructBoost / LightGBM same stumps) |",
+        "|---" * (len(methods) + 5) + "|",
+    ]
     for name, d in results["datasets"].items():
         cells = []
         for m in methods:
@@ -183,9 +235,13 @@ def table(results) -> str:
         tsb = np.mean([r["structboost"]["fit_s"] for r in d["runs"]])
         tlg = np.mean([r["lightgbm_same_stumps"]["fit_s"] for r in d["runs"]])
         p = PAPER.get(name)
-        lines.append(f"| {name} | {d['n']} | {d['K']} | "
-                     + (f"{p[0]} ± {p[1]}" if p else "-") + " | " + " | ".join(cells)
-                     + f" | {tsb:.1f} / {tlg:.2f} |")
+        lines.append(
+            f"| {name} | {d['n']} | {d['K']} | "
+            + (f"{p[0]} ± {p[1]}" if p else "-")
+            + " | "
+            + " | ".join(cells)
+            + f" | {tsb:.1f} / {tlg:.2f} |"
+        )
     return "\n".join(lines)
 
 

@@ -53,8 +53,14 @@ def memory_run(n, d=6, iters=2):
         warnings.simplefilter("ignore")
         m = RankSVM(C=1.0, target="loss", rescaling="slack", max_iter=iters).fit(X, loss)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-    return {"n": n, "d": d, "iterations": m.n_iter_, "seconds": time.perf_counter() - t0,
-            "oracle_seconds": [h["oracle_time"] for h in m.history_], "peak_rss_gb": rss}
+    return {
+        "n": n,
+        "d": d,
+        "iterations": m.n_iter_,
+        "seconds": time.perf_counter() - t0,
+        "oracle_seconds": [h["oracle_time"] for h in m.history_],
+        "peak_rss_gb": rss,
+    }
 
 
 def main():
@@ -91,16 +97,21 @@ def main():
         for r in ("slack", "margin"):
             for jobs, tag in ((1, "1core"), (2, "2threads")):
                 row[f"{r}_{tag}"] = best_of(
-                    lambda r=r, g=g, s=s, j=jobs: g.most_violated(s, r, n_jobs=j), rep)
+                    lambda r=r, g=g, s=s, j=jobs: g.most_violated(s, r, n_jobs=j), rep
+                )
             if e <= args.brute_max_exp:
                 row[f"{r}_brute"] = best_of(
-                    lambda r=r, s=s, lo=loss: brute_force_constraint(lo, s, "complete", r), 1)
+                    lambda r=r, s=s, lo=loss: brute_force_constraint(lo, s, "complete", r), 1
+                )
         print(json.dumps(row), flush=True)
         rows.append(row)
-    info = {"machine": platform.processor() or platform.machine(),
-            "python": sys.version.split()[0],
-            "cpus_load": subprocess.run(["cat", "/proc/loadavg"], capture_output=True,
-                                        text=True).stdout.strip()}
+    info = {
+        "machine": platform.processor() or platform.machine(),
+        "python": sys.version.split()[0],
+        "cpus_load": subprocess.run(
+            ["cat", "/proc/loadavg"], capture_output=True, text=True
+        ).stdout.strip(),
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"info": info, "rows": rows}, indent=1))
 
@@ -111,16 +122,19 @@ def main():
 
     n = np.array([r["n"] for r in rows], float)
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    for key, lab, sty in [("slack_1core", "Alg. 2, slack, 1 core", "o-"),
-                          ("margin_1core", "Alg. 2, margin, 1 core", "s-"),
-                          ("slack_2threads", "Alg. 2, slack, 2 threads", "o--"),
-                          ("slack_brute", "brute force O(n^2), slack", "x:")]:
+    for key, lab, sty in [
+        ("slack_1core", "Alg. 2, slack, 1 core", "o-"),
+        ("margin_1core", "Alg. 2, margin, 1 core", "s-"),
+        ("slack_2threads", "Alg. 2, slack, 2 threads", "o--"),
+        ("slack_brute", "brute force O(n^2), slack", "x:"),
+    ]:
         pts = [(r["n"], r[key]) for r in rows if key in r]
         if pts:
             ax.loglog(*zip(*pts), sty, label=lab)
     ref = n * np.log2(n)
-    ax.loglog(n, ref * rows[-1]["slack_1core"] / ref[-1], "k-", lw=0.7, alpha=0.5,
-              label="c n log n")
+    ax.loglog(
+        n, ref * rows[-1]["slack_1core"] / ref[-1], "k-", lw=0.7, alpha=0.5, label="c n log n"
+    )
     ax.set_xlabel("n (samples)")
     ax.set_ylabel("seconds per oracle call")
     ax.set_title("Most violated constraint, complete graph")

@@ -61,16 +61,18 @@ def add_bias(X):
 
 def datasets(root: Path | None, wanted=()):
     X, y = load_digits(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, test_size=0.5, random_state=0,
-                                          stratify=y)
+    Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, test_size=0.5, random_state=0, stratify=y)
     yield "digits", Xtr, ytr, Xte, yte
     if root is None:
         return
-    pairs = {"satimage": ("satimage.scale", "satimage.scale.t"),
-             "dna": ("dna.scale", "dna.scale.t"),
-             "pendigits": ("pendigits.scale", "pendigits.scale.t"),
-             "usps": ("usps.t.bz2", None), "segment": ("segment.scale", None),
-             "vowel": ("vowel.scale", None)}
+    pairs = {
+        "satimage": ("satimage.scale", "satimage.scale.t"),
+        "dna": ("dna.scale", "dna.scale.t"),
+        "pendigits": ("pendigits.scale", "pendigits.scale.t"),
+        "usps": ("usps.t.bz2", None),
+        "segment": ("segment.scale", None),
+        "vowel": ("vowel.scale", None),
+    }
     for name, (tr, te) in pairs.items():
         if name not in wanted:
             continue
@@ -80,8 +82,7 @@ def datasets(root: Path | None, wanted=()):
         X, y = load_svmlight_file(str(f))
         X = X.toarray()
         if te is None:
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0,
-                                                  stratify=y)
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
         else:
             Xt, yt = load_svmlight_file(str(root / name / te), n_features=X.shape[1])
             Xtr, ytr, Xte, yte = X, y, Xt.toarray(), yt
@@ -102,44 +103,82 @@ def run(args):
         C = args.c * n
         task = MultiClassTask().bind(Xtr, ytr)
         model = from_label_coding(task, Xtr)
-        rec = {"dataset": name, "n_train": n, "n_test": len(yte), "d": Xtr.shape[1],
-               "classes": len(task.classes_), "c_liblinear": args.c, "C_ours": C,
-               "solvers": {}}
+        rec = {
+            "dataset": name,
+            "n_train": n,
+            "n_test": len(yte),
+            "d": Xtr.shape[1],
+            "classes": len(task.classes_),
+            "c_liblinear": args.c,
+            "C_ours": C,
+            "solvers": {},
+        }
         best_dual = -np.inf
         for solver in args.solvers:
             StructSVM(MultiClassTask(), C=C, solver=solver, max_iter=2).fit(Xtr[:50], ytr[:50])
             t = time.perf_counter()
-            m = StructSVM(MultiClassTask(), C=C, solver=solver, tol=args.tol,
-                          max_time=args.max_time, max_iter=100000, random_state=0).fit(Xtr, ytr)
+            m = StructSVM(
+                MultiClassTask(),
+                C=C,
+                solver=solver,
+                tol=args.tol,
+                max_time=args.max_time,
+                max_iter=100000,
+                random_state=0,
+            ).fit(Xtr, ytr)
             t = time.perf_counter() - t
             best_dual = max(best_dual, m.dual_objective_)
             rec["solvers"][solver] = {
-                "time": t, "primal": m.objective_, "dual": m.dual_objective_,
-                "rel_gap": m.history_[-1]["rel_gap"], "converged": m.converged_,
-                "iterations": m.n_iter_, "test_error": float(np.mean(m.predict(Xte) != yte)),
-                "curve": [(h["t_total"], h["rel_gap"]) for h in m.history_]}
-            print(f"{name:10s} {solver:18s} {t:8.3f}s gap {m.history_[-1]['rel_gap']:.2e} "
-                  f"err {rec['solvers'][solver]['test_error']:.4f}", flush=True)
+                "time": t,
+                "primal": m.objective_,
+                "dual": m.dual_objective_,
+                "rel_gap": m.history_[-1]["rel_gap"],
+                "converged": m.converged_,
+                "iterations": m.n_iter_,
+                "test_error": float(np.mean(m.predict(Xte) != yte)),
+                "curve": [(h["t_total"], h["rel_gap"]) for h in m.history_],
+            }
+            print(
+                f"{name:10s} {solver:18s} {t:8.3f}s gap {m.history_[-1]['rel_gap']:.2e} "
+                f"err {rec['solvers'][solver]['test_error']:.4f}",
+                flush=True,
+            )
         rec["best_dual"] = best_dual
         # liblinear: decreasing tolerance until certified gap <= tol
         lib = []
         for ltol in (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 1e-4, 1e-5):
             t = time.perf_counter()
-            s = LinearSVC(C=args.c, multi_class="crammer_singer", fit_intercept=False,
-                          tol=ltol, max_iter=1000000).fit(Xtr, ytr)
+            s = LinearSVC(
+                C=args.c,
+                multi_class="crammer_singer",
+                fit_intercept=False,
+                tol=ltol,
+                max_iter=1000000,
+            ).fit(Xtr, ytr)
             t = time.perf_counter() - t
             p = primal_of(model, C, s.coef_.T)
             gap = (p - best_dual) / p
-            lib.append({"tol": ltol, "time": t, "primal": p, "rel_gap": gap,
-                        "test_error": float(np.mean(s.predict(Xte) != yte))})
+            lib.append(
+                {
+                    "tol": ltol,
+                    "time": t,
+                    "primal": p,
+                    "rel_gap": gap,
+                    "test_error": float(np.mean(s.predict(Xte) != yte)),
+                }
+            )
             if gap <= args.tol:
                 break
         rec["liblinear"] = lib
-        print(f"{name:10s} liblinear          {lib[-1]['time']:8.3f}s gap {lib[-1]['rel_gap']:.2e}"
-              f" (tol {lib[-1]['tol']}) err {lib[-1]['test_error']:.4f}", flush=True)
+        print(
+            f"{name:10s} liblinear          {lib[-1]['time']:8.3f}s gap {lib[-1]['rel_gap']:.2e}"
+            f" (tol {lib[-1]['tol']}) err {lib[-1]['test_error']:.4f}",
+            flush=True,
+        )
         if args.pystruct_python:
-            rec["pystruct"] = run_pystruct(args, Xtr, np.searchsorted(task.classes_, ytr),
-                                           model, C, best_dual, Xte, yte, task)
+            rec["pystruct"] = run_pystruct(
+                args, Xtr, np.searchsorted(task.classes_, ytr), model, C, best_dual, Xte, yte, task
+            )
         out.append(rec)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"argv": sys.argv, "results": out}, indent=1))
@@ -156,8 +195,12 @@ def run_pystruct(args, Xtr, ycodes, model, C, best_dual, Xte, yte, task):
             np.savez(data, X=Xtr, y=ycodes, c=args.c, tol=ptol)
             wfile = Path(tmp) / "w.npy"
             try:
-                proc = subprocess.run([args.pystruct_python, str(script), str(data), str(wfile)],
-                                      capture_output=True, text=True, timeout=args.max_time)
+                proc = subprocess.run(
+                    [args.pystruct_python, str(script), str(data), str(wfile)],
+                    capture_output=True,
+                    text=True,
+                    timeout=args.max_time,
+                )
             except subprocess.TimeoutExpired:
                 res.append({"tol": ptol, "time": None, "timeout": args.max_time})
                 break

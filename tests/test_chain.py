@@ -11,8 +11,9 @@ from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import MultiClassTask
 from maxmargin.tasks.linear import LinearJointModel, from_label_coding
 
-OCR = (Path(__file__).resolve().parents[2]
-       / "shared/data/sequence_labeling/ocr_taskar/ocr_taskar.mat")
+OCR = (
+    Path(__file__).resolve().parents[2] / "shared/data/sequence_labeling/ocr_taskar/ocr_taskar.mat"
+)
 
 
 def make_chain_data(n=40, K=3, d=4, noise=1.0, seed=0):
@@ -79,10 +80,12 @@ def test_chain_validation():
 def test_chain_learns_transitions(solver):
     X, y = make_chain_data(n=60, noise=1.6, seed=2)
     Xt, yt = make_chain_data(n=100, noise=1.6, seed=3)
-    m = StructSVM(ChainTask(), C=10.0, solver=solver, tol=1e-2, max_iter=300,
-                  random_state=0).fit(X, y)
-    m0 = StructSVM(ChainTask(transitions=False), C=10.0, solver=solver, tol=1e-2,
-                   max_iter=300, random_state=0).fit(X, y)
+    m = StructSVM(ChainTask(), C=10.0, solver=solver, tol=1e-2, max_iter=300, random_state=0).fit(
+        X, y
+    )
+    m0 = StructSVM(
+        ChainTask(transitions=False), C=10.0, solver=solver, tol=1e-2, max_iter=300, random_state=0
+    ).fit(X, y)
     pred = m.predict(Xt)
     assert [len(p) for p in pred] == [len(s) for s in yt]
     assert m.score(Xt, yt) > m0.score(Xt, yt)

@@ -27,24 +27,32 @@ def _problem(C, *, shared=False, m=240, K=4, T=12, seed=0):
     return mp
 
 
-@pytest.mark.parametrize("v_plus, v_minus, C, p", [
-    (2.0, 0.5, 1e3, 300.0), (5.0, 1e-3, 1e4, 3000.0), (0.3, 0.2, 50.0, 100.0),
-    (1e-4, 2.0, 1e3, 300.0), (3.0, 0.0, 1e8, 4000.0), (7.0, 2.0, 1e8, 4000.0),
-])
+@pytest.mark.parametrize(
+    "v_plus, v_minus, C, p",
+    [
+        (2.0, 0.5, 1e3, 300.0),
+        (5.0, 1e-3, 1e4, 3000.0),
+        (0.3, 0.2, 50.0, 100.0),
+        (1e-4, 2.0, 1e3, 300.0),
+        (3.0, 0.0, 1e8, 4000.0),
+        (7.0, 2.0, 1e8, 4000.0),
+    ],
+)
 def test_closed_form_equals_1d_minimisation(v_plus, v_minus, C, p):
     """Eq. (12) is the minimiser over w >= 0 of (10)."""
+
     def f(w):
         return w + (C / p) * (v_minus * np.exp(w) + v_plus * np.exp(-w))
 
     w = closed_form_update(v_plus, v_minus, C, p)
     hi = 60.0
-    ref = minimize_scalar(f, bounds=(0.0, hi), method="bounded",
-                          options={"xatol": 1e-12, "maxiter": 2000}).x
+    ref = minimize_scalar(
+        f, bounds=(0.0, hi), method="bounded", options={"xatol": 1e-12, "maxiter": 2000}
+    ).x
     assert f(w) <= f(ref) + 1e-9 * abs(f(ref))
     assert w == pytest.approx(ref, abs=1e-5)
     if v_minus > 0 and C >= 1e8:  # eq. (13) is the large-C limit of (12)
-        assert closed_form_update(v_plus, v_minus, C, p, large_C=True) == pytest.approx(w,
-                                                                                      rel=1e-5)
+        assert closed_form_update(v_plus, v_minus, C, p, large_C=True) == pytest.approx(w, rel=1e-5)
 
 
 @pytest.mark.parametrize("C", [10.0, 1e3, 1e4])
@@ -116,8 +124,9 @@ def test_no_overflow_at_huge_C_over_500_iterations(tau_max):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(150, 4))
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5).astype(int)
-    est = MultiBoostCW(C=1e8, tau_max=tau_max, max_iter=500, tol=0.0, eps_cg=0.0,
-                       random_state=0).fit(X, y)
+    est = MultiBoostCW(
+        C=1e8, tau_max=tau_max, max_iter=500, tol=0.0, eps_cg=0.0, random_state=0
+    ).fit(X, y)
     assert est.n_iter_ == 500
     objs = np.array([r["objective"] for r in est.history_])
     assert np.all(np.isfinite(objs)) and np.all(np.isfinite(est.coef_))

@@ -16,8 +16,7 @@ from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxo
 from maxmargin.tasks.taxonomy import Taxonomy
 
 GLASS = {"glass": {"window": [1, 2, 3], "non_window": [5, 6, 7]}}
-GLASS_FLOAT = {"glass": {"window": {"float": [1, 3], "non_float": [2]},
-                         "non_window": [5, 6, 7]}}
+GLASS_FLOAT = {"glass": {"window": {"float": [1, 3], "non_float": [2]}, "non_window": [5, 6, 7]}}
 
 
 @st.composite
@@ -36,15 +35,19 @@ def brute_force(tax, task, G, y_idx, kind):
     best = np.empty(len(y_idx))
     for i, yi in enumerate(y_idx):
         own = G[i, tax.ancestors(yi)].sum()
-        best[i] = max(float(tax.loss(yi, v, kind)) + G[i, tax.ancestors(v)].sum() - own
-                      for v in leaves)
+        best[i] = max(
+            float(tax.loss(yi, v, kind)) + G[i, tax.ancestors(v)].sum() - own for v in leaves
+        )
     return best
 
 
 @settings(max_examples=40, deadline=None)
-@given(tree=trees(), seed=st.integers(0, 2**31 - 1),
-       kind=st.sampled_from(["height", "half_path", "zero_one"]),
-       label_set=st.sampled_from(["observed", "all"]))
+@given(
+    tree=trees(),
+    seed=st.integers(0, 2**31 - 1),
+    kind=st.sampled_from(["height", "half_path", "zero_one"]),
+    label_set=st.sampled_from(["observed", "all"]),
+)
 def test_loss_augmented_equals_brute_force(tree, seed, kind, label_set):
     rng = np.random.default_rng(seed)
     n = 15
@@ -62,8 +65,7 @@ def test_loss_augmented_equals_brute_force(tree, seed, kind, label_set):
     assert set(task.classes_[res.label].tolist()) <= set(task.classes_.tolist())
     # label-augmented task: pair scores are the class scores
     aug = LabelAugmentedTask(tree, loss=kind, label_set=label_set).bind(np.zeros((n, 1)), y)
-    pair_scores = np.stack([G[i, tree.ancestors(v)].sum() for i in range(n)
-                            for v in aug.leaves_])
+    pair_scores = np.stack([G[i, tree.ancestors(v)].sum() for i in range(n) for v in aug.leaves_])
     res2 = aug.loss_augmented(pair_scores[:, None])
     np.testing.assert_allclose(res2.loss - res2.margin, want, atol=1e-9)
 
@@ -143,8 +145,9 @@ def test_classifier_taxonomy_parameter(tmp_path, spec):
     elif spec == "text":
         arg = tmp_path / "t.txt"
         arg.write_text(tax.to_text())
-    clf = StructBoostClassifier(taxonomy=arg, tree_loss="height", C=50.0, max_iter=15,
-                                random_state=0).fit(X, y)
+    clf = StructBoostClassifier(
+        taxonomy=arg, tree_loss="height", C=50.0, max_iter=15, random_state=0
+    ).fit(X, y)
     assert type(clf.task_).__name__ == "HierarchyTask"
     np.testing.assert_array_equal(clf.classes_, [1, 2, 3, 4])
     save(clf, tmp_path / "c.npz")
@@ -186,7 +189,8 @@ def test_errors():
         HierarchyTask(tax).bind(X, [1, 2, 4, 5])
     with pytest.raises(ValueError, match="internal nodes"):
         HierarchyTask(Taxonomy.from_dict({"r": {"a": ["x", "y"], "b": ["z", "w"]}})).bind(
-            X, ["x", "a", "z", "w"])
+            X, ["x", "a", "z", "w"]
+        )
     with pytest.raises(ValueError, match="loss must be one of"):
         HierarchyTask(tax, loss="depth").bind(X, [1, 2, 5, 6])
     with pytest.raises(ValueError, match="label_set"):
@@ -204,6 +208,7 @@ def test_errors():
 def test_linear_ssvm_with_hierarchy_task():
     """The linear form F = X @ W: StructSVM takes a HierarchyTask unchanged."""
     from maxmargin.learners import ssvm
+
     X, y = _data(5, K=4)
     X = np.hstack([X, np.ones((len(X), 1))])
     kw = dict(C=100.0, solver="one_slack", max_iter=200)
@@ -221,13 +226,33 @@ def test_cli_fit_and_evaluate_with_taxonomy(tmp_path, capsys):
 
     X, y = _data(6, K=4)
     data = tmp_path / "d.svm"
-    data.write_text("".join(f"{c} " + " ".join(f"{j + 1}:{v:.5f}" for j, v in enumerate(x))
-                            + "\n" for x, c in zip(X, y, strict=True)))
+    data.write_text(
+        "".join(
+            f"{c} " + " ".join(f"{j + 1}:{v:.5f}" for j, v in enumerate(x)) + "\n"
+            for x, c in zip(X, y, strict=True)
+        )
+    )
     tax = tmp_path / "t.txt"
     tax.write_text("r a\nr b\na 1\na 2\nb 3\nb 4\n")
     model = tmp_path / "m.npz"
-    assert cli.main(["fit", str(data), "-o", str(model), "--taxonomy", str(tax),
-                     "--max-iter", "10", "--formulation", "m-slack", "--quiet"]) == 0
+    assert (
+        cli.main(
+            [
+                "fit",
+                str(data),
+                "-o",
+                str(model),
+                "--taxonomy",
+                str(tax),
+                "--max-iter",
+                "10",
+                "--formulation",
+                "m-slack",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert cli.main(["evaluate", str(model), str(data), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

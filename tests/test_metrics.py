@@ -22,8 +22,11 @@ def _risk_pairs(loss, s):
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-3, 3), st.integers(0, 2)),
-                min_size=2, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(-3, 3), st.integers(0, 2)), min_size=2, max_size=30
+    )
+)
 def test_ranking_risk_matches_eq1(rows):
     loss, s, g = (np.array(c, float) for c in zip(*rows))
     assert np.isclose(ranking_risk(loss, s), _risk_pairs(loss, s))

@@ -19,20 +19,24 @@ def _data():
     return X[idx[:100]], y[idx[:100]], X[idx[100:]], y[idx[100:]]
 
 
-@parametrize_with_checks([MultiBoostCW(max_iter=15, random_state=0),
-                          MultiBoost(max_iter=10, random_state=0)])
+@parametrize_with_checks(
+    [MultiBoostCW(max_iter=15, random_state=0), MultiBoost(max_iter=10, random_state=0)]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("est", [
-    MultiBoostCW(max_iter=30, random_state=0),
-    MultiBoostCW(C=1e8, tau_max=1, max_iter=30),
-    MultiBoostCW(max_iter=20, solver="lbfgs"),
-    MultiBoost(max_iter=30),
-    MultiBoost(max_iter=30, solver="fcd", random_state=0),
-    MultiBoostCW(max_iter=20, weak_learner=DecisionStump(), large_C=True),
-])
+@pytest.mark.parametrize(
+    "est",
+    [
+        MultiBoostCW(max_iter=30, random_state=0),
+        MultiBoostCW(C=1e8, tau_max=1, max_iter=30),
+        MultiBoostCW(max_iter=20, solver="lbfgs"),
+        MultiBoost(max_iter=30),
+        MultiBoost(max_iter=30, solver="fcd", random_state=0),
+        MultiBoostCW(max_iter=20, weak_learner=DecisionStump(), large_C=True),
+    ],
+)
 def test_fit_history_and_staged_predict(est):
     X, y, Xv, yv = _data()
     est.fit(X, y, eval_set=(Xv, yv))
@@ -69,13 +73,20 @@ def test_objective_decreases_and_totally_corrective_beats_stagewise():
     assert tc.objective_ <= sw.objective_
 
 
-@pytest.mark.parametrize("params, msg", [
-    ({"C": -1.0}, "C must be"), ({"C": float("nan")}, "C must be"),
-    ({"max_iter": 0}, "max_iter must be"), ({"max_iter": 2.5}, "max_iter must be"),
-    ({"tau_max": 0}, "tau_max must be"), ({"eps": -1.0}, "eps must be"),
-    ({"solver": "newton"}, "solver must be"), ({"weak_learner": "nope"}, "unknown weak_learner"),
-    ({"tol": -1.0}, "tol must be"),
-])
+@pytest.mark.parametrize(
+    "params, msg",
+    [
+        ({"C": -1.0}, "C must be"),
+        ({"C": float("nan")}, "C must be"),
+        ({"max_iter": 0}, "max_iter must be"),
+        ({"max_iter": 2.5}, "max_iter must be"),
+        ({"tau_max": 0}, "tau_max must be"),
+        ({"eps": -1.0}, "eps must be"),
+        ({"solver": "newton"}, "solver must be"),
+        ({"weak_learner": "nope"}, "unknown weak_learner"),
+        ({"tol": -1.0}, "tol must be"),
+    ],
+)
 def test_bad_parameters(params, msg):
     X, y, _, _ = _data()
     with pytest.raises(ValueError, match=msg):

@@ -13,10 +13,17 @@ def _slsqp(A, b, C):
         lambda z: 0.5 * z[:D] @ z[:D] + C * z[D],
         np.zeros(D + 1),
         jac=lambda z: np.r_[z[:D], C],
-        constraints=[{"type": "ineq", "fun": lambda z: A @ z[:D] + z[D] - b,
-                      "jac": lambda z: np.c_[A, np.ones(len(b))]}],
+        constraints=[
+            {
+                "type": "ineq",
+                "fun": lambda z: A @ z[:D] + z[D] - b,
+                "jac": lambda z: np.c_[A, np.ones(len(b))],
+            }
+        ],
         bounds=[(None, None)] * D + [(0, None)],
-        method="SLSQP", options={"ftol": 1e-13, "maxiter": 1000})
+        method="SLSQP",
+        options={"ftol": 1e-13, "maxiter": 1000},
+    )
     return res.x[:D], res.fun
 
 

@@ -11,8 +11,13 @@ from maxmargin.solvers.ranking import (
     most_violated_constraint,
 )
 
-GRAPHS = [("complete", None), ("bipartite", None), ("bipartite", 2), ("bipartite", 5),
-          ("star", None)]
+GRAPHS = [
+    ("complete", None),
+    ("bipartite", None),
+    ("bipartite", 2),
+    ("bipartite", 5),
+    ("star", None),
+]
 
 
 @st.composite
@@ -23,13 +28,20 @@ def problems(draw):
     score = draw(st.lists(st.integers(-4, 4), min_size=n, max_size=n))
     grouped = draw(st.booleans())
     group = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)) if grouped else None
-    return (np.array(loss, float), np.array(score, float) / 2,
-            None if group is None else np.array(group))
+    return (
+        np.array(loss, float),
+        np.array(score, float) / 2,
+        None if group is None else np.array(group),
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(problems(), st.sampled_from(GRAPHS), st.sampled_from(["margin", "slack"]),
-       st.sampled_from([1, 2]))
+@given(
+    problems(),
+    st.sampled_from(GRAPHS),
+    st.sampled_from(["margin", "slack"]),
+    st.sampled_from([1, 2]),
+)
 def test_matches_brute_force(prob, graph, rescaling, n_jobs):
     loss, s, group = prob
     kind, top_k = graph

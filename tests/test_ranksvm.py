@@ -16,8 +16,12 @@ def _pairwise_qp(X, loss, group, graph, rescaling, C, normalize):
         idx = np.flatnonzero(group == gv)
         lg = loss[idx]
         up = {"star": lg == lg.min(), "bipartite": lg < lg.max()}.get(graph)
-        eg = [(idx[a], idx[b]) for a in range(len(idx)) for b in range(len(idx))
-              if lg[a] < lg[b] and (up is None or (up[a] and not up[b]))]
+        eg = [
+            (idx[a], idx[b])
+            for a in range(len(idx))
+            for b in range(len(idx))
+            if lg[a] < lg[b] and (up is None or (up[a] and not up[b]))
+        ]
         edges.append(eg)
     flat = [e for eg in edges for e in eg]
     if normalize == "pairs":
@@ -29,12 +33,21 @@ def _pairwise_qp(X, loss, group, graph, rescaling, C, normalize):
     D, dX = loss[J] - loss[I], X[I] - X[J]
     d, m = X.shape[1], len(flat)
     lhs = dX if rescaling == "margin" else D[:, None] * dX
-    res = minimize(lambda z: 0.5 * z[:d] @ z[:d] + C * om @ z[d:], np.zeros(d + m),
-                   jac=lambda z: np.r_[z[:d], C * om],
-                   constraints=[{"type": "ineq", "fun": lambda z: lhs @ z[:d] - D + z[d:],
-                                 "jac": lambda z: np.c_[lhs, np.eye(m)]}],
-                   bounds=[(None, None)] * d + [(0, None)] * m, method="SLSQP",
-                   options={"ftol": 1e-13, "maxiter": 1000})
+    res = minimize(
+        lambda z: 0.5 * z[:d] @ z[:d] + C * om @ z[d:],
+        np.zeros(d + m),
+        jac=lambda z: np.r_[z[:d], C * om],
+        constraints=[
+            {
+                "type": "ineq",
+                "fun": lambda z: lhs @ z[:d] - D + z[d:],
+                "jac": lambda z: np.c_[lhs, np.eye(m)],
+            }
+        ],
+        bounds=[(None, None)] * d + [(0, None)] * m,
+        method="SLSQP",
+        options={"ftol": 1e-13, "maxiter": 1000},
+    )
     return res.x[:d], res.fun
 
 
@@ -47,8 +60,9 @@ def test_reaches_pairwise_qp_optimum(graph, rescaling, normalize):
     X = rng.normal(size=(n, d))
     loss = rng.integers(0, 3, n).astype(float)
     group = rng.integers(0, 2, n)
-    m = RankSVM(C=C, graph=graph, rescaling=rescaling, target="loss", eps=1e-9,
-                normalize=normalize).fit(X, loss, group=group)
+    m = RankSVM(
+        C=C, graph=graph, rescaling=rescaling, target="loss", eps=1e-9, normalize=normalize
+    ).fit(X, loss, group=group)
     w_ref, f_ref = _pairwise_qp(X, loss, group, graph, rescaling, C, normalize)
     assert m.history_[-1]["best_primal"] == pytest.approx(f_ref, rel=1e-6)
     np.testing.assert_allclose(m.coef_, w_ref, atol=1e-4)

@@ -30,8 +30,9 @@ def test_binary_and_sparse():
     assert set(clf.predict(X)) <= {"a", "b"}
     s = SSVMClassifier(tol=1e-6).fit(sp.csr_matrix(X), y2)
     assert np.isclose(s.objective_, clf.objective_, rtol=1e-4)
-    np.testing.assert_allclose(s.decision_function(sp.csr_matrix(X)),
-                               clf.decision_function(X), atol=1e-2)
+    np.testing.assert_allclose(
+        s.decision_function(sp.csr_matrix(X)), clf.decision_function(X), atol=1e-2
+    )
 
 
 def test_state_round_trip():

@@ -53,10 +53,17 @@ def reference(rows, C, n):
         lambda z: 0.5 * z[:D] @ z[:D] + C / n * z[D:].sum(),
         np.r_[np.zeros(D), np.full(n, b.max())],
         jac=lambda z: np.r_[z[:D], np.full(n, C / n)],
-        constraints=[{"type": "ineq", "fun": lambda z: A @ z[:D] + E @ z[D:] - b,
-                      "jac": lambda z: np.c_[A, E]}],
+        constraints=[
+            {
+                "type": "ineq",
+                "fun": lambda z: A @ z[:D] + E @ z[D:] - b,
+                "jac": lambda z: np.c_[A, E],
+            }
+        ],
         bounds=[(None, None)] * D + [(0, None)] * n,
-        method="SLSQP", options={"ftol": 1e-12, "maxiter": 2000})
+        method="SLSQP",
+        options={"ftol": 1e-12, "maxiter": 2000},
+    )
     assert res.success, res.message
     return res.fun
 
@@ -72,8 +79,7 @@ def flat_problem(rescaling, seed=0, n=9, K=3, d=2):
             if k == y[i]:
                 continue
             s = L[y[i], k] if rescaling == "slack" else 1.0
-            rows.append((i, s * (psi_flat(X[i], y[i], K) - psi_flat(X[i], k, K)),
-                         L[y[i], k]))
+            rows.append((i, s * (psi_flat(X[i], y[i], K) - psi_flat(X[i], k, K)), L[y[i], k]))
     return X, y, MultiClassTask(loss=L), rows
 
 
@@ -104,9 +110,15 @@ def test_solvers_reach_enumerated_qp(kind, rescaling):
     objectives = {}
     for solver in SOLVERS:
         tol = 1e-6 if solver in ("one_slack", "n_slack") else 1e-2
-        m = StructSVM(task, C=C, solver=solver, rescaling=rescaling, tol=tol,
-                      max_iter=20000 if "subgradient" in solver else 3000,
-                      random_state=0).fit(X, y)
+        m = StructSVM(
+            task,
+            C=C,
+            solver=solver,
+            rescaling=rescaling,
+            tol=tol,
+            max_iter=20000 if "subgradient" in solver else 3000,
+            random_state=0,
+        ).fit(X, y)
         assert m.converged_, solver
         # certificate: dual <= optimum <= primal <= (1 + tol) primal bound
         assert m.dual_objective_ <= f_ref * (1 + 1e-7) + 1e-9, solver
@@ -129,8 +141,9 @@ def test_matches_liblinear_crammer_singer(solver):
     X, y = load_iris(return_X_y=True)
     c = 0.5
     n = len(y)
-    lin = LinearSVC(C=c, multi_class="crammer_singer", fit_intercept=False, tol=1e-8,
-                    max_iter=200000).fit(X, y)
+    lin = LinearSVC(
+        C=c, multi_class="crammer_singer", fit_intercept=False, tol=1e-8, max_iter=200000
+    ).fit(X, y)
     m = StructSVM(MultiClassTask(), C=c * n, solver=solver, tol=1e-5).fit(X, y)
     model = from_label_coding(m.task_, X)
     w_lin = lin.coef_.T.ravel()
@@ -147,8 +160,9 @@ def test_binary_task_is_hinge_svm():
     X = rng.normal(size=(40, 3))
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=40) > 0, 1, -1)
     m = StructSVM(BinaryTask(), C=40.0, solver="n_slack", tol=1e-6).fit(X, y)
-    lin = LinearSVC(C=1.0, fit_intercept=False, loss="hinge", tol=1e-8, dual=True,
-                    max_iter=100000).fit(X, y)
+    lin = LinearSVC(
+        C=1.0, fit_intercept=False, loss="hinge", tol=1e-8, dual=True, max_iter=100000
+    ).fit(X, y)
     w = m.coef_  # slot weights of the single slot
     np.testing.assert_allclose(w, lin.coef_.ravel(), atol=2e-3)
 
@@ -194,7 +208,8 @@ def test_output_cache_and_validation():
 def test_n_slack_complete_working_set_option():
     X, y, task, _ = flat_problem("margin", n=30)
     a = StructSVM(task, C=5.0, solver="n_slack", tol=1e-6).fit(X, y)
-    b = StructSVM(task, C=5.0, solver="n_slack", tol=1e-6,
-                  solver_options={"max_complete": 10}).fit(X, y)
+    b = StructSVM(task, C=5.0, solver="n_slack", tol=1e-6, solver_options={"max_complete": 10}).fit(
+        X, y
+    )
     assert np.isclose(a.objective_, b.objective_, rtol=2e-6)
     assert b.n_iter_ <= 3

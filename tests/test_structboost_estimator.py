@@ -29,8 +29,9 @@ def iris():
 @pytest.mark.parametrize("sharing", ["shared", "per_class"])
 def test_fits_iris(iris, formulation, sharing):
     X, y = iris
-    clf = StructBoostClassifier(C=50, max_iter=40, sharing=sharing, formulation=formulation,
-                                random_state=0).fit(X, y)
+    clf = StructBoostClassifier(
+        C=50, max_iter=40, sharing=sharing, formulation=formulation, random_state=0
+    ).fit(X, y)
     assert clf.score(X, y) > 0.93
     assert clf.decision_function(X).shape == (150, 3)
     assert set(clf.classes_) == {0, 1, 2}
@@ -42,8 +43,20 @@ def test_history_records(iris):
     clf = StructBoostClassifier(C=50, max_iter=10, random_state=0, callback=seen.append)
     clf.fit(X, y)
     assert seen == clf.history_
-    keys = {"iteration", "objective", "lp_objective", "xi", "n_weak", "n_columns", "n_planes",
-            "gain", "t_weak", "t_master", "t_oracle", "t_total"}
+    keys = {
+        "iteration",
+        "objective",
+        "lp_objective",
+        "xi",
+        "n_weak",
+        "n_columns",
+        "n_planes",
+        "gain",
+        "t_weak",
+        "t_master",
+        "t_oracle",
+        "t_total",
+    }
     for rec in clf.history_:
         assert keys <= set(rec)
         assert rec["objective"] >= rec["lp_objective"] - 1e-6  # true hinge >= working set's

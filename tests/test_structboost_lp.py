@@ -37,8 +37,7 @@ def full_lp_optimum(X, y, C, gamma, delta):
             rows.append(np.concatenate([dpsi, slack]))
             rhs.append(delta[codes[i], k])
     cost = np.concatenate([np.ones(n_cols), np.full(m, C / m)])
-    res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None),
-                  method="highs")
+    res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
     assert res.status == 0
     return res.fun
 
@@ -53,9 +52,17 @@ def tiny_problem(seed, n_classes):
 
 def run(task, X, y, C, formulation, max_cp_rounds=None):
     bound = task.bind(X, y)
-    res = fit_structboost(bound, DecisionStump(), C=C, formulation=formulation, eps_cp=1e-10,
-                          eps_cg=1e-9, max_iter=1000, rng=np.random.default_rng(0),
-                          max_cp_rounds=max_cp_rounds)
+    res = fit_structboost(
+        bound,
+        DecisionStump(),
+        C=C,
+        formulation=formulation,
+        eps_cp=1e-10,
+        eps_cg=1e-9,
+        max_iter=1000,
+        rng=np.random.default_rng(0),
+        max_cp_rounds=max_cp_rounds,
+    )
     assert res.converged
     return res
 
@@ -100,9 +107,16 @@ def test_one_slack_and_m_slack_same_optimum_on_digits_subset():
     X, y = X[:120, ::4], y[:120]
     objs = []
     for formulation in ("1-slack", "m-slack"):
-        res = fit_structboost(MultiClassTask().bind(X, y), DecisionStump(), C=20.0,
-                              formulation=formulation, eps_cp=1e-9, eps_cg=1e-9, max_iter=2000,
-                              rng=np.random.default_rng(0))
+        res = fit_structboost(
+            MultiClassTask().bind(X, y),
+            DecisionStump(),
+            C=20.0,
+            formulation=formulation,
+            eps_cp=1e-9,
+            eps_cg=1e-9,
+            max_iter=2000,
+            rng=np.random.default_rng(0),
+        )
         assert res.converged
         objs.append(res.objective)
     assert objs[0] == pytest.approx(objs[1], rel=1e-6)
@@ -111,8 +125,15 @@ def test_one_slack_and_m_slack_same_optimum_on_digits_subset():
 def test_objective_decreases_every_iteration():
     """Proposition 6.1: each column-generation iteration decreases the master objective."""
     X, y = tiny_problem(2, 3)
-    res = fit_structboost(MultiClassTask().bind(X, y), DecisionStump(), C=30.0,
-                          formulation="m-slack", eps_cp=1e-10, eps_cg=1e-9, max_iter=100,
-                          rng=np.random.default_rng(0))
+    res = fit_structboost(
+        MultiClassTask().bind(X, y),
+        DecisionStump(),
+        C=30.0,
+        formulation="m-slack",
+        eps_cp=1e-10,
+        eps_cg=1e-9,
+        max_iter=100,
+        rng=np.random.default_rng(0),
+    )
     lp = [h["lp_objective"] for h in res.history]
     assert all(b <= a + 1e-9 for a, b in itertools.pairwise(lp))

@@ -13,8 +13,10 @@ def brute_force(F, y_codes, gamma, delta):
     """argmax_y Delta(y_i, y) - w.dPsi_i(y) by enumerating every label of every example."""
     out = []
     for i in range(len(F)):
-        vals = [delta[y_codes[i], k] - (F[i] @ gamma[y_codes[i]] - F[i] @ gamma[k])
-                for k in range(len(gamma))]
+        vals = [
+            delta[y_codes[i], k] - (F[i] @ gamma[y_codes[i]] - F[i] @ gamma[k])
+            for k in range(len(gamma))
+        ]
         out.append(max(vals))
     return np.array(out)
 
@@ -26,10 +28,10 @@ def test_loss_augmented_equals_enumeration(K, n, data):
     y[: min(n, K)] = np.arange(min(n, K))
     if len(np.unique(y)) < 2:
         return
-    F = data.draw(arrays(np.float64, (n, len(np.unique(y))),
-                         elements=st.floats(-3, 3, allow_nan=False)))
-    delta = data.draw(arrays(np.float64, (len(np.unique(y)),) * 2,
-                             elements=st.floats(0.1, 2)))
+    F = data.draw(
+        arrays(np.float64, (n, len(np.unique(y))), elements=st.floats(-3, 3, allow_nan=False))
+    )
+    delta = data.draw(arrays(np.float64, (len(np.unique(y)),) * 2, elements=st.floats(0.1, 2)))
     np.fill_diagonal(delta, 0.0)
     task = MultiClassTask(loss=delta).bind(np.zeros((n, 1)), y)
     orc = task.loss_augmented(F)

@@ -81,8 +81,9 @@ def test_batch_kernels_match_single():
             f = slack_viterbi if slack else loss_augmented_viterbi
             y1, _ = f(U[a:b], P, yt[a:b], L)
             np.testing.assert_array_equal(lab[a:b], y1)
-            assert np.isclose(margin[i], chain_score(U[a:b], P, yt[a:b])
-                              - chain_score(U[a:b], P, y1))
+            assert np.isclose(
+                margin[i], chain_score(U[a:b], P, yt[a:b]) - chain_score(U[a:b], P, y1)
+            )
     lab = np.empty(N, dtype=np.int64)
     batch_viterbi(U, P, offsets, True, lab)
     for a, b in itertools.pairwise(offsets):

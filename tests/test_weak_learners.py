@@ -112,15 +112,17 @@ def test_linear_svm_separable_and_drop():
     h, g = learner.best(learner.prepare(X), a[:, None])
     np.testing.assert_allclose(g, np.abs(a).sum(), rtol=1e-9)  # perfect separation
     np.testing.assert_allclose(_true_gain(h, X, a[:, None]), g)
-    w = LinearSVMWeak(drop_fraction=0.1)._dropped(np.array([0, 5, 1, 2, 3, 4, 6, 7, 8, 9, 10.]))
+    w = LinearSVMWeak(drop_fraction=0.1)._dropped(np.array([0, 5, 1, 2, 3, 4, 6, 7, 8, 9, 10.0]))
     assert w[2] == 0 and np.count_nonzero(w) == 9
     h_s, g_s = LinearSVMWeak().best(LinearSVMWeak().prepare(sp.csr_matrix(X)), a[:, None])
     np.testing.assert_allclose(_true_gain(h_s, sp.csr_matrix(X), a[:, None]), g_s)
 
 
 def _learners():
-    return [make_weak_learner(name) for name in WEAK_LEARNERS] + [DecisionTree(max_depth=4),
-                                                                    HistogramStump(max_bins=2)]
+    return [make_weak_learner(name) for name in WEAK_LEARNERS] + [
+        DecisionTree(max_depth=4),
+        HistogramStump(max_bins=2),
+    ]
 
 
 @pytest.mark.parametrize("learner", _learners(), ids=lambda w: type(w).__name__)

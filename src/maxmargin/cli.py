@@ -339,8 +339,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     tree_loss = None
     if tree is not None:
         tax, kind = tree
-        tree_loss = {"kind": kind,
-                     "mean": float(tax.loss(tax.index(y), tax.index(pred), kind).mean())}
+        tree_loss = {
+            "kind": kind,
+            "mean": float(tax.loss(tax.index(y), tax.index(pred), kind).mean()),
+        }
     report = {
         "model": str(args.model),
         "data": str(args.data),
@@ -366,8 +368,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "n": n,
             "accuracy": f"{accuracy:.4f}",
             "error rate": f"{1.0 - accuracy:.4f}",
-            **({f"tree loss ({tree_loss['kind']})": f"{tree_loss['mean']:.4f}"}
-               if tree_loss else {}),
+            **(
+                {f"tree loss ({tree_loss['kind']})": f"{tree_loss['mean']:.4f}"}
+                if tree_loss
+                else {}
+            ),
         },
         console=console,
     )
@@ -641,11 +646,19 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--C", type=float, default=100.0, help="regularisation trade-off (100)")
     fit.add_argument("--max-iter", type=int, default=200, help="column-generation iterations")
     fit.add_argument("--sharing", choices=["shared", "per_class"], default="shared")
-    fit.add_argument("--taxonomy", metavar="FILE", default=None,
-                     help="class tree (JSON, or 'parent child' lines): hierarchical "
-                          "classification with the tree loss")
-    fit.add_argument("--tree-loss", choices=["height", "half_path", "zero_one"],
-                     default="height", help="tree loss with --taxonomy (height)")
+    fit.add_argument(
+        "--taxonomy",
+        metavar="FILE",
+        default=None,
+        help="class tree (JSON, or 'parent child' lines): hierarchical "
+        "classification with the tree loss",
+    )
+    fit.add_argument(
+        "--tree-loss",
+        choices=["height", "half_path", "zero_one"],
+        default="height",
+        help="tree loss with --taxonomy (height)",
+    )
     fit.add_argument("--formulation", choices=["auto", "1-slack", "m-slack"], default="auto")
     fit.add_argument("--weak-learner", default="stump", help="weak learner family (stump)")
     fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")
@@ -680,9 +693,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("model", metavar="MODEL")
     evaluate.add_argument("data", metavar="DATA")
     evaluate.add_argument("--label-column", type=_label_column, default=None, help=label_for_model)
-    evaluate.add_argument("--taxonomy", metavar="FILE", default=None,
-                          help="also report the tree loss under this class tree (default: "
-                               "the model's own taxonomy, if it has one)")
+    evaluate.add_argument(
+        "--taxonomy",
+        metavar="FILE",
+        default=None,
+        help="also report the tree loss under this class tree (default: "
+        "the model's own taxonomy, if it has one)",
+    )
     evaluate.set_defaults(handler=cmd_evaluate)
 
     demo = sub.add_parser(

@@ -236,8 +236,9 @@ def batch_evaluate(U, P, offsets, ytrue, labels, L, pairwise, loss, margin):
     for i in range(n):
         a, b = offsets[i], offsets[i + 1]
         loss[i] = _seq_loss(ytrue[a:b], labels[a:b], L)
-        margin[i] = (chain_score(U[a:b], P, ytrue[a:b], pairwise)
-                     - chain_score(U[a:b], P, labels[a:b], pairwise))
+        margin[i] = chain_score(U[a:b], P, ytrue[a:b], pairwise) - chain_score(
+            U[a:b], P, labels[a:b], pairwise
+        )
 
 
 @njit(cache=True)

@@ -42,8 +42,15 @@ def _alpha(edge: float) -> float:
 
 
 class _StageWise(_MultiClassBoosting):
-    def __init__(self, max_iter: int = 100, weak_learner="stump", max_time=None,
-                 random_state=None, verbose: int = 0, callback=None):
+    def __init__(
+        self,
+        max_iter: int = 100,
+        weak_learner="stump",
+        max_time=None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
         self.max_iter = max_iter
         self.weak_learner = weak_learner
         self.max_time = max_time
@@ -74,13 +81,16 @@ _DOC = """
 
 
 class AdaBoostMH(_StageWise):
-    __doc__ = """AdaBoost.MH with discrete weak learners and a per-class vote vector.
+    __doc__ = (
+        """AdaBoost.MH with discrete weak learners and a per-class vote vector.
 
     Minimises ``mean_{i,l} exp(-Y_il F_l(x_i))``, ``Y_il = +1`` iff ``l = y_i``.  Each
     round finds ``phi`` and ``v`` maximising the edge ``sum_l |sum_i D_il Y_il phi(x_i)|``:
     the best weak learner of each one-vs-all column is a candidate, the best candidate's
     votes ``v`` are refined by one alternation (search with column ``sum_l D_l Y_l v_l``).
-    """ + _DOC
+    """
+        + _DOC
+    )
 
     def _boost(self, X, y, K, weak, builder, record):
         prepared = weak.prepare(X)
@@ -118,14 +128,17 @@ class AdaBoostMH(_StageWise):
 
 
 class AdaBoostECC(_StageWise):
-    __doc__ = """AdaBoost.ECC (Guruswami & Sahai 1999; real version of Li 2006).
+    __doc__ = (
+        """AdaBoost.ECC (Guruswami & Sahai 1999; real version of Li 2006).
 
     Minimises ``mean_{i, l != y_i} exp(-(F_{y_i}(x_i) - F_l(x_i)) / 2)``.  Round t draws a
     random half coloring ``M_t`` of the classes, trains one binary weak learner on labels
     ``M_t(y_i)`` with weights ``sum_{l: M_t(l) != M_t(y_i)} D_il`` and gives it the
     confidences ``alpha`` (output +1) and ``-beta`` (output -1) that minimise the loss;
     ``F_l += M_t(l) f_t(x)``.
-    """ + _DOC
+    """
+        + _DOC
+    )
 
     def _boost(self, X, y, K, weak, builder, record):
         prepared = weak.prepare(X)
@@ -168,19 +181,36 @@ class AdaBoostECC(_StageWise):
 
 
 class AdaBoostMO(_StageWise):
-    __doc__ = """AdaBoost.MO (Schapire & Singer 1999): output codes with one weak learner per code
+    __doc__ = (
+        """AdaBoost.MO (Schapire & Singer 1999): output codes with one weak learner per code
     column and round, loss-based decoding ``argmin_k sum_l exp(-M_kl f_l(x))``.
 
     Parameters (besides those below): ``code`` -- "ova" (one-vs-all, L = K),
     "random" (dense random +-1 code, L = ``n_codes`` or 2K columns) or "exhaustive"
     (all 2^(K-1) - 1 distinct splits; K <= 12).
-    """ + _DOC
+    """
+        + _DOC
+    )
 
-    def __init__(self, max_iter: int = 100, weak_learner="stump", code: str = "random",
-                 n_codes: int | None = None, max_time=None, random_state=None,
-                 verbose: int = 0, callback=None):
-        super().__init__(max_iter=max_iter, weak_learner=weak_learner, max_time=max_time,
-                         random_state=random_state, verbose=verbose, callback=callback)
+    def __init__(
+        self,
+        max_iter: int = 100,
+        weak_learner="stump",
+        code: str = "random",
+        n_codes: int | None = None,
+        max_time=None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
+        super().__init__(
+            max_iter=max_iter,
+            weak_learner=weak_learner,
+            max_time=max_time,
+            random_state=random_state,
+            verbose=verbose,
+            callback=callback,
+        )
         self.code = code
         self.n_codes = n_codes
 
@@ -188,8 +218,7 @@ class AdaBoostMO(_StageWise):
         self._validate_common()
         if self.code not in ("ova", "random", "exhaustive"):
             raise ValueError(f"code must be 'ova', 'random' or 'exhaustive', got {self.code!r}")
-        _check_number("n_codes", self.n_codes, low=1, low_open=False, integer=True,
-                      allow_none=True)
+        _check_number("n_codes", self.n_codes, low=1, low_open=False, integer=True, allow_none=True)
 
     def _make_code(self, K: int, rng) -> np.ndarray:
         if self.code == "ova":

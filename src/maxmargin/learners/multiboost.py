@@ -68,7 +68,7 @@ class _Builder:
                 grown = np.empty((2 * (self.n_hyp + 1), self.H_val.shape[1]), np.float32)
                 grown[: len(self.H_val)] = self.H_val
                 self.H_val = grown
-            self.H_val[self.n_hyp + 1 - k: self.n_hyp + 1] = hyps.evaluate(self.X_val)
+            self.H_val[self.n_hyp + 1 - k : self.n_hyp + 1] = hyps.evaluate(self.X_val)
         return np.arange(self.n_hyp - k, self.n_hyp)
 
     def add_vars(self, hyp, out) -> np.ndarray:
@@ -99,8 +99,9 @@ class _Builder:
         """Final arrays, dropping weak learners and variables that never had weight."""
         var_hyp = np.concatenate(self.var_hyp) if self.var_hyp else np.zeros(0, np.int64)
         var_out = np.concatenate(self.var_out) if self.var_out else np.zeros(0, np.int64)
-        it = np.concatenate([np.full(len(c), i, np.int64) for i, c, _ in self.log]
-                            or [np.zeros(0, np.int64)])
+        it = np.concatenate(
+            [np.full(len(c), i, np.int64) for i, c, _ in self.log] or [np.zeros(0, np.int64)]
+        )
         var = np.concatenate([c for _, c, _ in self.log] or [np.zeros(0, np.int64)])
         val = np.concatenate([v for _, _, v in self.log] or [np.zeros(0)])
         used_vars = np.unique(var)
@@ -109,14 +110,19 @@ class _Builder:
         hyp_map[used_hyp + 1] = np.arange(len(used_hyp))
         var_map = np.full(self.n_vars, -1, np.int64)
         var_map[used_vars] = np.arange(len(used_vars))
-        hyps = (self.hyps.take(used_hyp) if self.hyps is not None
-                else hypotheses_class.empty(n_features))
+        hyps = (
+            self.hyps.take(used_hyp)
+            if self.hyps is not None
+            else hypotheses_class.empty(n_features)
+        )
         return {
             "hypotheses": hyps,
             "var_hyp": hyp_map[var_hyp[used_vars] + 1],
             "var_out": var_out[used_vars],
             "coef": self.coef[used_vars],
-            "path_iter": it, "path_var": var_map[var], "path_value": val,
+            "path_iter": it,
+            "path_var": var_map[var],
+            "path_value": val,
         }
 
 
@@ -197,19 +203,27 @@ class _MultiClassBoosting(ClassifierMixin, BaseEstimator):
 
         def record(iteration, objective, raw_train, **extra):
             pred = np.argmax(self._decode(raw_train), axis=1)
-            rec = {"iteration": iteration, "objective": float(objective),
-                   "train_error": float(np.mean(pred != y_idx)),
-                   "n_weak": int(builder.n_hyp)}
+            rec = {
+                "iteration": iteration,
+                "objective": float(objective),
+                "train_error": float(np.mean(pred != y_idx)),
+                "n_weak": int(builder.n_hyp),
+            }
             if X_val is not None:
                 pv = self.classes_[np.argmax(self._decode(builder.raw_val), axis=1)]
                 rec["val_error"] = float(np.mean(pv != y_val))
-            rec.update({k: (float(v) if isinstance(v, (float, np.floating)) else v)
-                        for k, v in extra.items()})
+            rec.update(
+                {
+                    k: (float(v) if isinstance(v, (float, np.floating)) else v)
+                    for k, v in extra.items()
+                }
+            )
             rec["seconds"] = time.perf_counter() - t_start
             history.append(rec)
             if self.verbose:
-                msg = "  ".join(f"{k} {v:.5g}" if isinstance(v, float) else f"{k} {v}"
-                                for k, v in rec.items())
+                msg = "  ".join(
+                    f"{k} {v:.5g}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()
+                )
                 print(msg, file=sys.stdout, flush=True)
             if self.callback is not None:
                 self.callback(rec)
@@ -286,16 +300,29 @@ class _MultiClassBoosting(ClassifierMixin, BaseEstimator):
         if classes.dtype == object:
             classes = classes.astype(str)
         arrays = {f"hyp.{k}": v for k, v in self.hypotheses_.to_arrays().items()}
-        arrays.update({"classes": classes, "var_hyp": self.var_hyp_, "var_out": self.var_out_,
-                       "coef": self.coef_, "path_iter": self.path_iter_,
-                       "path_var": self.path_var_, "path_value": self.path_value_})
+        arrays.update(
+            {
+                "classes": classes,
+                "var_hyp": self.var_hyp_,
+                "var_out": self.var_out_,
+                "coef": self.coef_,
+                "path_iter": self.path_iter_,
+                "path_var": self.path_var_,
+                "path_value": self.path_value_,
+            }
+        )
         extra_meta, extra_arrays = self._extra_state()
         arrays.update({f"extra.{k}": v for k, v in extra_arrays.items()})
-        meta = {"params": _json_params(self),
-                "hypotheses_class": type(self.hypotheses_).__name__,
-                "n_features_in": int(self.n_features_in_), "history": self.history_,
-                "objective": float(self.objective_), "n_iter": int(self.n_iter_),
-                "converged": bool(self.converged_), "extra": extra_meta}
+        meta = {
+            "params": _json_params(self),
+            "hypotheses_class": type(self.hypotheses_).__name__,
+            "n_features_in": int(self.n_features_in_),
+            "history": self.history_,
+            "objective": float(self.objective_),
+            "n_iter": int(self.n_iter_),
+            "converged": bool(self.converged_),
+            "extra": extra_meta,
+        }
         return meta, arrays
 
     @classmethod
@@ -308,8 +335,9 @@ class _MultiClassBoosting(ClassifierMixin, BaseEstimator):
         if params.get("weak_learner") not in WEAK_LEARNERS:
             params["weak_learner"] = "stump"
         est = cls(**params)
-        est.hypotheses_ = hyp_cls.from_arrays({k[4:]: v for k, v in arrays.items()
-                                               if k.startswith("hyp.")})
+        est.hypotheses_ = hyp_cls.from_arrays(
+            {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
+        )
         est.classes_ = np.asarray(arrays["classes"])
         for name in ("var_hyp", "var_out", "path_iter", "path_var"):
             setattr(est, f"{name}_", np.asarray(arrays[name], dtype=np.int64))
@@ -320,17 +348,25 @@ class _MultiClassBoosting(ClassifierMixin, BaseEstimator):
         est.objective_ = float(meta["objective"])
         est.n_iter_ = int(meta["n_iter"])
         est.converged_ = bool(meta["converged"])
-        est._set_extra_state(meta.get("extra", {}),
-                             {k[6:]: v for k, v in arrays.items() if k.startswith("extra.")})
+        est._set_extra_state(
+            meta.get("extra", {}), {k[6:]: v for k, v in arrays.items() if k.startswith("extra.")}
+        )
         n_hyp, R = len(est.hypotheses_), est._n_outputs(len(est.classes_))
         n = len(est.coef_)
-        if (len(est.var_hyp_) != n or len(est.var_out_) != n
-                or np.any(est.var_hyp_ >= n_hyp) or np.any(est.var_hyp_ < -1)
-                or np.any(est.var_out_ < 0) or np.any(est.var_out_ >= R)
-                or np.any(est.path_var_ < 0) or np.any(est.path_var_ >= max(n, 1))
-                or np.any(np.diff(est.path_iter_) < 0)):
-            raise ValueError("model file is inconsistent: variables do not match the weak "
-                             "learners and classes")
+        if (
+            len(est.var_hyp_) != n
+            or len(est.var_out_) != n
+            or np.any(est.var_hyp_ >= n_hyp)
+            or np.any(est.var_hyp_ < -1)
+            or np.any(est.var_out_ < 0)
+            or np.any(est.var_out_ >= R)
+            or np.any(est.path_var_ < 0)
+            or np.any(est.path_var_ >= max(n, 1))
+            or np.any(np.diff(est.path_iter_) < 0)
+        ):
+            raise ValueError(
+                "model file is inconsistent: variables do not match the weak learners and classes"
+            )
         return est
 
     def __sklearn_tags__(self):
@@ -356,13 +392,22 @@ class _ColumnGenerationBoost(_MultiClassBoosting):
 
     def _solver_options(self, rng) -> dict:
         if self.solver == "fcd":
-            return {"eps": float(self.eps), "tau_max": int(self.tau_max), "rng": rng,
-                    "large_C": bool(self.large_C)}
+            return {
+                "eps": float(self.eps),
+                "tau_max": int(self.tau_max),
+                "rng": rng,
+                "large_C": bool(self.large_C),
+            }
         return {}
 
     def _boost(self, X, y, K, weak, builder, record):
-        mp = MasterProblem(y, K, float(self.C), require_discrete=self.solver == "fcd",
-                           capacity=K * min(int(self.max_iter), 256))
+        mp = MasterProblem(
+            y,
+            K,
+            float(self.C),
+            require_discrete=self.solver == "fcd",
+            capacity=K * min(int(self.max_iter), 256),
+        )
         prepared = weak.prepare(X)
         options = self._solver_options(self._rng())
         prev = mp.objective()
@@ -388,8 +433,15 @@ class _ColumnGenerationBoost(_MultiClassBoosting):
             info = mp.solve(self.solver, new, **options)
             builder.set_coef(it, mp.w)
             obj = mp.objective()
-            stop = record(it, obj, mp.scores(), gain=float(gains.max()), t_weak=t_weak,
-                          t_master=info.pop("seconds"), **info)
+            stop = record(
+                it,
+                obj,
+                mp.scores(),
+                gain=float(gains.max()),
+                t_weak=t_weak,
+                t_master=info.pop("seconds"),
+                **info,
+            )
             if stop or abs(prev - obj) < self.tol * abs(prev):
                 return False
             prev = obj
@@ -436,10 +488,13 @@ _PARAMS_DOC = """
 
 
 class MultiBoostCW(_ColumnGenerationBoost):
-    __doc__ = """MultiBoost-cw: class-wise weak learners, master (2) by FCD (Lin et al., ACCV 2012).
+    __doc__ = (
+        """MultiBoost-cw: class-wise weak learners, master (2) by FCD (Lin et al., ACCV 2012).
 
     ``MultiBoostCW(C=1e8, tau_max=1)`` is the stage-wise variant CW-1 of the paper.
-    """ + _PARAMS_DOC + """
+    """
+        + _PARAMS_DOC
+        + """
     Examples
     --------
     >>> from sklearn.datasets import load_iris
@@ -448,12 +503,24 @@ class MultiBoostCW(_ColumnGenerationBoost):
     >>> MultiBoostCW(max_iter=20).fit(X, y).score(X, y) > 0.9
     True
     """
+    )
 
-    def __init__(self, C: float = 1e4, max_iter: int = 100, weak_learner="stump",
-                 solver: str = "fcd", tau_max: int = 2, eps: float = 0.1,
-                 large_C: bool = False, tol: float = 1e-6, eps_cg: float = 1e-6,
-                 max_time: float | None = None, random_state=None, verbose: int = 0,
-                 callback=None):
+    def __init__(
+        self,
+        C: float = 1e4,
+        max_iter: int = 100,
+        weak_learner="stump",
+        solver: str = "fcd",
+        tau_max: int = 2,
+        eps: float = 0.1,
+        large_C: bool = False,
+        tol: float = 1e-6,
+        eps_cg: float = 1e-6,
+        max_time: float | None = None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
         self.C = C
         self.max_iter = max_iter
         self.weak_learner = weak_learner
@@ -470,19 +537,33 @@ class MultiBoostCW(_ColumnGenerationBoost):
 
 
 class MultiBoost(_ColumnGenerationBoost):
-    __doc__ = """MultiBoost: one weak learner shared by all classes (Shen & Hao, CVPR 2011).
+    __doc__ = (
+        """MultiBoost: one weak learner shared by all classes (Shen & Hao, CVPR 2011).
 
     Each iteration adds the weak learner of eq. (6) with K new weights; the master is
     solved by L-BFGS-B (as in the papers) or by FCD (``solver="fcd"``).
-    """ + _PARAMS_DOC
+    """
+        + _PARAMS_DOC
+    )
 
     _shared = True
 
-    def __init__(self, C: float = 1e4, max_iter: int = 100, weak_learner="stump",
-                 solver: str = "lbfgs", tau_max: int = 2, eps: float = 0.1,
-                 large_C: bool = False, tol: float = 1e-6, eps_cg: float = 1e-6,
-                 max_time: float | None = None, random_state=None, verbose: int = 0,
-                 callback=None):
+    def __init__(
+        self,
+        C: float = 1e4,
+        max_iter: int = 100,
+        weak_learner="stump",
+        solver: str = "lbfgs",
+        tau_max: int = 2,
+        eps: float = 0.1,
+        large_C: bool = False,
+        tol: float = 1e-6,
+        eps_cg: float = 1e-6,
+        max_time: float | None = None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
         self.C = C
         self.max_iter = max_iter
         self.weak_learner = weak_learner

@@ -77,9 +77,21 @@ class RankSVM(BaseEstimator):
     Ranking is invariant to a shift of the scores, so there is no intercept.
     """
 
-    def __init__(self, C=1.0, graph="complete", rescaling="margin", top_k=None,
-                 target="relevance", normalize="pairs", eps=1e-3, max_iter=1000,
-                 max_time=None, n_jobs=1, score_k=10, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        graph="complete",
+        rescaling="margin",
+        top_k=None,
+        target="relevance",
+        normalize="pairs",
+        eps=1e-3,
+        max_iter=1000,
+        max_time=None,
+        n_jobs=1,
+        score_k=10,
+        verbose=0,
+    ):
         self.C = C
         self.graph = graph
         self.rescaling = rescaling
@@ -124,8 +136,7 @@ class RankSVM(BaseEstimator):
             group = np.asarray(group)
             if group.shape != (n,):
                 raise ValueError(f"group has shape {group.shape}, expected ({n},)")
-        pg = PreferenceGraph(self._losses(y), graph=self.graph, group=group,
-                             top_k=self.top_k)
+        pg = PreferenceGraph(self._losses(y), graph=self.graph, group=group, top_k=self.top_k)
         edges = pg.edges_per_group
         if edges.sum() == 0:
             raise ValueError("the preference graph has no edges (all losses tied within groups)")
@@ -148,8 +159,7 @@ class RankSVM(BaseEstimator):
         converged = False
         for it in range(int(self.max_iter)):
             t0 = time.perf_counter()
-            alpha, delta_g = pg.most_violated(X @ w, rescaling=self.rescaling,
-                                              n_jobs=self.n_jobs)
+            alpha, delta_g = pg.most_violated(X @ w, rescaling=self.rescaling, n_jobs=self.n_jobs)
             a = X.T @ (alpha * w_sample)
             b = float(delta_g @ w_group)
             violation = max(0.0, b - float(a @ w))  # hinge bound at w
@@ -164,23 +174,37 @@ class RankSVM(BaseEstimator):
                 sol = master.solve()
                 t_master = time.perf_counter() - t0
                 w, xi, dual = sol.w, sol.xi, sol.dual
-            self.history_.append({
-                "iter": it, "primal": primal, "best_primal": best_primal, "dual": dual,
-                "gap": best_primal - dual, "violation": violation, "xi": xi,
-                "n_planes": master.n_planes, "oracle_time": t_oracle,
-                "master_time": t_master,
-            })
+            self.history_.append(
+                {
+                    "iter": it,
+                    "primal": primal,
+                    "best_primal": best_primal,
+                    "dual": dual,
+                    "gap": best_primal - dual,
+                    "violation": violation,
+                    "xi": xi,
+                    "n_planes": master.n_planes,
+                    "oracle_time": t_oracle,
+                    "master_time": t_master,
+                }
+            )
             if self.verbose:
-                print(f"[RankSVM] it {it:4d} primal {primal:.6g} gap {best_primal - dual:.3g} "
-                      f"viol {violation:.4g} xi {xi:.4g} planes {master.n_planes}")
+                print(
+                    f"[RankSVM] it {it:4d} primal {primal:.6g} gap {best_primal - dual:.3g} "
+                    f"viol {violation:.4g} xi {xi:.4g} planes {master.n_planes}"
+                )
             if stop:
                 converged = True
                 break
             if self.max_time is not None and time.perf_counter() - t_start > self.max_time:
                 break
         if not converged:
-            warnings.warn(f"RankSVM did not converge in {len(self.history_)} iterations "
-                          f"(gap {best_primal - dual:.3g})", ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"RankSVM did not converge in {len(self.history_)} iterations "
+                f"(gap {best_primal - dual:.3g})",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.coef_ = w
         self.n_iter_ = len(self.history_)
         return self

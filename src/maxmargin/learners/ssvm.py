@@ -34,22 +34,48 @@ from maxmargin.tasks.taxonomy import LOSS_KINDS
 __all__ = ["SOLVERS", "KernelSSVM", "LatentSSVM", "SSVMClassifier", "StructSVM"]
 
 SOLVERS = ("one_slack", "n_slack", "subgradient", "batch_subgradient", "frank_wolfe")
-_TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask,
-          "HierarchyTask": HierarchyTask}
+_TASKS = {
+    "BinaryTask": BinaryTask,
+    "MultiClassTask": MultiClassTask,
+    "HierarchyTask": HierarchyTask,
+}
 
 
-def run_solver(model: LinearJointModel, C, solver, rescaling, tol, max_iter, max_time,
-               random_state=None, callback=None, verbose=0, **options):
+def run_solver(
+    model: LinearJointModel,
+    C,
+    solver,
+    rescaling,
+    tol,
+    max_iter,
+    max_time,
+    random_state=None,
+    callback=None,
+    verbose=0,
+    **options,
+):
     """Dispatch to one of :data:`SOLVERS` on a :class:`LinearJointModel`."""
-    common = dict(rescaling=rescaling, tol=tol, max_iter=max_iter, max_time=max_time,
-                  callback=callback, verbose=verbose)
+    common = dict(
+        rescaling=rescaling,
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        callback=callback,
+        verbose=verbose,
+    )
     if solver == "one_slack":
         return fit_one_slack(model, C, **common, **options)
     if solver == "n_slack":
         return fit_n_slack(model, C, random_state=random_state, **common, **options)
     if solver in ("subgradient", "batch_subgradient"):
-        return fit_subgradient(model, C, stochastic=solver == "subgradient",
-                               random_state=random_state, **common, **options)
+        return fit_subgradient(
+            model,
+            C,
+            stochastic=solver == "subgradient",
+            random_state=random_state,
+            **common,
+            **options,
+        )
     if solver == "frank_wolfe":
         return fit_frank_wolfe(model, C, random_state=random_state, **common, **options)
     raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
@@ -100,10 +126,20 @@ class StructSVM(BaseEstimator):
     n_iter_ : int
     """
 
-    def __init__(self, task=None, C: float = 1.0, solver: str = "one_slack",
-                 rescaling: str = "margin", tol: float = 1e-3, max_iter: int = 1000,
-                 max_time: float | None = None, solver_options=None, random_state=None,
-                 verbose: int = 0, callback=None):
+    def __init__(
+        self,
+        task=None,
+        C: float = 1.0,
+        solver: str = "one_slack",
+        rescaling: str = "margin",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        max_time: float | None = None,
+        solver_options=None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
         self.task = task
         self.C = C
         self.solver = solver
@@ -132,8 +168,10 @@ class StructSVM(BaseEstimator):
 
     def _make_task(self, y):
         if not isinstance(self.task, (LabelCodingTask, ChainTask)):
-            raise ValueError("task must be a LabelCodingTask (BinaryTask, MultiClassTask, "
-                             f"hierarchy) or a ChainTask instance, got {self.task!r}")
+            raise ValueError(
+                "task must be a LabelCodingTask (BinaryTask, MultiClassTask, "
+                f"hierarchy) or a ChainTask instance, got {self.task!r}"
+            )
         return self.task
 
     def _bind(self, X, y):
@@ -143,8 +181,9 @@ class StructSVM(BaseEstimator):
             self.task_ = task.bind(X, y)
             self.n_features_in_ = self.task_.X_.shape[1]
             return self.task_.linear_model()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_min_samples=1)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=1
+        )
         # LabelCodingTask._bind densifies X; the SSVM keeps its own (possibly sparse) copy
         self.task_ = task.bind(np.empty((X.shape[0], 0)) if sp.issparse(X) else X, y)
         return from_label_coding(self.task_, X)
@@ -153,9 +192,19 @@ class StructSVM(BaseEstimator):
         """Train on inputs X and outputs y (lists of sequences for a ChainTask)."""
         self._validate_hyperparameters()
         model = self._bind(X, y)
-        res = run_solver(model, float(self.C), self.solver, self.rescaling, float(self.tol),
-                         int(self.max_iter), self.max_time, _seed(self.random_state),
-                         self.callback, self.verbose, **(self.solver_options or {}))
+        res = run_solver(
+            model,
+            float(self.C),
+            self.solver,
+            self.rescaling,
+            float(self.tol),
+            int(self.max_iter),
+            self.max_time,
+            _seed(self.random_state),
+            self.callback,
+            self.verbose,
+            **(self.solver_options or {}),
+        )
         self._store(model, res)
         return self
 
@@ -173,7 +222,7 @@ class StructSVM(BaseEstimator):
         w = self.coef_ if w is None else w
         d, S, K, pairwise = self._layout
         W = w[: d * S].reshape(d, S)
-        P = w[d * S:].reshape(K, K) if pairwise else np.zeros((K, K))
+        P = w[d * S :].reshape(K, K) if pairwise else np.zeros((K, K))
         return W, P
 
     def _slot_scores(self, X):
@@ -194,8 +243,10 @@ class StructSVM(BaseEstimator):
         if isinstance(self.task_, ChainTask):
             Xf, offsets = stack_sequences(X)
             if Xf.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {Xf.shape[1]} features, but the model was trained "
-                                 f"with {self.n_features_in_}")
+                raise ValueError(
+                    f"X has {Xf.shape[1]} features, but the model was trained "
+                    f"with {self.n_features_in_}"
+                )
             W, P = self._split()
             U = np.ascontiguousarray(np.asarray(Xf @ W))
             from maxmargin.inference.viterbi import batch_viterbi
@@ -232,14 +283,36 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
     True
     """
 
-    def __init__(self, C: float = 100.0, solver: str = "n_slack", rescaling: str = "margin",
-                 tol: float = 1e-3, max_iter: int = 1000, max_time: float | None = None,
-                 fit_intercept: bool = True, intercept_scaling: float = 1.0,
-                 solver_options=None, random_state=None, verbose: int = 0, callback=None,
-                 taxonomy=None, tree_loss: str = "height"):
-        super().__init__(task=None, C=C, solver=solver, rescaling=rescaling, tol=tol,
-                         max_iter=max_iter, max_time=max_time, solver_options=solver_options,
-                         random_state=random_state, verbose=verbose, callback=callback)
+    def __init__(
+        self,
+        C: float = 100.0,
+        solver: str = "n_slack",
+        rescaling: str = "margin",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        max_time: float | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        solver_options=None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+        taxonomy=None,
+        tree_loss: str = "height",
+    ):
+        super().__init__(
+            task=None,
+            C=C,
+            solver=solver,
+            rescaling=rescaling,
+            tol=tol,
+            max_iter=max_iter,
+            max_time=max_time,
+            solver_options=solver_options,
+            random_state=random_state,
+            verbose=verbose,
+            callback=callback,
+        )
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.taxonomy = taxonomy
@@ -252,8 +325,7 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
             raise ValueError(f"y has {n_classes} class; SSVMClassifier needs at least 2 classes")
         if self.taxonomy is not None:
             if self.tree_loss not in LOSS_KINDS:
-                raise ValueError(f"tree_loss must be one of {LOSS_KINDS}, "
-                                 f"got {self.tree_loss!r}")
+                raise ValueError(f"tree_loss must be one of {LOSS_KINDS}, got {self.tree_loss!r}")
             return HierarchyTask(as_taxonomy(self.taxonomy), loss=self.tree_loss)
         return BinaryTask() if n_classes == 2 else MultiClassTask()
 
@@ -266,15 +338,26 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
     def fit(self, X, y):
         self._validate_hyperparameters()
         _check_number("intercept_scaling", self.intercept_scaling, low=0)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_min_samples=1)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=1
+        )
         task = self._make_task(y)
         Xa = self._augment(X)
         self.task_ = task.bind(np.empty((X.shape[0], 0)) if sp.issparse(X) else X, y)
         model = from_label_coding(self.task_, Xa)
-        res = run_solver(model, float(self.C), self.solver, self.rescaling, float(self.tol),
-                         int(self.max_iter), self.max_time, _seed(self.random_state),
-                         self.callback, self.verbose, **(self.solver_options or {}))
+        res = run_solver(
+            model,
+            float(self.C),
+            self.solver,
+            self.rescaling,
+            float(self.tol),
+            int(self.max_iter),
+            self.max_time,
+            _seed(self.random_state),
+            self.callback,
+            self.verbose,
+            **(self.solver_options or {}),
+        )
         self._store(model, res)
         self.classes_ = self.task_.classes_
         self._set_linear_attrs()
@@ -342,15 +425,15 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
             raise ValueError(f"model file names an unknown task: {exc}") from None
         est = cls(**meta["params"])
         task = task_cls.__new__(task_cls)
-        task._set_state(meta["task"], {k[5:]: v for k, v in arrays.items()
-                                       if k.startswith("task.")})
+        task._set_state(
+            meta["task"], {k[5:]: v for k, v in arrays.items() if k.startswith("task.")}
+        )
         est.task_ = task
         est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
         d, S, K, pairwise = meta["layout"]
         est._layout = (int(d), int(S), int(K), bool(pairwise))
         if est.coef_.shape != (d * S + (K * K if pairwise else 0),) or S != task.n_slots:
-            raise ValueError("model file is inconsistent: weight vector does not match "
-                             "the task")
+            raise ValueError("model file is inconsistent: weight vector does not match the task")
         est.n_features_in_ = int(meta["n_features_in"])
         est.history_ = list(meta["history"])
         est.objective_ = float(meta["objective"])
@@ -384,10 +467,19 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
     Sub-classes are initialised by k-means inside every class.
     """
 
-    def __init__(self, n_latent: int = 2, C: float = 100.0, solver: str = "n_slack",
-                 tol: float = 1e-3, max_iter: int = 1000, max_outer: int = 20,
-                 outer_tol: float = 1e-3, fit_intercept: bool = True, random_state=None,
-                 verbose: int = 0):
+    def __init__(
+        self,
+        n_latent: int = 2,
+        C: float = 100.0,
+        solver: str = "n_slack",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        max_outer: int = 20,
+        outer_tol: float = 1e-3,
+        fit_intercept: bool = True,
+        random_state=None,
+        verbose: int = 0,
+    ):
         self.n_latent = n_latent
         self.C = C
         self.solver = solver
@@ -433,15 +525,25 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
         for outer in range(int(self.max_outer)):
             fine = yc * M + z
             model = LinearJointModel(Xa, np.arange(n + 1), fine, gamma, loss, pairwise=False)
-            res = run_solver(model, float(self.C), self.solver, "margin", float(self.tol),
-                             int(self.max_iter), None, _seed(self.random_state),
-                             None, self.verbose)
+            res = run_solver(
+                model,
+                float(self.C),
+                self.solver,
+                "margin",
+                float(self.tol),
+                int(self.max_iter),
+                None,
+                _seed(self.random_state),
+                None,
+                self.verbose,
+            )
             w = res.w
             S = (Xa @ w.reshape(Xa.shape[1], K * M)).reshape(n, K, M)
             z_new = np.argmax(S[np.arange(n), yc], axis=1)
             # latent objective at w (with the best imputation)
-            model_new = LinearJointModel(Xa, np.arange(n + 1), yc * M + z_new, gamma, loss,
-                                         pairwise=False)
+            model_new = LinearJointModel(
+                Xa, np.arange(n + 1), yc * M + z_new, gamma, loss, pairwise=False
+            )
             _, lo, ma = model_new.loss_augmented(w)
             obj = model_new.objective(w, float(self.C), rescaled_hinge(lo, ma, "margin"))
             self.objective_path_.append(obj)
@@ -449,7 +551,8 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
                 print(f"[latent] CCCP round {outer} objective {obj:.6g}", flush=True)
             done = np.array_equal(z_new, z) or (
                 len(self.objective_path_) > 1
-                and self.objective_path_[-2] - obj <= self.outer_tol * abs(obj))
+                and self.objective_path_[-2] - obj <= self.outer_tol * abs(obj)
+            )
             z = z_new
             if done:
                 break
@@ -483,9 +586,18 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
     support_vectors_ : (n_sv, d)
     """
 
-    def __init__(self, task=None, C: float = 100.0, kernel: str = "rbf", gamma=None,
-                 rescaling: str = "margin", tol: float = 1e-3, max_iter: int = 1000,
-                 max_time: float | None = None, verbose: int = 0):
+    def __init__(
+        self,
+        task=None,
+        C: float = 100.0,
+        kernel: str = "rbf",
+        gamma=None,
+        rescaling: str = "margin",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        max_time: float | None = None,
+        verbose: int = 0,
+    ):
         self.task = task
         self.C = C
         self.kernel = kernel
@@ -517,12 +629,20 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
         self.task_ = task.bind(X, y)
         self.classes_ = self.task_.classes_
         var = float(X.var())
-        self.gamma_ = (self.gamma if self.gamma is not None
-                       else 1.0 / (X.shape[1] * var if var > 0 else 1.0))
+        self.gamma_ = (
+            self.gamma if self.gamma is not None else 1.0 / (X.shape[1] * var if var > 0 else 1.0)
+        )
         Kmat = self._kernel(X, X)
-        res = fit_kernel_one_slack(Kmat, self.task_, float(self.C), self.rescaling,
-                                   float(self.tol), int(self.max_iter), self.max_time,
-                                   verbose=self.verbose)
+        res = fit_kernel_one_slack(
+            Kmat,
+            self.task_,
+            float(self.C),
+            self.rescaling,
+            float(self.tol),
+            int(self.max_iter),
+            self.max_time,
+            verbose=self.verbose,
+        )
         B = res.w
         sv = np.flatnonzero(np.any(B != 0, axis=1))
         self.support_ = sv

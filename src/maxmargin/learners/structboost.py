@@ -29,8 +29,12 @@ __all__ = ["StructBoost", "StructBoostClassifier"]
 #: formulation="auto" picks m-slack up to this many possible m-slack rows (see docstring)
 AUTO_M_SLACK_ROWS = 20_000
 
-_TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask,
-          "HierarchyTask": HierarchyTask, "LabelAugmentedTask": LabelAugmentedTask}
+_TASKS = {
+    "BinaryTask": BinaryTask,
+    "MultiClassTask": MultiClassTask,
+    "HierarchyTask": HierarchyTask,
+    "LabelAugmentedTask": LabelAugmentedTask,
+}
 
 
 class StructBoost(BaseEstimator):
@@ -126,11 +130,18 @@ class StructBoost(BaseEstimator):
         _check_number("eps_cp", self.eps_cp, low=0)
         _check_number("eps_cg", self.eps_cg, low=0, low_open=False)
         _check_number("max_time", self.max_time, low=0, allow_none=True)
-        _check_number("max_cp_rounds", self.max_cp_rounds, low=1, low_open=False,
-                      integer=True, allow_none=True)
+        _check_number(
+            "max_cp_rounds",
+            self.max_cp_rounds,
+            low=1,
+            low_open=False,
+            integer=True,
+            allow_none=True,
+        )
         if self.formulation not in ("auto", *FORMULATIONS):
-            raise ValueError(f"formulation must be 'auto' or one of {FORMULATIONS}, "
-                             f"got {self.formulation!r}")
+            raise ValueError(
+                f"formulation must be 'auto' or one of {FORMULATIONS}, got {self.formulation!r}"
+            )
         if self.callback is not None and not callable(self.callback):
             raise ValueError("callback must be callable or None")
         make_weak_learner(self.weak_learner)  # raises on unknown names
@@ -152,8 +163,9 @@ class StructBoost(BaseEstimator):
     def fit(self, X, y):
         """Train on inputs X (n, d) and outputs y."""
         self._validate_hyperparameters()
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1,
-                             accept_sparse=["csr", "csc"])
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, ensure_min_samples=1, accept_sparse=["csr", "csc"]
+        )
         self.task_ = self._make_task(y).bind(X, y)
 
         def report(record):
@@ -163,7 +175,8 @@ class StructBoost(BaseEstimator):
                     f"xi {record['xi']:.4g}  weak {record['n_weak']}  "
                     f"planes {record['n_planes']}  gain {record['gain']:.4g}  "
                     f"{record['t_total']:.2f}s",
-                    file=sys.stdout, flush=True,
+                    file=sys.stdout,
+                    flush=True,
                 )
             if self.callback is not None:
                 self.callback(record)
@@ -175,9 +188,16 @@ class StructBoost(BaseEstimator):
             formulation = "m-slack" if n_rows <= AUTO_M_SLACK_ROWS else "1-slack"
         self.formulation_ = formulation
         res = fit_structboost(
-            self.task_, weak, C=float(self.C), formulation=formulation,
-            eps_cp=float(self.eps_cp), eps_cg=float(self.eps_cg), max_iter=int(self.max_iter),
-            max_time=self.max_time, rng=self._rng(), callback=report,
+            self.task_,
+            weak,
+            C=float(self.C),
+            formulation=formulation,
+            eps_cp=float(self.eps_cp),
+            eps_cg=float(self.eps_cg),
+            max_iter=int(self.max_iter),
+            max_time=self.max_time,
+            rng=self._rng(),
+            callback=report,
             max_cp_rounds=self.max_cp_rounds,
         )
         self._store_result(res)
@@ -189,9 +209,11 @@ class StructBoost(BaseEstimator):
         self.hypotheses_ = res.hypotheses.take(used)
         self.slot_weights_ = W[used]
         # weights after every iteration, over the used hypotheses, for staged prediction
-        self.weight_path_ = np.stack(
-            [self._path_weights(res, w, used) for w in res.w_path]
-        ) if res.w_path else np.zeros((0, *self.slot_weights_.shape))
+        self.weight_path_ = (
+            np.stack([self._path_weights(res, w, used) for w in res.w_path])
+            if res.w_path
+            else np.zeros((0, *self.slot_weights_.shape))
+        )
         self.history_ = res.history
         self.objective_ = res.objective
         self.n_iter_ = len(res.history)
@@ -272,11 +294,13 @@ class StructBoost(BaseEstimator):
             params["weak_learner"] = "stump"
         est = cls(**params) if cls is not StructBoost else cls(task=task_cls(), **params)
         task = task_cls.__new__(task_cls)
-        task._set_state(meta["task"], {k[5:]: v for k, v in arrays.items()
-                                       if k.startswith("task.")})
+        task._set_state(
+            meta["task"], {k[5:]: v for k, v in arrays.items() if k.startswith("task.")}
+        )
         est.task_ = task
-        est.hypotheses_ = hyp_cls.from_arrays({k[4:]: v for k, v in arrays.items()
-                                               if k.startswith("hyp.")})
+        est.hypotheses_ = hyp_cls.from_arrays(
+            {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
+        )
         est.slot_weights_ = np.asarray(arrays["slot_weights"], dtype=np.float64)
         est.weight_path_ = np.asarray(arrays["weight_path"], dtype=np.float64)
         est.n_features_in_ = int(meta["n_features_in"])
@@ -287,8 +311,10 @@ class StructBoost(BaseEstimator):
         if isinstance(task, LabelCodingTask):
             est.classes_ = task.classes_
         if est.slot_weights_.shape != (len(est.hypotheses_), task.n_slots):
-            raise ValueError("model file is inconsistent: weight matrix does not match "
-                             "the weak learners and the task")
+            raise ValueError(
+                "model file is inconsistent: weight matrix does not match "
+                "the weak learners and the task"
+            )
         return est
 
 
@@ -333,9 +359,17 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         callback=None,
     ):
         super().__init__(
-            task=None, weak_learner=weak_learner, C=C, formulation=formulation,
-            eps_cp=eps_cp, eps_cg=eps_cg, max_iter=max_iter, max_time=max_time,
-            max_cp_rounds=max_cp_rounds, random_state=random_state, verbose=verbose,
+            task=None,
+            weak_learner=weak_learner,
+            C=C,
+            formulation=formulation,
+            eps_cp=eps_cp,
+            eps_cg=eps_cg,
+            max_iter=max_iter,
+            max_time=max_time,
+            max_cp_rounds=max_cp_rounds,
+            random_state=random_state,
+            verbose=verbose,
             callback=callback,
         )
         self.sharing = sharing
@@ -357,8 +391,9 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
                 f"y has {n_classes} class; StructBoostClassifier needs at least 2 classes"
             )
         if self.taxonomy is not None:
-            return HierarchyTask(as_taxonomy(self.taxonomy), loss=self.tree_loss,
-                                 sharing=self.sharing)
+            return HierarchyTask(
+                as_taxonomy(self.taxonomy), loss=self.tree_loss, sharing=self.sharing
+            )
         if n_classes == 2:
             return BinaryTask(sharing=self.sharing)
         return MultiClassTask(sharing=self.sharing)

@@ -240,8 +240,11 @@ def _fit_structboost(
             out_of_time = max_time is not None and time.perf_counter() - t_start > max_time
             t1 = time.perf_counter()
             added = False
-            truncate = (limit is not None and n_cp >= limit
-                        and best_obj - sol.objective <= TRUNCATE_GAP * abs(best_obj))
+            truncate = (
+                limit is not None
+                and n_cp >= limit
+                and best_obj - sol.objective <= TRUNCATE_GAP * abs(best_obj)
+            )
             if not done and not out_of_time and not truncate:
                 if query is not None:
                     at_lp = task.evaluate_outputs(F, query.label)
@@ -285,8 +288,23 @@ def _fit_structboost(
         if not picks:
             converged, reason = True, "converged"
             t_weak = time.perf_counter() - t0
-            history.append(_record(it, sol, orc, C, ens, ws, best_gain, t_weak, 0.0, 0.0,
-                                   time.perf_counter() - t_start, 0, converged=True))
+            history.append(
+                _record(
+                    it,
+                    sol,
+                    orc,
+                    C,
+                    ens,
+                    ws,
+                    best_gain,
+                    t_weak,
+                    0.0,
+                    0.0,
+                    time.perf_counter() - t_start,
+                    0,
+                    converged=True,
+                )
+            )
             w_path.append(sol.w.copy())
             if callback is not None:
                 callback(history[-1])
@@ -299,8 +317,22 @@ def _fit_structboost(
         sol = solve()
         t2 = time.perf_counter()
         sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol, max_cp_rounds)
-        history.append(_record(it, sol, orc, C, ens, ws, best_gain, t1 - t0,
-                               t2 - t1 + t_mst, t_orc, time.perf_counter() - t_start, n_cp))
+        history.append(
+            _record(
+                it,
+                sol,
+                orc,
+                C,
+                ens,
+                ws,
+                best_gain,
+                t1 - t0,
+                t2 - t1 + t_mst,
+                t_orc,
+                time.perf_counter() - t_start,
+                n_cp,
+            )
+        )
         w_path.append(sol.w.copy())
         if callback is not None:
             callback(history[-1])
@@ -312,30 +344,48 @@ def _fit_structboost(
         # polish the final model: run the last cutting-plane loop to its tolerance
         t0 = time.perf_counter()
         sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol)
-        rec = _record(history[-1]["iteration"], sol, orc, C, ens, ws, history[-1]["gain"],
-                      history[-1]["t_weak"], history[-1]["t_master"] + t_mst,
-                      history[-1]["t_oracle"] + t_orc, time.perf_counter() - t_start,
-                      history[-1]["n_cp"] + n_cp)
+        rec = _record(
+            history[-1]["iteration"],
+            sol,
+            orc,
+            C,
+            ens,
+            ws,
+            history[-1]["gain"],
+            history[-1]["t_weak"],
+            history[-1]["t_master"] + t_mst,
+            history[-1]["t_oracle"] + t_orc,
+            time.perf_counter() - t_start,
+            history[-1]["n_cp"] + n_cp,
+        )
         history[-1] = rec
         w_path[-1] = sol.w.copy()
     objective = float(sol.w.sum() + C * orc.hinge.mean())
     return ColumnGenerationResult(
-        hypotheses=ens.hyps, column_hyp=ens.col_hyp, column_slot=ens.col_slot, w=sol.w,
-        objective=objective, history=history, w_path=w_path, converged=converged,
+        hypotheses=ens.hyps,
+        column_hyp=ens.col_hyp,
+        column_slot=ens.col_slot,
+        w=sol.w,
+        objective=objective,
+        history=history,
+        w_path=w_path,
+        converged=converged,
         stop_reason=reason,
     )
 
 
-def _record(it, sol, orc, C, ens, ws, gain, t_weak, t_master, t_oracle, t_total, n_cp,
-            converged=False) -> dict:
+def _record(
+    it, sol, orc, C, ens, ws, gain, t_weak, t_master, t_oracle, t_total, n_cp, converged=False
+) -> dict:
     xi = float(orc.hinge.mean())
     return {
         "iteration": it,
         "objective": float(sol.w.sum() + C * xi),
         "lp_objective": float(sol.objective),
         "xi": xi,
-        "n_weak": int(np.count_nonzero(np.bincount(ens.col_hyp[sol.w > 0],
-                                                   minlength=len(ens.hyps)))),
+        "n_weak": int(
+            np.count_nonzero(np.bincount(ens.col_hyp[sol.w > 0], minlength=len(ens.hyps)))
+        ),
         "n_columns": len(ens.col_hyp),
         "n_planes": ws.n_rows,
         "n_cp": n_cp,

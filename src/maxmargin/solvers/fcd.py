@@ -214,8 +214,9 @@ def _sweep(order, H, var_hyp, var_cls, lo, hi, w, F, mu, S, la, large_c, fac):  
     return n_changed
 
 
-def closed_form_update(v_plus: float, v_minus: float, C: float, p: float,
-                       large_C: bool = False) -> float:
+def closed_form_update(
+    v_plus: float, v_minus: float, C: float, p: float, large_C: bool = False
+) -> float:
     """Eq. (12) (or (13)): the minimiser over w >= 0 of ``w + (C/p)(V- e^w + V+ e^-w)``."""
     lvp = math.log(v_plus) if v_plus > 0 else -np.inf
     lvm = math.log(v_minus) if v_minus > 0 else -np.inf
@@ -232,8 +233,9 @@ class MasterProblem:
     :meth:`solve_lbfgs` the L-BFGS-B baseline on the same problem.
     """
 
-    def __init__(self, y, n_classes: int, C: float, *, require_discrete: bool = True,
-                 capacity: int = 64) -> None:
+    def __init__(
+        self, y, n_classes: int, C: float, *, require_discrete: bool = True, capacity: int = 64
+    ) -> None:
         y = np.asarray(y, dtype=np.int64)
         self.m = len(y)
         self.K = int(n_classes)
@@ -271,8 +273,10 @@ class MasterProblem:
         outputs = np.atleast_2d(np.asarray(outputs, dtype=np.float64))
         if self.discrete and not np.all(np.isin(outputs, (-1.0, 0.0, 1.0))):
             if self.require_discrete:
-                raise ValueError("FCD needs weak learners with outputs in {-1, 0, +1}; "
-                                 "use solver='lbfgs' for real-valued weak learners")
+                raise ValueError(
+                    "FCD needs weak learners with outputs in {-1, 0, +1}; "
+                    "use solver='lbfgs' for real-valued weak learners"
+                )
             self.H = self.H.astype(np.float64)
             self.discrete = False
         k = len(outputs)
@@ -280,7 +284,7 @@ class MasterProblem:
             grown = np.empty((max(2 * len(self.H), self.n_hyp + k), self.m), self.H.dtype)
             grown[: self.n_hyp] = self.H[: self.n_hyp]
             self.H = grown
-        self.H[self.n_hyp: self.n_hyp + k] = outputs[:, self.perm]
+        self.H[self.n_hyp : self.n_hyp + k] = outputs[:, self.perm]
         self.n_hyp += k
         return np.arange(self.n_hyp - k, self.n_hyp)
 
@@ -349,24 +353,44 @@ class MasterProblem:
         return np.where(self.w > 0, np.abs(g), np.maximum(0.0, -g))
 
     # -- solvers ------------------------------------------------------------------------------
-    def solve_fcd(self, new_vars=None, *, eps: float = 0.1, tau_max: int = 2, rng=None,
-                  large_C: bool = False, check_kkt: bool = False) -> dict:
+    def solve_fcd(
+        self,
+        new_vars=None,
+        *,
+        eps: float = 0.1,
+        tau_max: int = 2,
+        rng=None,
+        large_C: bool = False,
+        check_kkt: bool = False,
+    ) -> dict:
         """Alg. 2: sequential sweep over ``new_vars``, then random picks from the working set
         of KKT violators (17) until max theta <= eps (18) or tau_max sweeps."""
         if not self.discrete:
             raise ValueError("FCD needs discrete weak learners (outputs in {-1, 0, +1})")
         rng = np.random.default_rng(rng)
         H, vh, vc = self._views()
-        order = (np.arange(self.n_vars) if new_vars is None
-                 else np.asarray(new_vars, dtype=np.int64))
+        order = np.arange(self.n_vars) if new_vars is None else np.asarray(new_vars, dtype=np.int64)
         n_updates = n_changed = 0
         max_theta = None  # only known after a KKT check
         converged = False
         tau = 0
         while True:
             tau += 1
-            n_changed += _sweep(order, H, vh, vc, self.lo, self.hi, self.w, self.F, self.mu,
-                                self.S, self.la, bool(large_C), self._fac)
+            n_changed += _sweep(
+                order,
+                H,
+                vh,
+                vc,
+                self.lo,
+                self.hi,
+                self.w,
+                self.F,
+                self.mu,
+                self.S,
+                self.la,
+                bool(large_C),
+                self._fac,
+            )
             n_updates += len(order)
             self._stale += 1
             if tau >= tau_max and not check_kkt:
@@ -383,11 +407,17 @@ class MasterProblem:
                 break
             work = np.flatnonzero(theta > eps)
             order = rng.choice(work, size=len(work))
-        return {"tau": tau, "n_updates": n_updates, "n_changed": n_changed,
-                "max_theta": max_theta, "converged": converged}
+        return {
+            "tau": tau,
+            "n_updates": n_updates,
+            "n_changed": n_changed,
+            "max_theta": max_theta,
+            "converged": converged,
+        }
 
-    def solve_lbfgs(self, *, maxiter: int = 15000, ftol: float = 2.220446049250313e-09,
-                    gtol: float = 1e-5) -> dict:
+    def solve_lbfgs(
+        self, *, maxiter: int = 15000, ftol: float = 2.220446049250313e-09, gtol: float = 1e-5
+    ) -> dict:
         """The same problem by scipy's L-BFGS-B (warm-started at the current weights)."""
         H, vh, vc = self._views()
         F = np.empty_like(self.F)
@@ -403,9 +433,14 @@ class MasterProblem:
             return float(w.sum() + scale * S.sum()), g.copy()
 
         with threadpool_limits(1, user_api="blas"):  # BLAS-1 sized work: threads only spin
-            res = minimize(fun, self.w.copy(), jac=True, method="L-BFGS-B",
-                           bounds=[(0.0, None)] * self.n_vars,
-                           options={"maxiter": maxiter, "ftol": ftol, "gtol": gtol})
+            res = minimize(
+                fun,
+                self.w.copy(),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=[(0.0, None)] * self.n_vars,
+                options={"maxiter": maxiter, "ftol": ftol, "gtol": gtol},
+            )
         self.set_weights(np.maximum(res.x, 0.0))
         return {"nit": int(res.nit), "nfev": int(res.nfev), "success": bool(res.success)}
 

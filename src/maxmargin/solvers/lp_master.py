@@ -74,8 +74,15 @@ class LPMaster:
         values[pos] = coef[rows_idx, cols_idx]
         indices[starts + nnz] = slack
         values[starts + nnz] = 1.0
-        self._h.addRows(r, rhs, np.full(r, _INF), len(indices), starts.astype(np.int32),
-                        indices.astype(np.int32), values)
+        self._h.addRows(
+            r,
+            rhs,
+            np.full(r, _INF),
+            len(indices),
+            starts.astype(np.int32),
+            indices.astype(np.int32),
+            values,
+        )
         self.n_rows += r
 
     def add_columns(self, coef: np.ndarray) -> None:
@@ -90,8 +97,16 @@ class LPMaster:
         starts = np.zeros(k, dtype=np.int32)
         starts[1:] = np.cumsum(nnz)[:-1]
         _, rows_idx = np.nonzero(mask)
-        self._h.addCols(k, np.ones(k), np.zeros(k), np.full(k, _INF), int(nnz.sum()), starts,
-                        rows_idx.astype(np.int32), cT[mask])
+        self._h.addCols(
+            k,
+            np.ones(k),
+            np.zeros(k),
+            np.full(k, _INF),
+            int(nnz.sum()),
+            starts,
+            rows_idx.astype(np.int32),
+            cT[mask],
+        )
         self.n_columns += k
 
     def delete_rows(self, rows: np.ndarray) -> None:
@@ -112,7 +127,7 @@ class LPMaster:
         x = np.asarray(sol.col_value)
         duals = np.maximum(0.0, np.asarray(sol.row_dual))
         return LPSolution(
-            w=np.maximum(0.0, x[self.n_slacks:]),
+            w=np.maximum(0.0, x[self.n_slacks :]),
             xi=np.maximum(0.0, x[: self.n_slacks]),
             row_dual=duals,
             objective=float(h.getInfo().objective_function_value),

@@ -156,8 +156,15 @@ class OneSlackQPMaster:
         solves is removed from the working set (it can be re-added by the oracle).
     """
 
-    def __init__(self, C: float, dim: int, tol: float = 1e-10, prune_after: int | None = None,
-                 solver: str = "smo", max_inner: int = 1_000_000):
+    def __init__(
+        self,
+        C: float,
+        dim: int,
+        tol: float = 1e-10,
+        prune_after: int | None = None,
+        solver: str = "smo",
+        max_inner: int = 1_000_000,
+    ):
         if not np.isfinite(C) or C <= 0:
             raise ValueError(f"C must be a positive finite number, got {C!r}")
         if dim < 1:

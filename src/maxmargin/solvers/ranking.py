@@ -137,8 +137,12 @@ def _build_tree(loss, group_starts, kind, top_k):
                     node_hi[m] = b
                     m += 1
         start = end
-    return (node_lo[:m].copy(), node_t[:m].copy(), node_hi[:m].copy(),
-            level_off[: n_levels + 1].copy())
+    return (
+        node_lo[:m].copy(),
+        node_t[:m].copy(),
+        node_hi[:m].copy(),
+        level_off[: n_levels + 1].copy(),
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -200,8 +204,23 @@ def _sweep(sq, sk, sl, ca, lo, t, hi, margin, slack, strict):
 
 
 @njit(cache=True)
-def _run_levels(p, loss, key, node_lo, node_t, node_hi, level_off, group_starts,
-                l0, l1, margin, slack, strict, alpha, delta_g):
+def _run_levels(
+    p,
+    loss,
+    key,
+    node_lo,
+    node_t,
+    node_hi,
+    level_off,
+    group_starts,
+    l0,
+    l1,
+    margin,
+    slack,
+    strict,
+    alpha,
+    delta_g,
+):
     """Process tree levels l0..l1-1 (Algorithm 2 without recursion).
 
     The key order of level l0 is obtained by scattering the global order ``p``
@@ -291,8 +310,9 @@ def _run_levels(p, loss, key, node_lo, node_t, node_hi, level_off, group_starts,
 
 
 @njit(cache=True, parallel=True)
-def _run_chunks(p, loss, key, node_lo, node_t, node_hi, level_off, group_starts,
-                bounds, margin, slack, strict):
+def _run_chunks(
+    p, loss, key, node_lo, node_t, node_hi, level_off, group_starts, bounds, margin, slack, strict
+):
     """Parallel Algorithm 2: contiguous ranges of tree levels run concurrently.
 
     Every level depends only on the global key order and the (loss-only) tree,
@@ -305,8 +325,23 @@ def _run_chunks(p, loss, key, node_lo, node_t, node_hi, level_off, group_starts,
     alpha_c = np.zeros((n_chunks, n))
     delta_c = np.zeros((n_chunks, G))
     for c in prange(n_chunks):
-        _run_levels(p, loss, key, node_lo, node_t, node_hi, level_off, group_starts,
-                    bounds[c], bounds[c + 1], margin, slack, strict, alpha_c[c], delta_c[c])
+        _run_levels(
+            p,
+            loss,
+            key,
+            node_lo,
+            node_t,
+            node_hi,
+            level_off,
+            group_starts,
+            bounds[c],
+            bounds[c + 1],
+            margin,
+            slack,
+            strict,
+            alpha_c[c],
+            delta_c[c],
+        )
     alpha = np.zeros(n)
     for c in range(n_chunks):
         for i in prange(n):
@@ -380,7 +415,8 @@ class PreferenceGraph:
         self.n_groups = G
         k = -1 if top_k is None else int(top_k)
         self.node_lo, self.node_t, self.node_hi, self.level_off = _build_tree(
-            self.loss_sorted, self.group_starts, _KIND[graph], k)
+            self.loss_sorted, self.group_starts, _KIND[graph], k
+        )
         self.n_levels = self.level_off.shape[0] - 1
         self.edges_per_group = self._count_edges()
         self.pairs_per_group = self._count_pairs()
@@ -408,7 +444,7 @@ class PreferenceGraph:
         work = np.zeros(L)
         sizes = (self.node_hi - self.node_lo).astype(np.float64)
         for lev in range(L):
-            work[lev] = sizes[self.level_off[lev]:self.level_off[lev + 1]].sum() + self.n / 4
+            work[lev] = sizes[self.level_off[lev] : self.level_off[lev + 1]].sum() + self.n / 4
         cum = np.concatenate([[0.0], np.cumsum(work)])
         targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
         inner = np.searchsorted(cum, targets)
@@ -420,17 +456,42 @@ class PreferenceGraph:
         if n_jobs == 1 or self.n_levels <= 1:
             alpha = np.zeros(self.n)
             delta_g = np.zeros(self.n_groups)
-            _run_levels(p, self.loss_sorted, key_sorted, self.node_lo, self.node_t,
-                        self.node_hi, self.level_off, self.group_starts, 0, self.n_levels,
-                        margin, slack, strict, alpha, delta_g)
+            _run_levels(
+                p,
+                self.loss_sorted,
+                key_sorted,
+                self.node_lo,
+                self.node_t,
+                self.node_hi,
+                self.level_off,
+                self.group_starts,
+                0,
+                self.n_levels,
+                margin,
+                slack,
+                strict,
+                alpha,
+                delta_g,
+            )
         else:
             n_threads = numba.get_num_threads()
             numba.set_num_threads(max(1, min(n_jobs, numba.config.NUMBA_NUM_THREADS)))
             try:
                 bounds = self._level_bounds(numba.get_num_threads())
                 alpha, delta_g = _run_chunks(
-                    p, self.loss_sorted, key_sorted, self.node_lo, self.node_t, self.node_hi,
-                    self.level_off, self.group_starts, bounds, margin, slack, strict)
+                    p,
+                    self.loss_sorted,
+                    key_sorted,
+                    self.node_lo,
+                    self.node_t,
+                    self.node_hi,
+                    self.level_off,
+                    self.group_starts,
+                    bounds,
+                    margin,
+                    slack,
+                    strict,
+                )
             finally:
                 numba.set_num_threads(n_threads)
         return alpha, delta_g
@@ -465,8 +526,9 @@ class PreferenceGraph:
         return delta_g
 
 
-def most_violated_constraint(loss, scores, graph="complete", rescaling="margin", group=None,
-                             top_k=None, n_jobs=1):
+def most_violated_constraint(
+    loss, scores, graph="complete", rescaling="margin", group=None, top_k=None, n_jobs=1
+):
     """Most violated 1-slack ranking constraint ``(alpha, delta)`` (Algorithms 1/2 of
     Blaschko et al., GCPR 2014); ``n_jobs > 1`` runs tree levels in parallel."""
     g = PreferenceGraph(loss, graph=graph, group=group, top_k=top_k)
@@ -488,8 +550,9 @@ def _upper_side(loss_g, graph, top_k):
     return loss_g <= kth
 
 
-def brute_force_constraint(loss, scores, graph="complete", rescaling="margin", group=None,
-                           top_k=None, block=2048):
+def brute_force_constraint(
+    loss, scores, graph="complete", rescaling="margin", group=None, top_k=None, block=2048
+):
     """O(n^2) reference for :func:`most_violated_constraint`: enumerates all pairs."""
     loss = _check_1d("loss", loss)
     n = loss.shape[0]

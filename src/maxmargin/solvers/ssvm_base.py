@@ -76,13 +76,23 @@ class Tracker:
         primal, dual = self.best_primal, self.best_dual
         gap = primal - dual
         rel = gap / max(abs(primal), 1e-12) if np.isfinite(gap) else np.inf
-        rec = {"iteration": int(iteration), "primal": primal, "dual": dual, "gap": gap,
-               "rel_gap": rel, "n_oracle": self.n_oracle, "t_total": self.elapsed()}
+        rec = {
+            "iteration": int(iteration),
+            "primal": primal,
+            "dual": dual,
+            "gap": gap,
+            "rel_gap": rel,
+            "n_oracle": self.n_oracle,
+            "t_total": self.elapsed(),
+        }
         rec.update(extra)
         self.history.append(rec)
         if self.verbose:
-            print(f"[{self.name}] iter {iteration:5d} primal {primal:.6g} dual {dual:.6g} "
-                  f"rel_gap {rel:.3g} {rec['t_total']:.2f}s", flush=True)
+            print(
+                f"[{self.name}] iter {iteration:5d} primal {primal:.6g} dual {dual:.6g} "
+                f"rel_gap {rel:.3g} {rec['t_total']:.2f}s",
+                flush=True,
+            )
         if self.callback is not None:
             self.callback(rec)
         return self.converged() or self.out_of_budget(iteration)
@@ -98,5 +108,11 @@ class Tracker:
 
     def result(self, w_fallback, **extra) -> SSVMResult:
         w = self.best_w if self.best_w is not None else w_fallback
-        return SSVMResult(w=w, primal=self.best_primal, dual=self.best_dual,
-                          history=self.history, converged=self.converged(), extra=extra)
+        return SSVMResult(
+            w=w,
+            primal=self.best_primal,
+            dual=self.best_dual,
+            history=self.history,
+            converged=self.converged(),
+            extra=extra,
+        )

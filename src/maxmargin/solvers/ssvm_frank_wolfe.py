@@ -31,8 +31,26 @@ __all__ = ["fit_frank_wolfe"]
 
 
 @njit(cache=True)
-def _bcfw_pass(order, w, wi, li, lam, n_unary, S, K, indptr, indices, data, offsets, ytrue,
-               gamma, onehot, pairwise, loss_mat, slack):
+def _bcfw_pass(
+    order,
+    w,
+    wi,
+    li,
+    lam,
+    n_unary,
+    S,
+    K,
+    indptr,
+    indices,
+    data,
+    offsets,
+    ytrue,
+    gamma,
+    onehot,
+    pairwise,
+    loss_mat,
+    slack,
+):
     """One pass of BCFW block steps; returns the change of ``l = sum_i l_i``."""
     n = offsets.shape[0] - 1
     Tmax = 0
@@ -52,8 +70,23 @@ def _bcfw_pass(order, w, wi, li, lam, n_unary, S, K, indptr, indices, data, offs
         loss, _ = example_oracle(U[:T], P, ytrue[a:b], loss_mat, pairwise, slack, lab[:T])
         ws[:] = 0.0
         s = loss if slack else 1.0
-        add_dpsi(ws, n_unary, S, K, indptr, indices, data, a, b, ytrue[a:b], lab[:T],
-                 gamma, onehot, pairwise, s / (lam * n))
+        add_dpsi(
+            ws,
+            n_unary,
+            S,
+            K,
+            indptr,
+            indices,
+            data,
+            a,
+            b,
+            ytrue[a:b],
+            lab[:T],
+            gamma,
+            onehot,
+            pairwise,
+            s / (lam * n),
+        )
         ls = loss / n
         wrow = wi[i]
         num = 0.0
@@ -81,10 +114,18 @@ def _bcfw_pass(order, w, wi, li, lam, n_unary, S, K, indptr, indices, data, offs
     return dl
 
 
-def fit_frank_wolfe(model: LinearJointModel, C: float, rescaling: str = "margin",
-                    tol: float = 1e-3, max_iter: int = 1000, max_time=None,
-                    averaging: bool = True, random_state=None, callback=None,
-                    verbose: int = 0) -> SSVMResult:
+def fit_frank_wolfe(
+    model: LinearJointModel,
+    C: float,
+    rescaling: str = "margin",
+    tol: float = 1e-3,
+    max_iter: int = 1000,
+    max_time=None,
+    averaging: bool = True,
+    random_state=None,
+    callback=None,
+    verbose: int = 0,
+) -> SSVMResult:
     """BCFW; one iteration = one pass over the examples in random order."""
     model.check_rescaling(rescaling)
     rng = np.random.default_rng(random_state)
@@ -98,12 +139,27 @@ def fit_frank_wolfe(model: LinearJointModel, C: float, rescaling: str = "margin"
     tr = Tracker(tol, max_iter, max_time, callback, verbose, name="frank_wolfe")
     slack = rescaling == "slack"
     for it in range(max_iter):
-        ell += _bcfw_pass(rng.permutation(n), w, wi, li, lam, model.n_unary, model.n_slots,
-                          model.n_states, *model.csr(), model.offsets, model.y, model.gamma,
-                          model.onehot, model.pairwise, model.loss, slack)
+        ell += _bcfw_pass(
+            rng.permutation(n),
+            w,
+            wi,
+            li,
+            lam,
+            model.n_unary,
+            model.n_slots,
+            model.n_states,
+            *model.csr(),
+            model.offsets,
+            model.y,
+            model.gamma,
+            model.onehot,
+            model.pairwise,
+            model.loss,
+            slack,
+        )
         if averaging:
             wavg += 2.0 / (it + 2.0) * (w - wavg)
-        for v in ((w, wavg) if averaging else (w,)):
+        for v in (w, wavg) if averaging else (w,):
             _, loss, margin = model.loss_augmented(v, rescaling)
             tr.n_oracle += 1
             tr.offer_primal(model.objective(v, C, rescaled_hinge(loss, margin, rescaling)), v)

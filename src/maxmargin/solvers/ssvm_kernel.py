@@ -27,9 +27,18 @@ from maxmargin.tasks.linear import rescaled_hinge
 __all__ = ["fit_kernel_one_slack"]
 
 
-def fit_kernel_one_slack(Kmat, task, C: float, rescaling: str = "margin", tol: float = 1e-3,
-                         max_iter: int = 1000, max_time=None, inactive_window: int = 50,
-                         callback=None, verbose: int = 0) -> SSVMResult:
+def fit_kernel_one_slack(
+    Kmat,
+    task,
+    C: float,
+    rescaling: str = "margin",
+    tol: float = 1e-3,
+    max_iter: int = 1000,
+    max_time=None,
+    inactive_window: int = 50,
+    callback=None,
+    verbose: int = 0,
+) -> SSVMResult:
     """Train on the (n, n) kernel matrix of a bound LabelCodingTask; ``result.w`` is ``B``."""
     if rescaling not in ("margin", "slack"):
         raise ValueError(f"rescaling must be 'margin' or 'slack', got {rescaling!r}")
@@ -83,8 +92,11 @@ def fit_kernel_one_slack(Kmat, task, C: float, rescaling: str = "margin", tol: f
         lam = np.append(lam, 0.0)
         idle = np.append(idle, 0)
         scale = max(1.0, C * float(np.max(np.abs(bvec))))
-        mtol = 1e-10 if not np.isfinite(tr.best_primal) else min(
-            1e-9, 0.02 * tol * tr.best_primal / scale)
+        mtol = (
+            1e-10
+            if not np.isfinite(tr.best_primal)
+            else min(1e-9, 0.02 * tol * tr.best_primal / scale)
+        )
         lam, _, _ = _smo(G, bvec, float(C), lam.copy(), mtol * scale, 1_000_000)
         dual = float(bvec @ lam) - 0.5 * float(lam @ G @ lam)
         tr.offer_dual(dual)

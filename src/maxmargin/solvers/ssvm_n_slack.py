@@ -39,8 +39,24 @@ __all__ = ["fit_n_slack"]
 
 
 @njit(cache=True)
-def _add_constraints(idx, labels, loss, slack, offsets, ytrue, goff, gram, GG, pairwise,
-                     ws_lab, ws_cnt, ws_b, ws_s, ws_G, alpha):
+def _add_constraints(
+    idx,
+    labels,
+    loss,
+    slack,
+    offsets,
+    ytrue,
+    goff,
+    gram,
+    GG,
+    pairwise,
+    ws_lab,
+    ws_cnt,
+    ws_b,
+    ws_s,
+    ws_G,
+    alpha,
+):
     """Append labelling ``labels[offsets[i]:offsets[i+1]]`` to example i's working set.
 
     Skips duplicates; returns the number added (caller guarantees capacity).
@@ -70,7 +86,7 @@ def _add_constraints(idx, labels, loss, slack, offsets, ytrue, goff, gram, GG, p
         ws_b[i, cnt] = loss[i]
         ws_s[i, cnt] = s
         alpha[i, cnt] = 0.0
-        gi = gram[goff[i]:goff[i + 1]]
+        gi = gram[goff[i] : goff[i + 1]]
         for c in range(cnt + 1):
             v = s * ws_s[i, c] * dpsi_dot(gi, T, GG, yt, yh, ws_lab[i, c, :T], pairwise)
             ws_G[i, cnt, c] = v
@@ -81,8 +97,27 @@ def _add_constraints(idx, labels, loss, slack, offsets, ytrue, goff, gram, GG, p
 
 
 @njit(cache=True)
-def _margins(i, w, P, n_unary, S, K, indptr, indices, data, offsets, ytrue, gamma, onehot,
-             pairwise, ws_lab, ws_cnt, ws_s, U, out):
+def _margins(
+    i,
+    w,
+    P,
+    n_unary,
+    S,
+    K,
+    indptr,
+    indices,
+    data,
+    offsets,
+    ytrue,
+    gamma,
+    onehot,
+    pairwise,
+    ws_lab,
+    ws_cnt,
+    ws_s,
+    U,
+    out,
+):
     """``out[c] = <w, a_ic>`` for the working set of example i."""
     a, b = offsets[i], offsets[i + 1]
     T = b - a
@@ -95,9 +130,31 @@ def _margins(i, w, P, n_unary, S, K, indptr, indices, data, offsets, ytrue, gamm
 
 
 @njit(cache=True)
-def _block_pass(order, w, n_unary, S, K, indptr, indices, data, offsets, ytrue, gamma,
-                onehot, pairwise, ws_lab, ws_cnt, ws_b, ws_s, ws_G, alpha, Cn, max_steps,
-                tol, gaps):
+def _block_pass(
+    order,
+    w,
+    n_unary,
+    S,
+    K,
+    indptr,
+    indices,
+    data,
+    offsets,
+    ytrue,
+    gamma,
+    onehot,
+    pairwise,
+    ws_lab,
+    ws_cnt,
+    ws_b,
+    ws_s,
+    ws_G,
+    alpha,
+    Cn,
+    max_steps,
+    tol,
+    gaps,
+):
     """One sweep of block maximisations over the examples in ``order``.
 
     ``gaps[i]`` receives example i's block duality gap before its update; their sum over
@@ -114,8 +171,27 @@ def _block_pass(order, w, n_unary, S, K, indptr, indices, data, offsets, ytrue, 
         cnt = ws_cnt[i]
         if cnt == 0:
             continue
-        _margins(i, w, P, n_unary, S, K, indptr, indices, data, offsets, ytrue, gamma, onehot,
-                 pairwise, ws_lab, ws_cnt, ws_s, U, aw)
+        _margins(
+            i,
+            w,
+            P,
+            n_unary,
+            S,
+            K,
+            indptr,
+            indices,
+            data,
+            offsets,
+            ytrue,
+            gamma,
+            onehot,
+            pairwise,
+            ws_lab,
+            ws_cnt,
+            ws_s,
+            U,
+            aw,
+        )
         G = ws_G[i]
         lam = alpha[i]
         lsum = 0.0
@@ -190,13 +266,45 @@ def _block_pass(order, w, n_unary, S, K, indptr, indices, data, offsets, ytrue, 
         for c in range(cnt):
             d = lam[c] - old[c]
             if d != 0.0:
-                add_dpsi(w, n_unary, S, K, indptr, indices, data, a, b, ytrue[a:b],
-                         ws_lab[i, c, :T], gamma, onehot, pairwise, d * ws_s[i, c])
+                add_dpsi(
+                    w,
+                    n_unary,
+                    S,
+                    K,
+                    indptr,
+                    indices,
+                    data,
+                    a,
+                    b,
+                    ytrue[a:b],
+                    ws_lab[i, c, :T],
+                    gamma,
+                    onehot,
+                    pairwise,
+                    d * ws_s[i, c],
+                )
 
 
 @njit(cache=True)
-def _ws_hinge(w, n_unary, S, K, indptr, indices, data, offsets, ytrue, gamma, onehot,
-              pairwise, ws_lab, ws_cnt, ws_b, ws_s, out):
+def _ws_hinge(
+    w,
+    n_unary,
+    S,
+    K,
+    indptr,
+    indices,
+    data,
+    offsets,
+    ytrue,
+    gamma,
+    onehot,
+    pairwise,
+    ws_lab,
+    ws_cnt,
+    ws_b,
+    ws_s,
+    out,
+):
     """Working-set hinge ``max(0, max_c b_ic - <w, a_ic>)`` of every example."""
     cap = ws_b.shape[1]
     Tmax = ws_lab.shape[2]
@@ -206,8 +314,27 @@ def _ws_hinge(w, n_unary, S, K, indptr, indices, data, offsets, ytrue, gamma, on
     for i in range(offsets.shape[0] - 1):
         h = 0.0
         if ws_cnt[i] > 0:
-            _margins(i, w, P, n_unary, S, K, indptr, indices, data, offsets, ytrue, gamma,
-                     onehot, pairwise, ws_lab, ws_cnt, ws_s, U, aw)
+            _margins(
+                i,
+                w,
+                P,
+                n_unary,
+                S,
+                K,
+                indptr,
+                indices,
+                data,
+                offsets,
+                ytrue,
+                gamma,
+                onehot,
+                pairwise,
+                ws_lab,
+                ws_cnt,
+                ws_s,
+                U,
+                aw,
+            )
             for c in range(ws_cnt[i]):
                 v = ws_b[i, c] - aw[c]
                 if v > h:
@@ -244,11 +371,19 @@ class _WorkingSets:
         self.alpha[:, :cap] = old[4]
 
 
-def fit_n_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
-                tol: float = 1e-3, max_iter: int = 200, max_time=None,
-                max_passes: int = 1000, max_complete: int = 0, random_state=None,
-                callback=None,
-                verbose: int = 0) -> SSVMResult:
+def fit_n_slack(
+    model: LinearJointModel,
+    C: float,
+    rescaling: str = "margin",
+    tol: float = 1e-3,
+    max_iter: int = 200,
+    max_time=None,
+    max_passes: int = 1000,
+    max_complete: int = 0,
+    random_state=None,
+    callback=None,
+    verbose: int = 0,
+) -> SSVMResult:
     """Train ``w`` by n-slack working sets; see the module docstring."""
     model.check_rescaling(rescaling)
     rng = np.random.default_rng(random_state)
@@ -259,8 +394,19 @@ def fit_n_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
     indptr, indices, data = model.csr()
     goff, gram = model.seq_gram()
     GG = np.ascontiguousarray(model.gamma @ model.gamma.T)
-    common = (model.n_unary, S, K, indptr, indices, data, model.offsets, model.y,
-              model.gamma, model.onehot, model.pairwise)
+    common = (
+        model.n_unary,
+        S,
+        K,
+        indptr,
+        indices,
+        data,
+        model.offsets,
+        model.y,
+        model.gamma,
+        model.onehot,
+        model.pairwise,
+    )
     ws = _WorkingSets(model)
     tr = Tracker(tol, max_iter, max_time, callback, verbose, name="n_slack")
     w = np.zeros(model.dim)
@@ -277,9 +423,24 @@ def fit_n_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
         for k in range(model.n_states):
             lab = np.full(n, k, dtype=np.int64)
             loss = model.loss[model.y, k]
-            _add_constraints(rows[model.y != k], lab, loss, slack, model.offsets, model.y,
-                             goff, gram, GG, model.pairwise, ws.lab, ws.cnt, ws.b, ws.s, ws.G,
-                             ws.alpha)
+            _add_constraints(
+                rows[model.y != k],
+                lab,
+                loss,
+                slack,
+                model.offsets,
+                model.y,
+                goff,
+                gram,
+                GG,
+                model.pairwise,
+                ws.lab,
+                ws.cnt,
+                ws.b,
+                ws.s,
+                ws.G,
+                ws.alpha,
+            )
     for it in range(max_iter):
         t0 = time.perf_counter()
         labels, loss, margin = model.loss_augmented(w, rescaling)
@@ -290,17 +451,31 @@ def fit_n_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
         t1 = time.perf_counter()
         t_oracle += t1 - t0
         if tr.converged():
-            tr.record(it, n_constraints=int(ws.cnt.sum()), t_oracle=t_oracle,
-                      t_inner=t_inner)
+            tr.record(it, n_constraints=int(ws.cnt.sum()), t_oracle=t_oracle, t_inner=t_inner)
             break
         # add the most violated labelling where it beats the working set
         _ws_hinge(w, *common, ws.lab, ws.cnt, ws.b, ws.s, wsh)
         thresh = 0.1 * tol * tr.best_primal / C
         idx = np.flatnonzero(hinge > wsh + thresh)
         ws.ensure(1)
-        added = _add_constraints(idx, labels, loss, slack, model.offsets, model.y, goff, gram,
-                                 GG, model.pairwise, ws.lab, ws.cnt, ws.b, ws.s, ws.G,
-                                 ws.alpha)
+        added = _add_constraints(
+            idx,
+            labels,
+            loss,
+            slack,
+            model.offsets,
+            model.y,
+            goff,
+            gram,
+            GG,
+            model.pairwise,
+            ws.lab,
+            ws.cnt,
+            ws.b,
+            ws.s,
+            ws.G,
+            ws.alpha,
+        )
         target = max(0.25 * tr.gap, 0.05 * tol * tr.best_primal)
         if complete:
             target = 0.5 * tol * min(tr.best_primal, C)
@@ -309,8 +484,21 @@ def fit_n_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
         gaps = np.zeros(n)
         for _ in range(max_passes):
             gaps[active] = 0.0
-            _block_pass(rng.permutation(active), w, *common, ws.lab, ws.cnt, ws.b, ws.s, ws.G,
-                        ws.alpha, Cn, 100, 1e-3 * tol * Cn, gaps)
+            _block_pass(
+                rng.permutation(active),
+                w,
+                *common,
+                ws.lab,
+                ws.cnt,
+                ws.b,
+                ws.s,
+                ws.G,
+                ws.alpha,
+                Cn,
+                100,
+                1e-3 * tol * Cn,
+                gaps,
+            )
             if gaps[active].sum() <= target:
                 if len(active) < len(everyone):  # unshrink and re-check everything
                     active = everyone
@@ -324,13 +512,19 @@ def fit_n_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
                     break
             # shrinking: drop examples that are optimal with all multipliers at zero
             keep = (gaps[active] > 1e-3 * target / max(len(active), 1)) | (
-                ws.alpha[active].sum(axis=1) > 0)
+                ws.alpha[active].sum(axis=1) > 0
+            )
             active = active[keep]
             if len(active) == 0:
                 active = everyone
         tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
         t_inner += time.perf_counter() - t1
-        if tr.record(it, n_constraints=int(ws.cnt.sum()), n_added=int(added),
-                     t_oracle=t_oracle, t_inner=t_inner):
+        if tr.record(
+            it,
+            n_constraints=int(ws.cnt.sum()),
+            n_added=int(added),
+            t_oracle=t_oracle,
+            t_inner=t_inner,
+        ):
             break
     return tr.result(w, n_constraints=int(ws.cnt.sum()))

@@ -81,10 +81,18 @@ def _plane(model, labels, loss, margin, rescaling):
     return a, b
 
 
-def fit_one_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
-                  tol: float = 1e-3, max_iter: int = 1000, max_time=None,
-                  inactive_window: int | None = 50, cache_size: int = 0,
-                  callback=None, verbose: int = 0) -> SSVMResult:
+def fit_one_slack(
+    model: LinearJointModel,
+    C: float,
+    rescaling: str = "margin",
+    tol: float = 1e-3,
+    max_iter: int = 1000,
+    max_time=None,
+    inactive_window: int | None = 50,
+    cache_size: int = 0,
+    callback=None,
+    verbose: int = 0,
+) -> SSVMResult:
     """Train ``w`` by 1-slack cutting planes; see the module docstring."""
     model.check_rescaling(rescaling)
     master = OneSlackQPMaster(C=C, dim=model.dim, tol=1e-10, prune_after=inactive_window)
@@ -130,7 +138,8 @@ def fit_one_slack(model: LinearJointModel, C: float, rescaling: str = "margin",
             w, xi = sol.w, sol.xi
             tr.offer_dual(sol.dual)
         t_master += time.perf_counter() - t1
-        if tr.record(it, n_planes=master.n_planes, source=source,
-                     t_oracle=t_oracle, t_master=t_master):
+        if tr.record(
+            it, n_planes=master.n_planes, source=source, t_oracle=t_oracle, t_master=t_master
+        ):
             break
     return tr.result(w, n_cached=n_cached, n_planes=master.n_planes)

@@ -43,8 +43,27 @@ __all__ = ["fit_subgradient"]
 
 
 @njit(cache=True)
-def _sgd_epoch(order, t, w, wavg, lam, n_unary, S, K, indptr, indices, data, offsets,
-               ytrue, gamma, onehot, pairwise, loss_mat, slack, averaging):
+def _sgd_epoch(
+    order,
+    t,
+    w,
+    wavg,
+    lam,
+    n_unary,
+    S,
+    K,
+    indptr,
+    indices,
+    data,
+    offsets,
+    ytrue,
+    gamma,
+    onehot,
+    pairwise,
+    loss_mat,
+    slack,
+    averaging,
+):
     """One epoch of Pegasos steps; returns (t, sum of Delta of the chosen labellings)."""
     Tmax = 0
     for i in range(offsets.shape[0] - 1):
@@ -62,8 +81,23 @@ def _sgd_epoch(order, t, w, wavg, lam, n_unary, S, K, indptr, indices, data, off
         t += 1
         w *= 1.0 - 1.0 / t
         s = loss if slack else 1.0
-        add_dpsi(w, n_unary, S, K, indptr, indices, data, a, b, ytrue[a:b], lab[:T],
-                 gamma, onehot, pairwise, s / (lam * t))
+        add_dpsi(
+            w,
+            n_unary,
+            S,
+            K,
+            indptr,
+            indices,
+            data,
+            a,
+            b,
+            ytrue[a:b],
+            lab[:T],
+            gamma,
+            onehot,
+            pairwise,
+            s / (lam * t),
+        )
         dsum += loss
         if averaging:
             rho = 2.0 / (t + 1.0)
@@ -72,10 +106,19 @@ def _sgd_epoch(order, t, w, wavg, lam, n_unary, S, K, indptr, indices, data, off
     return t, dsum
 
 
-def fit_subgradient(model: LinearJointModel, C: float, rescaling: str = "margin",
-                    tol: float = 1e-3, max_iter: int = 1000, max_time=None,
-                    stochastic: bool = True, averaging: bool = True, random_state=None,
-                    callback=None, verbose: int = 0) -> SSVMResult:
+def fit_subgradient(
+    model: LinearJointModel,
+    C: float,
+    rescaling: str = "margin",
+    tol: float = 1e-3,
+    max_iter: int = 1000,
+    max_time=None,
+    stochastic: bool = True,
+    averaging: bool = True,
+    random_state=None,
+    callback=None,
+    verbose: int = 0,
+) -> SSVMResult:
     """Pegasos-type subgradient training; one iteration = one epoch (stochastic) or one
     full subgradient step (batch)."""
     model.check_rescaling(rescaling)
@@ -84,8 +127,9 @@ def fit_subgradient(model: LinearJointModel, C: float, rescaling: str = "margin"
     n = model.n_samples
     w = np.zeros(model.dim)
     wavg = np.zeros(model.dim)
-    tr = Tracker(tol, max_iter, max_time, callback, verbose,
-                 name="sgd" if stochastic else "subgradient")
+    tr = Tracker(
+        tol, max_iter, max_time, callback, verbose, name="sgd" if stochastic else "subgradient"
+    )
     t = 0
     delta_sum = 0.0
     slack = rescaling == "slack"
@@ -97,10 +141,25 @@ def fit_subgradient(model: LinearJointModel, C: float, rescaling: str = "margin"
 
     for it in range(max_iter):
         if stochastic:
-            t, dsum = _sgd_epoch(rng.permutation(n), t, w, wavg, lam, model.n_unary,
-                                 model.n_slots, model.n_states, *model.csr(), model.offsets,
-                                 model.y, model.gamma, model.onehot, model.pairwise,
-                                 model.loss, slack, averaging)
+            t, dsum = _sgd_epoch(
+                rng.permutation(n),
+                t,
+                w,
+                wavg,
+                lam,
+                model.n_unary,
+                model.n_slots,
+                model.n_states,
+                *model.csr(),
+                model.offsets,
+                model.y,
+                model.gamma,
+                model.onehot,
+                model.pairwise,
+                model.loss,
+                slack,
+                averaging,
+            )
             delta_sum += dsum
             evaluate(w)
             if averaging:

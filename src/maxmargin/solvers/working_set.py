@@ -35,9 +35,14 @@ class WorkingSet:
         row_of_pair = np.asarray(row_of_pair, dtype=np.int64)
         n_new = int(row_of_pair.max()) + 1 if len(row_of_pair) else 0
         base = len(self._alive)
-        self._batches.append((row_of_pair + base, np.asarray(row_pairs.sample, dtype=np.int64),
-                              np.asarray(row_pairs.label),
-                              np.asarray(row_pairs.value, dtype=np.float64)))
+        self._batches.append(
+            (
+                row_of_pair + base,
+                np.asarray(row_pairs.sample, dtype=np.int64),
+                np.asarray(row_pairs.label),
+                np.asarray(row_pairs.value, dtype=np.float64),
+            )
+        )
         self._alive = np.concatenate([self._alive, np.ones(n_new, dtype=bool)])
         self.n_rows += n_new
         self._cache = None
@@ -78,12 +83,14 @@ class WorkingSet:
         keep = lam > tol
         return DualPairs(sample[keep], label[keep], lam[keep] * weight[keep])
 
-    def column_coefficients(self, task, outputs: np.ndarray, col_hyp: np.ndarray,
-                            slots: np.ndarray) -> np.ndarray:
+    def column_coefficients(
+        self, task, outputs: np.ndarray, col_hyp: np.ndarray, slots: np.ndarray
+    ) -> np.ndarray:
         """Coefficients (n_rows, n_cols) of new columns in every stored row.
 
         Column j is weak classifier ``outputs[col_hyp[j]]`` in slot ``slots[j]``.
         """
         row, sample, label, weight = self._arrays()
-        return task.aggregate_difference(outputs, col_hyp, slots,
-                                         DualPairs(sample, label, weight), row, self.n_rows)
+        return task.aggregate_difference(
+            outputs, col_hyp, slots, DualPairs(sample, label, weight), row, self.n_rows
+        )

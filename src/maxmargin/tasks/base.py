@@ -121,8 +121,9 @@ class StructuredTask(ABC):
         :meth:`weak_inputs`, ``slots`` (n_cols,) their slots.  Returns (n_cols, n_pairs).
         """
 
-    def aggregate_difference(self, outputs, col_hyp, slots, pairs: DualPairs,
-                             row_of_pair: np.ndarray, n_rows: int) -> np.ndarray:
+    def aggregate_difference(
+        self, outputs, col_hyp, slots, pairs: DualPairs, row_of_pair: np.ndarray, n_rows: int
+    ) -> np.ndarray:
         """Row sums ``sum_(k in row r) value_k dpsi_j(sample_k, label_k)``, (n_rows, n_cols).
 
         Column j is the weak classifier ``outputs[col_hyp[j]]`` in slot ``slots[j]``.  This
@@ -200,8 +201,11 @@ class LabelCodingTask(StructuredTask):
         if self.sharing not in ("shared", "per_class"):
             raise ValueError(f"sharing must be 'shared' or 'per_class', got {self.sharing!r}")
         # sparse input stays sparse (CSC: stumps read and evaluate it column by column)
-        self.X_ = (sp.csc_matrix(X, dtype=np.float64) if sp.issparse(X)
-                   else np.asarray(X, dtype=np.float64))
+        self.X_ = (
+            sp.csc_matrix(X, dtype=np.float64)
+            if sp.issparse(X)
+            else np.asarray(X, dtype=np.float64)
+        )
         self.classes_, self.y_ = self._encode(y)
         self.gamma_ = np.ascontiguousarray(self.coding_matrix(), dtype=np.float64)
         self.delta_ = np.ascontiguousarray(self.loss_matrix(), dtype=np.float64)
@@ -211,8 +215,9 @@ class LabelCodingTask(StructuredTask):
         if np.any(np.diag(self.delta_) != 0) or np.any(self.delta_ + np.eye(K) <= 0):
             raise ValueError("loss matrix must be zero on the diagonal and positive elsewhere")
         self.n_slots = self.gamma_.shape[1]
-        self._identity_coding = bool(self.gamma_.shape == (K, K)
-                                     and np.array_equal(self.gamma_, np.eye(K)))
+        self._identity_coding = bool(
+            self.gamma_.shape == (K, K) and np.array_equal(self.gamma_, np.eye(K))
+        )
         self.n_samples = len(self.y_)
         self.n_outputs = K
         self._gamma_true = self.gamma_[self.y_]  # (m, S)
@@ -228,8 +233,9 @@ class LabelCodingTask(StructuredTask):
         # sum_y mu_(i,y) (Gamma[y_i] - Gamma[y]) = (sum_y mu_(i,y)) Gamma[y_i] - B[i] Gamma
         # with B[i, y] = mu_(i, y), aggregated by bincount (no Python loop over pairs)
         m, K = self.n_samples, len(self.gamma_)
-        B = np.bincount(duals.sample * K + duals.label, weights=duals.value,
-                        minlength=m * K).reshape(m, K)
+        B = np.bincount(
+            duals.sample * K + duals.label, weights=duals.value, minlength=m * K
+        ).reshape(m, K)
         return B.sum(axis=1)[:, None] * self._gamma_true - B @ self.gamma_
 
     def aggregate_difference(self, outputs, col_hyp, slots, pairs, row_of_pair, n_rows):
@@ -314,5 +320,6 @@ class LabelCodingTask(StructuredTask):
         self.delta_ = arrays["delta"]
         self.n_slots = self.gamma_.shape[1]
         K = len(self.gamma_)
-        self._identity_coding = bool(self.gamma_.shape == (K, K)
-                                     and np.array_equal(self.gamma_, np.eye(K)))
+        self._identity_coding = bool(
+            self.gamma_.shape == (K, K) and np.array_equal(self.gamma_, np.eye(K))
+        )

@@ -30,8 +30,10 @@ __all__ = ["ChainTask", "stack_sequences"]
 def stack_sequences(X):
     """Concatenate a list of (T_i, d) arrays (dense or sparse) into ``(X_flat, offsets)``."""
     if isinstance(X, np.ndarray) and X.dtype != object:
-        raise ValueError("ChainTask expects a list of (T_i, n_features) arrays, one per "
-                         f"sequence; got a single array of shape {X.shape}")
+        raise ValueError(
+            "ChainTask expects a list of (T_i, n_features) arrays, one per "
+            f"sequence; got a single array of shape {X.shape}"
+        )
     seqs = list(X)
     if not seqs:
         raise ValueError("need at least one sequence")
@@ -116,8 +118,14 @@ class ChainTask:
         self.n_samples = len(self.offsets_) - 1
 
     def linear_model(self) -> LinearJointModel:
-        return LinearJointModel(self.X_, self.offsets_, self.y_, self.gamma_, self.delta_,
-                                pairwise=bool(self.transitions))
+        return LinearJointModel(
+            self.X_,
+            self.offsets_,
+            self.y_,
+            self.gamma_,
+            self.delta_,
+            pairwise=bool(self.transitions),
+        )
 
     def split_labels(self, flat, offsets):
         """Decoded label sequences (a list) from concatenated codes."""

@@ -112,8 +112,13 @@ class HierarchyTask(_TaxonomyCoding, LabelCodingTask):
         Predict only the training classes, or every leaf of the taxonomy.
     """
 
-    def __init__(self, taxonomy=None, loss: str = "height", sharing: str = "shared",
-                 label_set: str = "observed") -> None:
+    def __init__(
+        self,
+        taxonomy=None,
+        loss: str = "height",
+        sharing: str = "shared",
+        label_set: str = "observed",
+    ) -> None:
         super().__init__(sharing=sharing)
         self.taxonomy = taxonomy
         self.loss = loss
@@ -221,23 +226,32 @@ class LabelAugmentedTask(_TaxonomyCoding, StructuredTask):
         aug = self.delta_[self.y_]
         best = aug == aug.max(axis=1, keepdims=True)
         label = np.argmax(best * (1.0 + rng.random(best.shape)), axis=1)
-        return OracleResult(label=label, loss=aug[np.arange(len(label)), label],
-                            margin=np.zeros(len(label)))
+        return OracleResult(
+            label=label, loss=aug[np.arange(len(label)), label], margin=np.zeros(len(label))
+        )
 
     def predict_codes(self, F):
         return np.argmax(self.slot_scores_to_label_scores(F), axis=1)
 
     # -- persistence ---------------------------------------------------------------------
     def _get_state(self):
-        return ({"loss": self.loss, "label_set": self.label_set,
-                 "taxonomy": self.taxonomy_json()},
-                {"classes": np.asarray(self.classes_), "gamma": self.gamma_,
-                 "delta": self.delta_, "nodes": np.asarray(self.nodes_, dtype=np.int64),
-                 "leaves": np.asarray(self.leaves_, dtype=np.int64)})
+        return (
+            {"loss": self.loss, "label_set": self.label_set, "taxonomy": self.taxonomy_json()},
+            {
+                "classes": np.asarray(self.classes_),
+                "gamma": self.gamma_,
+                "delta": self.delta_,
+                "nodes": np.asarray(self.nodes_, dtype=np.int64),
+                "leaves": np.asarray(self.leaves_, dtype=np.int64),
+            },
+        )
 
     def _set_state(self, meta, arrays):
         self.loss, self.label_set = meta["loss"], meta["label_set"]
         self.taxonomy = json.loads(meta["taxonomy"])
-        self.classes_, self.gamma_, self.delta_ = (arrays["classes"], arrays["gamma"],
-                                                   arrays["delta"])
+        self.classes_, self.gamma_, self.delta_ = (
+            arrays["classes"],
+            arrays["gamma"],
+            arrays["delta"],
+        )
         self.nodes_, self.leaves_ = arrays["nodes"], arrays["leaves"]

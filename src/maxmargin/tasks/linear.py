@@ -103,7 +103,7 @@ class LinearJointModel:
         """Views ``(W (d, S), P (K, K))`` of a flat weight vector (P is zero if absent)."""
         W = w[: self.n_unary].reshape(self.n_features, self.n_slots)
         if self.pairwise:
-            P = w[self.n_unary:].reshape(self.n_states, self.n_states)
+            P = w[self.n_unary :].reshape(self.n_states, self.n_states)
         else:
             P = np.zeros((self.n_states, self.n_states))
         return W, P
@@ -113,8 +113,11 @@ class LinearJointModel:
         if self._csr is None:
             M = self.X if sp.issparse(self.X) else sp.csr_matrix(self.X)
             M.sort_indices()
-            self._csr = (M.indptr.astype(np.int64), M.indices.astype(np.int64),
-                         M.data.astype(np.float64))
+            self._csr = (
+                M.indptr.astype(np.int64),
+                M.indices.astype(np.int64),
+                M.data.astype(np.float64),
+            )
         return self._csr
 
     def seq_gram(self):
@@ -125,15 +128,18 @@ class LinearJointModel:
             np.cumsum(L * L, out=goff[1:])
             if self.max_length == 1:
                 X = self.X
-                g = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
-                     else np.einsum("ij,ij->i", X, X))
+                g = (
+                    np.asarray(X.multiply(X).sum(axis=1)).ravel()
+                    if sp.issparse(X)
+                    else np.einsum("ij,ij->i", X, X)
+                )
             else:
                 g = np.empty(goff[-1])
                 for i in range(self.n_samples):
-                    Xi = self.X[self.offsets[i]:self.offsets[i + 1]]
+                    Xi = self.X[self.offsets[i] : self.offsets[i + 1]]
                     Gi = Xi @ Xi.T
                     Gi = Gi.toarray() if sp.issparse(Gi) else Gi
-                    g[goff[i]:goff[i + 1]] = np.asarray(Gi).ravel()
+                    g[goff[i] : goff[i + 1]] = np.asarray(Gi).ravel()
             self._seq_gram = (goff, np.ascontiguousarray(g, dtype=np.float64))
         return self._seq_gram
 
@@ -165,8 +171,18 @@ class LinearJointModel:
             loss = self.loss[self.y, labels]
             margin = U[rows, self.y] - U[rows, labels]
             return labels, loss, margin
-        batch_loss_augmented(U, np.ascontiguousarray(P), self.offsets, self.y, self.loss,
-                             self.pairwise, rescaling == "slack", labels, loss, margin)
+        batch_loss_augmented(
+            U,
+            np.ascontiguousarray(P),
+            self.offsets,
+            self.y,
+            self.loss,
+            self.pairwise,
+            rescaling == "slack",
+            labels,
+            loss,
+            margin,
+        )
         return labels, loss, margin
 
     def evaluate(self, w, labels, U=None):
@@ -178,9 +194,17 @@ class LinearJointModel:
         _, P = self.split(w)
         loss = np.empty(self.n_samples)
         margin = np.empty(self.n_samples)
-        batch_evaluate(U, np.ascontiguousarray(P), self.offsets, self.y,
-                       np.ascontiguousarray(labels, dtype=np.int64), self.loss, self.pairwise,
-                       loss, margin)
+        batch_evaluate(
+            U,
+            np.ascontiguousarray(P),
+            self.offsets,
+            self.y,
+            np.ascontiguousarray(labels, dtype=np.int64),
+            self.loss,
+            self.pairwise,
+            loss,
+            margin,
+        )
         return loss, margin
 
     def plane(self, labels, coef):
@@ -197,7 +221,7 @@ class LinearJointModel:
             c = pc[t]
             T = np.bincount(self.y[t] * K + self.y[t + 1], weights=c, minlength=K * K)
             T -= np.bincount(labels[t] * K + labels[t + 1], weights=c, minlength=K * K)
-            out[self.n_unary:] = T
+            out[self.n_unary :] = T
         return out
 
     def predict_labels(self, w, X, offsets):
@@ -207,8 +231,9 @@ class LinearJointModel:
             return np.argmax(U, axis=1)
         _, P = self.split(w)
         labels = np.empty(U.shape[0], dtype=np.int64)
-        batch_viterbi(U, np.ascontiguousarray(P), np.asarray(offsets, dtype=np.int64),
-                      self.pairwise, labels)
+        batch_viterbi(
+            U, np.ascontiguousarray(P), np.asarray(offsets, dtype=np.int64), self.pairwise, labels
+        )
         return labels
 
     def objective(self, w, C, hinge):
@@ -218,15 +243,24 @@ class LinearJointModel:
     def kernel_args(self):
         """Arguments shared by the per-example numba kernels."""
         indptr, indices, data = self.csr()
-        return (indptr, indices, data, self.offsets, self.y, self.gamma, self.loss,
-                self.onehot, self.pairwise, self.n_unary)
+        return (
+            indptr,
+            indices,
+            data,
+            self.offsets,
+            self.y,
+            self.gamma,
+            self.loss,
+            self.onehot,
+            self.pairwise,
+            self.n_unary,
+        )
 
 
 def from_label_coding(task, X) -> LinearJointModel:
     """Model of a bound :class:`~maxmargin.tasks.base.LabelCodingTask` on inputs X."""
     n = X.shape[0]
-    return LinearJointModel(X, np.arange(n + 1), task.y_, task.gamma_, task.delta_,
-                            pairwise=False)
+    return LinearJointModel(X, np.arange(n + 1), task.y_, task.gamma_, task.delta_, pairwise=False)
 
 
 # ---------------------------------------------------------------------------
@@ -271,8 +305,9 @@ def example_oracle(U, P, ytrue, loss_mat, pairwise, slack, out):
 
 
 @njit(cache=True)
-def add_dpsi(w, n_unary, S, K, indptr, indices, data, a, b, ytrue, yhat, gamma, onehot,
-             pairwise, coef):
+def add_dpsi(
+    w, n_unary, S, K, indptr, indices, data, a, b, ytrue, yhat, gamma, onehot, pairwise, coef
+):
     """``w += coef * dPsi(yhat)`` for the sequence at positions a..b-1 (flat w)."""
     for t in range(a, b):
         yt = ytrue[t - a]
@@ -303,8 +338,12 @@ def dpsi_dot(gram, T, GG, ytrue, ya, yb, pairwise):
             kx = gram[t * T + u]
             if kx == 0.0:
                 continue
-            g = (GG[ytrue[t], ytrue[u]] - GG[ytrue[t], yb[u]]
-                 - GG[ya[t], ytrue[u]] + GG[ya[t], yb[u]])
+            g = (
+                GG[ytrue[t], ytrue[u]]
+                - GG[ytrue[t], yb[u]]
+                - GG[ya[t], ytrue[u]]
+                + GG[ya[t], yb[u]]
+            )
             acc += kx * g
     if pairwise:
         for t in range(T - 1):

@@ -43,7 +43,21 @@ def make_weak_learner(spec) -> WeakLearner:
     )
 
 
-__all__ = ["HYPOTHESES", "WEAK_LEARNERS", "DecisionStump", "DecisionTree", "HistogramStump",
-           "Hypotheses", "LinearClassifiers", "LinearSVMWeak", "RealAdaBoostStump", "RealStump",
-           "RealStumps", "SigmoidPerceptron", "Stumps", "Trees", "WeakLearner",
-           "make_weak_learner"]
+__all__ = [
+    "HYPOTHESES",
+    "WEAK_LEARNERS",
+    "DecisionStump",
+    "DecisionTree",
+    "HistogramStump",
+    "Hypotheses",
+    "LinearClassifiers",
+    "LinearSVMWeak",
+    "RealAdaBoostStump",
+    "RealStump",
+    "RealStumps",
+    "SigmoidPerceptron",
+    "Stumps",
+    "Trees",
+    "WeakLearner",
+    "make_weak_learner",
+]

@@ -108,8 +108,9 @@ def code_features(Z, max_bins: int | None = None) -> FeatureCodes:
     codes = np.empty((d, n), dtype=_code_dtype(int(n_bins.max()) if d else 1))
     for f in range(d):
         codes[f] = ranks[f]
-    return FeatureCodes(codes, n_bins, np.concatenate([[0], np.cumsum(n_bins)]),
-                        _cat(los), _cat(his), n, d)
+    return FeatureCodes(
+        codes, n_bins, np.concatenate([[0], np.cumsum(n_bins)]), _cat(los), _cat(his), n, d
+    )
 
 
 def _cat(parts):
@@ -145,9 +146,18 @@ def _code_sparse(Z, max_bins) -> FeatureCodes:
         his.append(uniq[last])
         n_bins[f] = nb
     dtype = _code_dtype(int(n_bins.max()) if d else 1)
-    return FeatureCodes(codes.astype(dtype), n_bins, np.concatenate([[0], np.cumsum(n_bins)]),
-                        _cat(los), _cat(his), n, d, indptr=Z.indptr.astype(np.int64),
-                        indices=Z.indices.astype(np.int64), zero_bin=zero_bin)
+    return FeatureCodes(
+        codes.astype(dtype),
+        n_bins,
+        np.concatenate([[0], np.cumsum(n_bins)]),
+        _cat(los),
+        _cat(his),
+        n,
+        d,
+        indptr=Z.indptr.astype(np.int64),
+        indices=Z.indices.astype(np.int64),
+        zero_bin=zero_bin,
+    )
 
 
 def dense_columns(Z, features) -> np.ndarray:

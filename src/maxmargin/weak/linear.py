@@ -42,25 +42,33 @@ class LinearClassifiers(Hypotheses):
         return out
 
     def take(self, index) -> LinearClassifiers:
-        return LinearClassifiers(self.weights[index], self.bias[index], self.activation[index],
-                                 self.n_features)
+        return LinearClassifiers(
+            self.weights[index], self.bias[index], self.activation[index], self.n_features
+        )
 
     def concat(self, other: Hypotheses) -> LinearClassifiers:
         if not isinstance(other, LinearClassifiers):
             raise TypeError("can only concatenate LinearClassifiers with LinearClassifiers")
-        return LinearClassifiers(np.vstack([self.weights, other.weights]),
-                                 np.concatenate([self.bias, other.bias]),
-                                 np.concatenate([self.activation, other.activation]),
-                                 self.n_features)
+        return LinearClassifiers(
+            np.vstack([self.weights, other.weights]),
+            np.concatenate([self.bias, other.bias]),
+            np.concatenate([self.activation, other.activation]),
+            self.n_features,
+        )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {"weights": self.weights, "bias": self.bias, "activation": self.activation,
-                "n_features": np.array(self.n_features)}
+        return {
+            "weights": self.weights,
+            "bias": self.bias,
+            "activation": self.activation,
+            "n_features": np.array(self.n_features),
+        }
 
     @classmethod
     def from_arrays(cls, arrays) -> LinearClassifiers:
-        return cls(arrays["weights"], arrays["bias"], arrays["activation"],
-                   int(arrays["n_features"]))
+        return cls(
+            arrays["weights"], arrays["bias"], arrays["activation"], int(arrays["n_features"])
+        )
 
     @classmethod
     def empty(cls, n_features: int) -> LinearClassifiers:

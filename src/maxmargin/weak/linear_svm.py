@@ -41,8 +41,9 @@ class LinearSVMWeak(WeakLearner):
 
     hypotheses_class = LinearClassifiers
 
-    def __init__(self, C: float | None = None, drop_fraction: float = 0.1,
-                 max_iter: int = 2000) -> None:
+    def __init__(
+        self, C: float | None = None, drop_fraction: float = 0.1, max_iter: int = 2000
+    ) -> None:
         self.C = C
         self.drop_fraction = drop_fraction
         self.max_iter = max_iter

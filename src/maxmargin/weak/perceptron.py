@@ -52,8 +52,13 @@ class SigmoidPerceptron(WeakLearner):
 
     hypotheses_class = LinearClassifiers
 
-    def __init__(self, radius: float = 10.0, max_iter: int = 50, output: str = "tanh",
-                 max_bins: int | None = None) -> None:
+    def __init__(
+        self,
+        radius: float = 10.0,
+        max_iter: int = 50,
+        output: str = "tanh",
+        max_bins: int | None = None,
+    ) -> None:
         self.radius = radius
         self.max_iter = max_iter
         self.output = output
@@ -125,7 +130,12 @@ class SigmoidPerceptron(WeakLearner):
 
         # matrix-vector products only: BLAS threads would just spin against numba's pool
         with threadpool_limits(1, user_api="blas"):
-            res = minimize(fun, np.concatenate([u0, [b0]]), jac=True, method="L-BFGS-B",
-                           options={"maxiter": int(self.max_iter)})
+            res = minimize(
+                fun,
+                np.concatenate([u0, [b0]]),
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": int(self.max_iter)},
+            )
         u, b = res.x[:d], res.x[d]
         return R * u / np.sqrt(1.0 + u @ u), b

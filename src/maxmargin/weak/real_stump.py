@@ -55,24 +55,43 @@ class RealStumps(Hypotheses):
         return evaluate_thresholds(Z, self.feature, self.threshold, self.v_lo, self.v_hi)
 
     def take(self, index) -> RealStumps:
-        return RealStumps(self.feature[index], self.threshold[index], self.v_lo[index],
-                          self.v_hi[index], self.n_features)
+        return RealStumps(
+            self.feature[index],
+            self.threshold[index],
+            self.v_lo[index],
+            self.v_hi[index],
+            self.n_features,
+        )
 
     def concat(self, other: Hypotheses) -> RealStumps:
         if not isinstance(other, RealStumps):
             raise TypeError("can only concatenate RealStumps with RealStumps")
-        return RealStumps(*(np.concatenate([getattr(self, a), getattr(other, a)])
-                            for a in ("feature", "threshold", "v_lo", "v_hi")),
-                          self.n_features)
+        return RealStumps(
+            *(
+                np.concatenate([getattr(self, a), getattr(other, a)])
+                for a in ("feature", "threshold", "v_lo", "v_hi")
+            ),
+            self.n_features,
+        )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {"feature": self.feature, "threshold": self.threshold, "v_lo": self.v_lo,
-                "v_hi": self.v_hi, "n_features": np.array(self.n_features)}
+        return {
+            "feature": self.feature,
+            "threshold": self.threshold,
+            "v_lo": self.v_lo,
+            "v_hi": self.v_hi,
+            "n_features": np.array(self.n_features),
+        }
 
     @classmethod
     def from_arrays(cls, arrays) -> RealStumps:
-        return cls(arrays["feature"], arrays["threshold"], arrays["v_lo"], arrays["v_hi"],
-                   int(arrays["n_features"]))
+        return cls(
+            arrays["feature"],
+            arrays["threshold"],
+            arrays["v_lo"],
+            arrays["v_hi"],
+            int(arrays["n_features"]),
+        )
 
     @classmethod
     def empty(cls, n_features: int) -> RealStumps:
@@ -171,8 +190,9 @@ class RealStump(WeakLearner):
             split, PL, NL = np.full((1, S), -1), np.zeros((1, S)), np.zeros((1, S))
         elif fc.sparse:
             with threads_for(len(fc.codes) * 2 * S):
-                crit, split, PL, NL = _search_sparse(fc.indptr, fc.indices, fc.codes,
-                                                     fc.zero_bin, fc.n_bins, A2, tot, gentle)
+                crit, split, PL, NL = _search_sparse(
+                    fc.indptr, fc.indices, fc.codes, fc.zero_bin, fc.n_bins, A2, tot, gentle
+                )
         else:
             with threads_for(fc.codes.size * 2 * S):
                 crit, split, PL, NL = _search_dense(fc.codes, fc.n_bins, A2, tot, gentle)

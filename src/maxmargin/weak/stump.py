@@ -78,7 +78,7 @@ def evaluate_thresholds(Z, feature, thr, v_lo, v_hi) -> np.ndarray:
     out = np.empty((h, n))
     for b0 in range(0, len(uf), _EVAL_BLOCK):
         sel = np.flatnonzero((col_of >= b0) & (col_of < b0 + _EVAL_BLOCK))
-        cols = dense_columns(Z, uf[b0:b0 + _EVAL_BLOCK])
+        cols = dense_columns(Z, uf[b0 : b0 + _EVAL_BLOCK])
         out[sel] = _eval_kernel(cols, col_of[sel] - b0, thr[sel], v_lo[sel], v_hi[sel]).T
     return out
 
@@ -98,28 +98,36 @@ class Stumps(Hypotheses):
     def evaluate(self, Z) -> np.ndarray:
         if not sp.issparse(Z):
             Z = np.asarray(Z, dtype=np.float64)
-        return evaluate_thresholds(Z, self.feature, self.threshold, -self.polarity,
-                                   self.polarity)
+        return evaluate_thresholds(Z, self.feature, self.threshold, -self.polarity, self.polarity)
 
     def take(self, index) -> Stumps:
-        return Stumps(self.feature[index], self.threshold[index], self.polarity[index],
-                      self.n_features)
+        return Stumps(
+            self.feature[index], self.threshold[index], self.polarity[index], self.n_features
+        )
 
     def concat(self, other: Hypotheses) -> Stumps:
         if not isinstance(other, Stumps):
             raise TypeError("can only concatenate Stumps with Stumps")
-        return Stumps(np.concatenate([self.feature, other.feature]),
-                      np.concatenate([self.threshold, other.threshold]),
-                      np.concatenate([self.polarity, other.polarity]), self.n_features)
+        return Stumps(
+            np.concatenate([self.feature, other.feature]),
+            np.concatenate([self.threshold, other.threshold]),
+            np.concatenate([self.polarity, other.polarity]),
+            self.n_features,
+        )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {"feature": self.feature, "threshold": self.threshold,
-                "polarity": self.polarity, "n_features": np.array(self.n_features)}
+        return {
+            "feature": self.feature,
+            "threshold": self.threshold,
+            "polarity": self.polarity,
+            "n_features": np.array(self.n_features),
+        }
 
     @classmethod
     def from_arrays(cls, arrays) -> Stumps:
-        return cls(arrays["feature"], arrays["threshold"], arrays["polarity"],
-                   int(arrays["n_features"]))
+        return cls(
+            arrays["feature"], arrays["threshold"], arrays["polarity"], int(arrays["n_features"])
+        )
 
     @classmethod
     def empty(cls, n_features: int) -> Stumps:
@@ -270,8 +278,9 @@ class DecisionStump(WeakLearner):
         work = (len(fc.codes) if fc.sparse else fc.codes.size) * A.shape[1]
         with threads_for(work):
             if fc.sparse:
-                return _search_sparse(fc.indptr, fc.indices, fc.codes, fc.zero_bin, fc.n_bins,
-                                      A, total)
+                return _search_sparse(
+                    fc.indptr, fc.indices, fc.codes, fc.zero_bin, fc.n_bins, A, total
+                )
             return _search_dense(fc.codes, fc.n_bins, A, total)
 
     def best(self, prepared: FeatureCodes, A):

@@ -75,13 +75,23 @@ class Trees(Hypotheses):
             uf, fmap = np.unique(self.feature[sl], return_inverse=True)
             cols = dense_columns(Z, uf)
             with threads_for(n * len(cols) * self.depth):
-                out[sl] = _eval_trees(cols, fmap.reshape(self.feature[sl].shape).astype(np.int64),
-                                      self.threshold[sl], self.leaf[sl], self.depth).T
+                out[sl] = _eval_trees(
+                    cols,
+                    fmap.reshape(self.feature[sl].shape).astype(np.int64),
+                    self.threshold[sl],
+                    self.leaf[sl],
+                    self.depth,
+                ).T
         return out
 
     def take(self, index) -> Trees:
-        return Trees(self.feature[index], self.threshold[index], self.leaf[index], self.depth,
-                     self.n_features)
+        return Trees(
+            self.feature[index],
+            self.threshold[index],
+            self.leaf[index],
+            self.depth,
+            self.n_features,
+        )
 
     def concat(self, other: Hypotheses) -> Trees:
         if not isinstance(other, Trees):
@@ -90,24 +100,43 @@ class Trees(Hypotheses):
             return other.take(slice(None)) if len(self) == 0 else self.take(slice(None))
         if other.depth != self.depth:
             raise TypeError("can only concatenate Trees of the same depth")
-        return Trees(np.vstack([self.feature, other.feature]),
-                     np.vstack([self.threshold, other.threshold]),
-                     np.vstack([self.leaf, other.leaf]), self.depth, self.n_features)
+        return Trees(
+            np.vstack([self.feature, other.feature]),
+            np.vstack([self.threshold, other.threshold]),
+            np.vstack([self.leaf, other.leaf]),
+            self.depth,
+            self.n_features,
+        )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {"feature": self.feature, "threshold": self.threshold, "leaf": self.leaf,
-                "depth": np.array(self.depth), "n_features": np.array(self.n_features)}
+        return {
+            "feature": self.feature,
+            "threshold": self.threshold,
+            "leaf": self.leaf,
+            "depth": np.array(self.depth),
+            "n_features": np.array(self.n_features),
+        }
 
     @classmethod
     def from_arrays(cls, arrays) -> Trees:
-        return cls(arrays["feature"], arrays["threshold"], arrays["leaf"],
-                   int(arrays["depth"]), int(arrays["n_features"]))
+        return cls(
+            arrays["feature"],
+            arrays["threshold"],
+            arrays["leaf"],
+            int(arrays["depth"]),
+            int(arrays["n_features"]),
+        )
 
     @classmethod
     def empty(cls, n_features: int, depth: int = 2) -> Trees:
         n_int = 2**depth - 1
-        return cls(np.zeros((0, n_int), np.int64), np.zeros((0, n_int)),
-                   np.zeros((0, n_int + 1)), depth, n_features)
+        return cls(
+            np.zeros((0, n_int), np.int64),
+            np.zeros((0, n_int)),
+            np.zeros((0, n_int + 1)),
+            depth,
+            n_features,
+        )
 
 
 @njit(cache=True)
@@ -215,8 +244,9 @@ class DecisionTree(WeakLearner):
                 continue
             with threads_for((len(fc.codes) if fc.sparse else fc.codes.size) * S * n_nodes):
                 if fc.sparse:
-                    gain, split = _level_sparse(fc.indptr, fc.indices, fc.codes, fc.zero_bin,
-                                                fc.n_bins, A, node, tot)
+                    gain, split = _level_sparse(
+                        fc.indptr, fc.indices, fc.codes, fc.zero_bin, fc.n_bins, A, node, tot
+                    )
                 else:
                     gain, split = _level_dense(fc.codes, fc.n_bins, A, node, tot)
             f = np.argmax(gain, axis=0)  # (n_nodes, S): first feature on ties
@@ -238,5 +268,6 @@ class DecisionTree(WeakLearner):
     @staticmethod
     def _node_totals(node, A, n_nodes) -> np.ndarray:
         S = A.shape[1]
-        return np.stack([np.bincount(node[:, s], weights=A[:, s], minlength=n_nodes)
-                         for s in range(S)], axis=1)
+        return np.stack(
+            [np.bincount(node[:, s], weights=A[:, s], minlength=n_nodes) for s in range(S)], axis=1
+        )
