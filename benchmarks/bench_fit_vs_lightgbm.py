@@ -94,7 +94,7 @@ def run_lightgbm(Xtr, ytr, Xte, yte, n_stumps, n_classes):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--max-iter", type=int, default=100)
     ap.add_argument("--C", type=float, default=100.0)
     ap.add_argument("--max-time", type=float, default=150.0)

@@ -87,7 +87,7 @@ def bench_case(name, X, rng, repeat_sk):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     rng = np.random.default_rng(0)

@@ -15,7 +15,7 @@ from maxmargin.tasks.taxonomy import LOSS_KINDS, Taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "taxonomies"
-DATA = Path("/work/shared/data/multiclass")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multiclass"
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
