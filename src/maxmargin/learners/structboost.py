@@ -57,10 +57,10 @@ class StructBoost(BaseEstimator):
         Both have the same optimum (Theorem 2.1).  "auto" takes m-slack when the m-slack
         master has at most 20 000 possible rows (m (K - 1) for K outputs) and 1-slack
         otherwise: small m-slack LPs re-solve in a few simplex steps, while Kelley's
-        1-slack planes need many rounds there (svmguide4, 150 examples, C = 158: 3.7 s
-        against 124 s; digits, 1257 examples, 100 iterations: 40 s against 420 s);
-        large m-slack LPs are slow to re-solve (pendigits, 7494 examples: 220 s against
-        11.5 s for 30 iterations).  See docs/structboost.md.
+        1-slack planes need many rounds there (svmguide4, 300 examples, 200 iterations:
+        4.1 s against 260 s; digits, 1257 examples, 100 iterations: 28 s against 260 s);
+        large m-slack LPs are slow to re-solve (pendigits, 7494 examples, 30 iterations:
+        191 s against 13.6 s).  See docs/structboost.md.
     eps_cp : float, default=0.01
         Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
     eps_cg : float, default=1e-6
