@@ -188,10 +188,8 @@ class StructSVM(BaseEstimator):
         self.task_ = task.bind(np.empty((X.shape[0], 0)) if sp.issparse(X) else X, y)
         return from_label_coding(self.task_, X)
 
-    def fit(self, X, y):
-        """Train on inputs X and outputs y (lists of sequences for a ChainTask)."""
-        self._validate_hyperparameters()
-        model = self._bind(X, y)
+    def _solve(self, model) -> None:
+        """Run the chosen solver on a linear joint model and store the result."""
         res = run_solver(
             model,
             float(self.C),
@@ -206,6 +204,12 @@ class StructSVM(BaseEstimator):
             **(self.solver_options or {}),
         )
         self._store(model, res)
+
+    def fit(self, X, y):
+        """Train on inputs X and outputs y (lists of sequences for a ChainTask)."""
+        self._validate_hyperparameters()
+        model = self._bind(X, y)
+        self._solve(model)
         return self
 
     def _store(self, model, res) -> None:
@@ -345,20 +349,7 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
         Xa = self._augment(X)
         self.task_ = task.bind(np.empty((X.shape[0], 0)) if sp.issparse(X) else X, y)
         model = from_label_coding(self.task_, Xa)
-        res = run_solver(
-            model,
-            float(self.C),
-            self.solver,
-            self.rescaling,
-            float(self.tol),
-            int(self.max_iter),
-            self.max_time,
-            _seed(self.random_state),
-            self.callback,
-            self.verbose,
-            **(self.solver_options or {}),
-        )
-        self._store(model, res)
+        self._solve(model)
         self.classes_ = self.task_.classes_
         self._set_linear_attrs()
         return self
