@@ -39,7 +39,7 @@ def problems(draw):
 @given(
     problems(),
     st.sampled_from(GRAPHS),
-    st.sampled_from(["margin", "slack"]),
+    st.sampled_from(["margin", "slack", "unit"]),
     st.sampled_from([1, 2]),
 )
 def test_matches_brute_force(prob, graph, rescaling, n_jobs):
@@ -52,7 +52,7 @@ def test_matches_brute_force(prob, graph, rescaling, n_jobs):
     assert d == d_ref
 
 
-@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+@pytest.mark.parametrize("rescaling", ["margin", "slack", "unit"])
 @pytest.mark.parametrize("kind,top_k", GRAPHS)
 def test_continuous_random(kind, top_k, rescaling):
     rng = np.random.default_rng(0)
@@ -66,7 +66,7 @@ def test_continuous_random(kind, top_k, rescaling):
     assert np.isclose(d, d_ref, rtol=1e-12)
 
 
-@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+@pytest.mark.parametrize("rescaling", ["margin", "slack", "unit"])
 def test_constraint_value_is_hinge_sum(rescaling):
     """delta - <alpha, s> equals the sum of pairwise hinges (eqs. 9/10)."""
     rng = np.random.default_rng(1)
@@ -75,7 +75,11 @@ def test_constraint_value_is_hinge_sum(rescaling):
     a, d = most_violated_constraint(loss, s, "complete", rescaling)
     D = loss[None, :] - loss[:, None]  # D[i, j] = loss_j - loss_i
     S = s[:, None] - s[None, :]
-    h = np.maximum(D - S, 0) if rescaling == "margin" else np.maximum(D * (1 - S), 0)
+    h = {
+        "margin": np.maximum(D - S, 0),
+        "slack": np.maximum(D * (1 - S), 0),
+        "unit": np.maximum(1 - S, 0),
+    }[rescaling]
     assert np.isclose(d - a @ s, h[D > 0].sum())
 
 

@@ -39,8 +39,10 @@ class RankSVM(BaseEstimator):
     graph : {"complete", "bipartite", "star"}, default="complete"
         Preference graph, built inside each group; see
         :mod:`maxmargin.solvers.ranking`.
-    rescaling : {"margin", "slack"}, default="margin"
-        Hinge bound: margin rescaling (eq. 3) or slack rescaling (eq. 4).
+    rescaling : {"margin", "slack", "unit"}, default="margin"
+        Hinge bound: margin rescaling (eq. 3), slack rescaling (eq. 4), or "unit": a
+        unit margin for every ordered pair whatever its loss gap (the classic
+        pairwise RankSVM / ordinal-regression hinge, StructBoost eq. 14).
     top_k : int or None, default=None
         Upper-side size of the "bipartite" graph per group (None: all samples
         better than the group's worst level vs that level).

@@ -15,13 +15,17 @@ Both rescalings of the hinge bound are supported.  For an edge (i, j), i.e.
 * margin rescaling (eq. 3): violated iff ``s[j] + loss[j] > s[i] + loss[i]``,
   contribution ``d - (s[i] - s[j])``;
 * slack rescaling (eq. 4): violated iff ``s[j] + 1 > s[i]``, contribution
-  ``d * (1 - (s[i] - s[j]))``.
+  ``d * (1 - (s[i] - s[j]))``;
+* ``"unit"``: violated iff ``s[j] + 1 > s[i]``, contribution ``1 - (s[i] - s[j])``
+  whatever the loss gap -- the pairwise hinge of ordinal regression / AUC in
+  StructBoost (Shen et al., TPAMI 2014, eq. 14), where every ordered pair needs a
+  unit margin and counts once.
 
 Summing the contributions of all violated edges gives the most violated
 constraint ``delta - <w, sum_i alpha_i phi_i> <= xi`` with
-``delta = sum d`` and ``alpha_i`` = (sum over violated edges where i is the
-upper end) minus (sum where i is the lower end) of ``d`` (slack) or ``1``
-(margin).  Edges whose hinge is exactly zero are *not* counted (strict
+``delta = sum d`` (the number of violated edges for "unit") and ``alpha_i`` =
+(sum over violated edges where i is the upper end) minus (sum where i is the lower
+end) of ``d`` (slack) or ``1`` (margin, unit).  Edges whose hinge is exactly zero are *not* counted (strict
 comparison); pairs with equal losses are never edges, because the risk (eq. 1)
 weights a pair by ``|loss[j] - loss[i]|``.  See docs/ranking.md.
 
@@ -52,7 +56,8 @@ __all__ = [
 ]
 
 GRAPHS = ("complete", "bipartite", "star")
-RESCALINGS = ("margin", "slack")
+RESCALINGS = ("margin", "slack", "unit")
+_MODE = {"margin": 0, "slack": 1, "unit": 2}
 _KIND = {"complete": 0, "bipartite": 1, "star": 2}
 
 
@@ -149,7 +154,7 @@ def _build_tree(loss, group_starts, kind, top_k):
 # Algorithm 1 (sweep) and Algorithm 2 (levels of the recursion)
 # --------------------------------------------------------------------------- #
 @njit(cache=True)
-def _sweep(sq, sk, sl, ca, lo, t, hi, margin, slack, strict):
+def _sweep(sq, sk, sl, ca, lo, t, hi, margin, mode, strict):
     """Algorithm 1 on one bipartite node; returns its delta, accumulates alpha.
 
     ``sq[lo:hi]`` holds the positions lo..hi-1 sorted by ascending key, with
@@ -158,7 +163,9 @@ def _sweep(sq, sk, sl, ca, lo, t, hi, margin, slack, strict):
     order; positions < t form the upper ("plus") side.  A minus sample j
     violates every plus sample i with key[i] < key[j] + margin (<= if not
     strict); by transitivity these form a growing prefix of the plus samples
-    in key order, so one pass suffices.
+    in key order, so one pass suffices.  ``mode``: 0 margin rescaling (alpha counts
+    edges, delta sums loss gaps), 1 slack rescaling (both weighted by the loss gap),
+    2 unit (both count edges).
     """
     tot_m = 0.0
     for idx in range(lo, hi):
@@ -183,7 +190,7 @@ def _sweep(sq, sk, sl, ca, lo, t, hi, margin, slack, strict):
             ki = sk[ip]
             if ki < kj or (not strict and ki == kj):
                 li = sl[ip]
-                if slack:
+                if mode == 1:
                     ca[ip] += (tot_m - pre_sum) - (n_m - pre_cnt) * li
                 else:
                     ca[ip] += n_m - pre_cnt
@@ -193,8 +200,8 @@ def _sweep(sq, sk, sl, ca, lo, t, hi, margin, slack, strict):
             else:
                 break
         c = cnt_p * lj - sum_p
-        delta += c
-        if slack:
+        delta += cnt_p if mode == 2 else c
+        if mode == 1:
             ca[idx] -= c
         else:
             ca[idx] -= cnt_p
@@ -216,7 +223,7 @@ def _run_levels(
     l0,
     l1,
     margin,
-    slack,
+    mode,
     strict,
     alpha,
     delta_g,
@@ -273,7 +280,7 @@ def _run_levels(
         done = 0  # next slot not yet copied to the next buffer
         for k in range(level_off[lev], level_off[lev + 1]):
             lo, t, hi = node_lo[k], node_t[k], node_hi[k]
-            d = _sweep(cq, ck, cl, ca, lo, t, hi, margin, slack, strict)
+            d = _sweep(cq, ck, cl, ca, lo, t, hi, margin, mode, strict)
             g = np.searchsorted(group_starts, lo, side="right") - 1
             delta_g[g] += d
             if not last:
@@ -311,7 +318,7 @@ def _run_levels(
 
 @njit(cache=True, parallel=True)
 def _run_chunks(
-    p, loss, key, node_lo, node_t, node_hi, level_off, group_starts, bounds, margin, slack, strict
+    p, loss, key, node_lo, node_t, node_hi, level_off, group_starts, bounds, margin, mode, strict
 ):
     """Parallel Algorithm 2: contiguous ranges of tree levels run concurrently.
 
@@ -337,7 +344,7 @@ def _run_chunks(
             bounds[c],
             bounds[c + 1],
             margin,
-            slack,
+            mode,
             strict,
             alpha_c[c],
             delta_c[c],
@@ -451,7 +458,7 @@ class PreferenceGraph:
         bounds = np.unique(np.concatenate([[0], inner, [L]])).astype(np.int64)
         return bounds
 
-    def _run(self, key_sorted, margin, slack, strict, n_jobs):
+    def _run(self, key_sorted, margin, mode, strict, n_jobs):
         p = np.argsort(key_sorted).astype(np.int64, copy=False)
         if n_jobs == 1 or self.n_levels <= 1:
             alpha = np.zeros(self.n)
@@ -468,7 +475,7 @@ class PreferenceGraph:
                 0,
                 self.n_levels,
                 margin,
-                slack,
+                mode,
                 strict,
                 alpha,
                 delta_g,
@@ -489,7 +496,7 @@ class PreferenceGraph:
                     self.group_starts,
                     bounds,
                     margin,
-                    slack,
+                    mode,
                     strict,
                 )
             finally:
@@ -510,10 +517,11 @@ class PreferenceGraph:
             raise ValueError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
         s = _check_1d("scores", scores, self.n)[self.order]
         if rescaling == "margin":
-            key, margin, slack = s + self.loss_sorted, 0.0, False
+            key, margin = s + self.loss_sorted, 0.0
         else:
-            key, margin, slack = s, 1.0, True
-        alpha_s, delta_g = self._run(np.ascontiguousarray(key), margin, slack, True, n_jobs)
+            key, margin = s, 1.0
+        mode = _MODE[rescaling]
+        alpha_s, delta_g = self._run(np.ascontiguousarray(key), margin, mode, True, n_jobs)
         alpha = np.empty(self.n)
         alpha[self.order] = alpha_s
         return alpha, delta_g
@@ -522,7 +530,7 @@ class PreferenceGraph:
         """Per group sum of ``loss[j] - loss[i]`` over edges with ``s[i] < s[j]``
         (``<=`` if not strict); the building block of the risk (eq. 1)."""
         s = np.ascontiguousarray(_check_1d("scores", scores, self.n)[self.order])
-        _, delta_g = self._run(s, 0.0, True, strict, 1)
+        _, delta_g = self._run(s, 0.0, 1, strict, 1)
         return delta_g
 
 
@@ -561,8 +569,9 @@ def brute_force_constraint(
         group = np.zeros(n, np.int64)
     group = np.asarray(group)
     slack = rescaling == "slack"
-    key = s if slack else s + loss
-    margin = 1.0 if slack else 0.0
+    unit = rescaling == "unit"
+    key = s + loss if rescaling == "margin" else s
+    margin = 0.0 if rescaling == "margin" else 1.0
     alpha = np.zeros(n)
     delta = 0.0
     for gv in np.unique(group):
@@ -578,7 +587,7 @@ def brute_force_constraint(
                 edge &= up[r, None] & ~up[None, :]
             viol = edge & (kg[None, :] + margin > kg[r, None])
             w = np.where(viol, d if slack else 1.0, 0.0)
-            delta += float(np.where(viol, d, 0.0).sum())
+            delta += float(viol.sum()) if unit else float(np.where(viol, d, 0.0).sum())
             np.add.at(alpha, idx[r], w.sum(axis=1))
             alpha[idx] -= w.sum(axis=0)
     return alpha, delta
