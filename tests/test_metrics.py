@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score, roc_auc_score
 
-from maxmargin.metrics import auc, mean_average_precision, ndcg_at_k, ranking_risk
+from maxmargin.metrics import (
+    auc,
+    mean_average_precision,
+    ndcg_at_k,
+    pairwise_accuracy,
+    ranking_risk,
+)
 
 
 def _risk_pairs(loss, s):
@@ -51,6 +57,35 @@ def test_auc_matches_sklearn_and_bipartite_risk():
     assert auc(y, s) == pytest.approx(roc_auc_score(y, s))
     # AUC = 1 - risk on the bipartite graph with 0/1 losses
     assert auc(y, s) == pytest.approx(1 - ranking_risk(1.0 - y, s, graph="bipartite"))
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(-3, 3), st.integers(0, 2)), min_size=1, max_size=30
+    )
+)
+def test_pairwise_accuracy_brute_force(rows):
+    rel, s, g = (np.array(c, float) for c in zip(*rows, strict=True))
+    per_group = []
+    for gv in np.unique(g):
+        r, sc = rel[g == gv], s[g == gv]
+        up = r[:, None] > r[None, :]
+        if up.any():
+            good = (sc[:, None] > sc[None, :]) + 0.5 * (sc[:, None] == sc[None, :])
+            per_group.append(good[up].mean())
+    got = pairwise_accuracy(rel, s, group=g)
+    if per_group:
+        assert got == pytest.approx(np.mean(per_group), abs=1e-12)
+    else:
+        assert np.isnan(got)
+
+
+def test_pairwise_accuracy_is_auc_for_binary():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    s = rng.integers(0, 10, 200).astype(float)
+    assert pairwise_accuracy(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
 
 
 def test_ndcg_matches_sklearn_with_ties():

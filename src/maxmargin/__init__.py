@@ -21,9 +21,18 @@ from maxmargin.learners import (
     SSVMClassifier,
     StructBoost,
     StructBoostClassifier,
+    StructBoostRanker,
     StructSVM,
 )
-from maxmargin.tasks import BinaryTask, ChainTask, HierarchyTask, MultiClassTask, Taxonomy
+from maxmargin.tasks import (
+    BinaryTask,
+    ChainTask,
+    HierarchyTask,
+    MultiClassTask,
+    PairwiseRankingTask,
+    RankingTask,
+    Taxonomy,
+)
 
 try:
     __version__ = version("maxmargin")
@@ -42,10 +51,13 @@ __all__ = [
     "MultiBoost",
     "MultiBoostCW",
     "MultiClassTask",
+    "PairwiseRankingTask",
     "RankSVM",
+    "RankingTask",
     "SSVMClassifier",
     "StructBoost",
     "StructBoostClassifier",
+    "StructBoostRanker",
     "StructSVM",
     "Taxonomy",
     "__version__",

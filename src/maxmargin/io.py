@@ -42,6 +42,7 @@ META_KEY = "__meta__"
 _BUILTIN_MODELS: dict[str, str] = {
     "StructBoost": "maxmargin.learners.structboost:StructBoost",
     "StructBoostClassifier": "maxmargin.learners.structboost:StructBoostClassifier",
+    "StructBoostRanker": "maxmargin.learners.structboost_ranker:StructBoostRanker",
     "SSVMClassifier": "maxmargin.learners.ssvm:SSVMClassifier",
     "MultiBoostCW": "maxmargin.learners.multiboost:MultiBoostCW",
     "MultiBoost": "maxmargin.learners.multiboost:MultiBoost",

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from maxmargin.solvers.ranking import PreferenceGraph
+from maxmargin.inference.ranking import PreferenceGraph
 
-__all__ = ["auc", "mean_average_precision", "ndcg_at_k", "ranking_risk"]
+__all__ = ["auc", "mean_average_precision", "ndcg_at_k", "pairwise_accuracy", "ranking_risk"]
 
 _NO_REL = ("zero", "one", "skip")
 
@@ -64,6 +64,23 @@ def ranking_risk(loss, scores, group=None, graph="complete", top_k=None):
     if not np.any(ok):
         return float("nan")
     return float(np.mean(0.5 * (strict[ok] + loose[ok]) / pairs[ok]))
+
+
+def pairwise_accuracy(relevance, scores, group=None):
+    """Fraction of pairs with different relevance that the scores order correctly
+    (score ties count 1/2), averaged over groups that have such pairs; the AUC for
+    binary relevance (Harrell's concordance index in general).  O(n log n).  NaN if
+    no group has two relevance levels."""
+    relevance = _as_1d("relevance", relevance)
+    scores = _as_1d("scores", scores, relevance.shape[0])
+    g = PreferenceGraph(-relevance, graph="complete", group=group)
+    strict = g.misordered_weight(scores, strict=True, weighted=False)
+    loose = g.misordered_weight(scores, strict=False, weighted=False)
+    pairs = g.edges_per_group
+    ok = pairs > 0
+    if not np.any(ok):
+        return float("nan")
+    return float(np.mean(1.0 - 0.5 * (strict[ok] + loose[ok]) / pairs[ok]))
 
 
 def auc(y_true, scores, group=None):

@@ -5,6 +5,7 @@ from maxmargin.learners.multiboost import MultiBoost, MultiBoostCW
 from maxmargin.learners.ranksvm import RankSVM
 from maxmargin.learners.ssvm import KernelSSVM, LatentSSVM, SSVMClassifier, StructSVM
 from maxmargin.learners.structboost import StructBoost, StructBoostClassifier
+from maxmargin.learners.structboost_ranker import StructBoostRanker
 
 __all__ = [
     "AdaBoostECC",
@@ -18,5 +19,6 @@ __all__ = [
     "SSVMClassifier",
     "StructBoost",
     "StructBoostClassifier",
+    "StructBoostRanker",
     "StructSVM",
 ]

@@ -21,6 +21,7 @@ from maxmargin.solvers.column_generation import FORMULATIONS, fit_structboost
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
+from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 from maxmargin.tasks.taxonomy import LOSS_KINDS
 from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, make_weak_learner
 
@@ -34,6 +35,8 @@ _TASKS = {
     "MultiClassTask": MultiClassTask,
     "HierarchyTask": HierarchyTask,
     "LabelAugmentedTask": LabelAugmentedTask,
+    "PairwiseRankingTask": PairwiseRankingTask,
+    "RankingTask": RankingTask,
 }
 
 
@@ -162,11 +165,20 @@ class StructBoost(BaseEstimator):
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X, y):
         """Train on inputs X (n, d) and outputs y."""
+        return self._fit(X, y)
+
+    def _fit(self, X, y, y_numeric=False, **bind_params):
         self._validate_hyperparameters()
         X, y = validate_data(
-            self, X, y, dtype=np.float64, ensure_min_samples=1, accept_sparse=["csr", "csc"]
+            self,
+            X,
+            y,
+            dtype=np.float64,
+            ensure_min_samples=1,
+            accept_sparse=["csr", "csc"],
+            y_numeric=y_numeric,
         )
-        self.task_ = self._make_task(y).bind(X, y)
+        self.task_ = self._make_task(y).bind(X, y, **bind_params)
 
         def report(record):
             if self.verbose:

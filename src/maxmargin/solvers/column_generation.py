@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from maxmargin.solvers.lp_master import LPMaster, LPSolution
 from maxmargin.solvers.working_set import WorkingSet
-from maxmargin.tasks.base import DualPairs, OracleResult, StructuredTask
+from maxmargin.tasks.base import Cut, DualPairs, StructuredTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
 
 __all__ = ["ColumnGenerationResult", "fit_structboost"]
@@ -145,6 +145,10 @@ def _fit_structboost(
     """
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    if formulation not in task.formulations:
+        raise ValueError(
+            f"{type(task).__name__} supports formulation {task.formulations}, not {formulation!r}"
+        )
     rng = np.random.default_rng() if rng is None else rng
     t_start = time.perf_counter()
     m = task.n_samples
@@ -155,35 +159,34 @@ def _fit_structboost(
     master = LPMaster([C] if one_slack else np.full(m, C / m))
     ws = WorkingSet()
 
-    def add_plane(orc: OracleResult, c_mask) -> bool:
-        c = np.flatnonzero(c_mask)
-        pairs = DualPairs(c, orc.label[c], np.full(len(c), 1.0 / m))
-        rows = np.zeros(len(c), dtype=np.int64)
-        coef = _row_coefficients(task, ens, pairs, rows, 1)
-        ws.add_rows(pairs, rows)
-        master.add_rows(np.zeros(1, dtype=np.int64), np.array([orc.loss[c].sum() / m]), coef)
+    def oracle(F):
+        """Risk (mean hinge) at slot scores F and what the oracle found there: the most
+        violated plane (1-slack) or every example's most violated output (m-slack)."""
+        if one_slack:
+            cut = task.one_slack_cut(F)
+            return cut.risk, cut
+        orc = task.loss_augmented(F)
+        return float(orc.hinge.mean()), orc
+
+    def add_cut(cut: Cut) -> bool:
+        rows = np.zeros(len(cut.pairs.sample), dtype=np.int64)
+        coef = _row_coefficients(task, ens, cut.pairs, rows, 1)
+        ws.add_rows(cut.pairs, rows, 1)
+        master.add_rows(np.zeros(1, dtype=np.int64), np.array([cut.rhs]), coef)
         return True
 
-    def add_violated(orc: OracleResult, xi: np.ndarray) -> bool:
-        """Add the rows that ``orc`` violates by more than eps_cp; False if none."""
-        hinge = orc.hinge
+    def add_violated(found, xi: np.ndarray) -> bool:
+        """Add the rows that ``found`` violates by more than eps_cp; False if none."""
         if one_slack:
-            if hinge.mean() <= xi[0] + eps_cp:
-                return False
-            c = np.flatnonzero(hinge > 0)
-            pairs = DualPairs(c, orc.label[c], np.full(len(c), 1.0 / m))
-            rows = np.zeros(len(c), dtype=np.int64)
-            rhs, slack = np.array([orc.loss[c].sum() / m]), np.zeros(1, dtype=np.int64)
-        else:
-            c = np.flatnonzero(hinge > xi + eps_cp)
-            if len(c) == 0:
-                return False
-            pairs = DualPairs(c, orc.label[c], np.ones(len(c)))
-            rows = np.arange(len(c))
-            rhs, slack = orc.loss[c], c
-        coef = _row_coefficients(task, ens, pairs, rows, len(rhs))
+            return found.risk > xi[0] + eps_cp and add_cut(found)
+        c = np.flatnonzero(found.hinge > xi + eps_cp)
+        if len(c) == 0:
+            return False
+        pairs = DualPairs(c, found.label[c], np.ones(len(c)))
+        rows = np.arange(len(c))
+        coef = _row_coefficients(task, ens, pairs, rows, len(c))
         ws.add_rows(pairs, rows)
-        master.add_rows(slack, rhs, coef)
+        master.add_rows(c, found.loss[c], coef)
         return True
 
     age = np.zeros(0, dtype=np.int64)  # consecutive solves each row was inactive
@@ -219,22 +222,22 @@ def _fit_structboost(
         nonlocal certified
         t_orc = t_mst = 0.0
         n_cp = 0
-        best_obj, best_w, best_orc, best_F = np.inf, None, None, None
+        best_obj, best_w, best_risk, best_F = np.inf, None, None, None
         while True:
             t0 = time.perf_counter()
             F = ens.slot_scores(sol.w)
-            orc = task.loss_augmented(F)
-            obj = float(sol.w.sum() + C * orc.hinge.mean())
+            risk, found = oracle(F)
+            obj = float(sol.w.sum() + C * risk)
             if obj < best_obj:
-                best_obj, best_w, best_orc, best_F = obj, sol.w, orc, F
+                best_obj, best_w, best_risk, best_F = obj, sol.w, risk, F
             query = None
             if one_slack and stabilize and best_F is not F:
                 Fq = STAB * best_F + (1.0 - STAB) * F
-                query = task.loss_augmented(Fq)
+                risk_q, query = oracle(Fq)
                 wq = STAB * best_w + (1.0 - STAB) * sol.w
-                obj_q = float(wq.sum() + C * query.hinge.mean())
+                obj_q = float(wq.sum() + C * risk_q)
                 if obj_q < best_obj:
-                    best_obj, best_w, best_orc, best_F = obj_q, wq, query, Fq
+                    best_obj, best_w, best_risk, best_F = obj_q, wq, risk_q, Fq
             t_orc += time.perf_counter() - t0
             done = best_obj - sol.objective <= C * eps_cp
             out_of_time = max_time is not None and time.perf_counter() - t_start > max_time
@@ -246,27 +249,26 @@ def _fit_structboost(
                 and best_obj - sol.objective <= TRUNCATE_GAP * abs(best_obj)
             )
             if not done and not out_of_time and not truncate:
-                if query is not None:
-                    at_lp = task.evaluate_outputs(F, query.label)
-                    c = query.hinge > 0
-                    if np.sum((at_lp.loss - at_lp.margin)[c]) / m > sol.xi[0] + eps_cp:
-                        added = add_plane(query, c)
-                added = add_violated(orc, sol.xi) or added
+                if query is not None and task.cut_value(F, query) > sol.xi[0] + eps_cp:
+                    added = add_cut(query)
+                added = add_violated(found, sol.xi) or added
             if not added:
                 # nothing added: either certified, or the paper's test (Alg. 2 l. 10) held
                 certified = done or not (out_of_time or truncate)
                 best = LPSolution(best_w, sol.xi, sol.row_dual, sol.objective)
-                return best, best_orc, n_cp, t_orc, t_mst
+                return best, best_risk, n_cp, t_orc, t_mst
             sol = solve()
             t_mst += time.perf_counter() - t1
             n_cp += 1
 
     # Alg. 1 line 2: start from each example's most violated output at w = 0.
-    init = task.initial_violators(rng)
-    add_violated(init, np.full(master.n_slacks, -np.inf))
+    if one_slack:
+        add_cut(task.initial_cut(rng))
+    else:
+        add_violated(task.initial_violators(rng), np.full(master.n_slacks, -np.inf))
     certified = False  # did the last cutting-plane loop reach its tolerance?
     sol = solve()
-    sol, orc, _, _, _ = cutting_planes(sol)
+    sol, risk, _, _, _ = cutting_planes(sol)
 
     history: list[dict] = []
     w_path: list[np.ndarray] = []
@@ -280,7 +282,7 @@ def _fit_structboost(
         best_gain = float(np.max(gains)) if len(gains) else 0.0
         if not picks and not certified:
             # the duals came from a truncated cutting-plane loop: finish it and re-price
-            sol, orc, _, _, _ = cutting_planes(sol)
+            sol, risk, _, _, _ = cutting_planes(sol)
             duals = ws.dual_pairs(sol.row_dual)
             cand, gains = weak_learner.best(prepared, task.weak_weights(duals))
             picks = task.select_columns(gains, 1.0 + eps_cg)
@@ -292,7 +294,7 @@ def _fit_structboost(
                 _record(
                     it,
                     sol,
-                    orc,
+                    risk,
                     C,
                     ens,
                     ws,
@@ -316,12 +318,12 @@ def _fit_structboost(
         master.add_columns(ws.column_coefficients(task, ens.H, hyp_idx, slots))
         sol = solve()
         t2 = time.perf_counter()
-        sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol, max_cp_rounds)
+        sol, risk, n_cp, t_orc, t_mst = cutting_planes(sol, max_cp_rounds)
         history.append(
             _record(
                 it,
                 sol,
-                orc,
+                risk,
                 C,
                 ens,
                 ws,
@@ -343,11 +345,11 @@ def _fit_structboost(
     if not certified and not converged and history:
         # polish the final model: run the last cutting-plane loop to its tolerance
         t0 = time.perf_counter()
-        sol, orc, n_cp, t_orc, t_mst = cutting_planes(sol)
+        sol, risk, n_cp, t_orc, t_mst = cutting_planes(sol)
         rec = _record(
             history[-1]["iteration"],
             sol,
-            orc,
+            risk,
             C,
             ens,
             ws,
@@ -360,7 +362,7 @@ def _fit_structboost(
         )
         history[-1] = rec
         w_path[-1] = sol.w.copy()
-    objective = float(sol.w.sum() + C * orc.hinge.mean())
+    objective = float(sol.w.sum() + C * risk)
     return ColumnGenerationResult(
         hypotheses=ens.hyps,
         column_hyp=ens.col_hyp,
@@ -375,9 +377,8 @@ def _fit_structboost(
 
 
 def _record(
-    it, sol, orc, C, ens, ws, gain, t_weak, t_master, t_oracle, t_total, n_cp, converged=False
+    it, sol, xi, C, ens, ws, gain, t_weak, t_master, t_oracle, t_total, n_cp, converged=False
 ) -> dict:
-    xi = float(orc.hinge.mean())
     return {
         "iteration": it,
         "objective": float(sol.w.sum() + C * xi),

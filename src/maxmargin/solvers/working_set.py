@@ -30,10 +30,13 @@ class WorkingSet:
         self._cache: tuple[np.ndarray, ...] | None = None
         self.n_rows = 0
 
-    def add_rows(self, row_pairs: DualPairs, row_of_pair: np.ndarray) -> None:
-        """Append rows; ``row_of_pair`` numbers them 0..r-1 locally, in order."""
+    def add_rows(self, row_pairs: DualPairs, row_of_pair: np.ndarray, n_new=None) -> None:
+        """Append ``n_new`` rows (default: as many as ``row_of_pair`` names);
+        ``row_of_pair`` numbers them 0..r-1 locally, in order.  A row may have no pairs
+        (a plane whose joint-feature sum is zero)."""
         row_of_pair = np.asarray(row_of_pair, dtype=np.int64)
-        n_new = int(row_of_pair.max()) + 1 if len(row_of_pair) else 0
+        if n_new is None:
+            n_new = int(row_of_pair.max()) + 1 if len(row_of_pair) else 0
         base = len(self._alive)
         self._batches.append(
             (

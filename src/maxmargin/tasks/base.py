@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["DualPairs", "LabelCodingTask", "OracleResult", "StructuredTask"]
+__all__ = ["Cut", "DualPairs", "LabelCodingTask", "OracleResult", "StructuredTask"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,23 @@ class OracleResult:
         return np.maximum(0.0, self.loss - self.margin)
 
 
+@dataclass(frozen=True)
+class Cut:
+    """One 1-slack cutting plane ``xi >= rhs - sum_k value_k w.dpsi(sample_k, label_k)``.
+
+    ``pairs`` says which joint-feature differences the plane sums (with their weights),
+    ``rhs`` is its constant (eq. 9b: ``(1/m) sum_i c_i Delta(y_i, y'_i)``) and ``risk``
+    its value at the scores it was found for -- for the most violated plane, the
+    average hinge loss there, i.e. the 1-slack ``xi`` of that point.  ``source``
+    optionally keeps the oracle result it was built from.
+    """
+
+    pairs: DualPairs
+    rhs: float
+    risk: float
+    source: OracleResult | None = None
+
+
 class StructuredTask(ABC):
     """Protocol shared by StructBoost (and later the SSVM family) for one kind of output.
 
@@ -81,10 +98,12 @@ class StructuredTask(ABC):
     n_outputs: float = float("inf")
 
     # -- binding ---------------------------------------------------------------------
-    def bind(self, X, y) -> StructuredTask:
-        """Return a copy of this task bound to training data (labels encoded)."""
+    def bind(self, X, y, **fit_params) -> StructuredTask:
+        """Return a copy of this task bound to training data (labels encoded).
+
+        ``fit_params`` are task-specific extras such as ``group`` for ranking."""
         bound = copy.deepcopy(self)
-        bound._bind(X, y)
+        bound._bind(X, y, **fit_params)
         return bound
 
     @abstractmethod
@@ -160,6 +179,30 @@ class StructuredTask(ABC):
     @abstractmethod
     def predict_codes(self, F: np.ndarray) -> np.ndarray:
         """argmax_y w.Psi(x, y) from slot scores, as integer codes."""
+
+    # -- 1-slack planes (tasks with a faster joint oracle override these) -----------
+    #: master formulations the task can be trained with
+    formulations: tuple[str, ...] = ("1-slack", "m-slack")
+
+    def one_slack_cut(self, F: np.ndarray) -> Cut:
+        """Most violated 1-slack plane at slot scores F (eq. 9b, c_i = [hinge_i > 0])."""
+        return self._cut_from(self.loss_augmented(F))
+
+    def initial_cut(self, rng: np.random.Generator) -> Cut:
+        """The 1-slack plane of the initial violators (Alg. 1 line 2)."""
+        return self._cut_from(self.initial_violators(rng))
+
+    def _cut_from(self, orc: OracleResult) -> Cut:
+        m = self.n_samples
+        c = np.flatnonzero(orc.hinge > 0)
+        pairs = DualPairs(c, orc.label[c], np.full(len(c), 1.0 / m))
+        return Cut(pairs, float(orc.loss[c].sum() / m), float(orc.hinge.mean()), orc)
+
+    def cut_value(self, F: np.ndarray, cut: Cut) -> float:
+        """Value ``rhs - sum_k value_k w.dpsi_k`` of a plane at slot scores F."""
+        at = self.evaluate_outputs(F, cut.source.label)
+        c = cut.pairs.sample
+        return float(np.sum(at.loss[c] - at.margin[c]) / self.n_samples)
 
 
 class LabelCodingTask(StructuredTask):

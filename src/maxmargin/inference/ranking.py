@@ -1,0 +1,594 @@
+"""Most violated 1-slack constraints for structured output ranking.
+
+Implements Blaschko, Mittal & Rahtu, "An O(n log n) cutting plane algorithm for
+structured output ranking", GCPR 2014:
+
+* Algorithm 1 -- one linear sweep over score-sorted samples for a complete
+  bipartite preference graph (every "top" sample above every "rest" sample);
+* Algorithm 2 -- divide and conquer over loss-sorted halves for the complete
+  preference graph, re-using the score order of the parent (a stable partition,
+  no re-sorting), so one iteration costs O(n log n) in total (the initial sort).
+
+Both rescalings of the hinge bound are supported.  For an edge (i, j), i.e.
+``loss[i] < loss[j]`` so that i should score higher, with ``d = loss[j] - loss[i]``:
+
+* margin rescaling (eq. 3): violated iff ``s[j] + loss[j] > s[i] + loss[i]``,
+  contribution ``d - (s[i] - s[j])``;
+* slack rescaling (eq. 4): violated iff ``s[j] + 1 > s[i]``, contribution
+  ``d * (1 - (s[i] - s[j]))``;
+* ``"unit"``: violated iff ``s[j] + 1 > s[i]``, contribution ``1 - (s[i] - s[j])``
+  whatever the loss gap -- the pairwise hinge of ordinal regression / AUC in
+  StructBoost (Shen et al., TPAMI 2014, eq. 14), where every ordered pair needs a
+  unit margin and counts once.
+
+Summing the contributions of all violated edges gives the most violated
+constraint ``delta - <w, sum_i alpha_i phi_i> <= xi`` with
+``delta = sum d`` (the number of violated edges for "unit") and ``alpha_i`` =
+(sum over violated edges where i is the upper end) minus (sum where i is the lower
+end) of ``d`` (slack) or ``1`` (margin, unit).  Edges whose hinge is exactly zero
+are *not* counted (strict comparison); pairs with equal losses are never edges,
+because the risk (eq. 1) weights a pair by ``|loss[j] - loss[i]|``.  See docs/ranking.md.
+
+Preference graphs, all restricted to pairs inside one group (query / image id)
+when ``group`` is given:
+
+* ``"complete"``: every pair with different losses;
+* ``"bipartite"``: the ``top_k`` lowest-loss samples (extended by samples tied
+  with the k-th loss) above all others; ``top_k=None`` means every sample with a
+  loss below the group's maximum above the samples at the maximum (relevant vs
+  non-relevant for graded relevance);
+* ``"star"``: the samples at the group's minimum loss (the ground truth) above
+  all others.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+__all__ = [
+    "GRAPHS",
+    "RESCALINGS",
+    "PreferenceGraph",
+    "brute_force_constraint",
+    "most_violated_constraint",
+]
+
+GRAPHS = ("complete", "bipartite", "star")
+RESCALINGS = ("margin", "slack", "unit")
+_MODE = {"margin": 0, "slack": 1, "unit": 2}
+_KIND = {"complete": 0, "bipartite": 1, "star": 2}
+
+
+# --------------------------------------------------------------------------- #
+# tree of bipartite subproblems (depends on the losses only)
+# --------------------------------------------------------------------------- #
+@njit(cache=True)
+def _split(loss, lo, hi, kind, top_k):
+    """Split position t (lo < t < hi) with loss[lo:t] < loss[t:hi], or -1 if none."""
+    if hi - lo < 2 or loss[lo] == loss[hi - 1]:
+        return -1
+    if kind == 0:  # complete: boundary between distinct losses nearest the middle
+        mid = lo + (hi - lo) // 2
+        if loss[mid - 1] != loss[mid]:
+            return mid
+        a = mid
+        while a > lo and loss[a - 1] == loss[mid]:
+            a -= 1
+        b = mid
+        while b < hi and loss[b] == loss[mid]:
+            b += 1
+        if a == lo:
+            return b
+        if b == hi:
+            return a
+        return a if mid - a <= b - mid else b
+    if kind == 1:
+        if top_k < 0:  # everything below the maximum vs the maximum
+            t = hi - 1
+            while t > lo and loss[t - 1] == loss[hi - 1]:
+                t -= 1
+            return t
+        k = min(top_k, hi - lo)
+        if k <= 0:
+            return -1
+        t = lo + k
+        while t < hi and loss[t] == loss[t - 1]:
+            t += 1
+        return t if t < hi else -1
+    # star: minimum-loss block vs the rest
+    t = lo + 1
+    while t < hi and loss[t] == loss[lo]:
+        t += 1
+    return t if t < hi else -1
+
+
+@njit(cache=True)
+def _build_tree(loss, group_starts, kind, top_k):
+    """Breadth-first list of bipartite nodes (lo, t, hi) and level offsets."""
+    n = loss.shape[0]
+    cap = max(n, 1)
+    node_lo = np.empty(cap, np.int64)
+    node_t = np.empty(cap, np.int64)
+    node_hi = np.empty(cap, np.int64)
+    level_off = np.empty(cap + 1, np.int64)
+    m = 0
+    for g in range(group_starts.shape[0] - 1):
+        lo = group_starts[g]
+        hi = group_starts[g + 1]
+        t = _split(loss, lo, hi, kind, top_k)
+        if t >= 0:
+            node_lo[m] = lo
+            node_t[m] = t
+            node_hi[m] = hi
+            m += 1
+    level_off[0] = 0
+    n_levels = 0
+    start = 0
+    while start < m:
+        n_levels += 1
+        level_off[n_levels] = m
+        if kind != 0:
+            break
+        end = m
+        for k in range(start, end):
+            lo, t, hi = node_lo[k], node_t[k], node_hi[k]
+            for a, b in ((lo, t), (t, hi)):
+                tt = _split(loss, a, b, 0, 0)
+                if tt >= 0:
+                    node_lo[m] = a
+                    node_t[m] = tt
+                    node_hi[m] = b
+                    m += 1
+        start = end
+    return (
+        node_lo[:m].copy(),
+        node_t[:m].copy(),
+        node_hi[:m].copy(),
+        level_off[: n_levels + 1].copy(),
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Algorithm 1 (sweep) and Algorithm 2 (levels of the recursion)
+# --------------------------------------------------------------------------- #
+@njit(cache=True)
+def _sweep(sq, sk, sl, ca, lo, t, hi, margin, mode, strict):
+    """Algorithm 1 on one bipartite node; returns its delta, accumulates alpha.
+
+    ``sq[lo:hi]`` holds the positions lo..hi-1 sorted by ascending key, with
+    their keys ``sk`` and losses ``sl`` carried alongside (sequential memory
+    access); the alpha contributions are accumulated into ``ca`` in the same
+    order; positions < t form the upper ("plus") side.  A minus sample j
+    violates every plus sample i with key[i] < key[j] + margin (<= if not
+    strict); by transitivity these form a growing prefix of the plus samples
+    in key order, so one pass suffices.  ``mode``: 0 margin rescaling (alpha counts
+    edges, delta sums loss gaps), 1 slack rescaling (both weighted by the loss gap),
+    2 unit (both count edges).
+    """
+    tot_m = 0.0
+    for idx in range(lo, hi):
+        if sq[idx] >= t:
+            tot_m += sl[idx]
+    n_m = hi - t
+    ip = lo
+    cnt_p = 0
+    sum_p = 0.0
+    pre_cnt = 0
+    pre_sum = 0.0
+    delta = 0.0
+    for idx in range(lo, hi):
+        if sq[idx] < t:
+            continue
+        kj = sk[idx] + margin
+        lj = sl[idx]
+        while ip < hi:
+            if sq[ip] >= t:
+                ip += 1
+                continue
+            ki = sk[ip]
+            if ki < kj or (not strict and ki == kj):
+                li = sl[ip]
+                if mode == 1:
+                    ca[ip] += (tot_m - pre_sum) - (n_m - pre_cnt) * li
+                else:
+                    ca[ip] += n_m - pre_cnt
+                cnt_p += 1
+                sum_p += li
+                ip += 1
+            else:
+                break
+        c = cnt_p * lj - sum_p
+        delta += cnt_p if mode == 2 else c
+        if mode == 1:
+            ca[idx] -= c
+        else:
+            ca[idx] -= cnt_p
+        pre_cnt += 1
+        pre_sum += lj
+    return delta
+
+
+@njit(cache=True)
+def _run_levels(
+    p,
+    loss,
+    key,
+    node_lo,
+    node_t,
+    node_hi,
+    level_off,
+    group_starts,
+    l0,
+    l1,
+    margin,
+    mode,
+    strict,
+    alpha,
+    delta_g,
+):
+    """Process tree levels l0..l1-1 (Algorithm 2 without recursion).
+
+    The key order of level l0 is obtained by scattering the global order ``p``
+    into the node segments; each further level is a stable partition of the
+    previous one (lines 6/8 of Algorithm 2), never a re-sort.  Position, key,
+    loss and the running alpha of every sample travel together through the
+    partitions, so the hot loops only touch memory sequentially; alpha is
+    scattered back once at the end.
+    """
+    n = loss.shape[0]
+    if l0 >= l1:
+        return
+    cq = np.empty(n, np.int64)
+    ck = np.empty(n)
+    cl = np.empty(n)
+    ca = np.zeros(n)
+    nq = np.empty(n, np.int64)
+    nk = np.empty(n)
+    nl = np.empty(n)
+    na = np.empty(n)
+    a, b = level_off[l0], level_off[l0 + 1]
+    if b - a == 1 and node_lo[a] == 0 and node_hi[a] == n:
+        for i in range(n):
+            q = p[i]
+            cq[i] = q
+            ck[i] = key[q]
+            cl[i] = loss[q]
+    else:
+        owner = np.full(n, -1, np.int64)
+        cursor = np.empty(b - a, np.int64)
+        for k in range(a, b):
+            cursor[k - a] = node_lo[k]
+            for q in range(node_lo[k], node_hi[k]):
+                owner[q] = k - a
+        for i in range(n):
+            q = p[i]
+            k = owner[q]
+            if k >= 0:
+                j = cursor[k]
+                cq[j] = q
+                ck[j] = key[q]
+                cl[j] = loss[q]
+                cursor[k] = j + 1
+        # slots outside the level's nodes: keep them inert
+        for i in range(n):
+            if owner[i] < 0:
+                cq[i] = -1
+    for lev in range(l0, l1):
+        last = lev == l1 - 1
+        done = 0  # next slot not yet copied to the next buffer
+        for k in range(level_off[lev], level_off[lev + 1]):
+            lo, t, hi = node_lo[k], node_t[k], node_hi[k]
+            d = _sweep(cq, ck, cl, ca, lo, t, hi, margin, mode, strict)
+            g = np.searchsorted(group_starts, lo, side="right") - 1
+            delta_g[g] += d
+            if not last:
+                for j in range(done, lo):  # inactive gap: carry over unchanged
+                    nq[j] = cq[j]
+                    na[j] = ca[j]
+                ia = lo
+                ib = t
+                for idx in range(lo, hi):
+                    q = cq[idx]
+                    if q < t:
+                        j = ia
+                        ia += 1
+                    else:
+                        j = ib
+                        ib += 1
+                    nq[j] = q
+                    nk[j] = ck[idx]
+                    nl[j] = cl[idx]
+                    na[j] = ca[idx]
+                done = hi
+        if not last:
+            for j in range(done, n):
+                nq[j] = cq[j]
+                na[j] = ca[j]
+            cq, nq = nq, cq
+            ck, nk = nk, ck
+            cl, nl = nl, cl
+            ca, na = na, ca
+    for i in range(n):
+        q = cq[i]
+        if q >= 0:
+            alpha[q] += ca[i]
+
+
+@njit(cache=True, parallel=True)
+def _run_chunks(
+    p, loss, key, node_lo, node_t, node_hi, level_off, group_starts, bounds, margin, mode, strict
+):
+    """Parallel Algorithm 2: contiguous ranges of tree levels run concurrently.
+
+    Every level depends only on the global key order and the (loss-only) tree,
+    so level ranges are independent (Sec. 3.1 of the paper); each range gets
+    its own alpha buffer, summed at the end.
+    """
+    n = loss.shape[0]
+    n_chunks = bounds.shape[0] - 1
+    G = group_starts.shape[0] - 1
+    alpha_c = np.zeros((n_chunks, n))
+    delta_c = np.zeros((n_chunks, G))
+    for c in prange(n_chunks):
+        _run_levels(
+            p,
+            loss,
+            key,
+            node_lo,
+            node_t,
+            node_hi,
+            level_off,
+            group_starts,
+            bounds[c],
+            bounds[c + 1],
+            margin,
+            mode,
+            strict,
+            alpha_c[c],
+            delta_c[c],
+        )
+    alpha = np.zeros(n)
+    for c in range(n_chunks):
+        for i in prange(n):
+            alpha[i] += alpha_c[c, i]
+    delta_g = np.zeros(G)
+    for c in range(n_chunks):
+        delta_g += delta_c[c]
+    return alpha, delta_g
+
+
+# --------------------------------------------------------------------------- #
+# public API
+# --------------------------------------------------------------------------- #
+def _check_1d(name, v, n=None):
+    v = np.asarray(v, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
+    if n is not None and v.shape[0] != n:
+        raise ValueError(f"{name} has length {v.shape[0]}, expected {n}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return v
+
+
+class PreferenceGraph:
+    """Losses, groups and graph kind, prepared once for many oracle calls.
+
+    Sorting the samples by (group, loss) and building the recursion tree of
+    Algorithm 2 depend only on the losses, so they are done here; each call
+    of :meth:`most_violated` then costs one sort of the scores plus a linear
+    pass per tree level.
+
+    Parameters
+    ----------
+    loss : array of shape (n,)
+        Structured losses Delta_i (lower is better).
+    graph : {"complete", "bipartite", "star"}
+    group : array of shape (n,) or None
+        Query / image ids; edges exist only inside a group.
+    top_k : int or None
+        Size of the upper side of the "bipartite" graph per group.
+    """
+
+    def __init__(self, loss, graph="complete", group=None, top_k=None):
+        loss = _check_1d("loss", loss)
+        n = loss.shape[0]
+        if graph not in _KIND:
+            raise ValueError(f"graph must be one of {GRAPHS}, got {graph!r}")
+        if top_k is not None:
+            if graph != "bipartite":
+                raise ValueError("top_k is only used with graph='bipartite'")
+            if int(top_k) != top_k or top_k < 1:
+                raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        if group is None:
+            gid = np.zeros(n, np.int64)
+        else:
+            group = np.asarray(group)
+            if group.shape != (n,):
+                raise ValueError(f"group has shape {group.shape}, expected ({n},)")
+            _, gid = np.unique(group, return_inverse=True)
+            gid = gid.astype(np.int64).ravel()
+        self.n = n
+        self.graph = graph
+        self.top_k = top_k
+        order = np.lexsort((loss, gid)) if group is not None else np.argsort(loss, kind="stable")
+        self.order = order.astype(np.int64)
+        self.loss_sorted = np.ascontiguousarray(loss[order])
+        G = int(gid.max()) + 1 if n else 0
+        counts = np.bincount(gid, minlength=G) if n else np.zeros(0, np.int64)
+        self.group_starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.n_groups = G
+        k = -1 if top_k is None else int(top_k)
+        self.node_lo, self.node_t, self.node_hi, self.level_off = _build_tree(
+            self.loss_sorted, self.group_starts, _KIND[graph], k
+        )
+        self.n_levels = self.level_off.shape[0] - 1
+        self.edges_per_group = self._count_edges()
+        self.pairs_per_group = self._count_pairs()
+
+    def _count_edges(self):
+        """Number of edges (pairs with different losses joined by the graph) per group.
+
+        The nodes of the tree have disjoint edge sets whose union is the graph's
+        edge set, so this is the sum of |upper| * |lower| over nodes."""
+        e = (self.node_t - self.node_lo) * (self.node_hi - self.node_t)
+        g = np.searchsorted(self.group_starts, self.node_lo, side="right") - 1
+        return np.bincount(g, weights=e.astype(np.float64), minlength=self.n_groups)
+
+    def _count_pairs(self):
+        """Number of unordered sample pairs the graph relates, per group (eq. 1 normaliser)."""
+        if self.graph == "complete":
+            m = np.diff(self.group_starts).astype(np.float64)
+            return m * (m - 1) / 2
+        # bipartite / star: |top| * |rest| (all such pairs have different losses)
+        return self.edges_per_group.copy()
+
+    def _level_bounds(self, n_chunks):
+        L = self.n_levels
+        n_chunks = max(1, min(n_chunks, L))
+        work = np.zeros(L)
+        sizes = (self.node_hi - self.node_lo).astype(np.float64)
+        for lev in range(L):
+            work[lev] = sizes[self.level_off[lev] : self.level_off[lev + 1]].sum() + self.n / 4
+        cum = np.concatenate([[0.0], np.cumsum(work)])
+        targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
+        inner = np.searchsorted(cum, targets)
+        bounds = np.unique(np.concatenate([[0], inner, [L]])).astype(np.int64)
+        return bounds
+
+    def _run(self, key_sorted, margin, mode, strict, n_jobs):
+        p = np.argsort(key_sorted).astype(np.int64, copy=False)
+        if n_jobs == 1 or self.n_levels <= 1:
+            alpha = np.zeros(self.n)
+            delta_g = np.zeros(self.n_groups)
+            _run_levels(
+                p,
+                self.loss_sorted,
+                key_sorted,
+                self.node_lo,
+                self.node_t,
+                self.node_hi,
+                self.level_off,
+                self.group_starts,
+                0,
+                self.n_levels,
+                margin,
+                mode,
+                strict,
+                alpha,
+                delta_g,
+            )
+        else:
+            n_threads = numba.get_num_threads()
+            numba.set_num_threads(max(1, min(n_jobs, numba.config.NUMBA_NUM_THREADS)))
+            try:
+                bounds = self._level_bounds(numba.get_num_threads())
+                alpha, delta_g = _run_chunks(
+                    p,
+                    self.loss_sorted,
+                    key_sorted,
+                    self.node_lo,
+                    self.node_t,
+                    self.node_hi,
+                    self.level_off,
+                    self.group_starts,
+                    bounds,
+                    margin,
+                    mode,
+                    strict,
+                )
+            finally:
+                numba.set_num_threads(n_threads)
+        return alpha, delta_g
+
+    def most_violated(self, scores, rescaling="margin", n_jobs=1):
+        """Most violated constraint for the current scores.
+
+        Returns
+        -------
+        alpha : ndarray of shape (n,)
+            Coefficients in the original sample order.
+        delta_per_group : ndarray of shape (n_groups,)
+            The constant term split by group (sum it for the paper's delta).
+        """
+        if rescaling not in RESCALINGS:
+            raise ValueError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
+        s = _check_1d("scores", scores, self.n)[self.order]
+        if rescaling == "margin":
+            key, margin = s + self.loss_sorted, 0.0
+        else:
+            key, margin = s, 1.0
+        mode = _MODE[rescaling]
+        alpha_s, delta_g = self._run(np.ascontiguousarray(key), margin, mode, True, n_jobs)
+        alpha = np.empty(self.n)
+        alpha[self.order] = alpha_s
+        return alpha, delta_g
+
+    def misordered_weight(self, scores, strict=True, weighted=True):
+        """Per group sum of ``loss[j] - loss[i]`` (of 1 if not ``weighted``) over edges
+        with ``s[i] < s[j]`` (``<=`` if not strict); the building block of the risk
+        (eq. 1)."""
+        s = np.ascontiguousarray(_check_1d("scores", scores, self.n)[self.order])
+        _, delta_g = self._run(s, 0.0, 1 if weighted else 2, strict, 1)
+        return delta_g
+
+
+def most_violated_constraint(
+    loss, scores, graph="complete", rescaling="margin", group=None, top_k=None, n_jobs=1
+):
+    """Most violated 1-slack ranking constraint ``(alpha, delta)`` (Algorithms 1/2 of
+    Blaschko et al., GCPR 2014); ``n_jobs > 1`` runs tree levels in parallel."""
+    g = PreferenceGraph(loss, graph=graph, group=group, top_k=top_k)
+    alpha, delta_g = g.most_violated(scores, rescaling=rescaling, n_jobs=n_jobs)
+    return alpha, float(delta_g.sum())
+
+
+# --------------------------------------------------------------------------- #
+# O(n^2) reference
+# --------------------------------------------------------------------------- #
+def _upper_side(loss_g, graph, top_k):
+    """Boolean mask of the upper side of a bipartite / star graph inside one group."""
+    if graph == "star":
+        return loss_g == loss_g.min()
+    if top_k is None:
+        return loss_g < loss_g.max()
+    k = min(int(top_k), loss_g.shape[0])
+    kth = np.sort(loss_g)[k - 1]
+    return loss_g <= kth
+
+
+def brute_force_constraint(
+    loss, scores, graph="complete", rescaling="margin", group=None, top_k=None, block=2048
+):
+    """O(n^2) reference for :func:`most_violated_constraint`: enumerates all pairs."""
+    loss = _check_1d("loss", loss)
+    n = loss.shape[0]
+    s = _check_1d("scores", scores, n)
+    if group is None:
+        group = np.zeros(n, np.int64)
+    group = np.asarray(group)
+    slack = rescaling == "slack"
+    unit = rescaling == "unit"
+    key = s + loss if rescaling == "margin" else s
+    margin = 0.0 if rescaling == "margin" else 1.0
+    alpha = np.zeros(n)
+    delta = 0.0
+    for gv in np.unique(group):
+        idx = np.flatnonzero(group == gv)
+        lg, kg = loss[idx], key[idx]
+        up = np.ones(idx.shape[0], bool) if graph == "complete" else _upper_side(lg, graph, top_k)
+        for b0 in range(0, idx.shape[0], block):
+            r = slice(b0, b0 + block)
+            # rows: upper end i, columns: lower end j
+            d = lg[None, :] - lg[r, None]
+            edge = d > 0
+            if graph != "complete":
+                edge &= up[r, None] & ~up[None, :]
+            viol = edge & (kg[None, :] + margin > kg[r, None])
+            w = np.where(viol, d if slack else 1.0, 0.0)
+            delta += float(viol.sum()) if unit else float(np.where(viol, d, 0.0).sum())
+            np.add.at(alpha, idx[r], w.sum(axis=1))
+            alpha[idx] -= w.sum(axis=0)
+    return alpha, delta
