@@ -13,6 +13,7 @@ import pytest
 from scipy.optimize import linprog
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from maxmargin import StructBoostRanker, load, save
@@ -247,3 +248,19 @@ def test_bad_data():
         r.decision_function(X[:, :5])
     with pytest.raises(ValueError, match="1-slack"):
         fit_structboost(RankingTask().bind(X, y), DecisionStump(), C=10.0, formulation="m-slack")
+
+
+class _InconsistentTask(RankingTask):
+    """Reports a risk its planes cannot reach: the LP never moves."""
+
+    def one_slack_cut(self, F):
+        cut = super().one_slack_cut(F)
+        return type(cut)(cut.pairs, cut.rhs, cut.risk + 0.5)
+
+
+def test_stalled_cutting_planes_stop_with_a_warning():
+    X, y, group = small_data(2, n=20)
+    task = _InconsistentTask().bind(X, y, group=group)
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        res = fit_structboost(task, DecisionStump(), C=10.0, max_iter=5, max_cp_rounds=None)
+    assert len(res.history) <= 5  # it returns instead of looping forever

@@ -26,9 +26,11 @@ The working set is kept across boosting iterations (Sec. 2.2).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from maxmargin.solvers.lp_master import LPMaster, LPSolution
@@ -43,6 +45,8 @@ STAB = 0.5  # weight of the stability centre in the in-out query point
 #: a truncated cutting-plane loop (max_cp_rounds) still goes on while the master's
 #: relative gap exceeds this, so weak learners are priced from reasonable duals
 TRUNCATE_GAP = 0.05
+#: rounds whose planes do not move the LP point before a cutting-plane loop gives up
+STALL_ROUNDS = 5
 
 
 @dataclass
@@ -223,6 +227,7 @@ def _fit_structboost(
         t_orc = t_mst = 0.0
         n_cp = 0
         best_obj, best_w, best_risk, best_F = np.inf, None, None, None
+        stalled = 0  # rounds in a row whose new planes left the LP point unchanged
         while True:
             t0 = time.perf_counter()
             F = ens.slot_scores(sol.w)
@@ -248,16 +253,28 @@ def _fit_structboost(
                 and n_cp >= limit
                 and best_obj - sol.objective <= TRUNCATE_GAP * abs(best_obj)
             )
-            if not done and not out_of_time and not truncate:
+            stuck = stalled >= STALL_ROUNDS
+            if not done and not out_of_time and not truncate and not stuck:
                 if query is not None and task.cut_value(F, query) > sol.xi[0] + eps_cp:
                     added = add_cut(query)
                 added = add_violated(found, sol.xi) or added
             if not added:
                 # nothing added: either certified, or the paper's test (Alg. 2 l. 10) held
-                certified = done or not (out_of_time or truncate)
+                certified = done or not (out_of_time or truncate or stuck)
+                if stuck:
+                    warnings.warn(
+                        f"cutting planes stalled: {STALL_ROUNDS} rounds of violated planes "
+                        "left the LP point unchanged (numerical tolerance, or a task whose "
+                        "planes disagree with its risk); stopping this loop",
+                        ConvergenceWarning,
+                        stacklevel=4,
+                    )
                 best = LPSolution(best_w, sol.xi, sol.row_dual, sol.objective)
                 return best, best_risk, n_cp, t_orc, t_mst
+            prev = sol
             sol = solve()
+            same = sol.objective <= prev.objective + 1e-12 * max(1.0, abs(prev.objective))
+            stalled = stalled + 1 if same and np.array_equal(sol.w, prev.w) else 0
             t_mst += time.perf_counter() - t1
             n_cp += 1
 
