@@ -192,3 +192,230 @@ def test_demo_small(tmp_path, capsys):
     assert 1 <= result["structboost"]["iterations"] <= 5
     plot = out / "structboost_convergence.png"
     assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------- ranking (--rank)
+def _ranking(n_queries=6, per_query=8, seed=0):
+    """Relevance grades 0..2 driven by the first two features, query ids 1..n_queries."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * per_query, 4))
+    score = X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.3, size=len(X))
+    y = np.clip(np.round(score + 1), 0, 2).astype(int)
+    qid = np.repeat(np.arange(1, n_queries + 1), per_query)
+    return X, y, qid
+
+
+def _write_svmlight(path, X, y, qid=None):
+    lines = []
+    for i, (row, label) in enumerate(zip(X, y)):
+        head = f"{label}" + ("" if qid is None else f" qid:{qid[i]}")
+        lines.append(head + " " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(row)))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def rank_data(tmp_path):
+    X, y, qid = _ranking()
+    # .txt as LETOR / svm_rank files are: the format is found by content
+    return _write_svmlight(tmp_path / "rank.txt", X, y, qid), X, y, qid
+
+
+@pytest.fixture
+def ranker(tmp_path, rank_data, capsys):
+    path, _, _, _ = rank_data
+    model = tmp_path / "ranker.mm"
+    argv = ["fit", "--rank", str(path), "-o", str(model), "--max-iter", "10", "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    return model
+
+
+def _n_pairs(y, qid):
+    return sum(int(np.sum(y[qid == q][:, None] > y[qid == q][None, :])) for q in np.unique(qid))
+
+
+def test_fit_rank_json(tmp_path, rank_data, capsys):
+    from maxmargin import StructBoostRanker
+    from maxmargin.metrics import pairwise_accuracy
+
+    path, X, y, qid = rank_data
+    model = tmp_path / "r.mm"
+    argv = ["fit", "--rank", str(path), "-o", str(model), "--max-iter", "10", "--json"]
+    assert main([*argv, "--seed", "0"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    summary = json.loads(captured.out)
+    est = mmio.load(model)
+    assert isinstance(est, StructBoostRanker)
+    assert summary["n_samples"] == len(y) and summary["n_features"] == 4
+    assert summary["n_groups"] == 6
+    assert summary["n_pairs"] == est.n_pairs_ == _n_pairs(y, qid)
+    assert summary["formulation"] == "1-slack"  # "auto" means 1-slack with --rank
+    assert (summary["graph"], summary["rescaling"]) == ("complete", "unit")
+    assert 1 <= summary["iterations"] <= 10 and summary["n_weak"] >= 1
+    assert summary["objective"] == pytest.approx(est.objective_)
+    scores = est.decision_function(X)
+    assert summary["train_pairwise_accuracy"] == pytest.approx(pairwise_accuracy(y, scores, qid))
+    assert summary["train_pairwise_accuracy"] > 0.8
+    assert summary["train_auc"] is None  # three relevance levels
+    assert summary["fit_seconds"] >= 0
+
+
+def test_fit_rank_human_output_and_progress(tmp_path, rank_data, capsys):
+    path, _, _, _ = rank_data
+    assert main(["fit", "--rank", str(path), "-o", str(tmp_path / "r.mm"), "--max-iter", "5"]) == 0
+    captured = capsys.readouterr()
+    assert "StructBoostRanker fit" in captured.out and "pairwise accuracy" in captured.out
+    assert "StructBoostRanker" in captured.err  # the progress display
+
+
+def test_fit_rank_options_reach_the_model(tmp_path, rank_data, capsys):
+    path, _, _, _ = rank_data
+    model = tmp_path / "r.mm"
+    argv = ["fit", "--rank", str(path), "-o", str(model), "--max-iter", "5", "--json"]
+    argv += ["--formulation", "m-slack", "--graph", "bipartite", "--top-k", "2"]
+    argv += ["--rescaling", "margin", "--C", "10"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["formulation"] == "m-slack" and summary["graph"] == "bipartite"
+    est = mmio.load(model)
+    assert (est.graph, est.rescaling, est.top_k, est.C) == ("bipartite", "margin", 2, 10.0)
+    assert summary["n_pairs"] == est.n_pairs_ < _n_pairs(*_ranking()[1:])
+
+
+def test_rank_predict_writes_scores(tmp_path, rank_data, ranker, capsys):
+    path, X, _, _ = rank_data
+    scores = mmio.load(ranker).decision_function(X)
+    out = tmp_path / "scores.txt"
+    assert main(["predict", str(ranker), str(path), "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines == [repr(float(s)) for s in scores]
+    np.testing.assert_array_equal([float(v) for v in lines], scores)  # full precision
+
+    assert main(["predict", str(ranker), str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"scores": scores.tolist()}
+
+
+def test_rank_evaluate_json_matches_metrics(rank_data, ranker, capsys):
+    from maxmargin.metrics import mean_average_precision, ndcg_at_k, pairwise_accuracy
+
+    path, X, y, qid = rank_data
+    assert main(["evaluate", str(ranker), str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    scores = mmio.load(ranker).decision_function(X)
+    assert report["n"] == len(y) and report["n_groups"] == 6 and report["groups"] == "qid"
+    assert report["pairwise_accuracy"] == pytest.approx(pairwise_accuracy(y, scores, qid))
+    assert report["ndcg@10"] == pytest.approx(ndcg_at_k(y, scores, k=10, group=qid))
+    assert report["map"] == pytest.approx(mean_average_precision(y, scores, qid))
+    assert report["auc"] is None
+    assert "confusion_matrix" not in report
+    levels = report["per_level"]
+    assert [r["label"] for r in levels] == [0, 1, 2]
+    assert sum(r["count"] for r in levels) == len(y)
+    assert levels[0]["mean_score"] < levels[2]["mean_score"]
+
+
+def test_rank_evaluate_human_output(rank_data, ranker, capsys):
+    path, _, _, _ = rank_data
+    assert main(["evaluate", str(ranker), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Ranking evaluation" in out and "pairwise accuracy" in out
+    assert "NDCG@10" in out and "MAP" in out and "Per relevance level" in out
+    assert "Confusion matrix" not in out and "AUC" not in out
+
+
+def test_rank_binary_file_without_qid(tmp_path, capsys):
+    """An SVM-light classification file (-1/+1, no qid): one query, AUC maximisation."""
+    from maxmargin.metrics import auc, mean_average_precision, ndcg_at_k, pairwise_accuracy
+
+    X, y3, _ = _ranking(seed=3)
+    y = np.where(y3 >= 1, 1, -1)
+    path = _write_svmlight(tmp_path / "auc.svm", X, y)
+    model = tmp_path / "auc.mm"
+    argv = ["fit", "--rank", str(path), "-o", str(model), "--max-iter", "10", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    scores = mmio.load(model).decision_function(X)
+    assert summary["n_groups"] == 1
+    assert summary["n_pairs"] == int(np.sum(y > 0) * np.sum(y < 0))
+    assert summary["train_auc"] == pytest.approx(auc(y, scores))
+    assert summary["train_auc"] == pytest.approx(summary["train_pairwise_accuracy"])
+
+    assert main(["evaluate", str(model), str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n_groups"] == 1 and report["groups"] is None
+    assert report["auc"] == pytest.approx(auc(y, scores))
+    assert report["pairwise_accuracy"] == pytest.approx(pairwise_accuracy(y, scores))
+    assert report["ndcg@10"] == pytest.approx(ndcg_at_k(y, scores, k=10))
+    assert report["map"] == pytest.approx(mean_average_precision(y, scores))
+
+    assert main(["evaluate", str(model), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "AUC" in out and "no qid" in out
+
+
+def test_rank_on_csv(tmp_path, csv_data, capsys):
+    path, _, _ = csv_data
+    argv = ["fit", "--rank", str(path), "-o", str(tmp_path / "r.mm"), "--max-iter", "5"]
+    assert main([*argv, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_groups"] == 1 and summary["n_pairs"] == 3 * 12 * 12
+
+
+def test_rank_no_pairs_is_a_clean_error(tmp_path, capsys):
+    path = tmp_path / "flat.txt"
+    path.write_text("1 qid:1 1:0.1\n1 qid:1 1:0.2\n0 qid:2 1:0.3\n")
+    model = tmp_path / "r.mm"
+    assert main(["fit", "--rank", str(path), "-o", str(model)]) == 2
+    err = _assert_clean_error(capsys, "no pairs", "single relevance level")
+    assert err.count("\n") == 1  # no progress bar left above the message
+    assert not model.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (["--rank", "--taxonomy", "t.txt"], ["--taxonomy", "--rank"]),
+        (["--rank", "--sharing", "per_class"], ["--sharing", "--rank"]),
+        (["--graph", "star"], ["--graph", "--rank"]),
+        (["--rank", "--top-k", "3"], ["--top-k", "bipartite"]),
+        (["--rank", "--graph", "bipartite", "--top-k", "0"], ["top_k"]),
+    ],
+)
+def test_rank_option_errors(tmp_path, rank_data, capsys, extra, needles):
+    path, _, _, _ = rank_data
+    model = tmp_path / "r.mm"
+    assert main(["fit", str(path), "-o", str(model), "--max-iter", "3", *extra]) == 2
+    _assert_clean_error(capsys, *needles)
+    assert not model.exists()
+
+
+def test_rank_bad_files(tmp_path, capsys):
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("1 qid:1 1:0.1\n0 1:0.2\n2 qid:2 1:0.3\n")
+    assert main(["fit", "--rank", str(mixed), "-o", str(tmp_path / "r.mm")]) == 2
+    _assert_clean_error(capsys, "mixed.txt", "only 2 of 3 lines have a qid")
+
+    text = tmp_path / "text.csv"
+    text.write_text("a,b,label\n1,2,good\n3,4,bad\n")
+    assert main(["fit", "--rank", str(text), "-o", str(tmp_path / "r.mm")]) == 2
+    _assert_clean_error(capsys, "text.csv", "numeric relevance")
+
+
+def test_rank_evaluate_errors(tmp_path, rank_data, ranker, capsys):
+    path, _, _, _ = rank_data
+    assert main(["evaluate", str(ranker), str(path), "--taxonomy", "t.txt"]) == 2
+    _assert_clean_error(capsys, "--taxonomy", "ranking model")
+    wide = _write_svmlight(tmp_path / "wide.txt", np.ones((2, 7)), [1, 0], [1, 1])
+    assert main(["evaluate", str(ranker), str(wide)]) == 2
+    _assert_clean_error(capsys, "wide.txt")
+
+
+def test_classifier_fit_ignores_qid(tmp_path, rank_data, capsys):
+    """Without --rank a ranking file is read as a classification file, as before."""
+    path, _, y, _ = rank_data
+    argv = ["fit", str(path), "-o", str(tmp_path / "c.mm"), "--max-iter", "3", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_classes"] == len(np.unique(y))

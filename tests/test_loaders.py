@@ -169,3 +169,60 @@ def test_missing_file_and_unknown_format(tmp_path):
         load_dataset(tmp_path / "missing.csv")
     with pytest.raises(ValueError, match="unknown data format"):
         load_dataset(_write(tmp_path / "d.csv", "1,0\n"), format="parquet")
+
+
+# --------------------------------------------------------------------------- svmlight qid
+RANK_TEXT = (
+    "2 qid:1 1:0.5 3:1\n"
+    "0 qid:1 1:0.1\n"
+    "1 qid:1 2:0.3\n"
+    "1 qid:7 1:0.2 2:0.2  # docid = a\n"
+    "0 qid:7 3:0.9\n"
+)
+
+
+def test_svmlight_query_ids(tmp_path):
+    path = _write(tmp_path / "rank.txt", RANK_TEXT)  # .txt: found by content sniffing
+    assert detect_format(path) == "svmlight"
+    X, y, qid = load_dataset(path, query_id=True)
+    assert qid.dtype == np.int64
+    np.testing.assert_array_equal(qid, [1, 1, 1, 7, 7])
+    np.testing.assert_array_equal(y, [2, 0, 1, 1, 0])
+    np.testing.assert_array_equal(X[0], [0.5, 0, 1])
+    np.testing.assert_array_equal(X[3], [0.2, 0.2, 0])
+    # without query_id: the same (X, y), qid tokens ignored
+    X2, y2 = load_dataset(path)
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)
+
+
+def test_svmlight_query_ids_direct_sparse_and_padded(tmp_path):
+    from maxmargin.datasets import load_svmlight
+
+    X, _, qid = load_svmlight(
+        _write(tmp_path / "r.svm", RANK_TEXT), n_features=5, dense=False, query_id=True
+    )
+    assert sp.issparse(X) and X.shape == (5, 5)
+    np.testing.assert_array_equal(qid, [1, 1, 1, 7, 7])
+
+
+def test_svmlight_without_qid_gives_none(tmp_path):
+    X, y, qid = load_dataset(_write(tmp_path / "d.svm", SVM_TEXT), query_id=True)
+    assert qid is None
+    np.testing.assert_array_equal(y, [1, 2, 3])
+    assert X.shape == (3, 3)
+
+
+def test_svmlight_qid_on_some_lines_only(tmp_path):
+    path = _write(tmp_path / "mixed.svm", "1 qid:1 1:1\n0 1:2\n2 qid:2 1:3\n")
+    with pytest.raises(ValueError, match=r"mixed\.svm: only 2 of 3 lines have a qid"):
+        load_dataset(path, query_id=True)
+    _, y = load_dataset(path)  # not asked for: qid tokens are ignored as before
+    np.testing.assert_array_equal(y, [1, 0, 2])
+
+
+def test_csv_query_id_is_none(tmp_path):
+    X, y, qid = load_dataset(_write(tmp_path / "d.csv", "1,2,0\n3,4,1\n"), query_id=True)
+    assert qid is None
+    np.testing.assert_array_equal(y, [0, 1])
+    assert X.shape == (2, 2)

@@ -1,5 +1,18 @@
 """The ``maxmargin`` command line: fit, predict, evaluate and a self-contained demo.
 
+``fit`` trains a :class:`~maxmargin.StructBoostClassifier`; ``fit --rank`` trains a
+:class:`~maxmargin.StructBoostRanker` instead (AUC maximisation, ordinal regression,
+learning to rank) on relevance grades, with the queries taken from the ``qid:``
+tokens of an svmlight / SVM-light / svm_rank file (``2 qid:1 1:0.5 3:0.1``); a file
+without qid (or a CSV file) is one query.  ``predict`` writes labels for a
+classifier and scores for a ranker; ``evaluate`` reports accuracy and the
+confusion matrix for a classifier, and pairwise accuracy, AUC (binary labels),
+NDCG@10 and MAP, averaged over the queries, for a ranker::
+
+    maxmargin fit --rank train.txt -o ranker.mm --max-iter 50
+    maxmargin predict ranker.mm test.txt > scores.txt
+    maxmargin evaluate ranker.mm test.txt
+
 Human-readable output goes through rich (tables on stdout, a live progress
 display on stderr); ``--json`` switches every command to one machine-readable
 JSON document on stdout.  Bad input (missing files, unparsable data, corrupt
@@ -102,6 +115,22 @@ def _structboost_class() -> type:
     return StructBoostClassifier
 
 
+def _ranker_class() -> type:
+    from maxmargin.learners.structboost_ranker import StructBoostRanker
+
+    return StructBoostRanker
+
+
+def _is_ranker(model: Any) -> bool:
+    return isinstance(model, _ranker_class())
+
+
+def _finite_or_none(value: Any) -> float | None:
+    """A metric for the JSON output: NaN (undefined, e.g. no pairs) becomes null."""
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
 def _fmt(value: Any, spec: str = ".6g") -> str:
     try:
         return format(float(value), spec)
@@ -169,12 +198,18 @@ class FitProgress:
                 completed=self.n_records,
                 description=f"{self.description} (done after {self.n_records})",
             )
+        elif exc_info[0] is not None and self.n_records == 0:
+            # rejected before the first iteration (bad data or parameters): erase the
+            # empty bar (and skip Progress.stop's blank line) so the error stands alone
+            self._progress.live.transient = True
+            self._progress.live.stop()
+            return
         self._progress.stop()
 
 
-def _fit_timed(est: Any, X: Any, y: Any) -> float:
+def _fit_timed(est: Any, X: Any, y: Any, **fit_params: Any) -> float:
     start = time.perf_counter()
-    est.fit(X, y)
+    est.fit(X, y, **fit_params)
     return time.perf_counter() - start
 
 
@@ -197,10 +232,31 @@ def _load_training_data(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
     return X, y
 
 
+def _load_ranking_data(args: argparse.Namespace) -> tuple[Any, np.ndarray, np.ndarray | None]:
+    """``(X, relevance, qid)`` for ``fit --rank``; qid is None without ``qid:`` tokens."""
+    from maxmargin.datasets import load_dataset
+
+    X, y, qid = load_dataset(
+        args.data, format=args.format, label_column=args.label_column, query_id=True
+    )
+    _check_relevance(args.data, y)
+    return X, y, qid
+
+
+def _check_relevance(data: str, y: np.ndarray | None) -> None:
+    if y is not None and y.dtype.kind not in "iuf":
+        raise ValueError(
+            f"{data}: ranking needs numeric relevance labels (higher = better), "
+            "got text labels (check --label-column)"
+        )
+
+
 def _load_data_for_model(
-    args: argparse.Namespace, model: Any, need_labels: bool
-) -> tuple[Any, np.ndarray | None]:
-    """Load DATA at the model's width; CSV files without a label column are accepted."""
+    args: argparse.Namespace, model: Any, need_labels: bool, query_id: bool = False
+) -> tuple[Any, ...]:
+    """Load DATA at the model's width; CSV files without a label column are accepted.
+
+    Returns ``(X, y)``, or ``(X, y, qid)`` with ``query_id=True``."""
     from maxmargin.datasets import detect_format, load_dataset, peek_n_columns
 
     n_features = getattr(model, "n_features_in_", None)
@@ -213,8 +269,13 @@ def _load_data_for_model(
             if fmt == "csv" or detect_format(path) == "csv":
                 if n_features is not None and peek_n_columns(path) == n_features:
                     label_column = None  # unlabelled: every column is a feature
-    X, y = load_dataset(args.data, format=fmt, n_features=n_features, label_column=label_column)
-    return X, y
+    return load_dataset(
+        args.data,
+        format=fmt,
+        n_features=n_features,
+        label_column=label_column,
+        query_id=query_id,
+    )
 
 
 def _load_model(path: str) -> Any:
@@ -230,7 +291,7 @@ def _taxonomy_params(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     from maxmargin.tasks.hierarchy import as_taxonomy
 
-    return {"taxonomy": as_taxonomy(args.taxonomy), "tree_loss": args.tree_loss}
+    return {"taxonomy": as_taxonomy(args.taxonomy), "tree_loss": args.tree_loss or "height"}
 
 
 def _model_taxonomy(model: Any, path: str | None) -> tuple[Any, str] | None:
@@ -246,8 +307,60 @@ def _model_taxonomy(model: Any, path: str | None) -> tuple[Any, str] | None:
     return (as_taxonomy(spec), kind) if spec is not None else None
 
 
+def _ranking_metrics(
+    y: np.ndarray, scores: np.ndarray, qid: np.ndarray | None
+) -> dict[str, float | None]:
+    """Pairwise accuracy, AUC (binary labels only, else None), NDCG@10 and MAP, each
+    averaged over the queries (one query when ``qid`` is None); NaN becomes None."""
+    from maxmargin.metrics import auc, mean_average_precision, ndcg_at_k, pairwise_accuracy
+
+    relevance = np.asarray(y, dtype=np.float64)
+    levels = np.unique(relevance)
+    binary = levels.size == 2
+    return {
+        "pairwise_accuracy": _finite_or_none(pairwise_accuracy(relevance, scores, qid)),
+        # the higher of the two labels is the positive class (0/1, -1/+1, 1/2 ...)
+        "auc": _finite_or_none(auc((relevance == levels[-1]).astype(np.float64), scores, qid))
+        if binary
+        else None,
+        "ndcg@10": _finite_or_none(ndcg_at_k(relevance, scores, k=10, group=qid)),
+        "map": _finite_or_none(mean_average_precision(relevance, scores, qid)),
+    }
+
+
+def _n_groups(qid: np.ndarray | None) -> int:
+    return 1 if qid is None else len(np.unique(qid))
+
+
+def _check_fit_options(args: argparse.Namespace) -> None:
+    """Reject classifier-only options with --rank and ranking-only options without it."""
+    classifier_only = {
+        "--taxonomy": args.taxonomy,
+        "--sharing": args.sharing,
+        "--tree-loss": args.tree_loss,
+    }
+    ranking_only = {"--graph": args.graph, "--rescaling": args.rescaling, "--top-k": args.top_k}
+    if args.rank:
+        given = [name for name, value in classifier_only.items() if value is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} cannot be used with --rank (classifier options; "
+                "a ranker learns one score per sample)"
+            )
+        if args.top_k is not None and (args.graph or "complete") != "bipartite":
+            raise ValueError("--top-k needs --graph bipartite")
+    else:
+        given = [name for name, value in ranking_only.items() if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} can only be used with --rank")
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
-    """Train a StructBoostClassifier on DATA and save it to MODEL."""
+    """Train a StructBoostClassifier (or with --rank a StructBoostRanker) on DATA and
+    save it to MODEL."""
+    _check_fit_options(args)
+    if args.rank:
+        return _fit_ranker(args)
     from maxmargin.io import save
 
     X, y = _load_training_data(args)
@@ -257,7 +370,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             C=args.C,
             max_iter=args.max_iter,
             weak_learner=args.weak_learner,
-            sharing=args.sharing,
+            sharing=args.sharing or "shared",
             formulation=args.formulation,
             eps_cp=args.eps_cp,
             eps_cg=args.eps_cg,
@@ -289,14 +402,75 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _fit_ranker(args: argparse.Namespace) -> int:
+    """``fit --rank``: a StructBoostRanker on relevance grades, queries from svmlight qid."""
+    from maxmargin.io import save
+
+    formulation = "1-slack" if args.formulation == "auto" else args.formulation
+    X, y, qid = _load_ranking_data(args)
+    show = not (args.json or args.quiet)
+    with FitProgress(args.max_iter, "StructBoostRanker", enabled=show) as progress:
+        est = _ranker_class()(
+            C=args.C,
+            max_iter=args.max_iter,
+            weak_learner=args.weak_learner,
+            formulation=formulation,
+            graph=args.graph or "complete",
+            rescaling=args.rescaling or "unit",
+            top_k=args.top_k,
+            eps_cp=args.eps_cp,
+            eps_cg=args.eps_cg,
+            max_time=args.max_time,
+            random_state=args.seed,
+            callback=progress,
+        )
+        seconds = _fit_timed(est, X, y, group=qid)
+    train = _ranking_metrics(y, est.decision_function(X), qid)
+    out = save(est, args.output)
+    history = _history(est)
+    summary = {
+        "model": str(out),
+        "data": str(args.data),
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "n_groups": _n_groups(qid),
+        "n_pairs": int(est.n_pairs_),
+        "formulation": formulation,
+        "graph": est.graph,
+        "rescaling": est.rescaling,
+        "iterations": len(history),
+        "n_weak": _n_weak(est, len(history)),
+        "objective": float(getattr(est, "objective_", float("nan"))),
+        "train_pairwise_accuracy": train["pairwise_accuracy"],
+        "train_auc": train["auc"],
+        "fit_seconds": round(seconds, 4),
+    }
+    if args.json:
+        _print_json(summary)
+    elif not args.quiet:
+        shown = {k: v for k, v in summary.items() if v is not None}
+        if qid is None:
+            shown["n_groups"] = "1 (no qid: one query)"
+        _print_kv_table("StructBoostRanker fit", shown)
+    return EXIT_OK
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
-    """Write one predicted label per line (or a JSON document with --json)."""
+    """Write one predicted label (classifier) or score (ranker) per line, or a JSON
+    document with --json."""
     model = _load_model(args.model)
     X, _ = _load_data_for_model(args, model, need_labels=False)
-    predictions = model.predict(X)
-    if args.json:
+    if _is_ranker(model):
+        scores = np.asarray(model.decision_function(X), dtype=np.float64)
+        if args.json:
+            text = json.dumps({"scores": scores.tolist()}) + "\n"
+        else:
+            text = "".join(repr(float(s)) + "\n" for s in scores)
+    elif args.json:
+        predictions = model.predict(X)
         text = json.dumps({"predictions": _plain(np.asarray(predictions))}) + "\n"
     else:
+        predictions = model.predict(X)
         text = "".join(_label_text(p) + "\n" for p in predictions)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -307,10 +481,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """Error rate, accuracy, confusion matrix and per-class counts of MODEL on DATA."""
+    """Error rate, accuracy, confusion matrix and per-class counts of MODEL on DATA
+    (ranking metrics for a ranker)."""
     from sklearn.metrics import confusion_matrix
 
     model = _load_model(args.model)
+    if _is_ranker(model):
+        return _evaluate_ranker(args, model)
     X, y = _load_data_for_model(args, model, need_labels=True)
     classes = np.asarray(model.classes_)
     numeric = "iufb"
@@ -395,6 +572,65 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             _fmt(row["error_rate"], ".4f"),
         )
     console.print(counts)
+    return EXIT_OK
+
+
+def _evaluate_ranker(args: argparse.Namespace, model: Any) -> int:
+    """Pairwise accuracy, AUC, NDCG@10 and MAP of a ranker, per query when DATA has qid."""
+    if args.taxonomy is not None:
+        raise ValueError("--taxonomy applies to classifiers, not to a ranking model")
+    X, y, qid = _load_data_for_model(args, model, need_labels=True, query_id=True)
+    _check_relevance(args.data, y)
+    scores = np.asarray(model.decision_function(X), dtype=np.float64)
+    metrics = _ranking_metrics(y, scores, qid)
+    levels, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    per_level = [
+        {
+            "label": _plain(level),
+            "count": int(count),
+            "mean_score": float(scores[inverse.ravel() == i].mean()),
+        }
+        for i, (level, count) in enumerate(zip(levels, counts))
+    ]
+    report = {
+        "model": str(args.model),
+        "data": str(args.data),
+        "n": len(y),
+        "n_groups": _n_groups(qid),
+        "groups": "qid" if qid is not None else None,
+        **metrics,
+        "per_level": per_level,
+    }
+    if args.json:
+        _print_json(report)
+        return EXIT_OK
+    from rich.table import Table
+
+    console = _stdout_console()
+    names = {"pairwise_accuracy": "pairwise accuracy", "auc": "AUC", "ndcg@10": "NDCG@10"}
+    _print_kv_table(
+        "Ranking evaluation",
+        {
+            "model": args.model,
+            "data": args.data,
+            "n": len(y),
+            "queries": f"{report['n_groups']} (metrics: mean over queries)"
+            if qid is not None
+            else "1 (no qid: the whole file)",
+            **{
+                names.get(key, key.upper()): _fmt(value, ".4f")
+                for key, value in metrics.items()
+                if value is not None or key != "auc"
+            },
+        },
+        console=console,
+    )
+    table = Table(title="Per relevance level")
+    for name in ("label", "count", "mean score"):
+        table.add_column(name, justify="left" if name == "label" else "right")
+    for row in per_level:
+        table.add_row(_label_text(row["label"]), str(row["count"]), _fmt(row["mean_score"]))
+    console.print(table)
     return EXIT_OK
 
 
@@ -632,8 +868,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser(
         "fit",
         parents=[common, data_opts, json_opt],
-        help="train a StructBoostClassifier",
-        description="Train a StructBoostClassifier on DATA and save it to MODEL.",
+        help="train a StructBoostClassifier (or a StructBoostRanker with --rank)",
+        description="Train a StructBoostClassifier on DATA and save it to MODEL.  With "
+        "--rank, train a StructBoostRanker (AUC / ordinal regression / learning to rank) "
+        "on relevance grades instead; queries come from the qid: tokens of an svmlight "
+        "(SVM-light / svm_rank) file such as '2 qid:1 1:0.5 3:0.1', and pairs are only "
+        "formed inside a query.  A file without qid, or a CSV file, is one query.",
     )
     fit.add_argument("data", metavar="DATA", help="training data (svmlight/LIBSVM or CSV)")
     fit.add_argument("-o", "--output", metavar="MODEL", required=True, help="model file to write")
@@ -645,21 +885,61 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument("--C", type=float, default=100.0, help="regularisation trade-off (100)")
     fit.add_argument("--max-iter", type=int, default=200, help="column-generation iterations")
-    fit.add_argument("--sharing", choices=["shared", "per_class"], default="shared")
+    fit.add_argument(
+        "--rank",
+        action="store_true",
+        help="train a StructBoostRanker: labels are relevance grades (higher = better, "
+        "0/1 for AUC), queries from svmlight qid:",
+    )
+    fit.add_argument(
+        "--sharing",
+        choices=["shared", "per_class"],
+        default=None,
+        help="weak learners shared by all classes or per class (shared; not with --rank)",
+    )
     fit.add_argument(
         "--taxonomy",
         metavar="FILE",
         default=None,
         help="class tree (JSON, or 'parent child' lines): hierarchical "
-        "classification with the tree loss",
+        "classification with the tree loss (not with --rank)",
     )
     fit.add_argument(
         "--tree-loss",
         choices=["height", "half_path", "zero_one"],
-        default="height",
+        default=None,
         help="tree loss with --taxonomy (height)",
     )
-    fit.add_argument("--formulation", choices=["auto", "1-slack", "m-slack"], default="auto")
+    fit.add_argument(
+        "--formulation",
+        choices=["auto", "1-slack", "m-slack"],
+        default="auto",
+        help="auto: chosen by problem size for a classifier, 1-slack with --rank "
+        "(m-slack = one slack per preference pair, memory O(pairs))",
+    )
+    fit.add_argument(
+        "--graph",
+        choices=["complete", "bipartite", "star"],
+        default=None,
+        help="--rank: which pairs are compared inside a query; complete = every pair "
+        "with different relevance (default, as svm_rank), bipartite = the --top-k best "
+        "(default: every sample above the lowest grade) above the rest, star = the "
+        "best-graded samples above the rest",
+    )
+    fit.add_argument(
+        "--rescaling",
+        choices=["unit", "margin", "slack"],
+        default=None,
+        help="--rank: unit = margin 1 and weight 1 per pair (default); margin / slack = "
+        "the pair's relevance gap as its margin / as its weight",
+    )
+    fit.add_argument(
+        "--top-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="--rank --graph bipartite: size of the upper side in each query",
+    )
     fit.add_argument("--weak-learner", default="stump", help="weak learner family (stump)")
     fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")
     fit.add_argument("--eps-cg", type=float, default=1e-6, help="column-generation tolerance")
@@ -675,8 +955,9 @@ def build_parser() -> argparse.ArgumentParser:
     predict = sub.add_parser(
         "predict",
         parents=[common, data_opts, json_opt],
-        help="predict labels for DATA",
-        description="Write one predicted label per line for each sample in DATA.",
+        help="predict labels (classifier) or scores (ranker) for DATA",
+        description="Write one predicted label per line for each sample in DATA; for a "
+        "ranking model, one score per line (higher ranks higher).",
     )
     predict.add_argument("model", metavar="MODEL")
     predict.add_argument("data", metavar="DATA")
@@ -688,7 +969,9 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate",
         parents=[common, data_opts, json_opt],
         help="score MODEL on labelled DATA",
-        description="Error rate, accuracy, confusion matrix and per-class counts.",
+        description="Error rate, accuracy, confusion matrix and per-class counts.  For a "
+        "ranking model: pairwise accuracy, AUC (binary labels), NDCG@10 and MAP, averaged "
+        "over the queries of DATA's qid: (the whole file is one query without qid).",
     )
     evaluate.add_argument("model", metavar="MODEL")
     evaluate.add_argument("data", metavar="DATA")

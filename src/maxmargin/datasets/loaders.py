@@ -3,9 +3,11 @@
 Everything funnels through :func:`load_dataset`, which returns ``(X, y)`` with
 ``X`` a float64 array (or CSR matrix) and ``y`` integer labels when all labels
 are whole numbers, float labels otherwise, and string labels for CSV files whose
-label column is not numeric.  Bad input raises ``ValueError`` naming the file and,
-for text files, the offending line and column, so command-line users see what to
-fix instead of a traceback.
+label column is not numeric.  With ``query_id=True`` it returns ``(X, y, qid)``:
+the ``qid:`` query ids of an svmlight/SVM-light ranking file (``2 qid:1 1:0.5``),
+or ``None`` when the file has none (CSV files never do).  Bad input raises
+``ValueError`` naming the file and, for text files, the offending line and
+column, so command-line users see what to fix instead of a traceback.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import scipy.sparse as sp
 __all__ = ["detect_format", "load_csv", "load_dataset", "load_svmlight", "peek_n_columns"]
 
 _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-_SVMLIGHT_TOKEN = re.compile(r"^(?:qid:)?[0-9]+:\S+$")
+_SVMLIGHT_TOKEN = re.compile(r"^(?:qid:[-+]?[0-9]+|[0-9]+:\S+)$")  # qid:3 or 12:0.5
 _SNIFF_LINES = 20
 
 
@@ -97,8 +99,9 @@ def load_dataset(
     dense: bool = True,
     *,
     zero_based: bool | str = "auto",
-) -> tuple[Any, np.ndarray | None]:
-    """Load ``(X, y)`` from an svmlight/LIBSVM or CSV/TSV file.
+    query_id: bool = False,
+) -> tuple[Any, ...]:
+    """Load ``(X, y)`` (or ``(X, y, qid)``) from an svmlight/LIBSVM or CSV/TSV file.
 
     ``format``: ``"auto"`` (extension, then content sniffing), ``"svmlight"`` or
     ``"csv"``.  ``n_features``: the expected width; svmlight data is padded to it
@@ -107,6 +110,8 @@ def load_dataset(
     ``None`` for unlabelled data (``y`` is then ``None``).  ``dense``: return a
     NumPy array instead of a CSR matrix.  ``zero_based`` (svmlight only) is passed
     to scikit-learn; ``"auto"`` treats files without a feature 0 as one-based.
+    ``query_id``: also return the svmlight ``qid:`` query ids as a third element
+    (an int64 array, or ``None`` if the file has no qid; always ``None`` for CSV).
     """
     path = Path(path)
     if not path.exists():
@@ -119,9 +124,12 @@ def load_dataset(
     if fmt in {"libsvm", "svm"}:
         fmt = "svmlight"
     if fmt == "svmlight":
-        return load_svmlight(path, n_features=n_features, dense=dense, zero_based=zero_based)
+        return load_svmlight(
+            path, n_features=n_features, dense=dense, zero_based=zero_based, query_id=query_id
+        )
     if fmt in {"csv", "tsv"}:
-        return load_csv(path, n_features=n_features, label_column=label_column, dense=dense)
+        X, y = load_csv(path, n_features=n_features, label_column=label_column, dense=dense)
+        return (X, y, None) if query_id else (X, y)
     raise ValueError(f"unknown data format {format!r} (use 'auto', 'svmlight' or 'csv')")
 
 
@@ -131,16 +139,27 @@ def load_svmlight(
     n_features: int | None = None,
     dense: bool = True,
     zero_based: bool | str = "auto",
-) -> tuple[Any, np.ndarray]:
-    """Load an svmlight/LIBSVM file (``.gz``/``.bz2`` handled by scikit-learn)."""
+    *,
+    query_id: bool = False,
+) -> tuple[Any, ...]:
+    """Load an svmlight/LIBSVM file (``.gz``/``.bz2`` handled by scikit-learn).
+
+    Returns ``(X, y)``, or ``(X, y, qid)`` with ``query_id=True``: ``qid`` holds the
+    ``qid:`` query id of every line (int64), or is ``None`` when no line has one.
+    A file where only some lines have a qid is rejected.
+    """
     from sklearn.datasets import load_svmlight_file
 
     path = Path(path)
     if next(_content_lines(path), None) is None:
         raise ValueError(f"{path}: empty file (no data lines)")
     try:
-        X, y = load_svmlight_file(
-            str(path), n_features=n_features, dtype=np.float64, zero_based=zero_based
+        X, y, *rest = load_svmlight_file(
+            str(path),
+            n_features=n_features,
+            dtype=np.float64,
+            zero_based=zero_based,
+            query_id=query_id,
         )
     except ValueError as exc:
         raise ValueError(f"{path}: cannot parse as svmlight/LIBSVM: {exc}") from exc
@@ -158,7 +177,19 @@ def load_svmlight(
     if not np.all(np.isfinite(y)):
         row = int(np.flatnonzero(~np.isfinite(y))[0])
         raise ValueError(f"{path}: NaN or infinite label in sample {row + 1}")
-    return (X.toarray() if dense else X), _tidy_labels(y)
+    X = X.toarray() if dense else X
+    if not query_id:
+        return X, _tidy_labels(y)
+    qid: np.ndarray | None = np.asarray(rest[0], dtype=np.int64)
+    if qid.size == 0:
+        qid = None
+    elif qid.size != X.shape[0]:
+        # scikit-learn only records the qid of the lines that have one
+        raise ValueError(
+            f"{path}: only {qid.size} of {X.shape[0]} lines have a qid: "
+            "give every line a query id, or none"
+        )
+    return X, _tidy_labels(y), qid
 
 
 def _tidy_labels(y: np.ndarray) -> np.ndarray:
