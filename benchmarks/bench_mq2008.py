@@ -1,8 +1,11 @@
-"""RankSVM vs LightGBM lambdarank on LETOR 4.0 MQ2008 (5 folds), NDCG@10 and MAP.
+"""RankSVM and StructBoostRanker vs LightGBM lambdarank on LETOR 4.0 MQ2008 (5 folds),
+NDCG@10 and MAP.
 
 Usage: python benchmarks/bench_mq2008.py [--data-dir ../shared/data] [--folds 1 2 3 4 5]
-Writes benchmarks/results/mq2008.json.  C is chosen per fold on the validation
-subset from a small grid.
+    [--models ranksvm structboost lightgbm] [--sb-grid 10 100 1000] [--sb-iter 200]
+Writes benchmarks/results/mq2008.json (--out).  C is chosen per fold on the validation
+subset (NDCG@10) from a small grid.  StructBoostRanker: 1-slack, stumps, pairs inside each
+query (complete graph over relevance grades), eq. (14) "unit" hinge or margin rescaling.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from sklearn.datasets import load_svmlight_file
 
 from maxmargin.learners.ranksvm import RankSVM
+from maxmargin.learners.structboost_ranker import StructBoostRanker
 from maxmargin.metrics import mean_average_precision, ndcg_at_k
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +54,10 @@ MODELS = {
     "RankSVM complete/query graded (margin)": dict(graph="complete", rescaling="margin"),
     "RankSVM complete/query graded (slack)": dict(graph="complete", rescaling="slack"),
 }
+SB_MODELS = {
+    "StructBoostRanker complete/query graded (unit, eq. 14)": dict(rescaling="unit"),
+    "StructBoostRanker complete/query graded (margin)": dict(rescaling="margin"),
+}
 
 
 def main():
@@ -57,6 +65,9 @@ def main():
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     ap.add_argument("--grid", type=float, nargs="+", default=[0.1, 1.0, 10.0, 100.0])
+    ap.add_argument("--models", nargs="+", default=["ranksvm", "structboost", "lightgbm"])
+    ap.add_argument("--sb-grid", type=float, nargs="+", default=[10.0, 100.0, 1000.0])
+    ap.add_argument("--sb-iter", type=int, default=200)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mq2008.json"))
     args = ap.parse_args()
     d = Path(args.data_dir) / "ranking" / "MQ2008"
@@ -64,6 +75,8 @@ def main():
     results = {
         "folds": {},
         "grid": args.grid,
+        "sb_grid": args.sb_grid,
+        "sb_iter": args.sb_iter,
         "metric_notes": "NDCG@10 exp gain, queries without relevant docs count 0; "
         "MAP with rel>0 relevant",
     }
@@ -73,13 +86,34 @@ def main():
         Xva, yva, qva = subsets[va]
         Xte, yte, qte = subsets[te]
         res = {}
-        for name, kw in MODELS.items():
+        runs = []
+        if "ranksvm" in args.models:
+            runs += [
+                (
+                    n,
+                    lambda C, kw=kw: RankSVM(C=C, normalize="query", eps=1e-4, max_iter=300, **kw),
+                    args.grid,
+                )
+                for n, kw in MODELS.items()
+            ]
+        if "structboost" in args.models:
+            runs += [
+                (
+                    n,
+                    lambda C, kw=kw: StructBoostRanker(
+                        C=C, max_iter=args.sb_iter, random_state=0, **kw
+                    ),
+                    args.sb_grid,
+                )
+                for n, kw in SB_MODELS.items()
+            ]
+        for name, make, grid in runs:
             best = None
             t0 = time.perf_counter()
-            for C in args.grid:
+            for C in grid:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    m = RankSVM(C=C, normalize="query", eps=1e-4, max_iter=300, **kw)
+                    m = make(C)
                     m.fit(Xtr, ytr, qtr)
                 v = ndcg_at_k(yva, m.decision_function(Xva), k=10, group=qva)
                 if best is None or v > best[0]:
@@ -93,40 +127,41 @@ def main():
                 **evaluate(yte, m.decision_function(Xte), qte),
             }
             print(f"fold {f} {name}: {res[name]}", flush=True)
-        try:
-            import lightgbm as lgb
+        if "lightgbm" in args.models:
+            try:
+                import lightgbm as lgb
 
-            t0 = time.perf_counter()
-            _, cnt_tr = np.unique(qtr, return_counts=True)
-            _, cnt_va = np.unique(qva, return_counts=True)
-            m = lgb.LGBMRanker(
-                objective="lambdarank",
-                n_estimators=500,
-                learning_rate=0.05,
-                num_leaves=31,
-                min_child_samples=20,
-                n_jobs=1,
-                verbose=-1,
-                random_state=0,
-            )
-            # svmlight files keep queries contiguous, as LightGBM's group sizes assume
-            m.fit(
-                Xtr,
-                ytr,
-                group=cnt_tr,
-                eval_set=[(Xva, yva)],
-                eval_group=[cnt_va],
-                eval_at=[10],
-                callbacks=[lgb.early_stopping(50, verbose=False)],
-            )
-            res["LightGBM lambdarank"] = {
-                "best_iter": int(m.best_iteration_),
-                "seconds": time.perf_counter() - t0,
-                **evaluate(yte, m.predict(Xte), qte),
-            }
-            print(f"fold {f} lightgbm: {res['LightGBM lambdarank']}", flush=True)
-        except ImportError:
-            print("lightgbm not installed, skipped")
+                t0 = time.perf_counter()
+                _, cnt_tr = np.unique(qtr, return_counts=True)
+                _, cnt_va = np.unique(qva, return_counts=True)
+                m = lgb.LGBMRanker(
+                    objective="lambdarank",
+                    n_estimators=500,
+                    learning_rate=0.05,
+                    num_leaves=31,
+                    min_child_samples=20,
+                    n_jobs=1,
+                    verbose=-1,
+                    random_state=0,
+                )
+                # svmlight files keep queries contiguous, as LightGBM's group sizes assume
+                m.fit(
+                    Xtr,
+                    ytr,
+                    group=cnt_tr,
+                    eval_set=[(Xva, yva)],
+                    eval_group=[cnt_va],
+                    eval_at=[10],
+                    callbacks=[lgb.early_stopping(50, verbose=False)],
+                )
+                res["LightGBM lambdarank"] = {
+                    "best_iter": int(m.best_iteration_),
+                    "seconds": time.perf_counter() - t0,
+                    **evaluate(yte, m.predict(Xte), qte),
+                }
+                print(f"fold {f} lightgbm: {res['LightGBM lambdarank']}", flush=True)
+            except ImportError:
+                print("lightgbm not installed, skipped")
         results["folds"][f] = res
     names = list(next(iter(results["folds"].values())).keys())
     results["mean"] = {
