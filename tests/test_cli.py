@@ -275,12 +275,14 @@ def test_fit_rank_options_reach_the_model(tmp_path, rank_data, capsys):
     model = tmp_path / "r.mm"
     argv = ["fit", "--rank", str(path), "-o", str(model), "--max-iter", "5", "--json"]
     argv += ["--formulation", "m-slack", "--graph", "bipartite", "--top-k", "2"]
-    argv += ["--rescaling", "margin", "--C", "10"]
+    argv += ["--rescaling", "margin", "--C", "10", "--normalize", "query"]
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["formulation"] == "m-slack" and summary["graph"] == "bipartite"
+    assert summary["normalize"] == "query"
     est = mmio.load(model)
     assert (est.graph, est.rescaling, est.top_k, est.C) == ("bipartite", "margin", 2, 10.0)
+    assert est.normalize == "query"
     assert summary["n_pairs"] == est.n_pairs_ < _n_pairs(*_ranking()[1:])
 
 
@@ -379,6 +381,7 @@ def test_rank_no_pairs_is_a_clean_error(tmp_path, capsys):
         (["--rank", "--taxonomy", "t.txt"], ["--taxonomy", "--rank"]),
         (["--rank", "--sharing", "per_class"], ["--sharing", "--rank"]),
         (["--graph", "star"], ["--graph", "--rank"]),
+        (["--normalize", "query"], ["--normalize", "--rank"]),
         (["--rank", "--top-k", "3"], ["--top-k", "bipartite"]),
         (["--rank", "--graph", "bipartite", "--top-k", "0"], ["top_k"]),
     ],

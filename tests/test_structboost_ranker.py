@@ -66,11 +66,12 @@ def test_pair_list_is_the_graph(graph, top_k):
 
 @pytest.mark.parametrize("graph,top_k", GRAPHS)
 @pytest.mark.parametrize("rescaling", RESCALINGS)
-def test_fast_cut_equals_pairwise_cut(graph, top_k, rescaling):
+@pytest.mark.parametrize("normalize", ["pairs", "query"])
+def test_fast_cut_equals_pairwise_cut(graph, top_k, rescaling, normalize):
     """The O(n log n) plane is the sum of the per-pair most violated outputs."""
-    X, y, group = small_data(5, n=30, levels=4, groups=2)
+    X, y, group = small_data(5, n=30, levels=4, groups=3)
     rng = np.random.default_rng(0)
-    kw = dict(graph=graph, rescaling=rescaling, top_k=top_k)
+    kw = dict(graph=graph, rescaling=rescaling, top_k=top_k, normalize=normalize)
     fast = RankingTask(**kw).bind(X, y, group=group)
     pairwise = PairwiseRankingTask(**kw).bind(X, y, group=group)
     for F in (np.zeros((30, 1)), rng.integers(-3, 4, (30, 1)) / 2.0, rng.normal(size=(30, 1))):
@@ -88,11 +89,20 @@ def test_fast_cut_equals_pairwise_cut(graph, top_k, rescaling):
         assert pairwise.cut_value(G, b) == pytest.approx(ref, abs=1e-12)
 
 
-def eq14_lp_optimum(X, y, group, C, graph="complete", rescaling="unit", top_k=None):
-    """min 1'w + C/|S| sum xi  s.t.  sigma_p w.(Phi_i - Phi_j) + xi_p >= Delta_p."""
+def eq14_lp_optimum(
+    X, y, group, C, graph="complete", rescaling="unit", top_k=None, normalize="pairs"
+):
+    """min 1'w + C sum omega_p xi_p  s.t.  sigma_p w.(Phi_i - Phi_j) + xi_p >= Delta_p,
+    omega_p = 1/|S| ("pairs") or 1/(G |S_g|) for a pair of group g ("query")."""
     Phi = all_stumps(X).evaluate(X).T  # (n, n_stumps)
     pairs = brute_pairs(y.max() - y, group, graph, top_k)
     E = len(pairs)
+    if normalize == "pairs":
+        omega = np.full(E, 1.0 / E)
+    else:
+        g_of = np.array([group[i] for i, _, _ in pairs])
+        per = {g: np.sum(g_of == g) for g in np.unique(g_of)}
+        omega = np.array([1.0 / (len(per) * per[g]) for g in g_of])
     rows, rhs = [], []
     for p, (i, j, d) in enumerate(pairs):
         scale = d if rescaling == "slack" else 1.0
@@ -100,7 +110,7 @@ def eq14_lp_optimum(X, y, group, C, graph="complete", rescaling="unit", top_k=No
         slack[p] = 1.0
         rows.append(np.concatenate([scale * (Phi[i] - Phi[j]), slack]))
         rhs.append(1.0 if rescaling == "unit" else d)
-    cost = np.concatenate([np.ones(Phi.shape[1]), np.full(E, C / E)])
+    cost = np.concatenate([np.ones(Phi.shape[1]), C * omega])
     res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
     assert res.status == 0
     return res.fun
@@ -126,12 +136,13 @@ def run(task, formulation, max_cp_rounds=None):
 @pytest.mark.parametrize("graph,top_k", [("complete", None), ("bipartite", 2)])
 @pytest.mark.parametrize("C", [2.0, 20.0])
 @pytest.mark.parametrize("max_cp_rounds", [None, 2])
-def test_all_forms_reach_the_full_lp(rescaling, graph, top_k, C, max_cp_rounds):
+@pytest.mark.parametrize("normalize", ["pairs", "query"])
+def test_all_forms_reach_the_full_lp(rescaling, graph, top_k, C, max_cp_rounds, normalize):
     """Theorem 2.1: m-slack, 1-slack with pair lists and 1-slack with the O(n log n)
     oracle all reach the optimum of eq. (14) over all stumps."""
     X, y, group = small_data(11, n=14, levels=3, groups=2)
-    opt = eq14_lp_optimum(X, y, group, C, graph, rescaling, top_k)
-    kw = dict(graph=graph, rescaling=rescaling, top_k=top_k)
+    opt = eq14_lp_optimum(X, y, group, C, graph, rescaling, top_k, normalize)
+    kw = dict(graph=graph, rescaling=rescaling, top_k=top_k, normalize=normalize)
     forms = [
         (PairwiseRankingTask(**kw), "m-slack"),
         (PairwiseRankingTask(**kw), "1-slack"),
@@ -216,6 +227,7 @@ def test_clone_keeps_params():
         ({"rescaling": "both"}, "rescaling"),
         ({"top_k": 1.5}, "top_k"),
         ({"n_jobs": 0}, "n_jobs"),
+        ({"normalize": "docs"}, "normalize"),
         ({"C": -1.0}, "C"),
         ({"max_iter": 0}, "max_iter"),
     ],
@@ -264,3 +276,22 @@ def test_stalled_cutting_planes_stop_with_a_warning():
     with pytest.warns(ConvergenceWarning, match="stalled"):
         res = fit_structboost(task, DecisionStump(), C=10.0, max_iter=5, max_cp_rounds=None)
     assert len(res.history) <= 5  # it returns instead of looping forever
+
+
+def test_query_normalisation_objective_by_hand():
+    """normalize="query": ||w||_1 + C * mean over queries of the mean pairwise hinge."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(90, 3))
+    y = rng.integers(0, 3, 90).astype(float)
+    group = np.repeat([0, 1, 2], [10, 30, 50])  # very different pair counts per query
+    r = StructBoostRanker(C=30, max_iter=15, normalize="query").fit(X, y, group=group)
+    s = r.decision_function(X)
+    per_query = []
+    for g in range(3):
+        yg, sg = y[group == g], s[group == g]
+        up = yg[:, None] > yg[None, :]
+        per_query.append(np.maximum(0, 1 - (sg[:, None] - sg[None, :]))[up].mean())
+    expect = np.abs(r.slot_weights_).sum() + 30 * np.mean(per_query)
+    assert r.objective_ == pytest.approx(expect, rel=1e-9)
+    plain = StructBoostRanker(C=30, max_iter=15).fit(X, y, group=group)
+    assert plain.objective_ != pytest.approx(r.objective_, rel=1e-3)

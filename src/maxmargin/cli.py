@@ -339,7 +339,12 @@ def _check_fit_options(args: argparse.Namespace) -> None:
         "--sharing": args.sharing,
         "--tree-loss": args.tree_loss,
     }
-    ranking_only = {"--graph": args.graph, "--rescaling": args.rescaling, "--top-k": args.top_k}
+    ranking_only = {
+        "--graph": args.graph,
+        "--rescaling": args.rescaling,
+        "--top-k": args.top_k,
+        "--normalize": args.normalize,
+    }
     if args.rank:
         given = [name for name, value in classifier_only.items() if value is not None]
         if given:
@@ -418,6 +423,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
             graph=args.graph or "complete",
             rescaling=args.rescaling or "unit",
             top_k=args.top_k,
+            normalize=args.normalize or "pairs",
             eps_cp=args.eps_cp,
             eps_cg=args.eps_cg,
             max_time=args.max_time,
@@ -438,6 +444,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
         "formulation": formulation,
         "graph": est.graph,
         "rescaling": est.rescaling,
+        "normalize": est.normalize,
         "iterations": len(history),
         "n_weak": _n_weak(est, len(history)),
         "objective": float(getattr(est, "objective_", float("nan"))),
@@ -939,6 +946,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="K",
         help="--rank --graph bipartite: size of the upper side in each query",
+    )
+    fit.add_argument(
+        "--normalize",
+        choices=["pairs", "query"],
+        default=None,
+        help="--rank: average the pairwise hinge over all pairs (default) or inside each "
+        "query and then over queries",
     )
     fit.add_argument("--weak-learner", default="stump", help="weak learner family (stump)")
     fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")

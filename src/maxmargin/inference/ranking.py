@@ -445,6 +445,26 @@ class PreferenceGraph:
         # bipartite / star: |top| * |rest| (all such pairs have different losses)
         return self.edges_per_group.copy()
 
+    def hinge_weights(self, normalize="pairs"):
+        """Weights ``(w_group, w_sample)`` that average pairwise hinges.
+
+        ``"pairs"``: every edge weighs ``1/|E|`` (average over all edges);
+        ``"query"``: an edge of group g weighs ``1/(G' |E_g|)`` with G' the number of groups
+        that have edges (average inside each group, then over groups).  ``w_sample`` is
+        ``w_group`` of each sample's group, in the original sample order.
+        """
+        edges = self.edges_per_group
+        if normalize == "pairs":
+            w_group = np.full(self.n_groups, 1.0 / max(edges.sum(), 1.0))
+        elif normalize == "query":
+            has = edges > 0
+            w_group = np.where(has, 1.0 / (max(has.sum(), 1) * np.maximum(edges, 1)), 0.0)
+        else:
+            raise ValueError(f"normalize must be 'pairs' or 'query', got {normalize!r}")
+        gid = np.empty(self.n, np.int64)
+        gid[self.order] = np.repeat(np.arange(self.n_groups), np.diff(self.group_starts))
+        return w_group, w_group[gid]
+
     def _level_bounds(self, n_chunks):
         L = self.n_levels
         n_chunks = max(1, min(n_chunks, L))

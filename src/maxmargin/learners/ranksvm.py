@@ -139,17 +139,9 @@ class RankSVM(BaseEstimator):
             if group.shape != (n,):
                 raise ValueError(f"group has shape {group.shape}, expected ({n},)")
         pg = PreferenceGraph(self._losses(y), graph=self.graph, group=group, top_k=self.top_k)
-        edges = pg.edges_per_group
-        if edges.sum() == 0:
+        if pg.edges_per_group.sum() == 0:
             raise ValueError("the preference graph has no edges (all losses tied within groups)")
-        if self.normalize == "pairs":
-            w_group = np.full(pg.n_groups, 1.0 / edges.sum())
-        else:
-            has = edges > 0
-            w_group = np.where(has, 1.0 / (has.sum() * np.maximum(edges, 1)), 0.0)
-        gid = np.empty(n, np.int64)
-        gid[pg.order] = np.repeat(np.arange(pg.n_groups), np.diff(pg.group_starts))
-        w_sample = w_group[gid]
+        w_group, w_sample = pg.hinge_weights(self.normalize)
 
         master = OneSlackQPMaster(C=float(self.C), dim=d)
         w = np.zeros(d)

@@ -49,6 +49,10 @@ class StructBoostRanker(StructBoost):
         use the relevance gap of the pair as the margin / as a weight.
     top_k : int or None
         Upper side of the "bipartite" graph.
+    normalize : {"pairs", "query"}, default="pairs"
+        "pairs": the hinge is averaged over all pairs (eq. 14, ``C / |S|``); "query":
+        averaged inside each group, then over the groups that have pairs, so every query
+        counts equally (learning to rank).  Same as ``"pairs"`` without groups.
     eps_cp, eps_cg, max_cp_rounds, max_time, random_state, verbose, callback
         As in :class:`~maxmargin.StructBoost`.
     n_jobs : int, default=1
@@ -81,6 +85,7 @@ class StructBoostRanker(StructBoost):
         graph: str = "complete",
         rescaling: str = "unit",
         top_k: int | None = None,
+        normalize: str = "pairs",
         eps_cp: float = 0.01,
         eps_cg: float = 1e-6,
         max_time: float | None = None,
@@ -107,6 +112,7 @@ class StructBoostRanker(StructBoost):
         self.graph = graph
         self.rescaling = rescaling
         self.top_k = top_k
+        self.normalize = normalize
         self.n_jobs = n_jobs
 
     def _validate_hyperparameters(self) -> None:
@@ -119,6 +125,8 @@ class StructBoostRanker(StructBoost):
             raise ValueError(f"graph must be one of {GRAPHS}, got {self.graph!r}")
         if self.rescaling not in RESCALINGS:
             raise ValueError(f"rescaling must be one of {RESCALINGS}, got {self.rescaling!r}")
+        if self.normalize not in ("pairs", "query"):
+            raise ValueError(f"normalize must be 'pairs' or 'query', got {self.normalize!r}")
         if self.top_k is not None and (
             isinstance(self.top_k, bool) or not isinstance(self.top_k, (int, np.integer))
         ):
@@ -127,7 +135,9 @@ class StructBoostRanker(StructBoost):
             raise ValueError(f"n_jobs must be a positive integer, got {self.n_jobs!r}")
 
     def _make_task(self, y) -> StructuredTask:
-        common = dict(graph=self.graph, rescaling=self.rescaling, top_k=self.top_k)
+        common = dict(
+            graph=self.graph, rescaling=self.rescaling, top_k=self.top_k, normalize=self.normalize
+        )
         if self.formulation == "m-slack":
             return PairwiseRankingTask(**common)
         return RankingTask(**common, n_jobs=int(self.n_jobs))

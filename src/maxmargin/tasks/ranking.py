@@ -20,6 +20,9 @@ Two tasks, one problem:
 Both take the preference graph, the groups and the hinge of the ranking oracle:
 ``rescaling="unit"`` is eq. 14 (unit margin, every pair counts once); "margin" and
 "slack" give a pair (i, j) the loss gap ``d = loss_j - loss_i`` as margin or as weight.
+``normalize="pairs"`` averages the hinge over all pairs (eq. 14); ``"query"`` averages
+inside each query and then over queries, so queries with many pairs do not dominate
+(the usual learning-to-rank weighting; the same option as :class:`~maxmargin.RankSVM`).
 """
 
 from __future__ import annotations
@@ -44,11 +47,13 @@ class _RankingBase(StructuredTask):
         rescaling: str = "unit",
         top_k: int | None = None,
         target: str = "relevance",
+        normalize: str = "pairs",
     ) -> None:
         self.graph = graph
         self.rescaling = rescaling
         self.top_k = top_k
         self.target = target
+        self.normalize = normalize
 
     def _check_params(self) -> None:
         if self.graph not in GRAPHS:
@@ -57,6 +62,8 @@ class _RankingBase(StructuredTask):
             raise ValueError(f"rescaling must be one of {RESCALINGS}, got {self.rescaling!r}")
         if self.target not in ("relevance", "loss"):
             raise ValueError(f"target must be 'relevance' or 'loss', got {self.target!r}")
+        if self.normalize not in ("pairs", "query"):
+            raise ValueError(f"normalize must be 'pairs' or 'query', got {self.normalize!r}")
 
     def _bind(self, X, y, group=None) -> None:
         self._check_params()
@@ -78,6 +85,8 @@ class _RankingBase(StructuredTask):
                 "a single relevance level, or one sample"
             )
         self.n_points_ = len(y)
+        # hinge weights: 1/|S| per pair, or averaged per query then over queries
+        self.w_group_, self.w_sample_ = self.graph_.hinge_weights(self.normalize)
 
     def weak_inputs(self):
         return self.X_
@@ -97,11 +106,13 @@ class _RankingBase(StructuredTask):
             "rescaling": self.rescaling,
             "top_k": self.top_k,
             "target": self.target,
+            "normalize": self.normalize,
         }, {}
 
     def _set_state(self, meta, arrays):
         self.graph, self.rescaling = meta["graph"], meta["rescaling"]
         self.top_k, self.target = meta["top_k"], meta["target"]
+        self.normalize = meta.get("normalize", "pairs")
 
 
 class PairwiseRankingTask(_RankingBase):
@@ -130,8 +141,11 @@ class PairwiseRankingTask(_RankingBase):
         self.lower_ = g.order[g.node_t[node] + k % b[node]]
         d = self.loss_[self.lower_] - self.loss_[self.upper_]
         ones = np.ones_like(d)
-        self.pair_loss_ = ones if self.rescaling == "unit" else d
-        self.pair_scale_ = d if self.rescaling == "slack" else ones
+        # a pair of weight omega enters the mean over |S| pairs scaled by |S| omega
+        # (1 for normalize="pairs"): xi'_p >= |S| omega_p hinge_p
+        f = len(d) * self.w_sample_[self.upper_]
+        self.pair_loss_ = f * (ones if self.rescaling == "unit" else d)
+        self.pair_scale_ = f * (d if self.rescaling == "slack" else ones)
         self.n_samples = len(d)
 
     def weak_weights(self, duals: DualPairs):
@@ -185,9 +199,12 @@ class RankingTask(_RankingBase):
         rescaling: str = "unit",
         top_k: int | None = None,
         target: str = "relevance",
+        normalize: str = "pairs",
         n_jobs: int = 1,
     ) -> None:
-        super().__init__(graph=graph, rescaling=rescaling, top_k=top_k, target=target)
+        super().__init__(
+            graph=graph, rescaling=rescaling, top_k=top_k, target=target, normalize=normalize
+        )
         self.n_jobs = n_jobs
 
     def _bind(self, X, y, group=None) -> None:
@@ -197,11 +214,11 @@ class RankingTask(_RankingBase):
     def one_slack_cut(self, F):
         s = np.asarray(F)[:, 0]
         alpha, delta_g = self.graph_.most_violated(s, rescaling=self.rescaling, n_jobs=self.n_jobs)
-        E = self.n_pairs_
-        nz = np.flatnonzero(alpha)
-        pairs = DualPairs(nz, np.zeros(len(nz), dtype=np.int64), alpha[nz] / E)
-        rhs = float(delta_g.sum()) / E
-        risk = max(0.0, rhs - float(alpha @ s) / E)  # = mean pairwise hinge at s
+        a = alpha * self.w_sample_  # alpha / |S| for normalize="pairs"
+        nz = np.flatnonzero(a)
+        pairs = DualPairs(nz, np.zeros(len(nz), dtype=np.int64), a[nz])
+        rhs = float(delta_g @ self.w_group_)
+        risk = max(0.0, rhs - float(a @ s))  # = weighted mean pairwise hinge at s
         return Cut(pairs, rhs, risk)
 
     def initial_cut(self, rng):
