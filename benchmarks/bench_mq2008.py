@@ -3,6 +3,7 @@ NDCG@10 and MAP.
 
 Usage: python benchmarks/bench_mq2008.py [--data-dir ../shared/data] [--folds 1 2 3 4 5]
     [--models ranksvm structboost lightgbm] [--sb-grid 10 100 1000] [--sb-iter 200]
+    [--sb-rescalings unit margin]
 Writes benchmarks/results/mq2008.json (--out).  C is chosen per fold on the validation
 subset (NDCG@10) from a small grid.  StructBoostRanker: 1-slack, stumps, pairs inside each
 query (complete graph over relevance grades), eq. (14) "unit" hinge or margin rescaling.
@@ -68,6 +69,9 @@ def main():
     ap.add_argument("--models", nargs="+", default=["ranksvm", "structboost", "lightgbm"])
     ap.add_argument("--sb-grid", type=float, nargs="+", default=[10.0, 100.0, 1000.0])
     ap.add_argument("--sb-iter", type=int, default=200)
+    ap.add_argument(
+        "--sb-rescalings", nargs="+", default=["unit", "margin"], choices=["unit", "margin"]
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mq2008.json"))
     args = ap.parse_args()
     d = Path(args.data_dir) / "ranking" / "MQ2008"
@@ -106,6 +110,7 @@ def main():
                     args.sb_grid,
                 )
                 for n, kw in SB_MODELS.items()
+                if kw["rescaling"] in args.sb_rescalings
             ]
         for name, make, grid in runs:
             best = None
