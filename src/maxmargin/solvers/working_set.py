@@ -80,11 +80,24 @@ class WorkingSet:
         return self._cache
 
     def dual_pairs(self, row_dual: np.ndarray, tol: float = 0.0) -> DualPairs:
-        """mu_(i, y) = sum_rows lambda_r * weight_r(i, y) over rows with lambda_r > tol."""
+        """mu_(i, y) = sum_rows lambda_r * weight_r(i, y) over rows with lambda_r > tol.
+
+        Only the entries of active rows are touched: stored entries are ordered by row
+        (rows are appended in order and deletion keeps the order), so each active row is
+        one contiguous slice.  An LP basis has few positive duals, while 1-slack planes
+        can hold up to m entries each.
+        """
         row, sample, label, weight = self._arrays()
-        lam = row_dual[row]
-        keep = lam > tol
-        return DualPairs(sample[keep], label[keep], lam[keep] * weight[keep])
+        row_dual = np.asarray(row_dual)
+        active = np.flatnonzero(row_dual > tol)
+        lo = np.searchsorted(row, active, side="left")
+        hi = np.searchsorted(row, active, side="right")
+        lengths = hi - lo
+        total = int(lengths.sum())
+        # indices lo[a] .. hi[a]-1 of every active row a, concatenated
+        idx = np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+        idx += np.arange(total)
+        return DualPairs(sample[idx], label[idx], row_dual[row[idx]] * weight[idx])
 
     def column_coefficients(
         self, task, outputs: np.ndarray, col_hyp: np.ndarray, slots: np.ndarray
