@@ -32,7 +32,15 @@ def test_dual_pairs_matches_a_plain_row_list(seed):
             sel = row_of_pair == r
             rows.append(list(zip(pairs.sample[sel], pairs.label[sel], pairs.value[sel])))
     assert ws.n_rows == len(rows)
-    dual = np.where(rng.random(len(rows)) < 0.5, rng.random(len(rows)), 0.0)
+    # every live entry with its current row index (what column coefficients are built from)
+    row, sample, label, weight = ws._arrays()
+    flat = [(r, s, lab, v) for r, row_ in enumerate(rows) for s, lab, v in row_]
+    assert len(row) == len(flat)
+    if flat:
+        for got, want in zip((row, sample, label, weight), zip(*flat, strict=True), strict=True):
+            np.testing.assert_array_equal(got, np.array(want))
+    p_active = rng.choice([0.0, 0.5, 1.0])  # none, some or all rows active
+    dual = np.where(rng.random(len(rows)) < p_active, rng.random(len(rows)) + 0.01, 0.0)
     got = ws.dual_pairs(dual)
     ref = [(s, lab, dual[r] * v) for r, row in enumerate(rows) if dual[r] > 0 for s, lab, v in row]
     assert len(got.sample) == len(ref)
