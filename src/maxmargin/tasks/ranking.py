@@ -235,10 +235,12 @@ class RankingTask(_RankingBase):
         return outputs[:, pairs.sample]
 
     def aggregate_difference(self, outputs, col_hyp, slots, pairs, row_of_pair, n_rows):
-        P = sp.csr_matrix(
-            (pairs.value, (row_of_pair, pairs.sample)), shape=(n_rows, self.n_points_)
-        )
-        return np.asarray(P @ outputs[np.asarray(col_hyp)].T)
+        # row sums of value_k * phi(x_sample_k), one bincount per new column
+        out = np.empty((n_rows, len(col_hyp)))
+        for j, h in enumerate(np.asarray(col_hyp)):
+            v = pairs.value * outputs[h, pairs.sample]
+            out[:, j] = np.bincount(row_of_pair, weights=v, minlength=n_rows)
+        return out
 
     def _m_slack_only(self, *args):
         raise NotImplementedError(
