@@ -123,9 +123,14 @@ class WorkingSet:
     ) -> np.ndarray:
         """Coefficients (n_rows, n_cols) of new columns in every stored row.
 
-        Column j is weak classifier ``outputs[col_hyp[j]]`` in slot ``slots[j]``.
+        Column j is weak classifier ``outputs[col_hyp[j]]`` in slot ``slots[j]``.  Sums
+        run over every stored row by global id, dead ones included (at most half of the
+        entries, see :meth:`delete_rows`), and the live rows are picked afterwards: no
+        gather of the live entries.
         """
-        row, sample, label, weight = self._arrays()
-        return task.aggregate_difference(
-            outputs, col_hyp, slots, DualPairs(sample, label, weight), row, self.n_rows
+        n = self._size
+        pairs = DualPairs(self._sample[:n], self._label[:n], self._weight[:n])
+        out = task.aggregate_difference(
+            outputs, col_hyp, slots, pairs, self._row[:n], len(self._alive)
         )
+        return out if self.n_rows == len(self._alive) else out[self._alive]

@@ -29,11 +29,23 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 
 __all__ = ["PairwiseRankingTask", "RankingTask"]
+
+
+@njit(cache=True)
+def _row_sums(row, sample, value, phi, n_rows):
+    """out[r, j] = sum over entries k of row r of value[k] * phi[j, sample[k]]."""
+    out = np.zeros((n_rows, phi.shape[0]))
+    for k in range(row.shape[0]):
+        r, i, v = row[k], sample[k], value[k]
+        for j in range(phi.shape[0]):
+            out[r, j] += v * phi[j, i]
+    return out
 
 
 class _RankingBase(StructuredTask):
@@ -235,12 +247,16 @@ class RankingTask(_RankingBase):
         return outputs[:, pairs.sample]
 
     def aggregate_difference(self, outputs, col_hyp, slots, pairs, row_of_pair, n_rows):
-        # row sums of value_k * phi(x_sample_k), one bincount per new column
-        out = np.empty((n_rows, len(col_hyp)))
-        for j, h in enumerate(np.asarray(col_hyp)):
-            v = pairs.value * outputs[h, pairs.sample]
-            out[:, j] = np.bincount(row_of_pair, weights=v, minlength=n_rows)
-        return out
+        # row sums of value_k * phi(x_sample_k): one fused pass over the stored entries
+        # (they number up to n per plane, so this is the hot loop of column pricing)
+        phi = np.ascontiguousarray(outputs[np.asarray(col_hyp)], dtype=np.float64)
+        return _row_sums(
+            np.asarray(row_of_pair, dtype=np.int64),
+            np.asarray(pairs.sample, dtype=np.int64),
+            np.asarray(pairs.value, dtype=np.float64),
+            phi,
+            int(n_rows),
+        )
 
     def _m_slack_only(self, *args):
         raise NotImplementedError(
