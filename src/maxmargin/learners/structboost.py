@@ -77,7 +77,9 @@ class StructBoost(BaseEstimator):
     max_iter : int, default=200
         Maximum column-generation (boosting) iterations.
     max_time : float or None
-        Wall-clock limit in seconds.
+        Wall-clock limit in seconds for the boosting iterations.  The last master is then
+        still solved to ``eps_cp`` (the final polish, which may take a little longer), so
+        a time-limited model is as accurate for its weak learners as a finished one.
     random_state : int, Generator or None
         Tie breaking of the initial violators (Alg. 1 line 2).
     verbose : int
