@@ -44,7 +44,7 @@ FORMULATIONS = ("1-slack", "m-slack")
 STAB = 0.5  # weight of the stability centre in the in-out query point
 #: a truncated cutting-plane loop (max_cp_rounds) still goes on while the master's
 #: relative gap exceeds this, so weak learners are priced from reasonable duals
-TRUNCATE_GAP = 0.05
+TRUNCATE_GAP = 0.1
 #: rounds whose planes do not move the LP point before a cutting-plane loop gives up
 STALL_ROUNDS = 5
 
