@@ -1,0 +1,103 @@
+"""The truncation gap of StructBoost's cutting-plane loops (``TRUNCATE_GAP``), 1-slack.
+
+A truncated loop (``max_cp_rounds``) only stops once the master's relative gap is below
+``TRUNCATE_GAP``.  This script compares gaps two ways on multi-class data (C = 100, stumps,
+``formulation="1-slack"``, ``random_state=0``):
+
+* equal iterations: ``--iters`` boosting iterations, wall time / objective / test error;
+* equal time: ``max_time`` per data set and gap chosen (``--budgets``) so that the runs end,
+  final polish included, at about the same wall time; the objective reached.
+
+Data: satimage and pendigits train files (tested on their .t files), usps (its 2007-row file,
+70/30 split).  Usage (repository root):
+    .venv/bin/python benchmarks/bench_truncate_gap.py [--gaps 0.05 0.1] [--iters 60]
+Writes benchmarks/results/truncate_gap.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_svmlight_file
+from sklearn.model_selection import train_test_split
+
+import maxmargin.solvers.column_generation as cg
+from maxmargin import StructBoostClassifier
+
+ROOT = Path(__file__).resolve().parents[1]
+# max_time per (data set, gap) that makes the two settings end together (polish included)
+BUDGETS = {
+    "satimage": {0.05: 7.6, 0.1: 6.0},
+    "pendigits": {0.05: 82.0, 0.1: 60.0},
+    "usps": {0.05: 46.0, 0.1: 40.0},
+}
+
+
+def load(data_dir: Path, name: str):
+    mc = data_dir / "multiclass"
+    if name == "usps":
+        X, y = load_svmlight_file(str(mc / "usps/usps.t.bz2"), n_features=256)
+        return train_test_split(X.toarray(), y, train_size=0.7, random_state=0, stratify=y)
+    X, y = load_svmlight_file(str(mc / f"{name}/{name}.scale"))
+    Xt, yt = load_svmlight_file(str(mc / f"{name}/{name}.scale.t"), n_features=X.shape[1])
+    return X.toarray(), Xt.toarray(), y, yt
+
+
+def run(gap, Xtr, Xte, ytr, yte, max_iter, max_time):
+    cg.TRUNCATE_GAP = gap
+    t = time.perf_counter()
+    clf = StructBoostClassifier(
+        C=100, max_iter=max_iter, max_time=max_time, formulation="1-slack", random_state=0
+    ).fit(Xtr, ytr)
+    return {
+        "gap": gap,
+        "wall_s": time.perf_counter() - t,
+        "iterations": clf.n_iter_,
+        "objective": clf.objective_,
+        "test_error": float(np.mean(clf.predict(Xte) != yte)),
+        "cp_rounds": int(sum(r["n_cp"] for r in clf.history_)),
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--datasets", nargs="+", default=list(BUDGETS))
+    ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.1])
+    ap.add_argument("--iters", type=int, default=60)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/truncate_gap.json")
+    args = ap.parse_args(argv)
+    default = cg.TRUNCATE_GAP
+    results = {"protocol": vars(args) | {"data_dir": str(args.data_dir), "out": str(args.out)}}
+    results["default_gap"] = default
+    results["datasets"] = {}
+    try:
+        for name in args.datasets:
+            parts = load(args.data_dir, name)
+            rows = {"equal_iterations": [], "equal_time": []}
+            for gap in args.gaps:
+                rows["equal_iterations"].append(run(gap, *parts, args.iters, None))
+                budget = BUDGETS.get(name, {}).get(gap)
+                if budget is not None:
+                    rows["equal_time"].append(run(gap, *parts, 100_000, budget))
+            results["datasets"][name] = rows
+            for kind, rs in rows.items():
+                for r in rs:
+                    print(
+                        f"{name} {kind} gap {r['gap']}: {r['wall_s']:.1f} s, "
+                        f"{r['iterations']} iterations, objective {r['objective']:.3f}, "
+                        f"test error {r['test_error']:.4f}, {r['cp_rounds']} rounds",
+                        flush=True,
+                    )
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1))
+    finally:
+        cg.TRUNCATE_GAP = default
+
+
+if __name__ == "__main__":
+    main()
