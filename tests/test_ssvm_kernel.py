@@ -11,9 +11,9 @@ from maxmargin.tasks.classification import MultiClassTask
 @pytest.mark.parametrize("rescaling", ["margin", "slack"])
 def test_linear_kernel_equals_linear_ssvm(rescaling):
     X, y = load_iris(return_X_y=True)
-    lin = StructSVM(MultiClassTask(), C=50.0, solver="n_slack", rescaling=rescaling, tol=1e-6).fit(
-        X, y
-    )
+    lin = StructSVM(
+        MultiClassTask(), C=50.0, solver="n_slack", rescaling=rescaling, tol=1e-6, random_state=0
+    ).fit(X, y)
     ker = KernelSSVM(C=50.0, kernel="linear", rescaling=rescaling, tol=1e-6).fit(X, y)
     assert np.isclose(ker.objective_, lin.objective_, rtol=2e-6)
     # same w: primal-dual pairs are unique in w because the objective is strongly convex

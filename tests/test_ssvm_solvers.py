@@ -187,7 +187,16 @@ def test_sparse_input_same_solution():
     a = StructSVM(task, C=5.0, solver="one_slack", tol=1e-6).fit(X, y)
     b = StructSVM(task, C=5.0, solver="n_slack", tol=1e-6).fit(sp.csr_matrix(X), y)
     assert np.isclose(a.objective_, b.objective_, rtol=1e-5)
-    np.testing.assert_array_equal(a.predict(X), b.predict(sp.csr_matrix(X)))
+    # both are 1e-6-accurate, not identical (n_slack visits examples in random order;
+    # w differs by ~2e-4).  With this symmetric loss the optimum scores classes 0 and 2
+    # equally on many samples, so their argmax is a coin flip at the 1e-7 level: compare
+    # the predictions only where the two best scores are clearly apart.
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-3)
+    scores = np.sort(a.decision_function(X), axis=1)
+    clear = scores[:, -1] - scores[:, -2] > 2e-3
+    assert clear.sum() >= len(X) // 2
+    pa, pb = a.predict(X), b.predict(sp.csr_matrix(X))
+    np.testing.assert_array_equal(pa[clear], pb[clear])
 
 
 def test_output_cache_and_validation():
