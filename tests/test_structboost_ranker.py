@@ -273,9 +273,9 @@ class _InconsistentTask(RankingTask):
 def test_stalled_cutting_planes_stop_with_a_warning():
     X, y, group = small_data(2, n=20)
     task = _InconsistentTask().bind(X, y, group=group)
+    # without the guard this call never returns (the LP never moves)
     with pytest.warns(ConvergenceWarning, match="stalled"):
-        res = fit_structboost(task, DecisionStump(), C=10.0, max_iter=5, max_cp_rounds=None)
-    assert len(res.history) <= 5  # it returns instead of looping forever
+        fit_structboost(task, DecisionStump(), C=10.0, max_iter=5, max_cp_rounds=None)
 
 
 def test_query_normalisation_objective_by_hand():

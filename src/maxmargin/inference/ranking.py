@@ -49,15 +49,30 @@ from numba import njit, prange
 
 __all__ = [
     "GRAPHS",
+    "NORMALIZATIONS",
     "RESCALINGS",
     "PreferenceGraph",
     "brute_force_constraint",
+    "check_options",
     "most_violated_constraint",
 ]
 
 GRAPHS = ("complete", "bipartite", "star")
 RESCALINGS = ("margin", "slack", "unit")
 _MODE = {"margin": 0, "slack": 1, "unit": 2}
+NORMALIZATIONS = ("pairs", "query")
+
+
+def check_options(graph="complete", rescaling="margin", normalize="pairs"):
+    """Raise ValueError naming an unknown graph, rescaling or hinge normalisation."""
+    if graph not in GRAPHS:
+        raise ValueError(f"graph must be one of {GRAPHS}, got {graph!r}")
+    if rescaling not in RESCALINGS:
+        raise ValueError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
+    if normalize not in NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {normalize!r}")
+
+
 _KIND = {"complete": 0, "bipartite": 1, "star": 2}
 
 
@@ -456,11 +471,10 @@ class PreferenceGraph:
         edges = self.edges_per_group
         if normalize == "pairs":
             w_group = np.full(self.n_groups, 1.0 / max(edges.sum(), 1.0))
-        elif normalize == "query":
+        else:
+            check_options(normalize=normalize)
             has = edges > 0
             w_group = np.where(has, 1.0 / (max(has.sum(), 1) * np.maximum(edges, 1)), 0.0)
-        else:
-            raise ValueError(f"normalize must be 'pairs' or 'query', got {normalize!r}")
         gid = np.empty(self.n, np.int64)
         gid[self.order] = np.repeat(np.arange(self.n_groups), np.diff(self.group_starts))
         return w_group, w_group[gid]

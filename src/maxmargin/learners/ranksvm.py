@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin.metrics import ndcg_at_k, ranking_risk
 from maxmargin.solvers.qp_master import OneSlackQPMaster
-from maxmargin.solvers.ranking import GRAPHS, RESCALINGS, PreferenceGraph
+from maxmargin.solvers.ranking import PreferenceGraph, check_options
 
 __all__ = ["RankSVM"]
 
@@ -110,14 +110,9 @@ class RankSVM(BaseEstimator):
     def _check_params(self):
         if not (isinstance(self.C, numbers.Real) and np.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be a positive finite number, got {self.C!r}")
-        if self.graph not in GRAPHS:
-            raise ValueError(f"graph must be one of {GRAPHS}, got {self.graph!r}")
-        if self.rescaling not in RESCALINGS:
-            raise ValueError(f"rescaling must be one of {RESCALINGS}, got {self.rescaling!r}")
+        check_options(self.graph, self.rescaling, self.normalize)
         if self.target not in ("relevance", "loss"):
             raise ValueError(f"target must be 'relevance' or 'loss', got {self.target!r}")
-        if self.normalize not in ("pairs", "query"):
-            raise ValueError(f"normalize must be 'pairs' or 'query', got {self.normalize!r}")
         if not self.eps > 0:
             raise ValueError(f"eps must be > 0, got {self.eps!r}")
         if int(self.max_iter) < 1:

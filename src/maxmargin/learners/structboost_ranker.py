@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from maxmargin.inference.ranking import GRAPHS, RESCALINGS
+from maxmargin.inference.ranking import check_options
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.metrics import pairwise_accuracy
 from maxmargin.tasks.base import StructuredTask
@@ -121,16 +121,7 @@ class StructBoostRanker(StructBoost):
             raise ValueError(
                 f"formulation must be one of {RANKER_FORMULATIONS}, got {self.formulation!r}"
             )
-        if self.graph not in GRAPHS:
-            raise ValueError(f"graph must be one of {GRAPHS}, got {self.graph!r}")
-        if self.rescaling not in RESCALINGS:
-            raise ValueError(f"rescaling must be one of {RESCALINGS}, got {self.rescaling!r}")
-        if self.normalize not in ("pairs", "query"):
-            raise ValueError(f"normalize must be 'pairs' or 'query', got {self.normalize!r}")
-        if self.top_k is not None and (
-            isinstance(self.top_k, bool) or not isinstance(self.top_k, (int, np.integer))
-        ):
-            raise ValueError(f"top_k must be a positive integer or None, got {self.top_k!r}")
+        check_options(self.graph, self.rescaling, self.normalize)
         if not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs < 1:
             raise ValueError(f"n_jobs must be a positive integer, got {self.n_jobs!r}")
 

@@ -7,16 +7,20 @@ module is its public home among the solvers.
 
 from maxmargin.inference.ranking import (
     GRAPHS,
+    NORMALIZATIONS,
     RESCALINGS,
     PreferenceGraph,
     brute_force_constraint,
+    check_options,
     most_violated_constraint,
 )
 
 __all__ = [
     "GRAPHS",
+    "NORMALIZATIONS",
     "RESCALINGS",
     "PreferenceGraph",
     "brute_force_constraint",
+    "check_options",
     "most_violated_constraint",
 ]

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph
+from maxmargin.inference.ranking import PreferenceGraph, check_options
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 
 __all__ = ["PairwiseRankingTask", "RankingTask"]
@@ -68,14 +68,9 @@ class _RankingBase(StructuredTask):
         self.normalize = normalize
 
     def _check_params(self) -> None:
-        if self.graph not in GRAPHS:
-            raise ValueError(f"graph must be one of {GRAPHS}, got {self.graph!r}")
-        if self.rescaling not in RESCALINGS:
-            raise ValueError(f"rescaling must be one of {RESCALINGS}, got {self.rescaling!r}")
+        check_options(self.graph, self.rescaling, self.normalize)
         if self.target not in ("relevance", "loss"):
             raise ValueError(f"target must be 'relevance' or 'loss', got {self.target!r}")
-        if self.normalize not in ("pairs", "query"):
-            raise ValueError(f"normalize must be 'pairs' or 'query', got {self.normalize!r}")
 
     def _bind(self, X, y, group=None) -> None:
         self._check_params()
