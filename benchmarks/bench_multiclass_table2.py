@@ -17,26 +17,23 @@ on the same validation split (0.05, 0.1, 0.3).
 Usage (from the repository root):
     .venv/bin/python benchmarks/bench_multiclass_table2.py [--data-dir ../shared/data]
         [--datasets glass vowel ...] [--repeats 5] [--max-iter 200] [--C 10 25 63 158 398 1000]
+        [--master auto|fast|exact] [--formulation auto|1-slack|m-slack]
 Writes benchmarks/results/multiclass_table2.json and prints a markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import train_test_split
 
+from _common import DEFAULT_DATA, load_multiclass, write_result
 from maxmargin import StructBoostClassifier
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # Table 2 of the paper, "StructBoost-stump" row: test error % (mean, std)
 PAPER = {
@@ -53,37 +50,6 @@ PAPER = {
 }
 
 
-def _svm(path: Path, n_features=None):
-    X, y = load_svmlight_file(str(path), n_features=n_features)
-    return X.toarray(), y
-
-
-def load_pooled(data_dir: Path, name: str):
-    """All labelled rows of a data set (train and test files pooled)."""
-    mc = data_dir / "multiclass"
-    pairs = {
-        "glass": ["glass/glass.scale"],
-        "svmguide2": ["svmguide2/svmguide2"],
-        "svmguide4": ["svmguide4/svmguide4", "svmguide4/svmguide4.t"],
-        "dna": ["dna/dna.scale", "dna/dna.scale.t"],
-        "segment": ["segment/segment.scale"],
-        "satimage": ["satimage/satimage.scale", "satimage/satimage.scale.t"],
-        "usps": ["usps/usps.t.bz2"],
-        "pendigits": ["pendigits/pendigits.scale", "pendigits/pendigits.scale.t"],
-        "mnist1000": ["mnist_subset/mnist1000.scale"],
-    }
-    if name == "vowel":  # the Deterding train/test split as CSV (raw features)
-        parts = []
-        for f in ("vowel/vowel.train", "vowel/vowel.test"):
-            raw = np.genfromtxt(mc / f, delimiter=",", skip_header=1)
-            parts.append((raw[:, 2:], raw[:, 1]))
-        return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    files = [mc / f for f in pairs[name]]
-    d = max(load_svmlight_file(str(f))[0].shape[1] for f in files)
-    parts = [_svm(f, d) for f in files]
-    return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
 def split(X, y, seed):
     Xtr, Xrest, ytr, yrest = train_test_split(X, y, train_size=0.5, random_state=seed, stratify=y)
     Xva, Xte, yva, yte = train_test_split(
@@ -96,12 +62,12 @@ def err(model, X, y) -> float:
     return float(np.mean(model.predict(X) != y))
 
 
-def run_structboost(Xtr, ytr, Xva, yva, Xte, yte, Cs, max_iter, formulation, seed):
+def run_structboost(Xtr, ytr, Xva, yva, Xte, yte, Cs, max_iter, master, formulation, seed):
     best = None
     t_all = 0.0
     for C in Cs:
         clf = StructBoostClassifier(
-            C=C, max_iter=max_iter, formulation=formulation, random_state=seed
+            C=C, max_iter=max_iter, master=master, formulation=formulation, random_state=seed
         )
         t = time.perf_counter()
         clf.fit(Xtr, ytr)
@@ -120,8 +86,11 @@ def run_structboost(Xtr, ytr, Xva, yva, Xte, yte, Cs, max_iter, formulation, see
         "fit_s_all_C": t_all,
         "n_stumps": len(clf.hypotheses_),
         "n_iter": clf.n_iter_,
+        "objective": float(clf.objective_),
+        "gap": float(clf.gap_),
         "t_weak": sum(r["t_weak"] for r in h),
         "t_master": sum(r["t_master"] for r in h),
+        "t_polish": sum(r["t_polish"] for r in h),
         "t_oracle": sum(r["t_oracle"] for r in h),
     }
 
@@ -169,32 +138,33 @@ def run_gbm(kind, rounds, Xtr, ytr, Xva, yva, Xte, yte, seed):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--datasets", nargs="+", default=list(PAPER))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--C", type=float, nargs="+", default=[10, 25, 63, 158, 398, 1000])
+    ap.add_argument("--master", default="auto")
     ap.add_argument("--formulation", default="auto")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/multiclass_table2.json")
+    ap.add_argument("--out", default="benchmarks/results/multiclass_table2.json")
     args = ap.parse_args(argv)
 
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
     results = {
-        "protocol": vars(args) | {"data_dir": str(args.data_dir), "out": str(args.out)},
-        "commit": commit,
+        "protocol": vars(args) | {"data_dir": str(args.data_dir)},
         "datasets": {},
     }
+    t_protocol = 0.0  # StructBoost seconds over every C, repeat and data set
     for name in args.datasets:
-        X, y = load_pooled(args.data_dir, name)
+        X, y = load_multiclass(args.data_dir, name)
         K = len(np.unique(y))
         runs = []
         for rep in range(args.repeats):
             parts = split(X, y, seed=rep)
             row = {
-                "structboost": run_structboost(*parts, args.C, args.max_iter, args.formulation, rep)
+                "structboost": run_structboost(
+                    *parts, args.C, args.max_iter, args.master, args.formulation, rep
+                )
             }
+            t_protocol += row["structboost"]["fit_s_all_C"]
             T = args.max_iter
             for kind in ("lightgbm", "histgb"):
                 row[f"{kind}_same_stumps"] = run_gbm(kind, math.ceil(T / K), *parts, rep)
@@ -208,9 +178,10 @@ def main(argv=None):
                 flush=True,
             )
         results["datasets"][name] = {"n": len(y), "d": X.shape[1], "K": K, "runs": runs}
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1))
+        results["structboost_protocol_seconds"] = t_protocol
+        write_result(args.out, results)
     print(table(results))
+    print(f"StructBoost fits, whole protocol: {t_protocol:.0f} s")
 
 
 def table(results) -> str:

@@ -116,11 +116,12 @@ def eq14_lp_optimum(
     return res.fun
 
 
-def run(task, formulation, max_cp_rounds=None):
+def run(task, formulation, max_cp_rounds=None, master="exact"):
     res = fit_structboost(
         task,
         DecisionStump(),
         C=task.C_,
+        master=master,
         formulation=formulation,
         eps_cp=1e-10,
         eps_cg=1e-9,
@@ -144,16 +145,19 @@ def test_all_forms_reach_the_full_lp(rescaling, graph, top_k, C, max_cp_rounds, 
     opt = eq14_lp_optimum(X, y, group, C, graph, rescaling, top_k, normalize)
     kw = dict(graph=graph, rescaling=rescaling, top_k=top_k, normalize=normalize)
     forms = [
-        (PairwiseRankingTask(**kw), "m-slack"),
-        (PairwiseRankingTask(**kw), "1-slack"),
-        (RankingTask(**kw), "1-slack"),
+        (PairwiseRankingTask(**kw), "m-slack", "fast"),
+        (PairwiseRankingTask(**kw), "m-slack", "exact"),
+        (PairwiseRankingTask(**kw), "1-slack", "exact"),
+        (RankingTask(**kw), "1-slack", "exact"),
+        (RankingTask(**kw), "1-slack", "fast"),
     ]
-    for task, formulation in forms:
+    for task, formulation, master in forms:
         bound = task.bind(X, y, group=group)
         bound.C_ = C
-        res = run(bound, formulation, max_cp_rounds)
-        assert res.objective == pytest.approx(opt, rel=1e-6), (type(task).__name__, formulation)
-        assert res.history[-1]["lp_objective"] == pytest.approx(opt, rel=1e-6)
+        res = run(bound, formulation, max_cp_rounds, master)
+        name = (type(task).__name__, formulation, master)
+        assert res.objective == pytest.approx(opt, rel=1e-6), name
+        assert res.history[-1]["master_objective"] == pytest.approx(opt, rel=1e-6), name
 
 
 def test_ranker_formulations_agree_on_real_data():
@@ -259,7 +263,19 @@ def test_bad_data():
     with pytest.raises(ValueError):
         r.decision_function(X[:, :5])
     with pytest.raises(ValueError, match="1-slack"):
-        fit_structboost(RankingTask().bind(X, y), DecisionStump(), C=10.0, formulation="m-slack")
+        fit_structboost(
+            RankingTask().bind(X, y),
+            DecisionStump(),
+            C=10.0,
+            master="exact",
+            formulation="m-slack",
+        )
+
+    class _NoSmoothedRisk(RankingTask):
+        smooth_master = False
+
+    with pytest.raises(ValueError, match="listable"):
+        fit_structboost(_NoSmoothedRisk().bind(X, y), DecisionStump(), C=10.0, master="fast")
 
 
 class _InconsistentTask(RankingTask):
@@ -275,7 +291,15 @@ def test_stalled_cutting_planes_stop_with_a_warning():
     task = _InconsistentTask().bind(X, y, group=group)
     # without the guard this call never returns (the LP never moves)
     with pytest.warns(ConvergenceWarning, match="stalled"):
-        fit_structboost(task, DecisionStump(), C=10.0, max_iter=5, max_cp_rounds=None)
+        fit_structboost(
+            task,
+            DecisionStump(),
+            C=10.0,
+            master="exact",
+            formulation="1-slack",
+            max_iter=5,
+            max_cp_rounds=None,
+        )
 
 
 def test_query_normalisation_objective_by_hand():
@@ -295,3 +319,44 @@ def test_query_normalisation_objective_by_hand():
     assert r.objective_ == pytest.approx(expect, rel=1e-9)
     plain = StructBoostRanker(C=30, max_iter=15).fit(X, y, group=group)
     assert plain.objective_ != pytest.approx(r.objective_, rel=1e-3)
+
+
+def _huber(u, d):
+    return np.where(u <= 0, 0.0, np.where(u < d, u * u / (2 * d), u - d / 2))
+
+
+@pytest.mark.parametrize("rescaling", RESCALINGS)
+@pytest.mark.parametrize("graph", ["complete", "bipartite", "star"])
+@pytest.mark.parametrize("normalize", ["pairs", "query"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_huber_smoothed_hinge_equals_the_sum_over_listed_pairs(rescaling, graph, normalize, seed):
+    """PreferenceGraph.smoothed_hinge (sorting + prefix sums over the oracle's tree)
+    equals the Huber hinge summed pair by pair, with its gradient and dual value."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    X = rng.normal(size=(n, 2))
+    y = rng.integers(0, 4, n).astype(float)
+    group = rng.integers(0, 3, n) if seed else None
+    t = PairwiseRankingTask(graph=graph, rescaling=rescaling, normalize=normalize)
+    t = t.bind(X, y, group=group)
+    s = rng.normal(size=n) * 2
+    if seed == 2:
+        s = np.round(s)  # ties, and hinge arguments exactly at 0 and delta
+    delta = 0.5 if seed == 2 else 0.3
+    i, j = t.upper_, t.lower_
+    d = t.loss_[j] - t.loss_[i]
+    om = t.w_sample_[i]
+    arg = (d if rescaling == "margin" else 1.0) - s[i] + s[j]
+    kappa = d if rescaling == "slack" else 1.0
+    hp = np.clip(arg / delta, 0, 1)
+    A = np.zeros(n)
+    np.add.at(A, i, om * kappa * hp)
+    np.add.at(A, j, -om * kappa * hp)
+    risk, smooth, A_fast, dual = t.graph_.smoothed_hinge(s, delta, rescaling, t.w_sample_)
+    assert risk == pytest.approx(np.sum(om * kappa * np.maximum(0, arg)), rel=1e-10, abs=1e-12)
+    assert smooth == pytest.approx(np.sum(om * kappa * _huber(arg, delta)), rel=1e-10, abs=1e-12)
+    ell = 1.0 if rescaling == "unit" else d
+    assert dual == pytest.approx(np.sum(om * ell * hp), rel=1e-10, abs=1e-12)
+    np.testing.assert_allclose(A_fast, A, atol=1e-12)
+    # the smoothed risk is within delta/2 of the hinge (per unit of pair weight)
+    assert risk - delta / 2 * np.sum(om * kappa) - 1e-12 <= smooth <= risk + 1e-12

@@ -9,26 +9,44 @@ data built on it.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from maxmargin._validation import check_number as _check_number
+from maxmargin._validation import (
+    CALLBACK,
+    MAX_TIME,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    Options,
+    as_generator,
+    validate_params,
+)
 from maxmargin._validation import json_params as _json_params
-from maxmargin.solvers.column_generation import FORMULATIONS, fit_structboost
+from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning
+from maxmargin.solvers.column_generation import (
+    FORMULATION_ALIASES,
+    FORMULATIONS,
+    MASTERS,
+    fit_structboost,
+)
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
 from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 from maxmargin.tasks.taxonomy import LOSS_KINDS
-from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, make_weak_learner
+from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, WeakLearner, make_weak_learner
 
 __all__ = ["StructBoost", "StructBoostClassifier"]
 
-#: formulation="auto" picks m-slack up to this many possible m-slack rows (see docstring)
-AUTO_M_SLACK_ROWS = 20_000
+#: largest C accepted (the master LP's costs span 1 to C/m; see _validate_hyperparameters)
+MAX_C = 1e12
 
 _TASKS = {
     "BinaryTask": BinaryTask,
@@ -55,15 +73,22 @@ class StructBoost(BaseEstimator):
     C : float, default=100.0
         Weight of the average hinge loss.  No weak learner can enter the model unless
         ``C > 1`` for 0/1-type losses (a column's gain is at most ``C`` times its range).
-    formulation : {"auto", "1-slack", "m-slack"}, default="auto"
-        Master problem: eq. (9) with cutting planes, or eq. (3) with one slack per example.
-        Both have the same optimum (Theorem 2.1).  "auto" takes m-slack when the m-slack
-        master has at most 20 000 possible rows (m (K - 1) for K outputs) and 1-slack
-        otherwise: small m-slack LPs re-solve in a few simplex steps, while Kelley's
-        1-slack planes need many rounds there (svmguide4, 300 examples, 200 iterations:
-        4.1 s against 260 s; digits, 1257 examples, 100 iterations: 28 s against 260 s);
-        large m-slack LPs are slow to re-solve (pendigits, 7494 examples, 30 iterations:
-        191 s against 13.6 s).  See docs/structboost.md.
+    master : {"auto", "fast", "exact"}, default="auto"
+        How the restricted master is solved each iteration.  "fast": the hinge smoothed
+        by log-sum-exp and solved by projected L-BFGS, warm-started from the previous
+        weights (tasks whose outputs can be listed: binary, multi-class, hierarchy,
+        pairwise ranking); "exact": the LP of ``formulation`` with HiGHS, which gives the
+        paper's exact column sequence.  Both end with the exact LP optimum over the final
+        weak learners, certified by a duality gap (``history_[-1]["gap"]``).  "auto" is
+        "fast" where it applies, else "exact".  See docs/structboost.md.
+    formulation : {"auto", "1-slack", "n-slack"}, default="auto"
+        The LP of the exact master: eq. (9) with cutting planes, or eq. (3) with one slack
+        per example and row generation (the paper's "m-slack"; that spelling is accepted).
+        Both have the same optimum (Theorem 2.1).  "auto" takes n-slack when the task's
+        outputs can be listed, else 1-slack.
+    tol : float, default=1e-4
+        Relative tolerance of the fast master's inner loop: it stops when an L-BFGS step
+        lowers the smoothed objective by less than this fraction.
     eps_cp : float, default=0.01
         Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
     eps_cg : float, default=1e-6
@@ -77,9 +102,9 @@ class StructBoost(BaseEstimator):
     max_iter : int, default=200
         Maximum column-generation (boosting) iterations.
     max_time : float or None
-        Wall-clock limit in seconds for the boosting iterations.  The last master is then
-        still solved to ``eps_cp`` (the final polish, which may take a little longer), so
-        a time-limited model is as accurate for its weak learners as a finished one.
+        Wall-clock limit in seconds for the whole fit, the final exact polish included
+        (10 % of it is kept for the polish of the fast master).  If the polish cannot
+        finish in time, the last iterate is returned with its certified gap.
     random_state : int, Generator or None
         Tie breaking of the initial violators (Alg. 1 line 2).
     verbose : int
@@ -90,11 +115,18 @@ class StructBoost(BaseEstimator):
     Attributes
     ----------
     history_ : list of dict
-        Per iteration: objective (primal, at the current w), lp_objective, xi, n_weak,
-        n_columns, n_planes, n_cp, gain, and seconds in weak-learner search (t_weak),
-        master (t_master), oracle (t_oracle), total so far (t_total).
+        Per iteration: ``objective`` (primal at the iteration's w), ``dual_bound`` (a
+        certified lower bound on the restricted master), ``gap`` (relative),
+        ``master_objective`` (the master's own value: LP or smoothed), ``xi`` (mean
+        hinge), ``n_weak``, ``n_columns``, ``n_planes`` (rows of the LP), ``n_cp`` (LP
+        solves or L-BFGS steps), ``gain`` (best weak learner's), ``certified``, and
+        seconds in weak-learner search (``t_weak``), master (``t_master``), total so far
+        (``t_total``).
     objective_ : float
         Final primal objective.
+    gap_ : float
+        Relative duality gap of the final model over its weak learners (about 1e-12
+        when the final polish finished).
     n_iter_ : int
     converged_ : bool
         True when the column-generation test ``gain <= 1 + eps_cg`` was met.
@@ -102,12 +134,15 @@ class StructBoost(BaseEstimator):
 
     def __init__(
         self,
+        *,
         task: StructuredTask | None = None,
         weak_learner="stump",
         C: float = 100.0,
+        master: str = "auto",
         formulation: str = "auto",
         eps_cp: float = 0.01,
         eps_cg: float = 1e-6,
+        tol: float = 1e-4,
         max_iter: int = 200,
         max_time: float | None = None,
         max_cp_rounds: int | None = 10,
@@ -116,6 +151,8 @@ class StructBoost(BaseEstimator):
         callback=None,
     ):
         self.task = task
+        self.master = master
+        self.tol = tol
         self.max_cp_rounds = max_cp_rounds
         self.weak_learner = weak_learner
         self.C = C
@@ -129,40 +166,37 @@ class StructBoost(BaseEstimator):
         self.callback = callback
 
     # -- parameters ----------------------------------------------------------------------
+    _parameter_constraints = {
+        "task": [None, StructuredTask],
+        "weak_learner": [str, WeakLearner],
+        "C": [POSITIVE],
+        "master": [Options("auto", *MASTERS)],
+        "formulation": [Options("auto", *FORMULATIONS, *FORMULATION_ALIASES)],
+        "eps_cp": [POSITIVE],
+        "eps_cg": [NON_NEGATIVE],
+        "tol": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "max_time": MAX_TIME,
+        "max_cp_rounds": [None, POSITIVE_INT],
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+        "callback": CALLBACK,
+    }
+
     def _validate_hyperparameters(self) -> None:
-        _check_number("C", self.C, low=0)
-        _check_number("max_iter", self.max_iter, low=1, low_open=False, integer=True)
-        _check_number("eps_cp", self.eps_cp, low=0)
-        _check_number("eps_cg", self.eps_cg, low=0, low_open=False)
-        _check_number("max_time", self.max_time, low=0, allow_none=True)
-        _check_number(
-            "max_cp_rounds",
-            self.max_cp_rounds,
-            low=1,
-            low_open=False,
-            integer=True,
-            allow_none=True,
-        )
-        if self.formulation not in ("auto", *FORMULATIONS):
+        validate_params(self)
+        if self.C > MAX_C:
             raise ValueError(
-                f"formulation must be 'auto' or one of {FORMULATIONS}, got {self.formulation!r}"
+                f"C = {self.C:g} is too large for the LP master (costs 1 against C/m): "
+                f"use C <= {MAX_C:g}; beyond about 1e9 the training hinge is already at "
+                "its minimum on most data, so larger C changes nothing"
             )
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError("callback must be callable or None")
         make_weak_learner(self.weak_learner)  # raises on unknown names
 
     def _make_task(self, y) -> StructuredTask:
         if not isinstance(self.task, StructuredTask):
             raise ValueError(f"task must be a StructuredTask instance, got {self.task!r}")
         return self.task
-
-    def _rng(self) -> np.random.Generator:
-        rs = self.random_state
-        if isinstance(rs, np.random.Generator):
-            return rs
-        if isinstance(rs, np.random.RandomState):
-            return np.random.default_rng(rs.randint(2**31))
-        return np.random.default_rng(rs)
 
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X, y):
@@ -196,26 +230,62 @@ class StructBoost(BaseEstimator):
                 self.callback(record)
 
         weak = make_weak_learner(self.weak_learner)
-        formulation = self.formulation
-        if formulation == "auto":
-            n_rows = self.task_.n_samples * (self.task_.n_outputs - 1)
-            formulation = "m-slack" if n_rows <= AUTO_M_SLACK_ROWS else "1-slack"
+        dense = self.task_.dense_outputs
+        master = self.master
+        if master == "auto":
+            master = "fast" if self.task_.smooth_master else "exact"
+        formulation = FORMULATION_ALIASES.get(self.formulation, self.formulation)
+        if formulation == "auto" or master == "fast":
+            # (for the fast master: the LP of the final polish)
+            formulation = "n-slack" if dense else "1-slack"
+        self.master_ = master
         self.formulation_ = formulation
         res = fit_structboost(
             self.task_,
             weak,
             C=float(self.C),
+            master=master,
             formulation=formulation,
             eps_cp=float(self.eps_cp),
             eps_cg=float(self.eps_cg),
+            tol=float(self.tol),
             max_iter=int(self.max_iter),
             max_time=self.max_time,
-            rng=self._rng(),
+            rng=as_generator(self.random_state),
             callback=report,
             max_cp_rounds=self.max_cp_rounds,
         )
         self._store_result(res)
+        self._warn_about_result(res)
         return self
+
+    #: a final relative duality gap above this is worth a warning
+    GAP_WARNING = 1e-6
+
+    def _warn_about_result(self, res) -> None:
+        if len(self.hypotheses_) == 0:
+            warnings.warn(
+                f"no weak learner entered the model (C = {self.C:g}): it predicts a "
+                "constant.  A weak learner enters only if its gain exceeds 1 and gains are "
+                "at most C times the loss range, so C must be well above 1 (the paper uses "
+                "10 to 1000).",
+                EmptyModelWarning,
+                stacklevel=3,
+            )
+        elif res.gap > self.GAP_WARNING and (not res.certified or self.task_.dense_outputs):
+            # (a certified 1-slack model of a task without listable outputs -- ranking --
+            # is accurate to C * eps_cp by design, Alg. 2)
+            why = (
+                "max_time ran out before the final exact solve finished"
+                if not res.certified
+                else f"the LP is badly scaled at C = {self.C:g}"
+            )
+            warnings.warn(
+                f"the returned model is within a relative duality gap of {res.gap:.2g} of "
+                f"the optimum over its weak learners ({why})",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     def _store_result(self, res) -> None:
         W = res.slot_weights() if len(res.w) else np.zeros((0, self.task_.n_slots))
@@ -230,6 +300,7 @@ class StructBoost(BaseEstimator):
         )
         self.history_ = res.history
         self.objective_ = res.objective
+        self.gap_ = res.gap
         self.n_iter_ = len(res.history)
         self.converged_ = res.converged
 
@@ -275,6 +346,11 @@ class StructBoost(BaseEstimator):
             F = H @ W if H is not None else np.zeros((Z.shape[0], self.task_.n_slots))
             yield self.task_.decode(self.task_.predict_codes(F))
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # label-coding and ranking tasks keep X sparse
+        return tags
+
     # -- persistence ---------------------------------------------------------------------
     def _get_state(self):
         check_is_fitted(self, "slot_weights_")
@@ -291,6 +367,7 @@ class StructBoost(BaseEstimator):
             "n_features_in": int(self.n_features_in_),
             "history": self.history_,
             "objective": float(self.objective_),
+            "gap": float(self.gap_),
             "n_iter": int(self.n_iter_),
             "converged": bool(self.converged_),
         }
@@ -306,6 +383,8 @@ class StructBoost(BaseEstimator):
         params = dict(meta["params"])
         if params.get("weak_learner") not in WEAK_LEARNERS:
             params["weak_learner"] = "stump"
+        if params.get("formulation") == "m-slack":
+            params["formulation"] = "n-slack"
         est = cls(**params) if cls is not StructBoost else cls(task=task_cls(), **params)
         task = task_cls.__new__(task_cls)
         task._set_state(
@@ -320,6 +399,7 @@ class StructBoost(BaseEstimator):
         est.n_features_in_ = int(meta["n_features_in"])
         est.history_ = list(meta["history"])
         est.objective_ = float(meta["objective"])
+        est.gap_ = float(meta.get("gap", np.nan))
         est.n_iter_ = int(meta["n_iter"])
         est.converged_ = bool(meta["converged"])
         if isinstance(task, LabelCodingTask):
@@ -357,15 +437,18 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
 
     def __init__(
         self,
+        *,
         C: float = 100.0,
         max_iter: int = 200,
         weak_learner="stump",
         sharing: str = "shared",
         taxonomy=None,
         tree_loss: str = "height",
+        master: str = "auto",
         formulation: str = "auto",
         eps_cp: float = 0.01,
         eps_cg: float = 1e-6,
+        tol: float = 1e-4,
         max_time: float | None = None,
         max_cp_rounds: int | None = 10,
         random_state=None,
@@ -376,9 +459,11 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
             task=None,
             weak_learner=weak_learner,
             C=C,
+            master=master,
             formulation=formulation,
             eps_cp=eps_cp,
             eps_cg=eps_cg,
+            tol=tol,
             max_iter=max_iter,
             max_time=max_time,
             max_cp_rounds=max_cp_rounds,
@@ -390,12 +475,12 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         self.taxonomy = taxonomy
         self.tree_loss = tree_loss
 
-    def _validate_hyperparameters(self) -> None:
-        super()._validate_hyperparameters()
-        if self.sharing not in ("shared", "per_class"):
-            raise ValueError(f"sharing must be 'shared' or 'per_class', got {self.sharing!r}")
-        if self.tree_loss not in LOSS_KINDS:
-            raise ValueError(f"tree_loss must be one of {LOSS_KINDS}, got {self.tree_loss!r}")
+    _parameter_constraints = {
+        **{k: v for k, v in StructBoost._parameter_constraints.items() if k != "task"},
+        "sharing": [Options("shared", "per_class")],
+        "taxonomy": [None, object],
+        "tree_loss": [Options(*LOSS_KINDS)],
+    }
 
     def _make_task(self, y) -> StructuredTask:
         check_classification_targets(y)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from maxmargin.inference.ranking import check_options
+from maxmargin._validation import POSITIVE_INT, Options
+from maxmargin.inference.ranking import GRAPHS, RESCALINGS, check_options
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.metrics import pairwise_accuracy
 from maxmargin.tasks.base import StructuredTask
@@ -18,7 +19,7 @@ from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 
 __all__ = ["StructBoostRanker"]
 
-RANKER_FORMULATIONS = ("1-slack", "m-slack")
+RANKER_FORMULATIONS = ("1-slack", "n-slack")
 
 
 class StructBoostRanker(StructBoost):
@@ -36,9 +37,10 @@ class StructBoostRanker(StructBoost):
     max_iter : int, default=200
         Boosting (column-generation) iterations.
     weak_learner : str or WeakLearner, default="stump"
-    formulation : {"1-slack", "m-slack"}, default="1-slack"
+    formulation : {"1-slack", "n-slack"}, default="1-slack"
         "1-slack": one slack and cutting planes found in O(n log n) per round
-        (:class:`~maxmargin.tasks.ranking.RankingTask`); "m-slack": the paper's baseline
+        (:class:`~maxmargin.tasks.ranking.RankingTask`); "n-slack" (the paper's "m-slack",
+        also accepted): its baseline
         with one slack per pair (:class:`~maxmargin.tasks.ranking.PairwiseRankingTask`),
         memory O(|S|).  Same optimum (Theorem 2.1, tested).
     graph : {"complete", "bipartite", "star"}, default="complete"
@@ -53,8 +55,9 @@ class StructBoostRanker(StructBoost):
         "pairs": the hinge is averaged over all pairs (eq. 14, ``C / |S|``); "query":
         averaged inside each group, then over the groups that have pairs, so every query
         counts equally (learning to rank).  Same as ``"pairs"`` without groups.
-    eps_cp, eps_cg, max_cp_rounds, max_time, random_state, verbose, callback
-        As in :class:`~maxmargin.StructBoost`.
+    eps_cp, eps_cg, master, tol, max_cp_rounds, max_time, random_state, verbose, \
+callback
+        As in :class:`~maxmargin.StructBoost` ("fast" applies to the m-slack form only).
     n_jobs : int, default=1
         Threads of the ranking oracle's parallel recursion levels.
 
@@ -78,6 +81,7 @@ class StructBoostRanker(StructBoost):
 
     def __init__(
         self,
+        *,
         C: float = 100.0,
         max_iter: int = 200,
         weak_learner="stump",
@@ -88,6 +92,8 @@ class StructBoostRanker(StructBoost):
         normalize: str = "pairs",
         eps_cp: float = 0.01,
         eps_cg: float = 1e-6,
+        master: str = "auto",
+        tol: float = 1e-4,
         max_time: float | None = None,
         max_cp_rounds: int | None = 10,
         n_jobs: int = 1,
@@ -99,9 +105,11 @@ class StructBoostRanker(StructBoost):
             task=None,
             weak_learner=weak_learner,
             C=C,
+            master=master,
             formulation=formulation,
             eps_cp=eps_cp,
             eps_cg=eps_cg,
+            tol=tol,
             max_iter=max_iter,
             max_time=max_time,
             max_cp_rounds=max_cp_rounds,
@@ -115,21 +123,25 @@ class StructBoostRanker(StructBoost):
         self.normalize = normalize
         self.n_jobs = n_jobs
 
+    _parameter_constraints = {
+        **{k: v for k, v in StructBoost._parameter_constraints.items() if k != "task"},
+        "formulation": [Options(*RANKER_FORMULATIONS, "m-slack")],
+        "graph": [Options(*GRAPHS)],
+        "rescaling": [Options(*RESCALINGS)],
+        "top_k": [None, POSITIVE_INT],
+        "normalize": [Options("pairs", "query")],
+        "n_jobs": [POSITIVE_INT],
+    }
+
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        if self.formulation not in RANKER_FORMULATIONS:
-            raise ValueError(
-                f"formulation must be one of {RANKER_FORMULATIONS}, got {self.formulation!r}"
-            )
         check_options(self.graph, self.rescaling, self.normalize)
-        if not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs < 1:
-            raise ValueError(f"n_jobs must be a positive integer, got {self.n_jobs!r}")
 
     def _make_task(self, y) -> StructuredTask:
         common = dict(
             graph=self.graph, rescaling=self.rescaling, top_k=self.top_k, normalize=self.normalize
         )
-        if self.formulation == "m-slack":
+        if self.formulation in ("n-slack", "m-slack"):
             return PairwiseRankingTask(**common)
         return RankingTask(**common, n_jobs=int(self.n_jobs))
 

@@ -1,26 +1,41 @@
-"""StructBoost training: column generation (Alg. 1) around cutting planes (Alg. 2).
+"""StructBoost training: column generation (Alg. 1) around a restricted master.
 
 Shen, Lin, van den Hengel, "StructBoost: Boosting Methods for Predicting Structured
 Output Variables", IEEE TPAMI 36(10), 2014.
 
-Outer loop (column generation).  The LP duals give mu_(i, y); the task turns mu into
-signed sample weights and the weak learner returns the classifier of largest gain
-``g(psi) = sum_(i, y) mu_(i, y) dpsi_i(y)``.  In the restricted dual (eq. 10b) every
-column must satisfy ``g(psi) <= 1`` (its cost in the primal objective ``1'w``); a column
-with ``g > 1`` has negative reduced cost ``1 - g`` and improves the master.  Hence the
-stopping test is
+Outer loop (column generation, Alg. 1, :func:`fit_structboost`).  The master's duals give
+mu_(i, y); the task turns mu into signed sample weights and the weak learner returns the
+classifier of largest gain ``g(psi) = sum_(i, y) mu_(i, y) dpsi_i(y)``.  In the restricted
+dual (eq. 10b) every column must satisfy ``g(psi) <= 1`` (its cost in the primal
+objective ``1'w``); a column with ``g > 1`` has negative reduced cost ``1 - g`` and
+improves the master.  Hence the stopping test is
 
     max_psi g(psi) <= 1 + eps_cg,
 
 i.e. no weak learner violates the dual constraint by more than eps_cg.  (The printed
 eq. (8), ``<= 1 - eps_cg``, cannot be met once the best weak learner is already in the
-master, where its gain is exactly 1 at optimality; see docs/structboost.md.)
+master, where its gain is exactly 1 at optimality; see docs/structboost.md.)  The test is
+only applied to *exact* duals: a master whose duals are approximate (smoothed, or from a
+truncated cutting-plane loop) is first solved exactly ("certified") and the weak learners
+re-priced before convergence is declared.
 
-Inner loop (cutting planes).  With the columns fixed, the loss-augmented oracle (eq. 12)
-finds every example's most violated output; for the 1-slack form (eq. 9) one plane with
-c_i = [hinge_i > 0] is added until ``mean(hinge) <= xi + eps_cp`` (Alg. 2 line 10); for
-the m-slack form (eq. 3) every example with ``hinge_i > xi_i + eps_cp`` adds its own row.
-The working set is kept across boosting iterations (Sec. 2.2).
+Masters (the restricted problem over the current columns):
+
+* ``"fast"`` -- :class:`FastMaster`: the log-sum-exp smoothed hinge solved by projected
+  L-BFGS (:mod:`maxmargin.solvers.smooth_master`) every iteration, and the exact m-slack LP
+  (:class:`~maxmargin.solvers.lp_master.MSlackLP`) as the final polish.  Tasks whose
+  outputs can be listed (``task.dense_outputs``).
+* ``"exact"``, m-slack -- :class:`MSlackMaster`: the m-slack LP (eq. 3) with row
+  generation (rows violated by more than ``eps_cp``, Alg. 2's test) every iteration; the
+  paper's column sequence.
+* ``"exact"``, 1-slack -- :class:`OneSlackMaster`: Alg. 2, Kelley's cutting planes on the
+  1-slack LP (eq. 9); the only master for tasks with a joint 1-slack oracle only
+  (:class:`~maxmargin.tasks.ranking.RankingTask`).
+
+Every master ends with the exact LP optimum over its final columns when the task's outputs
+can be listed (the m-slack polish, rows and reduced costs to 1e-9), and every record in
+the history carries an independently computed duality gap (primal at w from the oracle,
+dual from box-feasible multipliers scaled by the largest column gain).
 """
 
 from __future__ import annotations
@@ -33,20 +48,42 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from maxmargin.solvers.lp_master import LPMaster, LPSolution
+from maxmargin.solvers.columns import ColumnStore
+from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
+from maxmargin.solvers.smooth_master import SmoothedMaster
 from maxmargin.solvers.working_set import WorkingSet
-from maxmargin.tasks.base import Cut, DualPairs, StructuredTask
+from maxmargin.tasks.base import Cut, StructuredTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
 
-__all__ = ["ColumnGenerationResult", "fit_structboost"]
+__all__ = [
+    "FORMULATIONS",
+    "FORMULATION_ALIASES",
+    "MASTERS",
+    "ColumnGenerationResult",
+    "FastMaster",
+    "MSlackMaster",
+    "OneSlackMaster",
+    "fit_structboost",
+]
 
-FORMULATIONS = ("1-slack", "m-slack")
+FORMULATIONS = ("1-slack", "n-slack")
+#: the StructBoost paper calls the per-example form "m-slack"
+FORMULATION_ALIASES = {"m-slack": "n-slack"}
+MASTERS = ("fast", "exact")
 STAB = 0.5  # weight of the stability centre in the in-out query point
 #: a truncated cutting-plane loop (max_cp_rounds) still goes on while the master's
 #: relative gap exceeds this, so weak learners are priced from reasonable duals
 TRUNCATE_GAP = 0.1
 #: rounds whose planes do not move the LP point before a cutting-plane loop gives up
 STALL_ROUNDS = 5
+#: row and reduced-cost tolerance of the exact polish (relative to the loss / unit cost)
+POLISH_TOL = 1e-9
+#: smoothed-support threshold: rows (i, y) with softmax weight above this start the polish
+POLISH_ROWS = 0.05
+#: before the polish the smoothing is sharpened by this factor (docs/structboost.md)
+POLISH_SHARPEN = 4.0
+#: share of max_time kept for the final polish of the fast master
+POLISH_RESERVE = 0.1
 
 
 @dataclass
@@ -56,10 +93,16 @@ class ColumnGenerationResult:
     column_slot: np.ndarray  # column -> slot
     w: np.ndarray  # column weights
     objective: float  # primal objective ||w||_1 + C * mean hinge at the final w
+    dual_bound: float = -np.inf  # certified lower bound on the restricted master
     history: list[dict] = field(default_factory=list)
     w_path: list[np.ndarray] = field(default_factory=list)  # w after each iteration
     converged: bool = False
+    certified: bool = False  # the final w is the exact optimum over its columns
     stop_reason: str = ""
+
+    @property
+    def gap(self) -> float:
+        return _relative_gap(self.objective, self.dual_bound)
 
     def slot_weights(self) -> np.ndarray:
         """Weights as a (n_hypotheses, n_slots) matrix: F(z) = phi(z) @ W."""
@@ -69,58 +112,402 @@ class ColumnGenerationResult:
         return W
 
 
-class _Ensemble:
-    """Training-time cache of weak-classifier outputs on the task's weak inputs."""
-
-    def __init__(self, hyp_class, n_features: int, n_z: int, n_slots: int) -> None:
-        self.hyps = hyp_class.empty(n_features)
-        self.H = np.zeros((0, n_z))
-        self.col_hyp = np.zeros(0, dtype=np.int64)
-        self.col_slot = np.zeros(0, dtype=np.int64)
-        self.n_slots = n_slots
-
-    def add(self, new_hyps: Hypotheses, outputs: np.ndarray, slots_per_hyp) -> tuple:
-        first = len(self.hyps)
-        self.hyps = self.hyps.concat(new_hyps)
-        self.H = np.vstack([self.H, outputs])
-        hyp_idx = np.concatenate([np.full(len(s), first + k) for k, s in enumerate(slots_per_hyp)])
-        slots = np.concatenate(slots_per_hyp).astype(np.int64)
-        self.col_hyp = np.concatenate([self.col_hyp, hyp_idx])
-        self.col_slot = np.concatenate([self.col_slot, slots])
-        return hyp_idx, slots
-
-    def slot_scores(self, w: np.ndarray) -> np.ndarray:
-        W = np.zeros((len(self.hyps), self.n_slots))
-        np.add.at(W, (self.col_hyp, self.col_slot), w)
-        return self.H.T @ W
+def _relative_gap(primal: float, dual: float) -> float:
+    return float(max(primal - dual, 0.0) / max(abs(primal), 1e-300))
 
 
-def _row_coefficients(task, ens: _Ensemble, pairs: DualPairs, row_of_pair, n_rows) -> np.ndarray:
-    """Coefficients (n_rows, n_columns) of the existing columns in new rows."""
-    n_cols = len(ens.col_hyp)
-    if n_cols == 0:
-        return np.zeros((n_rows, 0))
-    if n_rows == len(row_of_pair):  # one pair per row (m-slack): direct joint evaluation
-        d = task.joint_difference(ens.H[ens.col_hyp], ens.col_slot, pairs) * pairs.value
-        out = np.zeros((n_rows, n_cols))
-        out[row_of_pair] = d.T
-        return out
-    # a plane summing many pairs: aggregate them into signed weights A once; then the
-    # coefficient of column (h, s) is sum_z phi_h(z) A[z, s] = (H @ A)[h, s]
-    out = np.zeros((n_rows, n_cols))
-    for r in range(n_rows):
-        sel = row_of_pair == r
-        A = task.weak_weights(DualPairs(pairs.sample[sel], pairs.label[sel], pairs.value[sel]))
-        out[r] = (ens.H @ A)[ens.col_hyp, ens.col_slot]
-    return out
+# ---------------------------------------------------------------------------------------
+# masters
+# ---------------------------------------------------------------------------------------
+class FastMaster:
+    """Smoothed restricted master every iteration, exact polish on demand.
+
+    ``certify`` first sharpens the smoothing, then solves the restricted master exactly:
+
+    * listed outputs: the m-slack LP (``MSlackLP``) built on the sharpened support -- rows
+      (i, y) with softmax weight above ``POLISH_ROWS``, columns with positive weight or a
+      reduced cost within 1 % --, started from the smoothed point (HiGHS ``setSolution``),
+      with row and column generation to ``POLISH_TOL``;
+    * otherwise (ranking): Alg. 2 on the 1-slack LP (``OneSlackMaster``), seeded with the
+      plane at the smoothed point and that point as its best point, to ``eps_cp``.
+
+    The smoothed master continues from the exact weights if more columns enter.
+    """
+
+    def __init__(self, task, store: ColumnStore, C: float, *, tol, max_steps, eps_cp, rng):
+        self.task, self.store, self.C = task, store, C
+        self.eps_cp, self.rng = eps_cp, rng
+        self.formulation = "n-slack" if task.dense_outputs else "1-slack"
+        self.smooth = SmoothedMaster(task, store, C, tol=tol, max_steps=max_steps)
+        self.exact = None  # MSlackLP or OneSlackMaster, once a polish has run
+        self._exact_cols = 0  # columns the 1-slack polish already holds
+        self.certified = False
+        self.failed = False  # the exact LP failed numerically (huge C)
+
+    @property
+    def t_oracle(self) -> float:
+        return self.smooth.t_oracle + (self.exact.t_oracle if self.exact is not None else 0.0)
+
+    # state of the current iterate
+    @property
+    def w(self) -> np.ndarray:
+        return self.exact.w if self.certified else self.smooth.w
+
+    def weak_weights(self) -> np.ndarray:
+        return self.exact.weak_weights() if self.certified else self.smooth.A
+
+    def add_columns(self, cols: np.ndarray) -> None:
+        if self.certified:  # continue from the exact weights (new columns start at 0)
+            w = np.zeros(self.store.n_columns)
+            w[: len(self.exact.w)] = self.exact.w
+            self.smooth.set_weights(w)
+        else:
+            self.smooth.add_columns(cols)
+        self.certified = False
+
+    def solve(self, deadline: float | None) -> dict:
+        steps = self.smooth.solve(deadline)
+        return {"n_cp": steps}
+
+    def record(self) -> dict:
+        if self.certified:
+            return self.exact.record()
+        s = self.smooth
+        return {
+            "objective": s.objective,
+            "dual_bound": s.dual_bound,
+            "master_objective": s.smooth_objective,
+            "xi": s.xi,
+            "n_planes": 0,
+        }
+
+    def certify(self, deadline: float | None) -> bool:
+        """Exact optimum over the current columns; False if the deadline stopped it."""
+        if self.certified:
+            return True
+        if self.failed:
+            return False
+        self.smooth.sharpen(POLISH_SHARPEN, deadline)
+        try:
+            if self.task.dense_outputs:
+                ok = self._polish_lp(deadline)
+            else:
+                ok = self._polish_one_slack(deadline)
+        except LPNumericalError:  # keep the smoothed solution and its certified gap
+            self.exact, self.failed = None, True
+            return False
+        self.certified = ok
+        return ok
+
+    def _polish_lp(self, deadline) -> bool:
+        s = self.smooth
+        if self.exact is None:
+            self.exact = MSlackLP(self.task, self.store, self.C)
+        lp = self.exact
+        ri, ry = np.nonzero(s._sharp_P > POLISH_ROWS)
+        keep = lp._dense_losses()[ri, ry] > 0  # the true output's row is 0 >= 0 - xi
+        lp.add_rows(ri[keep], ry[keep])
+        lp.activate(np.flatnonzero((s.w > 0) | (s.gains >= 1.0 - 1e-2)))
+        lp.warm_start(s.w)
+        return lp.run(
+            row_tol=POLISH_TOL * max(float(lp._dense_losses().max()), 1.0),
+            col_tol=POLISH_TOL,
+            deadline=deadline,
+            prune=False,
+        )
+
+    def _polish_one_slack(self, deadline) -> bool:
+        if self.exact is None:
+            self.exact = OneSlackMaster(
+                self.task, self.store, self.C, eps_cp=self.eps_cp, rng=self.rng
+            )
+        k = self.exact
+        new = np.arange(self._exact_cols, self.store.n_columns)
+        if len(new):
+            k.add_columns(new)
+            self._exact_cols = self.store.n_columns
+        k.seed(self.smooth.w)
+        return k.certify(deadline)
 
 
+class MSlackMaster:
+    """The paper's m-slack master (eq. 3): rows violated by more than ``eps_cp`` added
+    each iteration (row generation), zero columns and rows dropped from the LP."""
+
+    formulation = "n-slack"
+
+    @property
+    def t_oracle(self) -> float:
+        return self.lp.t_oracle
+
+    def __init__(self, task, store: ColumnStore, C: float, *, eps_cp: float, eps_cg: float, rng):
+        self.task, self.store, self.C = task, store, C
+        self.eps_cp, self.eps_cg = eps_cp, eps_cg
+        self.lp = MSlackLP(task, store, C)
+        init = task.initial_violators(rng)  # Alg. 1 line 2
+        self.lp.add_rows(np.arange(task.n_samples), init.label)
+        self.lp.run(row_tol=eps_cp, col_tol=eps_cg)
+        self.certified = False
+
+    @property
+    def w(self) -> np.ndarray:
+        return self.lp.w
+
+    def weak_weights(self) -> np.ndarray:
+        return self.lp.weak_weights()
+
+    def add_columns(self, cols: np.ndarray) -> None:
+        self.lp.activate(cols)
+        self.certified = False
+
+    def solve(self, deadline: float | None) -> dict:
+        n0 = self.lp.n_solves
+        self.lp.run(row_tol=self.eps_cp, col_tol=self.eps_cg, deadline=deadline)
+        return {"n_cp": self.lp.n_solves - n0}
+
+    def record(self) -> dict:
+        return self.lp.record()
+
+    def certify(self, deadline: float | None) -> bool:
+        if not self.certified:
+            tol = POLISH_TOL * max(float(self.lp._dense_losses().max()), 1.0)
+            self.certified = self.lp.run(row_tol=tol, col_tol=POLISH_TOL, deadline=deadline)
+        return self.certified
+
+
+class OneSlackMaster:
+    """Alg. 2: Kelley's cutting planes on the 1-slack LP (eq. 9), working set kept.
+
+    Implementation details that are ours (docs/structboost.md): best-point certificate,
+    in-out stabilised planes, pruning of planes inactive for ``prune_after`` solves,
+    truncation after ``max_cp_rounds`` once the master's gap is below ``TRUNCATE_GAP``,
+    and a stall guard.  ``certify`` runs the loop to ``eps_cp`` and, when the task's
+    outputs can be listed, polishes with the exact m-slack LP (same optimum, Thm. 2.1).
+    """
+
+    formulation = "1-slack"
+
+    def __init__(
+        self,
+        task,
+        store: ColumnStore,
+        C: float,
+        *,
+        eps_cp: float,
+        rng,
+        stabilize: bool = True,
+        prune_after: int = 50,
+        max_cp_rounds: int | None = None,
+        truncate_gap: float = TRUNCATE_GAP,
+    ):
+        self.task, self.store, self.C = task, store, C
+        self.eps_cp, self.stabilize = eps_cp, stabilize
+        self.prune_after, self.max_cp_rounds = prune_after, max_cp_rounds
+        self.truncate_gap = truncate_gap
+        self.master = LPMaster([C])
+        self.ws = WorkingSet()
+        self.age = np.zeros(0, dtype=np.int64)
+        self.lp: MSlackLP | None = None  # the exact polish, for listable outputs
+        self.certified = False
+        self._t_oracle = 0.0
+        self._start = None
+        self._add_cut(task.initial_cut(rng))
+        self.sol = self._solve()
+        self.sol, self.risk, _ = self._cutting_planes(self.sol, None, None)
+
+    @property
+    def w(self) -> np.ndarray:
+        return self.lp.w if self.lp is not None and self.certified else self._pad(self.sol.w)
+
+    def weak_weights(self) -> np.ndarray:
+        if self.lp is not None and self.certified:
+            return self.lp.weak_weights()
+        return self.task.weak_weights(self.ws.dual_pairs(self.sol.row_dual))
+
+    def add_columns(self, cols: np.ndarray) -> None:
+        st = self.store
+        self.master.add_columns(
+            self.ws.column_coefficients(self.task, st.H, st.col_hyp[cols], st.col_slot[cols])
+        )
+        self.certified = False
+        self.sol = self._solve()
+
+    def solve(self, deadline: float | None) -> dict:
+        self.sol, self.risk, n_cp = self._cutting_planes(self.sol, self.max_cp_rounds, deadline)
+        return {"n_cp": n_cp}
+
+    def record(self) -> dict:
+        if self.lp is not None and self.certified:
+            return self.lp.record()
+        return {
+            "objective": float(self.sol.w.sum() + self.C * self.risk),
+            "dual_bound": self._dual_bound(),
+            "master_objective": float(self.sol.objective),
+            "xi": float(self.risk),
+            "n_planes": self.ws.n_rows,
+        }
+
+    def _dual_bound(self) -> float:
+        """sum lambda_p b_p / max(1, max gain): a lower bound from the plane duals."""
+        lam = self.sol.row_dual
+        total = float(lam.sum())
+        if total > self.C:
+            lam = lam * (self.C / total)
+        g = self.store.gains(self.task.weak_weights(self.ws.dual_pairs(lam)))
+        gmax = float(g.max()) if len(g) else 0.0
+        return float(lam @ self.master.rhs) / max(1.0, gmax)
+
+    def _pad(self, w: np.ndarray) -> np.ndarray:
+        """Weights over every stored column (those not in this LP at 0)."""
+        if len(w) == self.store.n_columns:
+            return w
+        full = np.zeros(self.store.n_columns)
+        full[: len(w)] = w
+        return full
+
+    def seed(self, w: np.ndarray) -> None:
+        """Add the plane at w and make w the best point of the next loop (a good point
+        from elsewhere, e.g. the smoothed master, lets Kelley's loop certify early)."""
+        w = self._pad(w)[: self.master.n_columns]
+        F = self.store.scores(self._pad(w))
+        risk, cut = self._oracle(F)
+        self._add_cut(cut)
+        self.sol = self._solve()
+        self.certified = False
+        self._start = (float(w.sum() + self.C * risk), np.array(w, dtype=np.float64), risk, F)
+
+    def certify(self, deadline: float | None) -> bool:
+        if self.certified:
+            return True
+        self.sol, self.risk, _ = self._cutting_planes(self.sol, None, deadline)
+        if not self._loop_certified:
+            return False
+        sol = self.sol
+        if self.task.dense_outputs and self.store.n_columns:
+            if self.lp is None:
+                self.lp = MSlackLP(self.task, self.store, self.C)
+            orc = self.task.loss_augmented(self.store.scores(sol.w))
+            viol = np.flatnonzero(orc.hinge > 0)
+            self.lp.add_rows(viol, orc.label[viol])
+            self.lp.activate(np.flatnonzero(sol.w > 0))
+            self.lp.warm_start(sol.w)
+            tol = POLISH_TOL * max(float(self.lp._dense_losses().max()), 1.0)
+            ok = self.lp.run(row_tol=tol, col_tol=POLISH_TOL, deadline=deadline, prune=False)
+            self.certified = ok
+            return ok
+        self.certified = True
+        return True
+
+    # -- Kelley's loop -------------------------------------------------------------------
+    @property
+    def t_oracle(self) -> float:
+        return self._t_oracle + (self.lp.t_oracle if self.lp is not None else 0.0)
+
+    def _oracle(self, F):
+        t0 = time.perf_counter()
+        cut = self.task.one_slack_cut(F)
+        self._t_oracle += time.perf_counter() - t0
+        return cut.risk, cut
+
+    def _add_cut(self, cut: Cut) -> bool:
+        st = self.store
+        rows = np.zeros(len(cut.pairs.sample), dtype=np.int64)
+        # coefficients of the columns this LP holds (the store may already have more)
+        coef = st.gains(self.task.weak_weights(cut.pairs))[None, : self.master.n_columns]
+        self.ws.add_rows(cut.pairs, rows, 1)
+        self.master.add_rows(np.zeros(1, dtype=np.int64), np.array([cut.rhs]), coef)
+        return True
+
+    def _solve(self) -> LPSolution:
+        sol = self.master.solve()
+        age = np.concatenate([self.age, np.zeros(self.master.n_rows - len(self.age), np.int64)])
+        age = np.where(sol.row_dual > 0, 0, age + 1)
+        stale = np.flatnonzero(age > self.prune_after)
+        if self.prune_after and len(stale):
+            # inactive planes only: the optimum of the restricted LP is unchanged
+            self.master.delete_rows(stale)
+            self.ws.delete_rows(stale)
+            keep = np.ones(len(age), dtype=bool)
+            keep[stale] = False
+            age = age[keep]
+            sol = LPSolution(sol.w, sol.xi, sol.row_dual[keep], sol.objective)
+        self.age = age
+        return sol
+
+    def _cutting_planes(self, sol: LPSolution, limit: int | None, deadline: float | None):
+        """Alg. 2 for fixed columns, from the current working set.
+
+        Returns the best point seen (lowest true objective) with the LP's duals.  Stops
+        when the LP point passes the test of Alg. 2 line 10, or when the best point's true
+        objective is within ``C * eps_cp`` of the LP value (a lower bound for the current
+        columns) -- the same accuracy certificate, reached without waiting for the LP
+        point itself to settle.  Each round also queries the oracle at the mid-point
+        between the best point and the LP point (in-out stabilisation of Kelley's method)
+        and keeps that plane when it cuts off the LP point.  Both only add valid planes.
+        """
+        C, eps_cp = self.C, self.eps_cp
+        n_cp = 0
+        best_obj, best_w, best_risk, best_F = np.inf, None, None, None
+        if self._start is not None:  # a point handed over by seed()
+            best_obj, best_w, best_risk, best_F = self._start
+            self._start = None
+        stalled = 0  # rounds in a row whose new planes left the LP point unchanged
+        while True:
+            F = self.store.scores(self._pad(sol.w))
+            risk, found = self._oracle(F)
+            obj = float(sol.w.sum() + C * risk)
+            if obj < best_obj:
+                best_obj, best_w, best_risk, best_F = obj, sol.w, risk, F
+            query = None
+            if self.stabilize and best_F is not F:
+                Fq = STAB * best_F + (1.0 - STAB) * F
+                risk_q, query = self._oracle(Fq)
+                wq = STAB * best_w + (1.0 - STAB) * sol.w
+                obj_q = float(wq.sum() + C * risk_q)
+                if obj_q < best_obj:
+                    best_obj, best_w, best_risk, best_F = obj_q, wq, risk_q, Fq
+            done = best_obj - sol.objective <= C * eps_cp
+            out_of_time = deadline is not None and time.perf_counter() > deadline
+            added = False
+            truncate = (
+                limit is not None
+                and n_cp >= limit
+                and best_obj - sol.objective <= self.truncate_gap * abs(best_obj)
+            )
+            stuck = stalled >= STALL_ROUNDS
+            if not done and not out_of_time and not truncate and not stuck:
+                if query is not None and self.task.cut_value(F, query) > sol.xi[0] + eps_cp:
+                    added = self._add_cut(query)
+                if found.risk > sol.xi[0] + eps_cp:
+                    added = self._add_cut(found) or added
+            if not added:
+                # nothing added: either certified, or the paper's test (Alg. 2 l. 10) held
+                self._loop_certified = done or not (out_of_time or truncate or stuck)
+                if stuck:
+                    warnings.warn(
+                        f"cutting planes stalled: {STALL_ROUNDS} rounds of violated planes "
+                        "left the LP point unchanged (numerical tolerance, or a task whose "
+                        "planes disagree with its risk); stopping this loop",
+                        ConvergenceWarning,
+                        stacklevel=5,
+                    )
+                return LPSolution(best_w, sol.xi, sol.row_dual, sol.objective), best_risk, n_cp
+            prev = sol
+            sol = self._solve()
+            same = sol.objective <= prev.objective + 1e-12 * max(1.0, abs(prev.objective))
+            stalled = stalled + 1 if same and np.array_equal(sol.w, prev.w) else 0
+            n_cp += 1
+
+
+# ---------------------------------------------------------------------------------------
+# Alg. 1
+# ---------------------------------------------------------------------------------------
 def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
-    """Run Alg. 1 with Alg. 2 (or its m-slack counterpart) on a bound task.
+    """Run Alg. 1 on a bound task (see :func:`_fit_structboost` for the parameters).
 
-    See :func:`_fit_structboost` for the parameters.  BLAS is limited to one thread: the
-    products here are small and many, and a multi-threaded BLAS spinning next to numba's
-    thread pool made them tens of times slower on two cores.
+    BLAS is limited to one thread: the products here are small and many, and a
+    multi-threaded BLAS spinning next to numba's thread pool made them tens of times
+    slower on two cores.
     """
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_structboost(*args, **kwargs)
@@ -131,9 +518,11 @@ def _fit_structboost(
     weak_learner: WeakLearner,
     *,
     C: float,
-    formulation: str = "1-slack",
+    master: str = "fast",
+    formulation: str = "n-slack",
     eps_cp: float = 0.01,
     eps_cg: float = 1e-6,
+    tol: float = 1e-4,
     max_iter: int = 200,
     max_time: float | None = None,
     rng: np.random.Generator | None = None,
@@ -141,281 +530,167 @@ def _fit_structboost(
     stabilize: bool = True,
     prune_after: int = 50,
     max_cp_rounds: int | None = None,
+    max_inner: int = 100,
+    truncate_gap: float = TRUNCATE_GAP,
 ) -> ColumnGenerationResult:
-    """Run Alg. 1 with Alg. 2 (or its m-slack counterpart) on a bound task.
+    """Alg. 1: column generation over weak structured learners around a master.
 
-    ``prune_after``: rows whose dual stayed zero for that many consecutive solves are
-    deleted from the master (0 disables); ``stabilize``: in-out stabilised planes.
+    ``master="fast"`` (tasks with ``dense_outputs``): smoothed master with inner tolerance
+    ``tol`` (relative decrease per L-BFGS step) and at most ``max_inner`` steps per
+    iteration.  ``master="exact"``: the ``formulation`` LP ("n-slack": row generation to
+    ``eps_cp``; "1-slack": Alg. 2 with ``eps_cp``, ``max_cp_rounds``, ``stabilize``,
+    ``prune_after``, ``truncate_gap``).  Every run ends with the exact optimum over its
+    final columns (``certified``) unless ``max_time`` ran out first; ``max_time`` covers
+    that final solve too.
     """
+    if master not in MASTERS:
+        raise ValueError(f"master must be one of {MASTERS}, got {master!r}")
+    formulation = FORMULATION_ALIASES.get(formulation, formulation)
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
-    if formulation not in task.formulations:
+    if master == "fast" and not task.smooth_master:
+        raise ValueError(
+            f"{type(task).__name__} has no listable outputs and no smoothed risk; the fast "
+            "master needs one of them (use master='exact')"
+        )
+    if master == "exact" and formulation not in task.formulations:
         raise ValueError(
             f"{type(task).__name__} supports formulation {task.formulations}, not {formulation!r}"
         )
+    if master == "exact" and formulation == "n-slack" and not task.dense_outputs:
+        raise ValueError(f"{type(task).__name__} supports only formulation='1-slack'")
     rng = np.random.default_rng() if rng is None else rng
     t_start = time.perf_counter()
-    m = task.n_samples
+    final_deadline = None if max_time is None else t_start + max_time
+    t_polish = 0.0  # longest certify so far: the iterations leave room for one more
+
+    def loop_deadline():
+        if final_deadline is None:
+            return None
+        return final_deadline - max(POLISH_RESERVE * max_time, 1.5 * t_polish)
+
     Z = task.weak_inputs()
     prepared = weak_learner.prepare(Z)
-    ens = _Ensemble(weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots)
-    one_slack = formulation == "1-slack"
-    master = LPMaster([C] if one_slack else np.full(m, C / m))
-    ws = WorkingSet()
-
-    def oracle(F):
-        """Risk (mean hinge) at slot scores F and what the oracle found there: the most
-        violated plane (1-slack) or every example's most violated output (m-slack)."""
-        if one_slack:
-            cut = task.one_slack_cut(F)
-            return cut.risk, cut
-        orc = task.loss_augmented(F)
-        return float(orc.hinge.mean()), orc
-
-    def add_cut(cut: Cut) -> bool:
-        rows = np.zeros(len(cut.pairs.sample), dtype=np.int64)
-        coef = _row_coefficients(task, ens, cut.pairs, rows, 1)
-        ws.add_rows(cut.pairs, rows, 1)
-        master.add_rows(np.zeros(1, dtype=np.int64), np.array([cut.rhs]), coef)
-        return True
-
-    def add_violated(found, xi: np.ndarray) -> bool:
-        """Add the rows that ``found`` violates by more than eps_cp; False if none."""
-        if one_slack:
-            return found.risk > xi[0] + eps_cp and add_cut(found)
-        c = np.flatnonzero(found.hinge > xi + eps_cp)
-        if len(c) == 0:
-            return False
-        pairs = DualPairs(c, found.label[c], np.ones(len(c)))
-        rows = np.arange(len(c))
-        coef = _row_coefficients(task, ens, pairs, rows, len(c))
-        ws.add_rows(pairs, rows)
-        master.add_rows(c, found.loss[c], coef)
-        return True
-
-    age = np.zeros(0, dtype=np.int64)  # consecutive solves each row was inactive
-
-    def solve() -> LPSolution:
-        nonlocal age
-        sol = master.solve()
-        age = np.concatenate([age, np.zeros(master.n_rows - len(age), dtype=np.int64)])
-        age = np.where(sol.row_dual > 0, 0, age + 1)
-        stale = np.flatnonzero(age > prune_after)
-        if prune_after and len(stale):
-            # inactive planes only: the optimum of the restricted LP is unchanged
-            master.delete_rows(stale)
-            ws.delete_rows(stale)
-            keep = np.ones(len(age), dtype=bool)
-            keep[stale] = False
-            age = age[keep]
-            sol = LPSolution(sol.w, sol.xi, sol.row_dual[keep], sol.objective)
-        return sol
-
-    def cutting_planes(sol: LPSolution, limit: int | None = None, timed: bool = True):
-        """Alg. 2 (or its m-slack form) for fixed columns, from the current working set.
-
-        Returns the best point seen (lowest true objective) with the LP's duals.  Stops when
-        the LP point passes the test of Alg. 2 line 10, or when the best point's true
-        objective is within ``C * eps_cp`` of the LP value (a lower bound for the current
-        columns) -- the same accuracy certificate, reached without waiting for the LP
-        point itself to settle.  1-slack: each round also queries the oracle at the
-        mid-point between the best point and the LP point (in-out stabilisation of
-        Kelley's method) and keeps that plane when it cuts off the LP point.  Both only
-        add valid planes; see docs/structboost.md.
-        """
-        nonlocal certified
-        t_orc = t_mst = 0.0
-        n_cp = 0
-        best_obj, best_w, best_risk, best_F = np.inf, None, None, None
-        stalled = 0  # rounds in a row whose new planes left the LP point unchanged
-        while True:
-            t0 = time.perf_counter()
-            F = ens.slot_scores(sol.w)
-            risk, found = oracle(F)
-            obj = float(sol.w.sum() + C * risk)
-            if obj < best_obj:
-                best_obj, best_w, best_risk, best_F = obj, sol.w, risk, F
-            query = None
-            if one_slack and stabilize and best_F is not F:
-                Fq = STAB * best_F + (1.0 - STAB) * F
-                risk_q, query = oracle(Fq)
-                wq = STAB * best_w + (1.0 - STAB) * sol.w
-                obj_q = float(wq.sum() + C * risk_q)
-                if obj_q < best_obj:
-                    best_obj, best_w, best_risk, best_F = obj_q, wq, risk_q, Fq
-            t_orc += time.perf_counter() - t0
-            done = best_obj - sol.objective <= C * eps_cp
-            out_of_time = (
-                timed and max_time is not None and time.perf_counter() - t_start > max_time
-            )
-            t1 = time.perf_counter()
-            added = False
-            truncate = (
-                limit is not None
-                and n_cp >= limit
-                and best_obj - sol.objective <= TRUNCATE_GAP * abs(best_obj)
-            )
-            stuck = stalled >= STALL_ROUNDS
-            if not done and not out_of_time and not truncate and not stuck:
-                if query is not None and task.cut_value(F, query) > sol.xi[0] + eps_cp:
-                    added = add_cut(query)
-                added = add_violated(found, sol.xi) or added
-            if not added:
-                # nothing added: either certified, or the paper's test (Alg. 2 l. 10) held
-                certified = done or not (out_of_time or truncate or stuck)
-                if stuck:
-                    warnings.warn(
-                        f"cutting planes stalled: {STALL_ROUNDS} rounds of violated planes "
-                        "left the LP point unchanged (numerical tolerance, or a task whose "
-                        "planes disagree with its risk); stopping this loop",
-                        ConvergenceWarning,
-                        stacklevel=4,
-                    )
-                best = LPSolution(best_w, sol.xi, sol.row_dual, sol.objective)
-                return best, best_risk, n_cp, t_orc, t_mst
-            prev = sol
-            sol = solve()
-            same = sol.objective <= prev.objective + 1e-12 * max(1.0, abs(prev.objective))
-            stalled = stalled + 1 if same and np.array_equal(sol.w, prev.w) else 0
-            t_mst += time.perf_counter() - t1
-            n_cp += 1
-
-    # Alg. 1 line 2: start from each example's most violated output at w = 0.
-    if one_slack:
-        add_cut(task.initial_cut(rng))
+    store = ColumnStore(weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots)
+    if master == "fast":
+        mst = FastMaster(task, store, C, tol=tol, max_steps=max_inner, eps_cp=eps_cp, rng=rng)
+    elif formulation == "n-slack":
+        mst = MSlackMaster(task, store, C, eps_cp=eps_cp, eps_cg=eps_cg, rng=rng)
     else:
-        add_violated(task.initial_violators(rng), np.full(master.n_slacks, -np.inf))
-    certified = False  # did the last cutting-plane loop reach its tolerance?
-    sol = solve()
-    sol, risk, _, _, _ = cutting_planes(sol)
+        mst = OneSlackMaster(
+            task,
+            store,
+            C,
+            eps_cp=eps_cp,
+            rng=rng,
+            stabilize=stabilize,
+            prune_after=prune_after,
+            max_cp_rounds=max_cp_rounds,
+            truncate_gap=truncate_gap,
+        )
 
     history: list[dict] = []
     w_path: list[np.ndarray] = []
+
+    t_oracle_seen = 0.0
+
+    def record(it, gain, t_weak, t_master, n_cp, converged=False, t_polish=0.0):
+        nonlocal t_oracle_seen
+        rec = {"iteration": it, **mst.record()}
+        t_oracle, t_oracle_seen = mst.t_oracle - t_oracle_seen, mst.t_oracle
+        rec["gap"] = _relative_gap(rec["objective"], rec["dual_bound"])
+        rec.update(
+            n_weak=int(
+                np.count_nonzero(np.bincount(store.col_hyp[mst.w > 0], minlength=store.n_hyp))
+            ),
+            n_columns=store.n_columns,
+            n_cp=n_cp,
+            gain=gain,
+            t_weak=t_weak,
+            t_master=t_master,
+            t_polish=t_polish,
+            t_oracle=t_oracle,
+            t_total=time.perf_counter() - t_start,
+            certified=bool(mst.certified),
+            converged=converged,
+        )
+        return rec
+
     converged, reason = False, "max_iter"
-    for it in range(1, max_iter + 1):
+    it = 0
+    t_weak = t_cert = 0.0
+    while it < max_iter:
         t0 = time.perf_counter()
-        duals = ws.dual_pairs(sol.row_dual)
-        A = task.weak_weights(duals)
-        cand, gains = weak_learner.best(prepared, A)
+        cand, gains = weak_learner.best(prepared, mst.weak_weights())
         picks = task.select_columns(gains, 1.0 + eps_cg)
         best_gain = float(np.max(gains)) if len(gains) else 0.0
-        if not picks and not certified:
-            # the duals came from a truncated cutting-plane loop: finish it and re-price
-            sol, risk, _, _, _ = cutting_planes(sol)
-            duals = ws.dual_pairs(sol.row_dual)
-            cand, gains = weak_learner.best(prepared, task.weak_weights(duals))
-            picks = task.select_columns(gains, 1.0 + eps_cg)
-            best_gain = float(np.max(gains)) if len(gains) else 0.0
-        if not picks:
+        new_cols = np.zeros(0, dtype=np.int64)
+        if picks:
+            new_hyps = cand.take(np.array([p[0] for p in picks]))
+            new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
+        t_weak += time.perf_counter() - t0
+        if len(new_cols) == 0:
+            if not mst.certified:
+                # approximate duals priced nothing new: solve exactly, then re-price
+                t1 = time.perf_counter()
+                ok = mst.certify(final_deadline)
+                t_cert += time.perf_counter() - t1
+                t_polish = max(t_polish, time.perf_counter() - t1)
+                if ok:
+                    continue
+                reason = "numerical" if getattr(mst, "failed", False) else "max_time"
+                break
             converged, reason = True, "converged"
-            t_weak = time.perf_counter() - t0
             history.append(
-                _record(
-                    it,
-                    sol,
-                    risk,
-                    C,
-                    ens,
-                    ws,
-                    best_gain,
-                    t_weak,
-                    0.0,
-                    0.0,
-                    time.perf_counter() - t_start,
-                    0,
-                    converged=True,
-                )
+                record(it + 1, best_gain, t_weak, t_cert, 0, converged=True, t_polish=t_cert)
             )
-            w_path.append(sol.w.copy())
+            w_path.append(mst.w.copy())
             if callback is not None:
                 callback(history[-1])
             break
-        new_hyps = cand.take(np.array([p[0] for p in picks]))
-        outputs = new_hyps.evaluate(Z)
+        it += 1
         t1 = time.perf_counter()
-        hyp_idx, slots = ens.add(new_hyps, outputs, [p[1] for p in picks])
-        master.add_columns(ws.column_coefficients(task, ens.H, hyp_idx, slots))
-        sol = solve()
-        t2 = time.perf_counter()
-        sol, risk, n_cp, t_orc, t_mst = cutting_planes(sol, max_cp_rounds)
-        history.append(
-            _record(
-                it,
-                sol,
-                risk,
-                C,
-                ens,
-                ws,
-                best_gain,
-                t1 - t0,
-                t2 - t1 + t_mst,
-                t_orc,
-                time.perf_counter() - t_start,
-                n_cp,
-            )
-        )
-        w_path.append(sol.w.copy())
+        mst.add_columns(new_cols)
+        info = mst.solve(loop_deadline())
+        t_master = time.perf_counter() - t1 + t_cert
+        history.append(record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert))
+        t_weak = t_cert = 0.0
+        w_path.append(mst.w.copy())
         if callback is not None:
             callback(history[-1])
-        if max_time is not None and time.perf_counter() - t_start > max_time:
+        if final_deadline is not None and time.perf_counter() > loop_deadline():
             reason = "max_time"
             break
 
-    if not certified and not converged and history:
-        # polish the final model: run the last cutting-plane loop to its tolerance
-        t0 = time.perf_counter()
-        # not bound by max_time: a loop cut short by the clock can leave the last master far
-        # from its optimum (usps, 40 s: objective 191 instead of 44), so the returned model
-        # is always eps_cp-accurate for its weak learners
-        sol, risk, n_cp, t_orc, t_mst = cutting_planes(sol, timed=False)
-        rec = _record(
-            history[-1]["iteration"],
-            sol,
-            risk,
-            C,
-            ens,
-            ws,
-            history[-1]["gain"],
-            history[-1]["t_weak"],
-            history[-1]["t_master"] + t_mst,
-            history[-1]["t_oracle"] + t_orc,
-            time.perf_counter() - t_start,
-            history[-1]["n_cp"] + n_cp,
-        )
+    if not mst.certified and history:
+        # the final polish: the exact optimum over the final columns, inside max_time
+        t1 = time.perf_counter()
+        mst.certify(final_deadline)
+        last = history[-1]
+        rec = record(last["iteration"], last["gain"], last["t_weak"], 0.0, last["n_cp"])
+        dt = time.perf_counter() - t1
+        rec["t_polish"] = last["t_polish"] + dt
+        rec["t_master"] = last["t_master"] + dt
+        rec["t_oracle"] += last["t_oracle"]
+        rec["converged"] = converged
         history[-1] = rec
-        w_path[-1] = sol.w.copy()
-    objective = float(sol.w.sum() + C * risk)
+        w_path[-1] = mst.w.copy()
+        if callback is not None:  # the final record replaces the last iteration's
+            callback(rec)
+    if not history:  # no iteration at all (max_time already spent)
+        history.append(record(0, 0.0, 0.0, 0.0, 0))
+        w_path.append(mst.w.copy())
+    final = history[-1]
     return ColumnGenerationResult(
-        hypotheses=ens.hyps,
-        column_hyp=ens.col_hyp,
-        column_slot=ens.col_slot,
-        w=sol.w,
-        objective=objective,
+        hypotheses=store.hyps,
+        column_hyp=store.col_hyp,
+        column_slot=store.col_slot,
+        w=np.array(mst.w, dtype=np.float64),
+        objective=float(final["objective"]),
+        dual_bound=float(final["dual_bound"]),
         history=history,
         w_path=w_path,
         converged=converged,
+        certified=bool(mst.certified),
         stop_reason=reason,
     )
-
-
-def _record(
-    it, sol, xi, C, ens, ws, gain, t_weak, t_master, t_oracle, t_total, n_cp, converged=False
-) -> dict:
-    return {
-        "iteration": it,
-        "objective": float(sol.w.sum() + C * xi),
-        "lp_objective": float(sol.objective),
-        "xi": xi,
-        "n_weak": int(
-            np.count_nonzero(np.bincount(ens.col_hyp[sol.w > 0], minlength=len(ens.hyps)))
-        ),
-        "n_columns": len(ens.col_hyp),
-        "n_planes": ws.n_rows,
-        "n_cp": n_cp,
-        "gain": gain,
-        "t_weak": t_weak,
-        "t_master": t_master,
-        "t_oracle": t_oracle,
-        "t_total": t_total,
-        "converged": converged,
-    }

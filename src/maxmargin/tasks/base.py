@@ -25,8 +25,43 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
+
+from maxmargin.tasks.smoothing import SmoothedRisk, softmax_rows
 
 __all__ = ["Cut", "DualPairs", "LabelCodingTask", "OracleResult", "StructuredTask"]
+
+
+@njit(cache=True)
+def _coded_margins(G, y, delta):  # pragma: no cover - compiled
+    """``a[i, k] = delta[y_i, k] + G[i, k] - G[i, y_i]`` in one pass."""
+    m, K = G.shape
+    out = np.empty((m, K))
+    for i in range(m):
+        yi = y[i]
+        own = G[i, yi]
+        for k in range(K):
+            out[i, k] = delta[yi, k] + G[i, k] - own
+    return out
+
+
+@njit(cache=True)
+def _onehot_weights(Mu, y):  # pragma: no cover - compiled
+    """``A = (sum_k Mu[i, k]) e_(y_i) - Mu`` (one-hot coding) in one pass."""
+    m, K = Mu.shape
+    A = np.empty((m, K))
+    for i in range(m):
+        t = 0.0
+        for k in range(K):
+            t += Mu[i, k]
+            A[i, k] = -Mu[i, k]
+        A[i, y[i]] += t
+    return A
+
+
+#: tasks with more outputs per example than this are not listed densely (the smoothed
+#: master stores an (m, n_outputs) matrix)
+MAX_DENSE_OUTPUTS = 4096
 
 
 @dataclass(frozen=True)
@@ -97,12 +132,30 @@ class StructuredTask(ABC):
     #: number of possible outputs per example (inf when not enumerable)
     n_outputs: float = float("inf")
 
+    def __repr__(self) -> str:
+        """``Name(param=value, ...)`` from the constructor's parameters (stable: model
+        listings and test ids do not depend on object addresses)."""
+        import inspect
+
+        params = [
+            p
+            for p in inspect.signature(type(self).__init__).parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        args = []
+        for p in params:
+            v = getattr(self, p.name, p.default)
+            if v is not p.default and not (isinstance(v, np.ndarray) or v == p.default):
+                args.append(f"{p.name}={v!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
+
     # -- binding ---------------------------------------------------------------------
     def bind(self, X, y, **fit_params) -> StructuredTask:
         """Return a copy of this task bound to training data (labels encoded).
 
         ``fit_params`` are task-specific extras such as ``group`` for ranking."""
         bound = copy.deepcopy(self)
+        bound._dense_losses_cache = None
         bound._bind(X, y, **fit_params)
         return bound
 
@@ -180,9 +233,71 @@ class StructuredTask(ABC):
     def predict_codes(self, F: np.ndarray) -> np.ndarray:
         """argmax_y w.Psi(x, y) from slot scores, as integer codes."""
 
+    # -- enumerable outputs: the smoothed master and the exact m-slack LP ------------
+    @property
+    def dense_outputs(self) -> bool:
+        """Whether every example's outputs are the codes ``0 .. n_outputs - 1``, few enough
+        to list: then the fast smoothed master and the exact m-slack polish apply."""
+        return bool(np.isfinite(self.n_outputs)) and self.n_outputs <= MAX_DENSE_OUTPUTS
+
+    def dense_losses(self) -> np.ndarray:
+        """``Delta(y_i, y)`` for every example and output code, shape (m, n_outputs)."""
+        F0 = np.zeros((self.weak_inputs().shape[0], self.n_slots))
+        K = int(self.n_outputs)
+        m = self.n_samples
+        return np.stack(
+            [self.evaluate_outputs(F0, np.full(m, y, dtype=np.int64)).loss for y in range(K)],
+            axis=1,
+        )
+
+    def dense_margins(self, F: np.ndarray) -> np.ndarray:
+        """``a_iy = Delta(y_i, y) - w.dPsi_i(y)`` for every output (0 at y = y_i), (m, K).
+
+        The hinge of example i is ``max_y a_iy`` (StructBoost eq. 3 with the slack
+        eliminated).  Generic version: one :meth:`evaluate_outputs` call per output code.
+        """
+        K = int(self.n_outputs)
+        m = self.n_samples
+        out = np.empty((m, K))
+        for y in range(K):
+            r = self.evaluate_outputs(F, np.full(m, y, dtype=np.int64))
+            out[:, y] = r.loss - r.margin
+        return out
+
+    def dense_weak_weights(self, Mu: np.ndarray) -> np.ndarray:
+        """Signed weights A for dense duals ``Mu[i, y] = mu_(i, y)`` (see weak_weights)."""
+        i, y = np.nonzero(Mu)
+        return self.weak_weights(DualPairs(i, y, Mu[i, y]))
+
+    # -- the fast master's smoothed risk -----------------------------------------------
+    @property
+    def smooth_master(self) -> bool:
+        """Whether :meth:`smoothed_risk` exists (listed outputs, or an override)."""
+        return self.dense_outputs
+
+    def smoothing_scale(self) -> float:
+        """Scale of the losses; the smoothing width is a fixed fraction of it."""
+        return float(max(self._dense_losses_cached().max(), 1e-300))
+
+    def _dense_losses_cached(self) -> np.ndarray:
+        cached = getattr(self, "_dense_losses_cache", None)
+        if cached is None:
+            cached = np.ascontiguousarray(self.dense_losses(), dtype=np.float64)
+            self._dense_losses_cache = cached
+        return cached
+
+    def smoothed_risk(self, F: np.ndarray, beta: float) -> SmoothedRisk:
+        """Log-sum-exp smoothed mean hinge at slot scores F (module
+        :mod:`maxmargin.tasks.smoothing`); ``support`` is the softmax matrix (m, K)."""
+        aug = np.ascontiguousarray(self.dense_margins(F), dtype=np.float64)
+        hinge, lse = softmax_rows(aug, beta)  # aug now holds the softmax P
+        m = self.n_samples
+        dual = float(np.einsum("ij,ij->", aug, self._dense_losses_cached())) / m
+        return SmoothedRisk(hinge / m, lse / m, self.dense_weak_weights(aug / m), dual, aug)
+
     # -- 1-slack planes (tasks with a faster joint oracle override these) -----------
     #: master formulations the task can be trained with
-    formulations: tuple[str, ...] = ("1-slack", "m-slack")
+    formulations: tuple[str, ...] = ("1-slack", "n-slack")
 
     def one_slack_cut(self, F: np.ndarray) -> Cut:
         """Most violated 1-slack plane at slot scores F (eq. 9b, c_i = [hinge_i > 0])."""
@@ -335,6 +450,19 @@ class LabelCodingTask(StructuredTask):
         rows = np.arange(len(scores))
         margin = scores[rows, self.y_] - scores[rows, label]
         return OracleResult(label=label, loss=self.delta_[self.y_, label], margin=margin)
+
+    def dense_losses(self):
+        return self.delta_[self.y_]
+
+    def dense_margins(self, F):
+        scores = self.slot_scores_to_label_scores(F)
+        return _coded_margins(np.ascontiguousarray(scores, dtype=np.float64), self.y_, self.delta_)
+
+    def dense_weak_weights(self, Mu):
+        # A = (sum_y Mu[i, y]) Gamma[y_i] - Mu Gamma (the bincount of weak_weights, dense)
+        if self._identity_coding:
+            return _onehot_weights(np.ascontiguousarray(Mu, dtype=np.float64), self.y_)
+        return Mu.sum(axis=1)[:, None] * self._gamma_true - Mu @ self.gamma_
 
     def initial_violators(self, rng):
         aug = self.delta_[self.y_]

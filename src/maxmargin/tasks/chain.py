@@ -22,6 +22,7 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
+from maxmargin.inference.viterbi import batch_viterbi
 from maxmargin.tasks.linear import LinearJointModel
 
 __all__ = ["ChainTask", "stack_sequences"]
@@ -126,6 +127,33 @@ class ChainTask:
             self.delta_,
             pairwise=bool(self.transitions),
         )
+
+    def predict(self, X, W, P):
+        """MAP label sequences of new sequences X under unary weights W (d, K) and
+        transition scores P (K, K), by Viterbi (:mod:`maxmargin.inference.viterbi`)."""
+        Xf, offsets = stack_sequences(X)
+        if Xf.shape[1] != W.shape[0]:
+            raise ValueError(
+                f"X has {Xf.shape[1]} features, but the model was trained with {W.shape[0]}"
+            )
+        U = np.ascontiguousarray(np.asarray(Xf @ W), dtype=np.float64)
+        labels = np.empty(U.shape[0], dtype=np.int64)
+        batch_viterbi(U, np.ascontiguousarray(P), offsets, bool(self.transitions), labels)
+        return self.split_labels(labels, offsets)
+
+    # -- persistence -----------------------------------------------------------------
+    def _get_state(self):
+        return {"n_states": self.n_states, "transitions": bool(self.transitions)}, {
+            "classes": np.asarray(self.classes_)
+        }
+
+    def _set_state(self, meta, arrays):
+        self.n_states = meta["n_states"]
+        self.transitions = bool(meta["transitions"])
+        self.classes_ = arrays["classes"]
+        K = len(self.classes_)
+        self.gamma_ = np.eye(K)
+        self.delta_ = 1.0 - np.eye(K)
 
     def split_labels(self, flat, offsets):
         """Decoded label sequences (a list) from concatenated codes."""

@@ -13,8 +13,8 @@ def _encode_labels(y, min_classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
     classes, codes = np.unique(np.asarray(y), return_inverse=True)
     if len(classes) < min_classes:
         raise ValueError(
-            f"need at least {min_classes} classes in y to train, got {len(classes)}"
-            f" ({classes.tolist()!r})"
+            f"need at least {min_classes} classes in y to train, got {len(classes)} "
+            f"class{'es' if len(classes) != 1 else ''} ({classes.tolist()!r})"
         )
     return classes, codes.astype(np.intp)
 

@@ -29,7 +29,13 @@ import json
 
 import numpy as np
 
-from maxmargin.tasks.base import DualPairs, LabelCodingTask, OracleResult, StructuredTask
+from maxmargin.tasks.base import (
+    DualPairs,
+    LabelCodingTask,
+    OracleResult,
+    StructuredTask,
+    _coded_margins,
+)
 from maxmargin.tasks.taxonomy import LOSS_KINDS, Taxonomy
 
 __all__ = ["HierarchyTask", "LabelAugmentedTask", "as_taxonomy"]
@@ -175,6 +181,7 @@ class LabelAugmentedTask(_TaxonomyCoding, StructuredTask):
         self.n_samples = len(self.y_)
         self.Z_ = self.prediction_inputs(X)
         K = len(self.classes_)
+        self.n_outputs = K
         self._own = np.arange(self.n_samples) * K + self.y_  # row of z_(i, y_i)
 
     def prediction_inputs(self, X) -> np.ndarray:
@@ -221,6 +228,13 @@ class LabelAugmentedTask(_TaxonomyCoding, StructuredTask):
 
     def evaluate_outputs(self, F, label):
         return self._result(self.slot_scores_to_label_scores(F), label)
+
+    def dense_losses(self):
+        return self.delta_[self.y_]
+
+    def dense_margins(self, F):
+        scores = np.ascontiguousarray(self.slot_scores_to_label_scores(F), dtype=np.float64)
+        return _coded_margins(scores, self.y_, self.delta_)
 
     def initial_violators(self, rng):
         aug = self.delta_[self.y_]

@@ -20,10 +20,13 @@ column total minus the stored entries' weights.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 __all__ = ["FeatureCodes", "code_features", "dense_columns", "midpoint"]
 
@@ -84,6 +87,37 @@ def _code_dtype(max_bins_used: int):
     return np.uint32
 
 
+def _rank_column(col):
+    """Distinct values of ``col`` (sorted), their counts, and each entry's rank.  NumPy's
+    sort (vectorised, releases the GIL) and a numba pass without the GIL: features can
+    be ranked by several threads at once."""
+    return _ranks_from_order(col, np.argsort(col))
+
+
+@njit(nogil=True, cache=True)
+def _ranks_from_order(col, order):  # pragma: no cover - compiled
+    n = len(col)
+    rank = np.empty(n, dtype=np.int64)
+    uniq = np.empty(n)
+    counts = np.zeros(n, dtype=np.int64)
+    k = -1
+    prev = 0.0
+    for j in range(n):
+        v = col[order[j]]
+        if k < 0 or v != prev:
+            k += 1
+            uniq[k] = v
+            prev = v
+        counts[k] += 1
+        rank[order[j]] = k
+    return rank, uniq[: k + 1].copy(), counts[: k + 1].copy()
+
+
+def _presort_threads(work: int) -> int:
+    """Threads for the presort: one per core, none for small inputs."""
+    return 1 if work < 200_000 else max(1, min(os.cpu_count() or 1, 8))
+
+
 def code_features(Z, max_bins: int | None = None) -> FeatureCodes:
     """Sort every feature once and replace values by bin codes (see module docstring)."""
     if max_bins is not None and not 2 <= int(max_bins) <= 65536:
@@ -94,17 +128,27 @@ def code_features(Z, max_bins: int | None = None) -> FeatureCodes:
     if Z.ndim != 2:
         raise ValueError(f"expected a 2-d array, got shape {Z.shape}")
     n, d = Z.shape
-    ranks, n_bins, los, his = [], np.zeros(d, dtype=np.int64), [], []
-    for f in range(d):  # one sort per feature per fit
-        uniq, inv, counts = np.unique(Z[:, f], return_inverse=True, return_counts=True)
+    n_bins, los, his = np.zeros(d, dtype=np.int64), [None] * d, [None] * d
+    ranks = [None] * d
+
+    def one(f):  # one sort per feature per fit (numba, without the GIL)
+        inv, uniq, counts = _rank_column(np.ascontiguousarray(Z[:, f]))
         grp = _group(counts, n, max_bins)
         nb = int(grp[-1]) + 1 if len(grp) else 1
-        ranks.append(grp[inv] if nb < len(uniq) else inv)
+        ranks[f] = grp[inv] if nb < len(uniq) else inv
         first = np.searchsorted(grp, np.arange(nb), side="left")
         last = np.searchsorted(grp, np.arange(nb), side="right") - 1
-        los.append(uniq[first] if n else np.zeros(1))
-        his.append(uniq[last] if n else np.zeros(1))
+        los[f] = uniq[first] if n else np.zeros(1)
+        his[f] = uniq[last] if n else np.zeros(1)
         n_bins[f] = nb
+
+    threads = _presort_threads(n * d)
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(one, range(d)))
+    else:
+        for f in range(d):
+            one(f)
     codes = np.empty((d, n), dtype=_code_dtype(int(n_bins.max()) if d else 1))
     for f in range(d):
         codes[f] = ranks[f]

@@ -1,0 +1,149 @@
+"""Shared helpers of the benchmark scripts: data loading and results with provenance.
+
+Every result file written through :func:`write_result` records the command line, the git
+commit (and whether the tree had uncommitted changes), the versions of the packages that
+matter, and the machine (CPU model, cores, memory), next to the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_svmlight_file
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+PACKAGES = (
+    "maxmargin",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "numba",
+    "highspy",
+    "lightgbm",
+    "threadpoolctl",
+)
+
+#: multi-class LIBSVM sets: (train files..., ), n_features; "pooled" joins all files
+MULTICLASS = {
+    "glass": (["glass/glass.scale"], None),
+    "svmguide2": (["svmguide2/svmguide2"], None),
+    "svmguide4": (["svmguide4/svmguide4", "svmguide4/svmguide4.t"], 10),
+    "dna": (["dna/dna.scale", "dna/dna.scale.t"], 180),
+    "segment": (["segment/segment.scale"], None),
+    "satimage": (["satimage/satimage.scale", "satimage/satimage.scale.t"], 36),
+    "usps": (["usps/usps.t.bz2"], 256),
+    "pendigits": (["pendigits/pendigits.scale", "pendigits/pendigits.scale.t"], 16),
+    "mnist1000": (["mnist_subset/mnist1000.scale"], 784),
+}
+
+
+def load_multiclass(data_dir: Path, name: str, split: str = "pooled"):
+    """``split="pooled"``: all rows (X, y).  ``split="official"``: (Xtr, ytr, Xte, yte)
+    from the set's own train / test files (only where it has two files)."""
+    mc = Path(data_dir) / "multiclass"
+    if name == "vowel":  # the Deterding split as CSV (raw features)
+        parts = []
+        for f in ("vowel/vowel.train", "vowel/vowel.test"):
+            raw = np.genfromtxt(mc / f, delimiter=",", skip_header=1)
+            parts.append((raw[:, 2:], raw[:, 1]))
+    else:
+        files, d = MULTICLASS[name]
+        parts = []
+        for f in files:
+            X, y = load_svmlight_file(str(mc / f), n_features=d)
+            parts.append((X.toarray(), y))
+        if d is None and len(parts) > 1:
+            raise ValueError(f"{name}: give n_features to join several files")
+    if split == "official":
+        if len(parts) != 2:
+            raise ValueError(f"{name} has no official train/test split here")
+        (Xtr, ytr), (Xte, yte) = parts
+        return Xtr, ytr, Xte, yte
+    return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def load_digits_split(seed: int = 0):
+    """scikit-learn's digits, the 70/30 stratified split of ``make demo``:
+    (Xtr, ytr, Xte, yte)."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=seed, stratify=y)
+    return Xtr, ytr, Xte, yte
+
+
+def provenance() -> dict:
+    """Command, commit, package versions and machine of this run."""
+
+    def git(*args):
+        try:
+            return subprocess.run(
+                ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
+            ).stdout.strip()
+        except OSError:
+            return ""
+
+    versions = {}
+    for p in PACKAGES:
+        try:
+            versions[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            versions[p] = None
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        mem = None
+    return {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "python": platform.python_version(),
+        "packages": versions,
+        "machine": {
+            "cpu": cpu,
+            "cores": os.cpu_count(),
+            "memory_gib": None if mem is None else round(mem, 1),
+            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            "platform": platform.platform(),
+        },
+    }
+
+
+def write_result(path, payload: dict) -> Path:
+    """Write ``payload`` with a ``provenance`` block as indented JSON; returns the path."""
+    path = Path(path)
+    if not path.is_absolute():
+        path = ROOT / path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = {"provenance": provenance(), **payload}
+    path.write_text(json.dumps(out, indent=1, default=_jsonable) + "\n")
+    return path
+
+
+def _jsonable(x):
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")

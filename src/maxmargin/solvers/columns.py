@@ -1,0 +1,135 @@
+"""The columns of StructBoost's master: weak classifiers, their outputs and their slots.
+
+A column is a weak structured learner ``psi_(phi, s)``: a weak classifier ``phi`` entering
+slot ``s`` of the task's joint feature map (StructBoost eq. 11; see
+:mod:`maxmargin.tasks.base`).  Every master (smoothed, m-slack LP, 1-slack LP) needs the
+classifiers' outputs ``H[h] = phi_h(z)`` on the task's weak inputs ``z``: the slot scores
+of a weight vector are ``F = H' W`` with ``W[h, s]`` the weight of column ``(h, s)``, and a
+column's gain under signed weights ``A`` is ``(H A)[h, s]``.  ``H`` lives in a growable
+buffer (appending a classifier copies only its own row), and identical classifiers are
+found by hashing their outputs, so an inexact master cannot make the same weak learner
+enter twice.  A float32 mirror of ``H`` serves the smoothed master's inner products
+(half the memory traffic); everything exact (LP coefficients, certificates) uses float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maxmargin.weak.base import Hypotheses
+
+__all__ = ["ColumnStore"]
+
+
+class ColumnStore:
+    """Weak classifiers in the model and the (classifier, slot) columns built from them.
+
+    Columns are numbered in the order they entered; ``col_hyp[j]`` and ``col_slot[j]`` say
+    which classifier and slot column ``j`` is.  ``index[h, s]`` is the column number of
+    ``(h, s)`` or -1.
+    """
+
+    def __init__(self, hyp_class, n_features: int, n_z: int, n_slots: int) -> None:
+        self.hyps = hyp_class.empty(n_features)
+        self.n_z = int(n_z)
+        self.n_slots = int(n_slots)
+        self._H = np.zeros((16, self.n_z))
+        self._H32 = np.zeros((16, self.n_z), dtype=np.float32)
+        self._index = np.full((16, self.n_slots), -1, dtype=np.int64)
+        self.n_hyp = 0
+        self.col_hyp = np.zeros(0, dtype=np.int64)
+        self.col_slot = np.zeros(0, dtype=np.int64)
+        self._seen: dict[bytes, int] = {}
+
+    # -- views ---------------------------------------------------------------------------
+    @property
+    def H(self) -> np.ndarray:
+        """Outputs of every classifier on the weak inputs, shape (n_hyp, n_z)."""
+        return self._H[: self.n_hyp]
+
+    @property
+    def H32(self) -> np.ndarray:
+        """``H`` in float32, for approximate inner products."""
+        return self._H32[: self.n_hyp]
+
+    @property
+    def index(self) -> np.ndarray:
+        return self._index[: self.n_hyp]
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.col_hyp)
+
+    # -- growth --------------------------------------------------------------------------
+    def _grow(self, extra: int) -> None:
+        need = self.n_hyp + extra
+        if need <= len(self._H):
+            return
+        cap = max(need, 2 * len(self._H))
+        H = np.zeros((cap, self.n_z))
+        H[: self.n_hyp] = self.H
+        H32 = np.zeros((cap, self.n_z), dtype=np.float32)
+        H32[: self.n_hyp] = self.H32
+        index = np.full((cap, self.n_slots), -1, dtype=np.int64)
+        index[: self.n_hyp] = self.index
+        self._H, self._H32, self._index = H, H32, index
+
+    def find(self, outputs: np.ndarray) -> int:
+        """Index of a stored classifier with exactly these outputs, or -1."""
+        return self._seen.get(np.ascontiguousarray(outputs, dtype=np.float64).tobytes(), -1)
+
+    def add(self, new_hyps: Hypotheses, outputs: np.ndarray, slots_per_hyp) -> np.ndarray:
+        """Add classifiers (or reuse identical stored ones) in the given slots.
+
+        Returns the numbers of the columns created (pairs already present are skipped).
+        """
+        outputs = np.asarray(outputs, dtype=np.float64).reshape(len(new_hyps), self.n_z)
+        new_cols = []
+        for k in range(len(new_hyps)):
+            h = self.find(outputs[k])
+            if h < 0:
+                self._grow(1)
+                h = self.n_hyp
+                self._H[h] = outputs[k]
+                self._H32[h] = outputs[k]
+                self.hyps = self.hyps.concat(new_hyps.take(np.array([k])))
+                self.n_hyp += 1
+                self._seen[self._H[h].tobytes()] = h
+            for s in np.asarray(slots_per_hyp[k], dtype=np.int64):
+                if self._index[h, s] < 0:
+                    self._index[h, s] = self.n_columns + len(new_cols)
+                    new_cols.append((h, s))
+        if new_cols:
+            hs = np.array(new_cols, dtype=np.int64)
+            self.col_hyp = np.concatenate([self.col_hyp, hs[:, 0]])
+            self.col_slot = np.concatenate([self.col_slot, hs[:, 1]])
+        return np.arange(self.n_columns - len(new_cols), self.n_columns)
+
+    # -- products ------------------------------------------------------------------------
+    def weight_matrix(self, w: np.ndarray) -> np.ndarray:
+        """Column weights as the (n_hyp, n_slots) matrix W."""
+        W = np.zeros((self.n_hyp, self.n_slots))
+        W[self.col_hyp, self.col_slot] = w
+        return W
+
+    def scores(self, w: np.ndarray) -> np.ndarray:
+        """Slot scores ``F = H' W`` on the weak inputs, shape (n_z, n_slots)."""
+        if self.n_hyp == 0:
+            return np.zeros((self.n_z, self.n_slots))
+        return self.H.T @ self.weight_matrix(w)
+
+    def gains(self, A: np.ndarray, fast: bool = False) -> np.ndarray:
+        """Gain ``sum_z A[z, s] phi_h(z)`` of every column under signed weights A
+        (``fast``: in float32)."""
+        if self.n_columns == 0:
+            return np.zeros(0)
+        if fast:
+            G = (self.H32 @ A.astype(np.float32)).astype(np.float64)
+        else:
+            G = self.H @ A
+        return G[self.col_hyp, self.col_slot]
+
+    def score_change(self, dw: np.ndarray) -> np.ndarray:
+        """``H' dW`` in float32 (the smoothed master's line search), as float64."""
+        dW = self.weight_matrix(dw).astype(np.float32)
+        return (self.H32.T @ dW).astype(np.float64)
