@@ -86,7 +86,7 @@ def main(argv=None):
             [0.05, 0.1, 0.3],
         ),
         "RankSVM linear (bipartite)": (
-            lambda C: RankSVM(C=C, graph="bipartite", eps=1e-4, max_iter=500),
+            lambda C: RankSVM(C=C, graph="bipartite", tol=1e-4, max_iter=500),
             [0.1, 1, 10, 100, 1000],
         ),
     }

@@ -148,7 +148,7 @@ def methods(tax, K, T, args, extra):
         SVM = extra["StructSVM"]
 
         def ssvm(task):
-            return lambda C: SVM(task=task, C=C, solver="one_slack", max_iter=1000)
+            return lambda C: SVM(task=task, C=C, solver="1-slack", max_iter=1000)
 
         def plain(est, X):  # X already carries the constant (bias) feature
             return est.predict(X)

@@ -96,7 +96,7 @@ def main():
             runs += [
                 (
                     n,
-                    lambda C, kw=kw: RankSVM(C=C, normalize="query", eps=1e-4, max_iter=300, **kw),
+                    lambda C, kw=kw: RankSVM(C=C, normalize="query", tol=1e-4, max_iter=300, **kw),
                     args.grid,
                 )
                 for n, kw in MODELS.items()

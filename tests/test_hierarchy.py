@@ -211,7 +211,7 @@ def test_linear_ssvm_with_hierarchy_task():
 
     X, y = _data(5, K=4)
     X = np.hstack([X, np.ones((len(X), 1))])
-    kw = dict(C=100.0, solver="one_slack", max_iter=200)
+    kw = dict(C=100.0, solver="1-slack", max_iter=200)
     a = ssvm.StructSVM(task=HierarchyTask(Taxonomy.flat(y)), **kw).fit(X, y)
     b = ssvm.StructSVM(task=MultiClassTask(), **kw).fit(X, y)
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-3)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maxmargin.solvers.ranking import (
+from maxmargin.inference.ranking import (
     PreferenceGraph,
     brute_force_constraint,
     most_violated_constraint,

@@ -65,10 +65,10 @@ def test_reaches_pairwise_qp_optimum(graph, rescaling, normalize):
     loss = rng.integers(0, 3, n).astype(float)
     group = rng.integers(0, 2, n)
     m = RankSVM(
-        C=C, graph=graph, rescaling=rescaling, target="loss", eps=1e-9, normalize=normalize
+        C=C, graph=graph, rescaling=rescaling, target="loss", tol=1e-9, normalize=normalize
     ).fit(X, loss, group=group)
     w_ref, f_ref = _pairwise_qp(X, loss, group, graph, rescaling, C, normalize)
-    assert m.history_[-1]["best_primal"] == pytest.approx(f_ref, rel=1e-6)
+    assert m.history_[-1]["objective"] == pytest.approx(f_ref, rel=1e-6)
     np.testing.assert_allclose(m.coef_, w_ref, atol=1e-4)
     assert m.history_[-1]["gap"] <= 1e-8
 
@@ -87,7 +87,7 @@ def test_relevance_target_learns_and_api():
     assert m.score(X, rel, group) > 0.9
     assert np.corrcoef(m.coef_, w_true)[0, 1] > 0.95
     h = m.history_[-1]
-    assert {"primal", "gap", "n_planes", "oracle_time", "master_time"} <= set(h)
+    assert {"objective", "dual_bound", "gap", "n_planes", "t_oracle", "t_master"} <= set(h)
     assert clone(m).get_params() == m.get_params()
 
 

@@ -14,7 +14,7 @@ def test_check_estimator():
     check_estimator(SSVMClassifier(tol=1e-2, max_iter=100))
 
 
-@pytest.mark.parametrize("solver", ["one_slack", "n_slack", "frank_wolfe", "subgradient"])
+@pytest.mark.parametrize("solver", ["1-slack", "n-slack", "frank-wolfe", "subgradient"])
 def test_iris_accuracy(solver):
     X, y = load_iris(return_X_y=True)
     clf = SSVMClassifier(C=100.0, solver=solver, tol=1e-2, random_state=0).fit(X, y)
@@ -67,8 +67,8 @@ def test_custom_loss_matrix_task():
     """A LabelCodingTask with a non-0/1 loss (stand-in for the hierarchy task)."""
     X, y = load_iris(return_X_y=True)
     L = np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0]], dtype=float)
-    m = StructSVM(MultiClassTask(loss=L), C=100.0, solver="n_slack", tol=1e-4).fit(X, y)
-    m2 = StructSVM(MultiClassTask(loss=L), C=100.0, solver="one_slack", tol=1e-4).fit(X, y)
+    m = StructSVM(task=MultiClassTask(loss=L), C=100.0, solver="n-slack", tol=1e-4).fit(X, y)
+    m2 = StructSVM(task=MultiClassTask(loss=L), C=100.0, solver="1-slack", tol=1e-4).fit(X, y)
     assert np.isclose(m.objective_, m2.objective_, rtol=2e-4)
     assert m.score(X, y) > 0.9
 
@@ -79,9 +79,9 @@ def test_hierarchy_task_if_available():
     tax = {"root": {"a": [0], "b": [1, 2]}}
     try:
         task = hier.HierarchyTask(tax)
-        a = StructSVM(task, C=100.0, solver="n_slack", tol=1e-5).fit(X, y)
+        a = StructSVM(task=task, C=100.0, solver="n-slack", tol=1e-5).fit(X, y)
     except (TypeError, ValueError, KeyError) as exc:  # taxonomy format owned elsewhere
         pytest.skip(f"taxonomy format not accepted: {exc}")
-    b = StructSVM(hier.HierarchyTask(tax), C=100.0, solver="one_slack", tol=1e-5).fit(X, y)
+    b = StructSVM(task=hier.HierarchyTask(tax), C=100.0, solver="1-slack", tol=1e-5).fit(X, y)
     assert np.isclose(a.objective_, b.objective_, rtol=5e-5)
     assert a.score(X, y) > 0.9

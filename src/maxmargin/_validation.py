@@ -1,12 +1,37 @@
-"""Hyper-parameter checks shared by the estimators: clear ValueErrors naming the parameter."""
+"""The estimator contract: declarative hyper-parameter tables, one random-state helper.
+
+Every estimator lists its hyper-parameters in a class attribute ``_parameter_constraints``
+(the name scikit-learn uses) mapping a name to a list of accepted kinds -- any one match
+is enough::
+
+    _parameter_constraints = {
+        "C": [Interval(float, 0, None, closed="neither")],
+        "max_time": [None, Interval(float, 0, None, closed="neither")],
+        "solver": [Options("1-slack", "n-slack")],
+        "callback": [None, callable],
+    }
+
+and :func:`validate_params` checks them all at the start of ``fit``, raising a ValueError
+that names the parameter and what it accepts.  Our own small implementation rather than
+scikit-learn's private ``sklearn.utils._param_validation``: that module is not public API,
+and ours keeps the short messages the command line shows.
+"""
 
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["check_number", "json_params"]
+__all__ = [
+    "Interval",
+    "Options",
+    "as_generator",
+    "check_number",
+    "json_params",
+    "validate_params",
+]
 
 
 def check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
@@ -19,6 +44,94 @@ def check_number(name, value, *, low=None, low_open=True, integer=False, allow_n
         raise ValueError(f"{name} must be {what}, got {value!r}")
     if low is not None and (value <= low if low_open else value < low):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A finite number (``int``: an integer) in ``[low, high]`` with ``closed`` ends."""
+
+    kind: type
+    low: float | None
+    high: float | None
+    closed: str = "both"  # "both", "left", "right", "neither"
+
+    def accepts(self, value) -> bool:
+        base = numbers.Integral if self.kind is int else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, base) or not np.isfinite(value):
+            return False
+        left = self.closed in ("both", "left")
+        right = self.closed in ("both", "right")
+        if self.low is not None and (value < self.low if left else value <= self.low):
+            return False
+        return not (self.high is not None and (value > self.high if right else value >= self.high))
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind is int else "a finite number"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>=' if self.closed in ('both', 'left') else '>'} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"{'<=' if self.closed in ('both', 'right') else '<'} {self.high:g}")
+        return what + (" " + " and ".join(parts) if parts else "")
+
+
+class Options:
+    """One of the given strings."""
+
+    def __init__(self, *values: str) -> None:
+        self.values = tuple(values)
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, str) and value in self.values
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+def _accepts(rule, value) -> bool:
+    if rule is None:
+        return value is None
+    if rule is callable:
+        return callable(value)
+    if isinstance(rule, type):
+        return isinstance(value, rule)
+    return rule.accepts(value)
+
+
+def _describe(rule) -> str:
+    if rule is None:
+        return "None"
+    if rule is callable:
+        return "a callable"
+    if isinstance(rule, type):
+        return f"a {rule.__name__}"
+    return rule.describe()
+
+
+def validate_params(estimator) -> None:
+    """Check every entry of ``estimator._parameter_constraints`` (see module doc)."""
+    table = getattr(type(estimator), "_parameter_constraints", {})
+    for name, rules in table.items():
+        value = getattr(estimator, name)
+        if not any(_accepts(rule, value) for rule in rules):
+            what = " or ".join(_describe(r) for r in rules)
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """The one random-state helper: None, an int, a ``RandomState`` or a ``Generator``
+    to a NumPy ``Generator`` (a ``RandomState`` is advanced, as scikit-learn does)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31))
+    if random_state is None or (
+        isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+    ):
+        return np.random.default_rng(random_state)
+    raise ValueError(
+        f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}"
+    )
 
 
 def json_params(estimator, drop=("callback",)) -> dict:
@@ -37,3 +150,13 @@ def json_params(estimator, drop=("callback",)) -> dict:
     if "weak_learner" in params and not isinstance(params["weak_learner"], str):
         params["weak_learner"] = type(params["weak_learner"]).__name__
     return params
+
+
+#: rules shared by many estimators
+POSITIVE = Interval(float, 0, None, closed="neither")
+NON_NEGATIVE = Interval(float, 0, None, closed="left")
+POSITIVE_INT = Interval(int, 1, None, closed="left")
+MAX_TIME = [None, POSITIVE]
+RANDOM_STATE = [None, numbers.Integral, np.random.RandomState, np.random.Generator]
+VERBOSE = [Interval(int, 0, None, closed="left"), bool]
+CALLBACK = [None, callable]

@@ -919,7 +919,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument(
         "--formulation",
-        choices=["auto", "1-slack", "m-slack"],
+        choices=["auto", "1-slack", "n-slack", "m-slack"],
         default="auto",
         help="auto: chosen by problem size for a classifier, 1-slack with --rank "
         "(m-slack = one slack per preference pair, memory O(pairs))",
@@ -1008,7 +1008,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default=".", metavar="DIR", help="where to write the plot")
     demo.add_argument("--max-iter", type=int, default=100, help="StructBoost iterations (100)")
-    demo.add_argument("--formulation", choices=["auto", "1-slack", "m-slack"], default="auto")
+    demo.add_argument(
+        "--formulation", choices=["auto", "1-slack", "n-slack", "m-slack"], default="auto"
+    )
     demo.add_argument("--max-time", type=float, default=None, help="StructBoost time budget (s)")
     demo.add_argument("--seed", type=int, default=0, help="split and model seed (0)")
     demo.add_argument("--quiet", action="store_true", help="no progress display")

@@ -1,9 +1,11 @@
 """User-facing estimators (scikit-learn API)."""
 
 from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH, AdaBoostMO
+from maxmargin.learners.kernel_ssvm import KernelSSVM
+from maxmargin.learners.latent_ssvm import LatentSSVM
 from maxmargin.learners.multiboost import MultiBoost, MultiBoostCW
 from maxmargin.learners.ranksvm import RankSVM
-from maxmargin.learners.ssvm import KernelSSVM, LatentSSVM, SSVMClassifier, StructSVM
+from maxmargin.learners.ssvm import SSVMClassifier, StructSVM
 from maxmargin.learners.structboost import StructBoost, StructBoostClassifier
 from maxmargin.learners.structboost_ranker import StructBoostRanker
 

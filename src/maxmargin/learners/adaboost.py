@@ -21,8 +21,8 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from maxmargin._validation import check_number as _check_number
-from maxmargin.learners.multiboost import _MultiClassBoosting
+from maxmargin._validation import POSITIVE_INT, Options
+from maxmargin.learners._boosting import MultiClassBoosting
 
 __all__ = ["AdaBoostECC", "AdaBoostMH", "AdaBoostMO"]
 
@@ -41,9 +41,10 @@ def _alpha(edge: float) -> float:
     return 0.5 * np.log((1.0 + edge) / (1.0 - edge))
 
 
-class _StageWise(_MultiClassBoosting):
+class _StageWise(MultiClassBoosting):
     def __init__(
         self,
+        *,
         max_iter: int = 100,
         weak_learner="stump",
         max_time=None,
@@ -76,7 +77,8 @@ _DOC = """
     ----------
     history_ : list of dict
         Per round: objective (the normalised exponential loss minimised), train_error,
-        val_error (with ``fit(..., eval_set=(X, y))``), n_weak, edge, t_weak, seconds.
+        val_error (with ``fit(..., eval_set=(X, y))``), n_weak, edge, t_weak, t_total;
+        ``dual_bound`` and ``gap`` are nan (stage-wise: no master problem).
 """
 
 
@@ -194,6 +196,7 @@ class AdaBoostMO(_StageWise):
 
     def __init__(
         self,
+        *,
         max_iter: int = 100,
         weak_learner="stump",
         code: str = "random",
@@ -214,11 +217,11 @@ class AdaBoostMO(_StageWise):
         self.code = code
         self.n_codes = n_codes
 
-    def _validate_hyperparameters(self) -> None:
-        self._validate_common()
-        if self.code not in ("ova", "random", "exhaustive"):
-            raise ValueError(f"code must be 'ova', 'random' or 'exhaustive', got {self.code!r}")
-        _check_number("n_codes", self.n_codes, low=1, low_open=False, integer=True, allow_none=True)
+    _parameter_constraints = {
+        **MultiClassBoosting._parameter_constraints,
+        "code": [Options("ova", "random", "exhaustive")],
+        "n_codes": [None, POSITIVE_INT],
+    }
 
     def _make_code(self, K: int, rng) -> np.ndarray:
         if self.code == "ova":

@@ -1,20 +1,11 @@
-"""Structured output ranking SVM trained with 1-slack cutting planes.
+"""Structured output ranking SVM: a thin shell over :func:`maxmargin.solvers.ranking.fit_ranksvm`.
 
-Blaschko, Mittal & Rahtu, "An O(n log n) cutting plane algorithm for
-structured output ranking", GCPR 2014: minimise
-
-    1/2 ||w||^2 + C * xi   s.t.  xi >= sum_{(i,j) in E} omega_ij * hinge_ij(w)  for all nu,
-
-the 1-slack form of eqs. (2)-(5) (hinge with margin or slack rescaling,
-``omega`` the pair weights, see ``normalize``).  Each iteration asks the
-O(n log n) oracle of :mod:`maxmargin.solvers.ranking` for the most violated
-constraint and re-solves the master QP (:class:`OneSlackQPMaster`).
+Blaschko, Mittal & Rahtu, "An O(n log n) cutting plane algorithm for structured output
+ranking", GCPR 2014.
 """
 
 from __future__ import annotations
 
-import numbers
-import time
 import warnings
 
 import numpy as np
@@ -22,9 +13,19 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._validation import (
+    CALLBACK,
+    MAX_TIME,
+    POSITIVE,
+    POSITIVE_INT,
+    VERBOSE,
+    Options,
+    json_params,
+    validate_params,
+)
+from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph, check_options
 from maxmargin.metrics import ndcg_at_k, ranking_risk
-from maxmargin.solvers.qp_master import OneSlackQPMaster
-from maxmargin.solvers.ranking import PreferenceGraph, check_options
+from maxmargin.solvers.ranking import fit_ranksvm
 
 __all__ = ["RankSVM"]
 
@@ -37,8 +38,7 @@ class RankSVM(BaseEstimator):
     C : float, default=1.0
         Weight of the (normalised) hinge loss.
     graph : {"complete", "bipartite", "star"}, default="complete"
-        Preference graph, built inside each group; see
-        :mod:`maxmargin.solvers.ranking`.
+        Preference graph, built inside each group; see :mod:`maxmargin.inference.ranking`.
     rescaling : {"margin", "slack", "unit"}, default="margin"
         Hinge bound: margin rescaling (eq. 3), slack rescaling (eq. 4), or "unit": a
         unit margin for every ordered pair whatever its loss gap (the classic
@@ -53,12 +53,11 @@ class RankSVM(BaseEstimator):
         Pair weights: ``"pairs"`` divides the hinge sum by the total number of
         edges; ``"query"`` gives every group with edges the same total weight
         (hinge averaged inside a group, then over groups).
-    eps : float, default=1e-3
-        Stop when the most violated constraint exceeds the working-set slack
-        by at most ``eps`` (Joachims et al. 2009), or the duality gap
-        (best primal minus master dual) is below ``eps``.
+    tol : float, default=1e-3
+        Stop at this relative duality gap (best primal minus the master's dual, over
+        the best primal).
     max_iter : int, default=1000
-        Maximum number of cutting-plane iterations.
+        Maximum number of cutting-plane rounds.
     max_time : float or None
         Wall-clock limit in seconds.
     n_jobs : int, default=1
@@ -66,33 +65,71 @@ class RankSVM(BaseEstimator):
     score_k : int, default=10
         Cut-off of the NDCG used by :meth:`score`.
     verbose : int, default=0
+    callback : callable or None
+        Called with each history record.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
     n_iter_ : int
     history_ : list of dict
-        Per iteration: ``iter``, ``primal`` (objective at the current w),
-        ``best_primal``, ``dual`` (master dual, a lower bound), ``gap``,
-        ``violation``, ``xi``, ``n_planes``, ``oracle_time``, ``master_time``.
+        Per round: ``objective`` (best primal), ``dual_bound`` (master dual), ``gap``
+        (relative), ``violation`` (hinge bound at the round's w), ``xi``, ``n_planes``,
+        ``t_oracle``, ``t_master``, ``t_total``.
+    objective_, dual_objective_ : float
+    converged_ : bool
 
     Ranking is invariant to a shift of the scores, so there is no intercept.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from maxmargin import RankSVM
+    >>> from maxmargin.metrics import auc
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> r = RankSVM(C=10.0, rescaling="unit").fit(X, y)
+    >>> auc(y, r.decision_function(X)) > 0.95
+    True
+
+    References
+    ----------
+    M. B. Blaschko, A. Mittal, E. Rahtu, "An O(n log n) cutting plane algorithm for
+    structured output ranking", GCPR 2014.
     """
+
+    _parameter_constraints = {
+        "C": [POSITIVE],
+        "graph": [Options(*GRAPHS)],
+        "rescaling": [Options(*RESCALINGS)],
+        "top_k": [None, POSITIVE_INT],
+        "target": [Options("relevance", "loss")],
+        "normalize": [Options("pairs", "query")],
+        "tol": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "max_time": MAX_TIME,
+        "n_jobs": [POSITIVE_INT],
+        "score_k": [POSITIVE_INT],
+        "verbose": VERBOSE,
+        "callback": CALLBACK,
+    }
 
     def __init__(
         self,
+        *,
         C=1.0,
         graph="complete",
         rescaling="margin",
         top_k=None,
         target="relevance",
         normalize="pairs",
-        eps=1e-3,
+        tol=1e-3,
         max_iter=1000,
         max_time=None,
         n_jobs=1,
         score_k=10,
         verbose=0,
+        callback=None,
     ):
         self.C = C
         self.graph = graph
@@ -100,35 +137,29 @@ class RankSVM(BaseEstimator):
         self.top_k = top_k
         self.target = target
         self.normalize = normalize
-        self.eps = eps
+        self.tol = tol
         self.max_iter = max_iter
         self.max_time = max_time
         self.n_jobs = n_jobs
         self.score_k = score_k
         self.verbose = verbose
-
-    def _check_params(self):
-        if not (isinstance(self.C, numbers.Real) and np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be a positive finite number, got {self.C!r}")
-        check_options(self.graph, self.rescaling, self.normalize)
-        if self.target not in ("relevance", "loss"):
-            raise ValueError(f"target must be 'relevance' or 'loss', got {self.target!r}")
-        if not self.eps > 0:
-            raise ValueError(f"eps must be > 0, got {self.eps!r}")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1, got {self.max_iter!r}")
+        self.callback = callback
 
     def _losses(self, y):
         return y.max() - y if self.target == "relevance" else y
 
     def fit(self, X, y, group=None):
-        """Fit on features X, grades or losses y, and optional group (query) ids."""
-        self._check_params()
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        """Fit on features X (dense or sparse), grades or losses y, and optional group
+        (query) ids."""
+        validate_params(self)
+        check_options(self.graph, self.rescaling, self.normalize)
+        X, y = validate_data(self, X, y, accept_sparse="csr", y_numeric=True, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(f"RankSVM needs at least 2 samples to rank, got {n} sample")
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or inf")
-        n, d = X.shape
         if group is not None:
             group = np.asarray(group)
             if group.shape != (n,):
@@ -136,73 +167,39 @@ class RankSVM(BaseEstimator):
         pg = PreferenceGraph(self._losses(y), graph=self.graph, group=group, top_k=self.top_k)
         if pg.edges_per_group.sum() == 0:
             raise ValueError("the preference graph has no edges (all losses tied within groups)")
-        w_group, w_sample = pg.hinge_weights(self.normalize)
-
-        master = OneSlackQPMaster(C=float(self.C), dim=d)
-        w = np.zeros(d)
-        xi = 0.0
-        dual = 0.0
-        best_primal = np.inf
-        self.history_ = []
-        t_start = time.perf_counter()
-        converged = False
-        for it in range(int(self.max_iter)):
-            t0 = time.perf_counter()
-            alpha, delta_g = pg.most_violated(X @ w, rescaling=self.rescaling, n_jobs=self.n_jobs)
-            a = X.T @ (alpha * w_sample)
-            b = float(delta_g @ w_group)
-            violation = max(0.0, b - float(a @ w))  # hinge bound at w
-            t_oracle = time.perf_counter() - t0
-            primal = 0.5 * float(w @ w) + self.C * violation
-            best_primal = min(best_primal, primal)
-            stop = violation <= xi + self.eps or best_primal - dual <= self.eps
-            t_master = 0.0
-            if not stop:
-                t0 = time.perf_counter()
-                master.add_plane(a, b)
-                sol = master.solve()
-                t_master = time.perf_counter() - t0
-                w, xi, dual = sol.w, sol.xi, sol.dual
-            self.history_.append(
-                {
-                    "iter": it,
-                    "primal": primal,
-                    "best_primal": best_primal,
-                    "dual": dual,
-                    "gap": best_primal - dual,
-                    "violation": violation,
-                    "xi": xi,
-                    "n_planes": master.n_planes,
-                    "oracle_time": t_oracle,
-                    "master_time": t_master,
-                }
-            )
-            if self.verbose:
-                print(
-                    f"[RankSVM] it {it:4d} primal {primal:.6g} gap {best_primal - dual:.3g} "
-                    f"viol {violation:.4g} xi {xi:.4g} planes {master.n_planes}"
-                )
-            if stop:
-                converged = True
-                break
-            if self.max_time is not None and time.perf_counter() - t_start > self.max_time:
-                break
-        if not converged:
+        res = fit_ranksvm(
+            X,
+            pg,
+            float(self.C),
+            rescaling=self.rescaling,
+            normalize=self.normalize,
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
+            max_time=self.max_time,
+            n_jobs=int(self.n_jobs),
+            callback=self.callback,
+            verbose=self.verbose,
+        )
+        if not res.converged:
             warnings.warn(
-                f"RankSVM did not converge in {len(self.history_)} iterations "
-                f"(gap {best_primal - dual:.3g})",
+                f"RankSVM did not converge in {len(res.history)} rounds "
+                f"(relative gap {res.history[-1]['gap']:.3g})",
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        self.coef_ = w
-        self.n_iter_ = len(self.history_)
+        self.coef_ = res.w
+        self.history_ = res.history
+        self.objective_ = float(res.primal)
+        self.dual_objective_ = float(res.dual)
+        self.converged_ = bool(res.converged)
+        self.n_iter_ = len(res.history)
         return self
 
     def decision_function(self, X):
         """Ranking scores ``<w, x>``; higher means ranked higher (lower loss)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        return np.asarray(X @ self.coef_)
 
     def predict(self, X):
         """Same as :meth:`decision_function` (a ranking is the prediction)."""
@@ -217,3 +214,36 @@ class RankSVM(BaseEstimator):
         if self.target == "relevance":
             return ndcg_at_k(y, s, k=self.score_k, group=group)
         return -ranking_risk(y, s, group=group)
+
+    # -- persistence ---------------------------------------------------------------------
+    def _get_state(self):
+        check_is_fitted(self, "coef_")
+        meta = {
+            "params": json_params(self),
+            "n_features_in": int(self.n_features_in_),
+            "history": self.history_,
+            "objective": float(self.objective_),
+            "dual_objective": float(self.dual_objective_),
+            "converged": bool(self.converged_),
+            "n_iter": int(self.n_iter_),
+        }
+        return meta, {"coef": self.coef_}
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        est = cls(**meta["params"])
+        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
+        est.n_features_in_ = int(meta["n_features_in"])
+        if est.coef_.shape != (est.n_features_in_,):
+            raise ValueError("model file is inconsistent: weights do not match the features")
+        est.history_ = list(meta["history"])
+        est.objective_ = float(meta["objective"])
+        est.dual_objective_ = float(meta["dual_objective"])
+        est.converged_ = bool(meta["converged"])
+        est.n_iter_ = int(meta["n_iter"])
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

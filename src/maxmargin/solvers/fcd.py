@@ -31,7 +31,7 @@ from numba import njit
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-__all__ = ["MasterProblem", "closed_form_update"]
+__all__ = ["ExpLossMaster", "closed_form_update"]
 
 _EXP_CAP = 700.0  # exp(700) ~ 1e304: caps exponents so L-BFGS-B line searches stay finite
 _REFRESH_EVERY = 8  # stage-wise sweeps between exact recomputations of mu
@@ -224,7 +224,7 @@ def closed_form_update(
 
 
 # --------------------------------------------------------------------------- master
-class MasterProblem:
+class ExpLossMaster:
     """Restricted problem (2)/(7) over the weak learners generated so far.
 
     Holds the weak-learner outputs ``H`` (int8 rows in {-1, 0, +1}, or float rows for

@@ -142,8 +142,11 @@ class OneSlackQPMaster:
     ----------
     C : float
         Weight of the slack variable (> 0).
-    dim : int
-        Dimension D of ``w`` and of every plane vector ``a_p``.
+    dim : int or None
+        Dimension D of ``w`` and of every plane vector ``a_p``.  None: Gram-only mode
+        (kernel machines), where planes are given by their inner products with the
+        stored ones and ``w`` is never formed (``solution.w`` is None; use
+        :meth:`combine`).
     tol : float
         Target duality gap of the master QP, relative to ``max(1, |dual|)``
         (SMO), or the HiGHS optimality tolerance.
@@ -159,7 +162,7 @@ class OneSlackQPMaster:
     def __init__(
         self,
         C: float,
-        dim: int,
+        dim: int | None,
         tol: float = 1e-10,
         prune_after: int | None = None,
         solver: str = "smo",
@@ -167,10 +170,10 @@ class OneSlackQPMaster:
     ):
         if not np.isfinite(C) or C <= 0:
             raise ValueError(f"C must be a positive finite number, got {C!r}")
-        if dim < 1:
-            raise ValueError(f"dim must be >= 1, got {dim!r}")
+        if dim is not None and dim < 1:
+            raise ValueError(f"dim must be >= 1 or None (Gram-only mode), got {dim!r}")
         self.C = float(C)
-        self.dim = int(dim)
+        self.dim = None if dim is None else int(dim)
         if solver not in ("smo", "highs"):
             raise ValueError(f"solver must be 'smo' or 'highs', got {solver!r}")
         self.tol = float(tol)
@@ -178,7 +181,8 @@ class OneSlackQPMaster:
         self.max_inner = int(max_inner)
         self.ridge = 0.0
         self.prune_after = prune_after
-        self._A = np.empty((0, self.dim))
+        self._A = np.empty((0, self.dim)) if self.dim is not None else None
+        self._payload: list = []  # per plane, for the caller (Gram-only mode)
         self._b = np.empty(0)
         self._G = np.empty((0, 0))
         self._lam = np.empty(0)
@@ -191,27 +195,55 @@ class OneSlackQPMaster:
     @property
     def planes(self) -> tuple[np.ndarray, np.ndarray]:
         """The working set as ``(A, b)`` with one plane per row of ``A``."""
+        if self._A is None:
+            raise ValueError("Gram-only mode stores no plane vectors")
         return self._A.copy(), self._b.copy()
 
-    def add_plane(self, a, b: float) -> None:
-        """Add the constraint ``<w, a> >= b - xi`` to the working set."""
-        a = np.asarray(a, dtype=np.float64).ravel()
-        if a.shape[0] != self.dim:
-            raise ValueError(f"plane has dimension {a.shape[0]}, expected {self.dim}")
-        if not (np.all(np.isfinite(a)) and np.isfinite(b)):
+    def add_plane(self, a, b: float, *, gram=None, payload=None) -> None:
+        """Add the constraint ``<w, a> >= b - xi`` to the working set.
+
+        Gram-only mode (``dim=None``): ``a`` is None and ``gram`` holds the inner
+        products ``<a, a_p>`` with the stored planes followed by ``<a, a>``; ``payload``
+        is kept with the plane (and pruned with it) for :meth:`combine`.
+        """
+        if self.dim is None:
+            if gram is None:
+                raise ValueError("Gram-only mode: give gram = (<a, a_p> for stored p, <a, a>)")
+            gram = np.asarray(gram, dtype=np.float64).ravel()
+            if gram.shape[0] != self.n_planes + 1:
+                raise ValueError(f"gram has length {gram.shape[0]}, expected {self.n_planes + 1}")
+            g, aa = gram[:-1], float(gram[-1])
+        else:
+            a = np.asarray(a, dtype=np.float64).ravel()
+            if a.shape[0] != self.dim:
+                raise ValueError(f"plane has dimension {a.shape[0]}, expected {self.dim}")
+            g, aa = self._A @ a, float(a @ a)
+        if not (np.all(np.isfinite(g)) and np.isfinite(aa) and np.isfinite(b)):
             raise ValueError("plane contains NaN or inf")
-        g = self._A @ a
         P = self.n_planes
         G = np.empty((P + 1, P + 1))
         G[:P, :P] = self._G
         G[P, :P] = g
         G[:P, P] = g
-        G[P, P] = a @ a
+        G[P, P] = aa
         self._G = G
-        self._A = np.vstack([self._A, a[None, :]])
+        if self.dim is not None:
+            self._A = np.vstack([self._A, a[None, :]])
+        self._payload.append(payload)
         self._b = np.append(self._b, float(b))
         self._lam = np.append(self._lam, 0.0)
         self._idle = np.append(self._idle, 0)
+
+    @property
+    def payloads(self) -> list:
+        """The payloads of the stored planes, in order."""
+        return list(self._payload)
+
+    def combine(self, lam=None, key=None):
+        """``sum_p lam_p payload_p`` (``payload_p[key]`` if ``key``) over stored planes."""
+        lam = self._lam if lam is None else lam
+        parts = [p if key is None else p[key] for p in self._payload]
+        return sum(lv * part for lv, part in zip(lam, parts))
 
     # ------------------------------------------------------------------ solve
     def _solve_dual_highs(self) -> np.ndarray:
@@ -266,7 +298,7 @@ class OneSlackQPMaster:
     def solve(self) -> MasterSolution:
         """Solve the master QP on the current working set."""
         if self.n_planes == 0:
-            w = np.zeros(self.dim)
+            w = np.zeros(self.dim) if self.dim is not None else None
             return MasterSolution(w=w, xi=0.0, lam=np.empty(0), primal=0.0, dual=0.0)
         if self.solver == "highs":
             lam = self._solve_dual_highs()
@@ -278,10 +310,11 @@ class OneSlackQPMaster:
             scale = max(1.0, float(np.max(np.abs(self._b))) * self.C)
             lam, _, _ = _smo(self._G, self._b, self.C, lam, self.tol * scale, self.max_inner)
         self._lam = lam
-        w = self._A.T @ lam
-        xi = max(0.0, float(np.max(self._b - self._A @ w)))
-        primal = 0.5 * float(w @ w) + self.C * xi
-        dual = float(self._b @ lam) - 0.5 * float(lam @ self._G @ lam)
+        Glam = self._G @ lam  # <w, a_p> for w = sum_p lam_p a_p
+        w = self._A.T @ lam if self.dim is not None else None
+        xi = max(0.0, float(np.max(self._b - Glam)))
+        primal = 0.5 * float(lam @ Glam) + self.C * xi
+        dual = float(self._b @ lam) - 0.5 * float(lam @ Glam)
         sol = MasterSolution(w=w, xi=xi, lam=lam.copy(), primal=primal, dual=dual)
         if self.prune_after is not None:
             self._prune()
@@ -292,7 +325,9 @@ class OneSlackQPMaster:
         self._idle = np.where(self._lam > thresh, 0, self._idle + 1)
         keep = self._idle < self.prune_after
         if not np.all(keep):
-            self._A = self._A[keep]
+            if self._A is not None:
+                self._A = self._A[keep]
+            self._payload = [p for p, k in zip(self._payload, keep) if k]
             self._b = self._b[keep]
             self._G = self._G[np.ix_(keep, keep)]
             self._lam = self._lam[keep]

@@ -8,7 +8,7 @@ Every solver minimises the same primal (seed 004, "Structured Output SVM")
 
 over a :class:`~maxmargin.tasks.linear.LinearJointModel`, records one history entry per
 iteration with the primal objective of the returned iterate, a lower bound on the
-optimum (a dual value) and their difference, and stops once
+optimum (a dual value) and their relative difference, and stops once
 ``gap <= tol * primal`` (relative duality gap), after ``max_iter`` iterations or after
 ``max_time`` seconds.
 """
@@ -76,12 +76,11 @@ class Tracker:
         primal, dual = self.best_primal, self.best_dual
         gap = primal - dual
         rel = gap / max(abs(primal), 1e-12) if np.isfinite(gap) else np.inf
-        rec = {
+        rec = {  # the history schema shared by every estimator (docs/architecture.md)
             "iteration": int(iteration),
-            "primal": primal,
-            "dual": dual,
-            "gap": gap,
-            "rel_gap": rel,
+            "objective": primal,
+            "dual_bound": dual,
+            "gap": rel,
             "n_oracle": self.n_oracle,
             "t_total": self.elapsed(),
         }

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from maxmargin._validation import as_generator
 from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
 from maxmargin.tasks.linear import (
     LinearJointModel,
@@ -128,7 +129,7 @@ def fit_frank_wolfe(
 ) -> SSVMResult:
     """BCFW; one iteration = one pass over the examples in random order."""
     model.check_rescaling(rescaling)
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     lam = 1.0 / C
     n = model.n_samples
     w = np.zeros(model.dim)

@@ -9,18 +9,19 @@ Seed 004 "kernelized S-SVM"; Joachims, Finley & Yu 2009, Sec. 5.  With a joint k
 is represented by its coefficient matrix ``M_t = c_t (Gamma[y] - Gamma[yhat_t]) / n``
 (n, S), so ``<a_t, a_s> = sum(M_t * (K M_s))`` with the training kernel matrix K, and
 ``w = sum_t lam_t a_t`` has slot scores ``F(x) = k_x(x, X) B`` with
-``B = sum_t lam_t M_t``.  The master dual over the planes' Gram matrix is the one of
-:class:`~maxmargin.solvers.qp_master.OneSlackQPMaster` and is solved by its SMO routine
-(warm started, zero-multiplier planes pruned after ``inactive_window`` solves).
+``B = sum_t lam_t M_t``.  The master is :class:`~maxmargin.solvers.qp_master.
+OneSlackQPMaster` in its Gram-only mode (planes given by their inner products, each
+carrying ``(M_t, K M_t)`` as payload; zero-multiplier planes pruned after
+``inactive_window`` solves), driven by the shared loop of
+:mod:`maxmargin.solvers.cutting_plane`.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from maxmargin.solvers.qp_master import _smo
+from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
+from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
 from maxmargin.tasks.linear import rescaled_hinge
 
@@ -46,17 +47,15 @@ def fit_kernel_one_slack(
     y = task.y_
     gamma, delta = task.gamma_, task.delta_
     rows = np.arange(n)
-    KM: list[np.ndarray] = []
-    Ms: list[np.ndarray] = []
-    G = np.zeros((0, 0))
-    bvec = np.zeros(0)
-    lam = np.zeros(0)
-    idle = np.zeros(0, dtype=np.int64)
-    B = np.zeros((n, S))
-    F = np.zeros((n, S))
-    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="kernel_one_slack")
-    t_master = 0.0
-    for it in range(max_iter):
+    master = OneSlackQPMaster(C=C, dim=None, tol=1e-10, prune_after=inactive_window)
+    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="kernel 1-slack")
+
+    def find_plane(sol) -> Plane:
+        lam = sol.lam
+        if len(lam):
+            B, F = master.combine(lam, "M"), master.combine(lam, "KM")
+        else:
+            B, F = np.zeros((n, S)), np.zeros((n, S))
         scores = F @ gamma.T
         own = scores[rows, y]
         if rescaling == "slack":
@@ -65,51 +64,17 @@ def fit_kernel_one_slack(
             aug = delta[y] + scores - own[:, None]
         lab = np.argmax(aug, axis=1)
         loss = delta[y, lab]
-        margin = own - scores[rows, lab]
-        hinge = rescaled_hinge(loss, margin, rescaling)
-        tr.n_oracle += 1
-        wnorm2 = float(lam @ G @ lam) if len(lam) else 0.0
-        tr.offer_primal(0.5 * wnorm2 + C * float(hinge.mean()), B)
-        if tr.converged():
-            tr.record(it, n_planes=len(lam), t_master=t_master)
-            break
-        t0 = time.perf_counter()
+        hinge = rescaled_hinge(loss, own - scores[rows, lab], rescaling)
+        wnorm2 = float(np.sum(B * F))  # ||w||^2 = sum(B * K B)
+        primal = 0.5 * wnorm2 + C * float(hinge.mean())
         active = hinge > 0
         coef = np.where(active, loss if rescaling == "slack" else 1.0, 0.0) / n
         M = coef[:, None] * (gamma[y] - gamma[lab])
-        KMt = Kmat @ M
-        g = np.array([float(np.sum(Mt * KMt)) for Mt in Ms])
-        P = len(Ms)
-        G2 = np.empty((P + 1, P + 1))
-        G2[:P, :P] = G
-        G2[P, :P] = g
-        G2[:P, P] = g
-        G2[P, P] = float(np.sum(M * KMt))
-        G = G2
-        Ms.append(M)
-        KM.append(KMt)
-        bvec = np.append(bvec, float(np.sum(np.where(active, loss, 0.0))) / n)
-        lam = np.append(lam, 0.0)
-        idle = np.append(idle, 0)
-        scale = max(1.0, C * float(np.max(np.abs(bvec))))
-        mtol = (
-            1e-10
-            if not np.isfinite(tr.best_primal)
-            else min(1e-9, 0.02 * tol * tr.best_primal / scale)
-        )
-        lam, _, _ = _smo(G, bvec, float(C), lam.copy(), mtol * scale, 1_000_000)
-        dual = float(bvec @ lam) - 0.5 * float(lam @ G @ lam)
-        tr.offer_dual(dual)
-        B = sum(lv * Mt for lv, Mt in zip(lam, Ms))
-        F = sum(lv * Kt for lv, Kt in zip(lam, KM))
-        # prune planes idle for inactive_window solves
-        idle = np.where(lam > 1e-10 * max(C, 1.0), 0, idle + 1)
-        keep = idle < inactive_window
-        if not np.all(keep):
-            Ms = [m for m, k in zip(Ms, keep) if k]
-            KM = [m for m, k in zip(KM, keep) if k]
-            G, bvec, lam, idle = G[np.ix_(keep, keep)], bvec[keep], lam[keep], idle[keep]
-        t_master += time.perf_counter() - t0
-        if tr.record(it, n_planes=len(lam), t_master=t_master):
-            break
+        KM = Kmat @ M
+        gram = [float(np.sum(p["M"] * KM)) for p in master.payloads] + [float(np.sum(M * KM))]
+        b = float(np.sum(np.where(active, loss, 0.0))) / n
+        return Plane(b, gram=np.array(gram), payload={"M": M, "KM": KM}, primal=primal, state=B)
+
+    sol = one_slack_cutting_planes(find_plane, master, tr, tol=tol, max_iter=max_iter)
+    B = master.combine(sol.lam, "M") if len(sol.lam) else np.zeros((n, S))
     return tr.result(B)

@@ -25,6 +25,7 @@ import time
 import numpy as np
 from numba import njit
 
+from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
 from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
 from maxmargin.tasks.linear import (
@@ -386,7 +387,7 @@ def fit_n_slack(
 ) -> SSVMResult:
     """Train ``w`` by n-slack working sets; see the module docstring."""
     model.check_rescaling(rescaling)
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     slack = rescaling == "slack"
     n = model.n_samples
     Cn = C / n

@@ -22,10 +22,9 @@ Every oracle call gives the exact primal ``J(w)``; the master dual is a lower bo
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
 from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
 from maxmargin.tasks.linear import LinearJointModel, rescaled_hinge
@@ -93,53 +92,32 @@ def fit_one_slack(
     callback=None,
     verbose: int = 0,
 ) -> SSVMResult:
-    """Train ``w`` by 1-slack cutting planes; see the module docstring."""
+    """Train ``w`` by 1-slack cutting planes (the shared loop of
+    :mod:`maxmargin.solvers.cutting_plane`); see the module docstring."""
     model.check_rescaling(rescaling)
     master = OneSlackQPMaster(C=C, dim=model.dim, tol=1e-10, prune_after=inactive_window)
-    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="one_slack")
+    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="1-slack")
     cache = _OutputCache(model, cache_size) if cache_size > 0 else None
-    w = np.zeros(model.dim)
-    xi = 0.0
-    t_oracle = t_master = 0.0
     n_cached = 0
-    bmax = 0.0
-    for it in range(max_iter):
-        t0 = time.perf_counter()
+
+    def find_plane(sol) -> Plane:
+        nonlocal n_cached
+        w, xi = sol.w, sol.xi
         U = model.unary(w)
-        source = "oracle"
-        plane = None
         if cache is not None and cache.count and np.isfinite(tr.gap):
             labels, loss, margin, _ = cache.best(w, rescaling, U)
             a, b = _plane(model, labels, loss, margin, rescaling)
             violation = b - float(a @ w) - xi
             # accept when the cached plane could close a good part of the current gap
             if C * violation > 0.5 * max(tr.gap, tol * tr.best_primal):
-                plane, source = (a, b), "cache"
                 n_cached += 1
-        if plane is None:
-            labels, loss, margin = model.loss_augmented(w, rescaling, U=U)
-            tr.n_oracle += 1
-            hinge = rescaled_hinge(loss, margin, rescaling)
-            tr.offer_primal(model.objective(w, C, hinge), w)
-            if cache is not None:
-                cache.add(labels)
-            plane = _plane(model, labels, loss, margin, rescaling)
-        t1 = time.perf_counter()
-        t_oracle += t1 - t0
-        if not tr.converged():
-            master.add_plane(*plane)
-            # the master needs to be solved only well below the outer target gap; its
-            # dual value stays a valid lower bound at any accuracy
-            if np.isfinite(tr.best_primal):
-                bmax = max(bmax, abs(plane[1]))
-                scale = max(1.0, C * bmax)
-                master.tol = min(1e-9, 0.02 * tol * tr.best_primal / scale)
-            sol = master.solve()
-            w, xi = sol.w, sol.xi
-            tr.offer_dual(sol.dual)
-        t_master += time.perf_counter() - t1
-        if tr.record(
-            it, n_planes=master.n_planes, source=source, t_oracle=t_oracle, t_master=t_master
-        ):
-            break
-    return tr.result(w, n_cached=n_cached, n_planes=master.n_planes)
+                return Plane(b, a, source="cache")
+        labels, loss, margin = model.loss_augmented(w, rescaling, U=U)
+        hinge = rescaled_hinge(loss, margin, rescaling)
+        if cache is not None:
+            cache.add(labels)
+        a, b = _plane(model, labels, loss, margin, rescaling)
+        return Plane(b, a, primal=model.objective(w, C, hinge), state=w)
+
+    sol = one_slack_cutting_planes(find_plane, master, tr, tol=tol, max_iter=max_iter)
+    return tr.result(sol.w, n_cached=n_cached, n_planes=master.n_planes)

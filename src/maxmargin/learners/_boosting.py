@@ -1,0 +1,376 @@
+"""Shared machinery of the multi-class boosting estimators (MultiBoost family, AdaBoost
+baselines): validation, per-iteration history, staged prediction, pickle-free persistence.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from maxmargin._validation import (
+    CALLBACK,
+    MAX_TIME,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    as_generator,
+    validate_params,
+)
+from maxmargin._validation import json_params as _json_params
+from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, WeakLearner, make_weak_learner
+
+__all__ = ["BoostingBuilder", "MultiClassBoosting"]
+
+_CHUNK = 256  # weak learners evaluated at a time at prediction (bounds memory)
+
+
+def _as_output_matrix(outputs) -> np.ndarray:
+    """Weak-learner outputs as int8 when they are in {-1, 0, +1} (8x less memory)."""
+    outputs = np.asarray(outputs)
+    if np.all(np.isin(outputs, (-1.0, 0.0, 1.0))):
+        return outputs.astype(np.int8)
+    return outputs.astype(np.float32)
+
+
+class BoostingBuilder:
+    """Model under construction: weak learners, variables (weak learner, output column)
+    and the log of weight changes per iteration (for staged prediction), plus the
+    validation scores kept up to date incrementally."""
+
+    def __init__(self, n_outputs: int, X_val=None) -> None:
+        self.R = n_outputs
+        self.hyps = None
+        self.n_hyp = 0
+        self.var_hyp: list[np.ndarray] = []
+        self.var_out: list[np.ndarray] = []
+        self.n_vars = 0
+        self.coef = np.zeros(0)
+        self.log: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self.X_val = X_val
+        if X_val is not None:  # validation outputs, row 0 the constant; grown by doubling
+            self.H_val = np.ones((64, X_val.shape[0]), dtype=np.float32)
+            self.raw_val = np.zeros((X_val.shape[0], n_outputs))
+
+    def add_hypotheses(self, hyps) -> np.ndarray:
+        self.hyps = hyps if self.hyps is None else self.hyps.concat(hyps)
+        k = len(hyps)
+        self.n_hyp += k
+        if self.X_val is not None:
+            if self.n_hyp + 1 > len(self.H_val):
+                grown = np.empty((2 * (self.n_hyp + 1), self.H_val.shape[1]), np.float32)
+                grown[: len(self.H_val)] = self.H_val
+                self.H_val = grown
+            self.H_val[self.n_hyp + 1 - k : self.n_hyp + 1] = hyps.evaluate(self.X_val)
+        return np.arange(self.n_hyp - k, self.n_hyp)
+
+    def add_vars(self, hyp, out) -> np.ndarray:
+        """Variables (weak learner ``hyp`` or -1 for the constant 1, output column ``out``)."""
+        hyp = np.atleast_1d(np.asarray(hyp, dtype=np.int64))
+        out = np.broadcast_to(np.asarray(out, dtype=np.int64), hyp.shape).copy()
+        self.var_hyp.append(hyp)
+        self.var_out.append(out)
+        self.n_vars += len(hyp)
+        self.coef = np.concatenate([self.coef, np.zeros(len(hyp))])
+        return np.arange(self.n_vars - len(hyp), self.n_vars)
+
+    def set_coef(self, iteration: int, coef) -> None:
+        """Record the weights after ``iteration`` (all variables so far)."""
+        coef = np.asarray(coef, dtype=np.float64)
+        changed = np.flatnonzero(coef != self.coef)
+        delta = coef[changed] - self.coef[changed]
+        self.coef = coef.copy()
+        self.log.append((iteration, changed, coef[changed]))
+        if self.X_val is not None and len(changed):
+            hyp = np.concatenate(self.var_hyp)[changed] + 1
+            out = np.concatenate(self.var_out)[changed]
+            M = np.zeros((len(changed), self.R))
+            M[np.arange(len(changed)), out] = delta
+            self.raw_val += self.H_val[hyp].T.astype(np.float64) @ M
+
+    def finish(self, n_features: int, hypotheses_class) -> dict:
+        """Final arrays, dropping weak learners and variables that never had weight."""
+        var_hyp = np.concatenate(self.var_hyp) if self.var_hyp else np.zeros(0, np.int64)
+        var_out = np.concatenate(self.var_out) if self.var_out else np.zeros(0, np.int64)
+        it = np.concatenate(
+            [np.full(len(c), i, np.int64) for i, c, _ in self.log] or [np.zeros(0, np.int64)]
+        )
+        var = np.concatenate([c for _, c, _ in self.log] or [np.zeros(0, np.int64)])
+        val = np.concatenate([v for _, _, v in self.log] or [np.zeros(0)])
+        used_vars = np.unique(var)
+        used_hyp = np.unique(var_hyp[used_vars][var_hyp[used_vars] >= 0])
+        hyp_map = np.full(self.n_hyp + 1, -1, np.int64)
+        hyp_map[used_hyp + 1] = np.arange(len(used_hyp))
+        var_map = np.full(self.n_vars, -1, np.int64)
+        var_map[used_vars] = np.arange(len(used_vars))
+        hyps = (
+            self.hyps.take(used_hyp)
+            if self.hyps is not None
+            else hypotheses_class.empty(n_features)
+        )
+        return {
+            "hypotheses": hyps,
+            "var_hyp": hyp_map[var_hyp[used_vars] + 1],
+            "var_out": var_out[used_vars],
+            "coef": self.coef[used_vars],
+            "path_iter": it,
+            "path_var": var_map[var],
+            "path_value": val,
+        }
+
+
+class MultiClassBoosting(ClassifierMixin, BaseEstimator):
+    """Shared machinery of the multi-class boosting estimators of this package.
+
+    A fitted model is a batch of weak learners ``hypotheses_`` and variables ``j`` with
+    weight ``coef_[j]`` on weak learner ``var_hyp_[j]`` (-1: the constant 1) in raw output
+    column ``var_out_[j]``; ``_decode`` maps raw outputs to class scores.  The weight
+    changes of every iteration (``path_*``) give :meth:`staged_predict`.
+    """
+
+    # -- hooks ------------------------------------------------------------------------------
+    def _prepare_fit(self, n_classes: int) -> None:
+        """Called once the classes are known, before boosting starts."""
+
+    def _n_outputs(self, n_classes: int) -> int:
+        return n_classes
+
+    def _decode(self, raw: np.ndarray) -> np.ndarray:
+        return raw
+
+    def _boost(self, X, y, n_classes, weak, builder, record):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _extra_state(self):
+        return {}, {}
+
+    def _set_extra_state(self, meta, arrays) -> None:
+        pass
+
+    # -- parameters ---------------------------------------------------------------------
+    _parameter_constraints = {
+        "max_iter": [POSITIVE_INT],
+        "weak_learner": [str, WeakLearner],
+        "max_time": MAX_TIME,
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+        "callback": CALLBACK,
+    }
+
+    def _validate_hyperparameters(self) -> None:
+        validate_params(self)
+        make_weak_learner(self.weak_learner)
+
+    def _rng(self) -> np.random.Generator:
+        return as_generator(self.random_state)
+
+    # -- fitting ------------------------------------------------------------------------
+    def fit(self, X, y, eval_set=None):
+        """Train on X (n, d) and labels y.
+
+        ``eval_set=(X_val, y_val)`` records the validation error of every iteration
+        in ``history_`` (kept incrementally, so it costs little).
+        """
+        self._validate_hyperparameters()
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=["csr", "csc"])
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        K = len(self.classes_)
+        if K < 2:
+            raise ValueError(f"y has {K} class; {type(self).__name__} needs at least 2 classes")
+        X_val = y_val = None
+        if eval_set is not None:
+            if not (isinstance(eval_set, (tuple, list)) and len(eval_set) == 2):
+                raise ValueError("eval_set must be a pair (X_val, y_val)")
+            X_val = validate_data(
+                self, eval_set[0], dtype=np.float64, reset=False, accept_sparse=["csr", "csc"]
+            )
+            y_val = np.asarray(eval_set[1])
+            if y_val.shape != (X_val.shape[0],):
+                raise ValueError("eval_set: y_val must be 1-d with one label per row of X_val")
+        weak = make_weak_learner(self.weak_learner)
+        self._prepare_fit(K)
+        builder = BoostingBuilder(self._n_outputs(K), X_val)
+        history: list[dict] = []
+        t_start = time.perf_counter()
+
+        def record(iteration, objective, raw_train, **extra):
+            pred = np.argmax(self._decode(raw_train), axis=1)
+            rec = {  # the shared history schema (docs/architecture.md)
+                "iteration": iteration,
+                "objective": float(objective),
+                "dual_bound": float(extra.pop("dual_bound", np.nan)),
+                "gap": float("nan"),
+                "train_error": float(np.mean(pred != y_idx)),
+                "n_weak": int(builder.n_hyp),
+            }
+            if np.isfinite(rec["dual_bound"]):
+                rec["gap"] = (rec["objective"] - rec["dual_bound"]) / max(abs(objective), 1e-300)
+            if X_val is not None:
+                pv = self.classes_[np.argmax(self._decode(builder.raw_val), axis=1)]
+                rec["val_error"] = float(np.mean(pv != y_val))
+            rec.update(
+                {
+                    k: (float(v) if isinstance(v, (float, np.floating)) else v)
+                    for k, v in extra.items()
+                }
+            )
+            rec["t_total"] = time.perf_counter() - t_start
+            history.append(rec)
+            if self.verbose:
+                msg = "  ".join(
+                    f"{k} {v:.5g}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()
+                )
+                print(msg, file=sys.stdout, flush=True)
+            if self.callback is not None:
+                self.callback(rec)
+            return self.max_time is not None and rec["t_total"] >= self.max_time
+
+        self.converged_ = bool(self._boost(X, y_idx, K, weak, builder, record))
+        state = builder.finish(X.shape[1], weak.hypotheses_class)
+        self.hypotheses_ = state.pop("hypotheses")
+        for k, v in state.items():
+            setattr(self, f"{k}_", v)
+        self.history_ = history
+        self.n_iter_ = len(history)
+        self.objective_ = history[-1]["objective"] if history else float("nan")
+        return self
+
+    # -- prediction -----------------------------------------------------------------------
+    def _weight_matrix(self, coef) -> np.ndarray:
+        W = np.zeros((len(self.hypotheses_) + 1, self._n_outputs(len(self.classes_))))
+        np.add.at(W, (self.var_hyp_ + 1, self.var_out_), coef)
+        return W
+
+    def _raw(self, X) -> np.ndarray:
+        W = self._weight_matrix(self.coef_)
+        raw = np.repeat(W[:1], X.shape[0], axis=0)
+        for s in range(0, len(self.hypotheses_), _CHUNK):
+            idx = np.arange(s, min(s + _CHUNK, len(self.hypotheses_)))
+            raw += self.hypotheses_.take(idx).evaluate(X).T @ W[idx + 1]
+        return raw
+
+    def _check_X(self, X):
+        check_is_fitted(self, "coef_")
+        return validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc"])
+
+    def decision_function(self, X):
+        """Class scores (n, K); for two classes the score of ``classes_[1]`` (n,)."""
+        scores = self._decode(self._raw(self._check_X(X)))
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
+    def predict(self, X):
+        scores = self._decode(self._raw(self._check_X(X)))
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def staged_decision_function(self, X):
+        """Class scores (n, K) after each boosting iteration."""
+        X = self._check_X(X)
+        H = [np.ones((1, X.shape[0]), dtype=np.float32)]
+        for s in range(0, len(self.hypotheses_), _CHUNK):
+            idx = np.arange(s, min(s + _CHUNK, len(self.hypotheses_)))
+            H.append(_as_output_matrix(self.hypotheses_.take(idx).evaluate(X)))
+        H = np.concatenate(H)
+        R = self._n_outputs(len(self.classes_))
+        raw = np.zeros((X.shape[0], R))
+        w = np.zeros(len(self.coef_))
+        bounds = np.searchsorted(self.path_iter_, np.arange(self.n_iter_ + 1))
+        for t in range(self.n_iter_):
+            sl = slice(bounds[t], bounds[t + 1])
+            var, val = self.path_var_[sl], self.path_value_[sl]
+            if len(var):
+                M = np.zeros((len(var), R))
+                np.add.at(M, (np.arange(len(var)), self.var_out_[var]), val - w[var])
+                w[var] = val
+                raw += H[self.var_hyp_[var] + 1].T.astype(np.float64) @ M
+            yield self._decode(raw)
+
+    def staged_predict(self, X):
+        """Predicted labels after each boosting iteration (``n_iter_`` arrays)."""
+        for scores in self.staged_decision_function(X):
+            yield self.classes_[np.argmax(scores, axis=1)]
+
+    # -- persistence ----------------------------------------------------------------------
+    def _get_state(self):
+        check_is_fitted(self, "coef_")
+        classes = self.classes_
+        if classes.dtype == object:
+            classes = classes.astype(str)
+        arrays = {f"hyp.{k}": v for k, v in self.hypotheses_.to_arrays().items()}
+        arrays.update(
+            {
+                "classes": classes,
+                "var_hyp": self.var_hyp_,
+                "var_out": self.var_out_,
+                "coef": self.coef_,
+                "path_iter": self.path_iter_,
+                "path_var": self.path_var_,
+                "path_value": self.path_value_,
+            }
+        )
+        extra_meta, extra_arrays = self._extra_state()
+        arrays.update({f"extra.{k}": v for k, v in extra_arrays.items()})
+        meta = {
+            "params": _json_params(self),
+            "hypotheses_class": type(self.hypotheses_).__name__,
+            "n_features_in": int(self.n_features_in_),
+            "history": self.history_,
+            "objective": float(self.objective_),
+            "n_iter": int(self.n_iter_),
+            "converged": bool(self.converged_),
+            "extra": extra_meta,
+        }
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        try:
+            hyp_cls = HYPOTHESES[meta["hypotheses_class"]]
+        except KeyError as exc:
+            raise ValueError(f"model file names an unknown component: {exc}") from None
+        params = dict(meta["params"])
+        if params.get("weak_learner") not in WEAK_LEARNERS:
+            params["weak_learner"] = "stump"
+        est = cls(**params)
+        est.hypotheses_ = hyp_cls.from_arrays(
+            {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
+        )
+        est.classes_ = np.asarray(arrays["classes"])
+        for name in ("var_hyp", "var_out", "path_iter", "path_var"):
+            setattr(est, f"{name}_", np.asarray(arrays[name], dtype=np.int64))
+        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
+        est.path_value_ = np.asarray(arrays["path_value"], dtype=np.float64)
+        est.n_features_in_ = int(meta["n_features_in"])
+        est.history_ = list(meta["history"])
+        est.objective_ = float(meta["objective"])
+        est.n_iter_ = int(meta["n_iter"])
+        est.converged_ = bool(meta["converged"])
+        est._set_extra_state(
+            meta.get("extra", {}), {k[6:]: v for k, v in arrays.items() if k.startswith("extra.")}
+        )
+        n_hyp, R = len(est.hypotheses_), est._n_outputs(len(est.classes_))
+        n = len(est.coef_)
+        if (
+            len(est.var_hyp_) != n
+            or len(est.var_out_) != n
+            or np.any(est.var_hyp_ >= n_hyp)
+            or np.any(est.var_hyp_ < -1)
+            or np.any(est.var_out_ < 0)
+            or np.any(est.var_out_ >= R)
+            or np.any(est.path_var_ < 0)
+            or np.any(est.path_var_ >= max(n, 1))
+            or np.any(np.diff(est.path_iter_) < 0)
+        ):
+            raise ValueError(
+                "model file is inconsistent: variables do not match the weak learners and classes"
+            )
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # the weak learners read CSR/CSC without densifying
+        return tags

@@ -1,0 +1,226 @@
+"""Multi-class latent structured SVM, a thin shell over the CCCP solver (solvers/cccp.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.cluster import KMeans
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from maxmargin._validation import (
+    CALLBACK,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    Options,
+    as_generator,
+    json_params,
+    validate_params,
+)
+from maxmargin.solvers.cccp import fit_latent_cccp
+from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
+
+__all__ = ["LatentSSVM"]
+
+
+class LatentSSVM(ClassifierMixin, BaseEstimator):
+    """Multi-class latent structured SVM trained by CCCP (Yu & Joachims, ICML 2009).
+
+    Each class y is a union of ``n_latent`` sub-classes z with their own weight vector,
+    ``Psi(x, y, z) = x (x) e_(y, z)`` and ``f(x) = argmax_y max_z w.Psi(x, y, z)``
+    (seed 004, "Extra I"); the concave-convex procedure is
+    :func:`maxmargin.solvers.cccp.fit_latent_cccp`.  Sub-classes are initialised by
+    k-means inside every class.
+
+    Parameters
+    ----------
+    n_latent : int, default=2
+        Sub-classes per class.
+    C : float, default=100.0
+    solver : str, default="n-slack"
+        Structured SVM solver of every CCCP round (:mod:`maxmargin.solvers.ssvm`).
+    tol : float, default=1e-3
+        Relative duality gap of every convex round.
+    max_iter : int, default=1000
+        Iterations of every convex round.
+    max_outer : int, default=20
+        CCCP rounds.
+    outer_tol : float, default=1e-3
+        Stop when the latent objective decreases by less than this (relative).
+    fit_intercept : bool, default=True
+    random_state : int, RandomState, Generator or None
+    verbose : int
+    callback : callable or None
+        Called with each CCCP round's record.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    coef_ : ndarray (d [+1], K * n_latent)
+    latent_ : ndarray (n,)
+        Imputed sub-class of every training example.
+    history_ : list of dict
+        One record per CCCP round (``objective`` is the latent objective; ``gap`` is nan:
+        the problem is not convex).
+    objective_path_ : list of float
+    n_iter_ : int
+    converged_ : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin import LatentSSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(c, 0.3, (20, 2)) for c in ([0, 0], [4, 4], [0, 4], [4, 0])])
+    >>> y = np.repeat([0, 0, 1, 1], 20)          # each class is two blobs (XOR)
+    >>> LatentSSVM(random_state=0).fit(X, y).score(X, y) > 0.9
+    True
+
+    References
+    ----------
+    C.-N. J. Yu, T. Joachims, "Learning structural SVMs with latent variables", ICML 2009.
+    """
+
+    _parameter_constraints = {
+        "n_latent": [POSITIVE_INT],
+        "C": [POSITIVE],
+        "solver": [Options(*SOLVERS, *SOLVER_ALIASES)],
+        "tol": [NON_NEGATIVE],
+        "max_iter": [POSITIVE_INT],
+        "max_outer": [POSITIVE_INT],
+        "outer_tol": [NON_NEGATIVE],
+        "fit_intercept": [bool],
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+        "callback": CALLBACK,
+    }
+
+    def __init__(
+        self,
+        *,
+        n_latent: int = 2,
+        C: float = 100.0,
+        solver: str = "n-slack",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        max_outer: int = 20,
+        outer_tol: float = 1e-3,
+        fit_intercept: bool = True,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
+        self.n_latent = n_latent
+        self.C = C
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_outer = max_outer
+        self.outer_tol = outer_tol
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def _aug(self, X):
+        if not self.fit_intercept:
+            return X
+        ones = np.ones((X.shape[0], 1))
+        return sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+
+    def fit(self, X, y):
+        validate_params(self)
+        canonical_solver(self.solver)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, yc = np.unique(y, return_inverse=True)
+        K, M = len(self.classes_), int(self.n_latent)
+        if K < 2:
+            raise ValueError(f"y has {K} class; LatentSSVM needs at least 2 classes")
+        rng = as_generator(self.random_state)
+        z = np.zeros(len(yc), dtype=np.int64)
+        for k in range(K):  # k-means inside every class
+            idx = np.flatnonzero(yc == k)
+            m = min(M, len(idx))
+            if m > 1:
+                seed = int(rng.integers(2**31))
+                z[idx] = KMeans(n_clusters=m, n_init=3, random_state=seed).fit_predict(X[idx])
+        res = fit_latent_cccp(
+            self._aug(X),
+            yc.astype(np.int64),
+            K,
+            z,
+            n_latent=M,
+            C=float(self.C),
+            solver=self.solver,
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
+            max_outer=int(self.max_outer),
+            outer_tol=float(self.outer_tol),
+            random_state=rng,
+            callback=self.callback,
+            verbose=self.verbose,
+        )
+        self.coef_ = res.W
+        self.latent_ = res.latent
+        self.history_ = res.history
+        self.objective_path_ = [r["objective"] for r in res.history]
+        self.objective_ = self.objective_path_[-1]
+        self.n_iter_ = len(res.history)
+        self.converged_ = bool(res.converged)
+        return self
+
+    def _class_scores(self, X):
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        K, M = len(self.classes_), int(self.n_latent)
+        return np.asarray(self._aug(X) @ self.coef_).reshape(X.shape[0], K, M).max(axis=2)
+
+    def decision_function(self, X):
+        """Binary: score of ``classes_[1]`` minus ``classes_[0]`` (n,); otherwise the best
+        sub-class score of every class (n, K)."""
+        S = self._class_scores(X)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def predict(self, X):
+        S = self._class_scores(X)
+        return self.classes_[np.argmax(S, axis=1)]
+
+    # -- persistence ---------------------------------------------------------------------
+    def _get_state(self):
+        check_is_fitted(self, "coef_")
+        meta = {
+            "params": json_params(self),
+            "n_features_in": int(self.n_features_in_),
+            "history": self.history_,
+            "n_iter": int(self.n_iter_),
+            "converged": bool(self.converged_),
+        }
+        arrays = {"classes": np.asarray(self.classes_), "coef": self.coef_, "latent": self.latent_}
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        est = cls(**meta["params"])
+        est.classes_ = arrays["classes"]
+        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
+        est.latent_ = np.asarray(arrays["latent"], dtype=np.int64)
+        est.n_features_in_ = int(meta["n_features_in"])
+        rows = est.n_features_in_ + int(bool(est.fit_intercept))
+        if est.coef_.shape != (rows, len(est.classes_) * int(est.n_latent)):
+            raise ValueError("model file is inconsistent: weights do not match the classes")
+        est.history_ = list(meta["history"])
+        est.objective_path_ = [r["objective"] for r in est.history_]
+        est.objective_ = est.objective_path_[-1] if est.objective_path_ else float("nan")
+        est.n_iter_ = int(meta["n_iter"])
+        est.converged_ = bool(meta["converged"])
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,102 @@
+"""The 1-slack cutting-plane loop shared by every L2-regularised 1-slack learner.
+
+Joachims, Finley & Yu, "Cutting-plane training of structural SVMs", Machine Learning 77
+(2009), Alg. 4 (margin rescaling) and 5 (slack rescaling): for
+
+    min_w 1/2 ||w||^2 + C xi   s.t.  <w, a> >= b - xi  for every plane (a, b)
+
+keep a working set of planes, solve its dual (:class:`~maxmargin.solvers.qp_master.
+OneSlackQPMaster`), ask for the most violated plane at the master's solution, repeat.
+Every learner supplies only ``find_plane(solution) -> Plane``:
+
+* :func:`maxmargin.solvers.ssvm_one_slack.fit_one_slack` -- structured SVMs, planes from
+  the loss-augmented oracle (or the output cache);
+* :func:`maxmargin.solvers.ssvm_kernel.fit_kernel_one_slack` -- joint-kernel SSVMs, in
+  the master's Gram-only mode;
+* :func:`maxmargin.solvers.ranking.fit_ranksvm` -- RankSVM, planes from the O(n log n)
+  ranking oracle.
+
+(StructBoost's 1-slack master is the L1 / LP analogue: ``OneSlackMaster`` in
+:mod:`maxmargin.solvers.column_generation`.)
+
+One stopping rule for all: the relative duality gap ``(best primal - best master dual) /
+best primal <= tol``, where the primal value comes from each oracle call (``Plane.primal``)
+and the master dual is a valid lower bound at any accuracy; plus ``max_iter`` and
+``max_time``.  One history record per round (:class:`~maxmargin.solvers.ssvm_base.Tracker`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from maxmargin.solvers.qp_master import MasterSolution, OneSlackQPMaster
+from maxmargin.solvers.ssvm_base import Tracker
+
+__all__ = ["Plane", "one_slack_cutting_planes"]
+
+
+@dataclass
+class Plane:
+    """A plane ``<w, a> >= b - xi`` found at the master's current solution.
+
+    ``a``: the direction (explicit mode) or None with ``gram`` (Gram-only mode: inner
+    products with the stored planes, then ``<a, a>``); ``payload``: kept with the plane
+    by the master; ``primal``/``state``: the exact primal objective at the current point
+    and what to keep if it is the best so far (None if no oracle ran); ``source``: a
+    label for the history.
+    """
+
+    b: float
+    a: np.ndarray | None = None
+    gram: np.ndarray | None = None
+    payload: object = None
+    primal: float | None = None
+    state: object = None
+    source: str = "oracle"
+    extra: dict = field(default_factory=dict)
+
+
+def one_slack_cutting_planes(
+    find_plane,
+    master: OneSlackQPMaster,
+    tracker: Tracker,
+    *,
+    tol: float,
+    max_iter: int,
+) -> MasterSolution:
+    """Run the loop until the tracker's rule fires; returns the last master solution.
+
+    The master is solved only as accurately as the outer gap needs (its dual stays a
+    valid lower bound at any accuracy): its tolerance follows ``0.02 tol`` times the best
+    primal, relative to the planes' scale.
+    """
+    sol = master.solve()
+    bmax = 0.0
+    for it in range(max_iter):
+        t0 = time.perf_counter()
+        plane = find_plane(sol)
+        if plane.primal is not None:
+            tracker.n_oracle += 1
+            tracker.offer_primal(plane.primal, plane.state)
+        t1 = time.perf_counter()
+        if not tracker.converged():
+            master.add_plane(plane.a, plane.b, gram=plane.gram, payload=plane.payload)
+            if np.isfinite(tracker.best_primal):
+                bmax = max(bmax, abs(plane.b))
+                scale = max(1.0, master.C * bmax)
+                master.tol = min(1e-9, 0.02 * tol * tracker.best_primal / scale)
+            sol = master.solve()
+            tracker.offer_dual(sol.dual)
+        if tracker.record(  # this round's seconds in the oracle and in the master
+            it,
+            n_planes=master.n_planes,
+            source=plane.source,
+            t_oracle=t1 - t0,
+            t_master=time.perf_counter() - t1,
+            **plane.extra,
+        ):
+            break
+    return sol

@@ -1,0 +1,109 @@
+"""Checks every public estimator must pass (issue 15): scikit-learn's estimator checks,
+a pickle-free save / load round trip that predicts the same, sparse input where the README
+claims it, and the shared ``history_`` schema."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import maxmargin
+from maxmargin import (
+    AdaBoostECC,
+    AdaBoostMH,
+    AdaBoostMO,
+    KernelSSVM,
+    LatentSSVM,
+    MultiBoost,
+    MultiBoostCW,
+    MultiClassTask,
+    RankSVM,
+    SSVMClassifier,
+    StructBoost,
+    StructBoostClassifier,
+    StructBoostRanker,
+    StructSVM,
+)
+
+
+def estimators():
+    """One small-but-real configuration of every public estimator."""
+    return [
+        StructBoostClassifier(max_iter=20, random_state=0),
+        StructBoost(task=MultiClassTask(), max_iter=20, random_state=0),
+        StructBoostRanker(max_iter=10),
+        StructSVM(task=MultiClassTask(), max_iter=50),
+        SSVMClassifier(tol=1e-2, max_iter=100),
+        KernelSSVM(max_iter=50),
+        LatentSSVM(max_outer=3, max_iter=50, tol=1e-2, random_state=0),
+        MultiBoostCW(max_iter=20, random_state=0),
+        MultiBoost(max_iter=20, random_state=0),
+        AdaBoostMH(max_iter=20, random_state=0),
+        AdaBoostECC(max_iter=20, random_state=0),
+        AdaBoostMO(max_iter=20, random_state=0),
+        RankSVM(max_iter=50),
+    ]
+
+
+PUBLIC = sorted(
+    name
+    for name in maxmargin.__all__
+    if isinstance(getattr(maxmargin, name), type) and hasattr(getattr(maxmargin, name), "fit")
+)
+
+
+def test_every_public_estimator_is_covered():
+    assert sorted(type(e).__name__ for e in estimators()) == PUBLIC
+
+
+@parametrize_with_checks(estimators())
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def _data(est):
+    X, y = load_iris(return_X_y=True)
+    if isinstance(est, (StructBoostRanker, RankSVM)):
+        y = (y == 2).astype(float)
+    return X, y
+
+
+def _outputs(est, X):
+    out = [est.predict(X)]
+    if hasattr(est, "decision_function"):
+        out.append(est.decision_function(X))
+    return out
+
+
+@pytest.mark.parametrize("est", estimators(), ids=lambda e: type(e).__name__)
+def test_save_load_round_trip(est, tmp_path):
+    X, y = _data(est)
+    est.fit(X, y)
+    path = maxmargin.save(est, tmp_path / "model.npz")
+    back = maxmargin.load(path)
+    assert type(back) is type(est)
+    for a, b in zip(_outputs(est, X), _outputs(back, X)):
+        np.testing.assert_array_equal(a, b)
+    assert back.get_params(deep=False).keys() == est.get_params(deep=False).keys()
+
+
+@pytest.mark.parametrize("est", estimators(), ids=lambda e: type(e).__name__)
+def test_history_schema(est):
+    X, y = _data(est)
+    est.fit(X, y)
+    assert len(est.history_) >= 1
+    for rec in est.history_:
+        assert {"iteration", "objective", "gap", "t_total"} <= set(rec), type(est).__name__
+        assert np.isfinite(rec["objective"]) and rec["t_total"] >= 0
+
+
+@pytest.mark.parametrize("est", estimators(), ids=lambda e: type(e).__name__)
+def test_sparse_input_gives_the_dense_result(est):
+    X, y = _data(est)
+    dense = est.fit(X, y)
+    pred = dense.predict(X)
+    sparse = type(est)(**est.get_params()).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X)), pred)
