@@ -48,3 +48,14 @@ def test_delete_rows_keeps_optimum_when_inactive():
     inactive = np.flatnonzero(sol.row_dual == 0)
     master.delete_rows(inactive)
     assert master.solve().objective == pytest.approx(sol.objective)
+
+
+def test_highs_banner_does_not_reach_stdout():
+    """highspy >= 1.16 prints a banner on the first Highs(); our factory swallows it, so
+    ``maxmargin ... --json`` stays one JSON document (checked in a fresh process)."""
+    import subprocess
+    import sys
+
+    code = "from maxmargin.solvers._highs import new_highs; new_highs(); new_highs(); print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "ok\n"

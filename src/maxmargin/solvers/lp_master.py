@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
+from maxmargin.solvers._highs import new_highs
 from maxmargin.tasks.base import DualPairs
 
 __all__ = ["LPMaster", "LPNumericalError", "LPSolution", "MSlackLP"]
@@ -59,8 +60,7 @@ class LPMaster:
         self.n_columns = 0
         self.n_rows = 0
         self.rhs = np.zeros(0)  # right-hand side of every row
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.setOptionValue("primal_feasibility_tolerance", tolerance)
         h.setOptionValue("dual_feasibility_tolerance", tolerance)
         h.setOptionValue("threads", 1)
@@ -182,8 +182,7 @@ class MSlackLP:
         self.K = int(task.n_outputs)
         self.losses = None  # (m, K) Delta, filled on first use
         self.prune_after = int(prune_after)
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.setOptionValue("primal_feasibility_tolerance", 1e-9)
         h.setOptionValue("dual_feasibility_tolerance", 1e-9)
         h.setOptionValue("threads", 1)

@@ -36,6 +36,8 @@ import highspy
 import numpy as np
 from numba import njit
 
+from maxmargin.solvers._highs import new_highs
+
 __all__ = ["MasterSolution", "OneSlackQPMaster"]
 
 
@@ -248,8 +250,7 @@ class OneSlackQPMaster:
     # ------------------------------------------------------------------ solve
     def _solve_dual_highs(self) -> np.ndarray:
         P = self.n_planes
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.setOptionValue("primal_feasibility_tolerance", self.tol)
         h.setOptionValue("dual_feasibility_tolerance", self.tol)
         inf = highspy.kHighsInf

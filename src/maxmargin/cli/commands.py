@@ -1,0 +1,600 @@
+"""The ``maxmargin`` subcommands: fit, predict, evaluate and demo.
+
+Each takes the parsed arguments and returns an exit status; errors are raised and
+reported by :func:`maxmargin.cli.main`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from maxmargin.cli.output import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    error,
+    finite_or_none,
+    fmt,
+    label_text,
+    plain,
+    print_json,
+    print_kv_table,
+    stdout_console,
+)
+from maxmargin.cli.plots import plot_convergence, staged_errors
+from maxmargin.cli.progress import FitProgress
+
+
+def _structboost_class() -> type:
+    from maxmargin.learners.structboost import StructBoostClassifier
+
+    return StructBoostClassifier
+
+
+def _ranker_class() -> type:
+    from maxmargin.learners.structboost_ranker import StructBoostRanker
+
+    return StructBoostRanker
+
+
+def _is_ranker(model: Any) -> bool:
+    return isinstance(model, _ranker_class())
+
+
+def _fit_timed(est: Any, X: Any, y: Any, **fit_params: Any) -> float:
+    start = time.perf_counter()
+    est.fit(X, y, **fit_params)
+    return time.perf_counter() - start
+
+
+def _history(est: Any) -> list[dict[str, Any]]:
+    return list(getattr(est, "history_", None) or [])
+
+
+def _n_weak(est: Any, default: int) -> int:
+    history = _history(est)
+    if history and "n_weak" in history[-1]:
+        return int(history[-1]["n_weak"])
+    return default
+
+
+def _load_training_data(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
+    from maxmargin.datasets import load_dataset
+
+    X, y = load_dataset(args.data, format=args.format, label_column=args.label_column)
+    return X, y
+
+
+def _load_ranking_data(args: argparse.Namespace) -> tuple[Any, np.ndarray, np.ndarray | None]:
+    """``(X, relevance, qid)`` for ``fit --rank``; qid is None without ``qid:`` tokens."""
+    from maxmargin.datasets import load_dataset
+
+    X, y, qid = load_dataset(
+        args.data, format=args.format, label_column=args.label_column, query_id=True
+    )
+    _check_relevance(args.data, y)
+    return X, y, qid
+
+
+def _check_relevance(data: str, y: np.ndarray | None) -> None:
+    if y is not None and y.dtype.kind not in "iuf":
+        raise ValueError(
+            f"{data}: ranking needs numeric relevance labels (higher = better), "
+            "got text labels (check --label-column)"
+        )
+
+
+def _load_data_for_model(
+    args: argparse.Namespace, model: Any, need_labels: bool, query_id: bool = False
+) -> tuple[Any, ...]:
+    """Load DATA at the model's width; CSV files without a label column are accepted.
+
+    Returns ``(X, y)``, or ``(X, y, qid)`` with ``query_id=True``."""
+    from maxmargin.datasets import detect_format, load_dataset, peek_n_columns
+
+    n_features = getattr(model, "n_features_in_", None)
+    label_column = args.label_column
+    fmt = args.format
+    if label_column is None:
+        label_column = -1
+        path = Path(args.data)
+        if not need_labels and path.is_file() and fmt in {"auto", "csv"}:
+            if fmt == "csv" or detect_format(path) == "csv":
+                if n_features is not None and peek_n_columns(path) == n_features:
+                    label_column = None  # unlabelled: every column is a feature
+    return load_dataset(
+        args.data,
+        format=fmt,
+        n_features=n_features,
+        label_column=label_column,
+        query_id=query_id,
+    )
+
+
+def _load_model(path: str) -> Any:
+    from maxmargin.io import load
+
+    return load(path)
+
+
+def _taxonomy_params(args: argparse.Namespace) -> dict[str, Any]:
+    """``taxonomy=`` / ``tree_loss=`` for StructBoostClassifier when --taxonomy is given."""
+    if args.taxonomy is None:
+        return {}
+    from maxmargin.tasks.hierarchy import as_taxonomy
+
+    return {"taxonomy": as_taxonomy(args.taxonomy), "tree_loss": args.tree_loss or "height"}
+
+
+def _model_taxonomy(model: Any, path: str | None) -> tuple[Any, str] | None:
+    """The taxonomy to score tree loss with: --taxonomy, else the model's own, else None."""
+    from maxmargin.tasks.hierarchy import as_taxonomy
+
+    kind = getattr(model, "tree_loss", "height")
+    if path is not None:
+        return as_taxonomy(path), kind
+    spec = getattr(model, "taxonomy", None)
+    if spec is None:
+        spec = getattr(getattr(model, "task_", None), "taxonomy", None)
+    return (as_taxonomy(spec), kind) if spec is not None else None
+
+
+def _ranking_metrics(
+    y: np.ndarray, scores: np.ndarray, qid: np.ndarray | None
+) -> dict[str, float | None]:
+    """Pairwise accuracy, AUC (binary labels only, else None), NDCG@10 and MAP, each
+    averaged over the queries (one query when ``qid`` is None); NaN becomes None."""
+    from maxmargin.metrics import auc, mean_average_precision, ndcg_at_k, pairwise_accuracy
+
+    relevance = np.asarray(y, dtype=np.float64)
+    levels = np.unique(relevance)
+    binary = levels.size == 2
+    return {
+        "pairwise_accuracy": finite_or_none(pairwise_accuracy(relevance, scores, qid)),
+        # the higher of the two labels is the positive class (0/1, -1/+1, 1/2 ...)
+        "auc": finite_or_none(auc((relevance == levels[-1]).astype(np.float64), scores, qid))
+        if binary
+        else None,
+        "ndcg@10": finite_or_none(ndcg_at_k(relevance, scores, k=10, group=qid)),
+        "map": finite_or_none(mean_average_precision(relevance, scores, qid)),
+    }
+
+
+def _n_groups(qid: np.ndarray | None) -> int:
+    return 1 if qid is None else len(np.unique(qid))
+
+
+def _check_fit_options(args: argparse.Namespace) -> None:
+    """Reject classifier-only options with --rank and ranking-only options without it."""
+    classifier_only = {
+        "--taxonomy": args.taxonomy,
+        "--sharing": args.sharing,
+        "--tree-loss": args.tree_loss,
+    }
+    ranking_only = {
+        "--graph": args.graph,
+        "--rescaling": args.rescaling,
+        "--top-k": args.top_k,
+        "--normalize": args.normalize,
+    }
+    if args.rank:
+        given = [name for name, value in classifier_only.items() if value is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} cannot be used with --rank (classifier options; "
+                "a ranker learns one score per sample)"
+            )
+        if args.top_k is not None and (args.graph or "complete") != "bipartite":
+            raise ValueError("--top-k needs --graph bipartite")
+    else:
+        given = [name for name, value in ranking_only.items() if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} can only be used with --rank")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """Train a StructBoostClassifier (or with --rank a StructBoostRanker) on DATA and
+    save it to MODEL."""
+    _check_fit_options(args)
+    if args.rank:
+        return _fit_ranker(args)
+    from maxmargin.io import save
+
+    X, y = _load_training_data(args)
+    show = not (args.json or args.quiet)
+    with FitProgress(args.max_iter, "StructBoost", enabled=show) as progress:
+        est = _structboost_class()(
+            C=args.C,
+            max_iter=args.max_iter,
+            weak_learner=args.weak_learner,
+            sharing=args.sharing or "shared",
+            formulation=args.formulation,
+            master=args.master,
+            tol=args.tol,
+            eps_cp=args.eps_cp,
+            eps_cg=args.eps_cg,
+            max_time=args.max_time,
+            random_state=args.seed,
+            callback=progress,
+            **_taxonomy_params(args),
+        )
+        seconds = _fit_timed(est, X, y)
+    train_error = float(np.mean(est.predict(X) != y))
+    out = save(est, args.output)
+    history = _history(est)
+    summary = {
+        "model": str(out),
+        "data": str(args.data),
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "n_classes": len(est.classes_),
+        "iterations": len(history),
+        "n_weak": _n_weak(est, len(history)),
+        "objective": float(getattr(est, "objective_", float("nan"))),
+        "train_error": train_error,
+        "fit_seconds": round(seconds, 4),
+    }
+    if args.json:
+        print_json(summary)
+    elif not args.quiet:
+        print_kv_table("StructBoost fit", summary)
+    return EXIT_OK
+
+
+def _fit_ranker(args: argparse.Namespace) -> int:
+    """``fit --rank``: a StructBoostRanker on relevance grades, queries from svmlight qid."""
+    from maxmargin.io import save
+
+    formulation = "1-slack" if args.formulation == "auto" else args.formulation
+    X, y, qid = _load_ranking_data(args)
+    show = not (args.json or args.quiet)
+    with FitProgress(args.max_iter, "StructBoostRanker", enabled=show) as progress:
+        est = _ranker_class()(
+            C=args.C,
+            max_iter=args.max_iter,
+            weak_learner=args.weak_learner,
+            formulation=formulation,
+            master=args.master,
+            tol=args.tol,
+            graph=args.graph or "complete",
+            rescaling=args.rescaling or "unit",
+            top_k=args.top_k,
+            normalize=args.normalize or "pairs",
+            eps_cp=args.eps_cp,
+            eps_cg=args.eps_cg,
+            max_time=args.max_time,
+            random_state=args.seed,
+            callback=progress,
+        )
+        seconds = _fit_timed(est, X, y, group=qid)
+    train = _ranking_metrics(y, est.decision_function(X), qid)
+    out = save(est, args.output)
+    history = _history(est)
+    summary = {
+        "model": str(out),
+        "data": str(args.data),
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "n_groups": _n_groups(qid),
+        "n_pairs": int(est.n_pairs_),
+        "formulation": formulation,
+        "graph": est.graph,
+        "rescaling": est.rescaling,
+        "normalize": est.normalize,
+        "iterations": len(history),
+        "n_weak": _n_weak(est, len(history)),
+        "objective": float(getattr(est, "objective_", float("nan"))),
+        "train_pairwise_accuracy": train["pairwise_accuracy"],
+        "train_auc": train["auc"],
+        "fit_seconds": round(seconds, 4),
+    }
+    if args.json:
+        print_json(summary)
+    elif not args.quiet:
+        shown = {k: v for k, v in summary.items() if v is not None}
+        if qid is None:
+            shown["n_groups"] = "1 (no qid: one query)"
+        print_kv_table("StructBoostRanker fit", shown)
+    return EXIT_OK
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """Write one predicted label (classifier) or score (ranker) per line, or a JSON
+    document with --json."""
+    model = _load_model(args.model)
+    X, _ = _load_data_for_model(args, model, need_labels=False)
+    if _is_ranker(model):
+        scores = np.asarray(model.decision_function(X), dtype=np.float64)
+        if args.json:
+            text = json.dumps({"scores": scores.tolist()}) + "\n"
+        else:
+            text = "".join(repr(float(s)) + "\n" for s in scores)
+    elif args.json:
+        predictions = model.predict(X)
+        text = json.dumps({"predictions": plain(np.asarray(predictions))}) + "\n"
+    else:
+        predictions = model.predict(X)
+        text = "".join(label_text(p) + "\n" for p in predictions)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_OK
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Error rate, accuracy, confusion matrix and per-class counts of MODEL on DATA
+    (ranking metrics for a ranker)."""
+    from sklearn.metrics import confusion_matrix
+
+    model = _load_model(args.model)
+    if _is_ranker(model):
+        return _evaluate_ranker(args, model)
+    X, y = _load_data_for_model(args, model, need_labels=True)
+    classes = np.asarray(model.classes_)
+    numeric = "iufb"
+    if (classes.dtype.kind in numeric) != (y.dtype.kind in numeric):
+        raise ValueError(
+            f"{args.data}: labels are {'numeric' if y.dtype.kind in numeric else 'text'} but "
+            f"the model was trained on {'numeric' if classes.dtype.kind in numeric else 'text'}"
+            " labels (check --label-column)"
+        )
+    pred = np.asarray(model.predict(X))
+    labels = np.unique(np.concatenate([classes, y]))
+    cm = confusion_matrix(y, pred, labels=labels)
+    n = len(y)
+    accuracy = float(np.trace(cm) / n)
+    per_class = [
+        {
+            "label": plain(label),
+            "support": int(cm[i].sum()),
+            "predicted": int(cm[:, i].sum()),
+            "correct": int(cm[i, i]),
+            "error_rate": float(1 - cm[i, i] / cm[i].sum()) if cm[i].sum() else None,
+        }
+        for i, label in enumerate(labels)
+    ]
+    tree = _model_taxonomy(model, args.taxonomy)
+    tree_loss = None
+    if tree is not None:
+        tax, kind = tree
+        tree_loss = {
+            "kind": kind,
+            "mean": float(tax.loss(tax.index(y), tax.index(pred), kind).mean()),
+        }
+    report = {
+        "model": str(args.model),
+        "data": str(args.data),
+        "n": n,
+        "accuracy": accuracy,
+        "error_rate": 1.0 - accuracy,
+        "tree_loss": tree_loss,
+        "labels": plain(labels),
+        "confusion_matrix": cm.tolist(),
+        "per_class": per_class,
+    }
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    from rich.table import Table
+
+    console = stdout_console()
+    print_kv_table(
+        "Evaluation",
+        {
+            "model": args.model,
+            "data": args.data,
+            "n": n,
+            "accuracy": f"{accuracy:.4f}",
+            "error rate": f"{1.0 - accuracy:.4f}",
+            **(
+                {f"tree loss ({tree_loss['kind']})": f"{tree_loss['mean']:.4f}"}
+                if tree_loss
+                else {}
+            ),
+        },
+        console=console,
+    )
+    matrix = Table(title="Confusion matrix (rows = true)")
+    matrix.add_column("true \\ pred", style="bold")
+    for label in labels:
+        matrix.add_column(label_text(label), justify="right")
+    for i, label in enumerate(labels):
+        matrix.add_row(label_text(label), *(str(v) for v in cm[i]))
+    console.print(matrix)
+    counts = Table(title="Per class")
+    for name in ("label", "support", "predicted", "correct", "error rate"):
+        counts.add_column(name, justify="left" if name == "label" else "right")
+    for row in per_class:
+        counts.add_row(
+            label_text(row["label"]),
+            str(row["support"]),
+            str(row["predicted"]),
+            str(row["correct"]),
+            fmt(row["error_rate"], ".4f"),
+        )
+    console.print(counts)
+    return EXIT_OK
+
+
+def _evaluate_ranker(args: argparse.Namespace, model: Any) -> int:
+    """Pairwise accuracy, AUC, NDCG@10 and MAP of a ranker, per query when DATA has qid."""
+    if args.taxonomy is not None:
+        raise ValueError("--taxonomy applies to classifiers, not to a ranking model")
+    X, y, qid = _load_data_for_model(args, model, need_labels=True, query_id=True)
+    _check_relevance(args.data, y)
+    scores = np.asarray(model.decision_function(X), dtype=np.float64)
+    metrics = _ranking_metrics(y, scores, qid)
+    levels, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    per_level = [
+        {
+            "label": plain(level),
+            "count": int(count),
+            "mean_score": float(scores[inverse.ravel() == i].mean()),
+        }
+        for i, (level, count) in enumerate(zip(levels, counts))
+    ]
+    report = {
+        "model": str(args.model),
+        "data": str(args.data),
+        "n": len(y),
+        "n_groups": _n_groups(qid),
+        "groups": "qid" if qid is not None else None,
+        **metrics,
+        "per_level": per_level,
+    }
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    from rich.table import Table
+
+    console = stdout_console()
+    names = {"pairwise_accuracy": "pairwise accuracy", "auc": "AUC", "ndcg@10": "NDCG@10"}
+    print_kv_table(
+        "Ranking evaluation",
+        {
+            "model": args.model,
+            "data": args.data,
+            "n": len(y),
+            "queries": f"{report['n_groups']} (metrics: mean over queries)"
+            if qid is not None
+            else "1 (no qid: the whole file)",
+            **{
+                names.get(key, key.upper()): fmt(value, ".4f")
+                for key, value in metrics.items()
+                if value is not None or key != "auc"
+            },
+        },
+        console=console,
+    )
+    table = Table(title="Per relevance level")
+    for name in ("label", "count", "mean score"):
+        table.add_column(name, justify="left" if name == "label" else "right")
+    for row in per_level:
+        table.add_row(label_text(row["label"]), str(row["count"]), fmt(row["mean_score"]))
+    console.print(table)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """StructBoost vs AdaBoost (stumps) vs Crammer-Singer LinearSVC on the digits data."""
+    stage = "loading the digits data"
+    try:
+        import warnings
+
+        from sklearn.datasets import load_digits
+        from sklearn.ensemble import AdaBoostClassifier
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.model_selection import train_test_split
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.svm import LinearSVC
+        from sklearn.tree import DecisionTreeClassifier
+
+        X, y = load_digits(return_X_y=True)
+        X_train, X_test, y_train, y_test = train_test_split(
+            X, y, test_size=0.3, stratify=y, random_state=args.seed
+        )
+        show = not (args.json or args.quiet)
+
+        stage = "fitting StructBoostClassifier"
+        with FitProgress(args.max_iter, "StructBoost", enabled=show) as progress:
+            sb = _structboost_class()(
+                max_iter=args.max_iter,
+                weak_learner="stump",
+                formulation=args.formulation,
+                master=args.master,
+                max_time=args.max_time,
+                random_state=args.seed,
+                callback=progress,
+            )
+            sb_seconds = _fit_timed(sb, X_train, y_train)
+        n_stumps = max(_n_weak(sb, args.max_iter), 1)
+        stage = "computing StructBoost's per-iteration test error"
+        sb_errors = staged_errors(sb, X_test, y_test)
+
+        stage = "fitting AdaBoostClassifier"
+        ada = AdaBoostClassifier(
+            estimator=DecisionTreeClassifier(max_depth=1),
+            n_estimators=n_stumps,
+            random_state=args.seed,
+        )
+        ada_seconds = _fit_timed(ada, X_train, y_train)
+        ada_errors = [float(np.mean(p != y_test)) for p in ada.staged_predict(X_test)]
+
+        stage = "fitting LinearSVC"
+        svc = make_pipeline(
+            StandardScaler(),
+            LinearSVC(multi_class="crammer_singer", random_state=args.seed, max_iter=5000),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            svc_seconds = _fit_timed(svc, X_train, y_train)
+
+        rows = []
+        for name, model, seconds, size in (
+            ("StructBoost", sb, sb_seconds, f"{n_stumps} stumps"),
+            ("AdaBoost.SAMME", ada, ada_seconds, f"{len(ada.estimators_)} stumps"),
+            ("LinearSVC (C&S)", svc, svc_seconds, "linear"),
+        ):
+            rows.append(
+                {
+                    "method": name,
+                    "test_error": float(np.mean(model.predict(X_test) != y_test)),
+                    "train_error": float(np.mean(model.predict(X_train) != y_train)),
+                    "fit_seconds": round(seconds, 4),
+                    "model": size,
+                }
+            )
+
+        stage = "writing the convergence plot"
+        plot = Path(args.out) / "structboost_convergence.png"
+        history = _history(sb)
+        plot_convergence(plot, history, sb_errors, ada_errors, rows[2]["test_error"])
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        if args.debug:
+            raise
+        error(f"demo failed while {stage}: {type(exc).__name__}: {exc}")
+        return EXIT_FAILURE
+
+    result = {
+        "dataset": "digits",
+        "n_train": len(y_train),
+        "n_test": len(y_test),
+        "results": rows,
+        "structboost": {
+            "iterations": len(history),
+            "n_weak": n_stumps,
+            "objective": float(getattr(sb, "objective_", float("nan"))),
+            "formulation": args.formulation,
+        },
+        "plot": str(plot),
+    }
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table(title=f"digits: {len(y_train)} train / {len(y_test)} test (stratified)")
+    for name in ("method", "test error", "train error", "fit time (s)", "model"):
+        table.add_column(name, justify="left" if name in {"method", "model"} else "right")
+    for row in rows:
+        table.add_row(
+            row["method"],
+            f"{row['test_error']:.4f}",
+            f"{row['train_error']:.4f}",
+            f"{row['fit_seconds']:.2f}",
+            row["model"],
+        )
+    console = stdout_console()
+    console.print(table)
+    console.print(f"convergence plot: {plot}")
+    return EXIT_OK

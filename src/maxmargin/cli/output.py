@@ -1,0 +1,87 @@
+"""Console, JSON and table output shared by the ``maxmargin`` commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+
+
+def describe(exc: BaseException) -> str:
+    """One-line message for an expected failure (no errno noise for OS errors)."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__
+
+
+def plain(value: Any) -> Any:
+    """Convert numpy scalars/arrays to JSON-friendly Python values."""
+    if isinstance(value, np.ndarray):
+        return [plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(plain(obj), indent=None) + "\n")
+    sys.stdout.flush()
+
+
+def label_text(value: Any) -> str:
+    """How a class label is written: ``3`` not ``3.0`` / ``np.int64(3)``."""
+    value = plain(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def finite_or_none(value: Any) -> float | None:
+    """A metric for the JSON output: NaN (undefined, e.g. no pairs) becomes null."""
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def fmt(value: Any, spec: str = ".6g") -> str:
+    try:
+        return format(float(value), spec)
+    except (TypeError, ValueError):
+        return "-"
+
+
+def print_kv_table(title: str, values: dict[str, Any], console: Any = None) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value", justify="right")
+    for key, value in values.items():
+        text = fmt(value) if isinstance(value, float) else str(value)
+        table.add_row(key.replace("_", " "), text)
+    (console or stdout_console()).print(table)

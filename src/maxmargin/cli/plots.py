@@ -1,0 +1,58 @@
+"""Figures written by the ``maxmargin`` commands (matplotlib, Agg canvas, no display)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def staged_errors(est: Any, X: Any, y: np.ndarray) -> list[float]:
+    """Test error after each boosting stage, from the fitted model (no refitting)."""
+    return [float(np.mean(np.asarray(p) != y)) for p in est.staged_predict(X)]
+
+
+def plot_convergence(
+    path: Path,
+    history: list[dict[str, Any]],
+    sb_errors: list[float],
+    ada_errors: list[float],
+    svc_error: float,
+) -> None:
+    """Two panels: StructBoost primal objective, and test error per boosting stage."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_obj, ax_err = fig.subplots(1, 2)
+    its = [r.get("iteration", i + 1) for i, r in enumerate(history)]
+    objective = [r.get("objective", np.nan) for r in history]
+    ax_obj.plot(its, objective, color="tab:blue", marker="." if len(its) < 40 else None)
+    if objective and all(np.isfinite(v) and v > 0 for v in objective):
+        ax_obj.set_yscale("log")
+    ax_obj.set_xlabel("column-generation iteration")
+    ax_obj.set_ylabel("primal objective")
+    ax_obj.set_title("StructBoost: primal objective")
+    ax_obj.grid(alpha=0.3)
+    ax_obj.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+    ax_err.plot(range(1, len(sb_errors) + 1), sb_errors, label="StructBoost", color="tab:blue")
+    ax_err.plot(
+        range(1, len(ada_errors) + 1),
+        ada_errors,
+        label="AdaBoost (SAMME, stumps)",
+        color="tab:orange",
+    )
+    ax_err.axhline(svc_error, ls="--", color="tab:green", label="LinearSVC (Crammer-Singer)")
+    ax_err.set_xlabel("boosting iteration (weak learners)")
+    ax_err.set_ylabel("test error")
+    ax_err.set_title("digits: test error")
+    ax_err.set_ylim(bottom=0)
+    ax_err.grid(alpha=0.3)
+    ax_err.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_err.legend(fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)

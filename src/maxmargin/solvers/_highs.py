@@ -1,0 +1,51 @@
+"""A quiet HiGHS instance.
+
+highspy 1.16 prints a copyright banner on stdout when the first ``Highs`` object of a
+process is constructed, before any option can switch output off; on the command line
+that would corrupt ``--json`` output and piped predictions.  :func:`new_highs` builds
+the first instance with file descriptor 1 pointed at ``/dev/null`` (the banner is
+written by C++ code, so redirecting ``sys.stdout`` is not enough) and returns every
+instance with ``output_flag`` off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+import highspy
+
+_lock = threading.Lock()
+_banner_swallowed = False
+
+
+def _flush_c_stdio() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no libc symbol table (unusual platforms)
+        pass
+
+
+def new_highs() -> highspy.Highs:
+    """A ``highspy.Highs`` with logging off, the banner of the first one swallowed."""
+    global _banner_swallowed
+    with _lock:
+        if _banner_swallowed:
+            h = highspy.Highs()
+        else:
+            sys.stdout.flush()
+            saved = os.dup(1)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, 1)
+                h = highspy.Highs()
+                _flush_c_stdio()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+                os.close(devnull)
+            _banner_swallowed = True
+    h.setOptionValue("output_flag", False)
+    return h
