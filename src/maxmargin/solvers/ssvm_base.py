@@ -51,12 +51,14 @@ class Tracker:
         self.name = name
         self.t0 = time.perf_counter()
         self.best_primal = np.inf
+        self.last_primal = np.inf  # best primal among this iteration's candidates
         self.best_w = None
         self.best_dual = -np.inf
         self.history: list[dict] = []
         self.n_oracle = 0
 
     def offer_primal(self, value, w) -> None:
+        self.last_primal = min(self.last_primal, float(value))
         if value < self.best_primal:
             self.best_primal = float(value)
             self.best_w = np.array(w, copy=True)
@@ -79,6 +81,7 @@ class Tracker:
         rec = {  # the history schema shared by every estimator (docs/architecture.md)
             "iteration": int(iteration),
             "objective": primal,
+            "primal": self.last_primal,
             "dual_bound": dual,
             "gap": rel,
             "n_oracle": self.n_oracle,
@@ -86,6 +89,7 @@ class Tracker:
         }
         rec.update(extra)
         self.history.append(rec)
+        self.last_primal = np.inf
         if self.verbose:
             print(
                 f"[{self.name}] iter {iteration:5d} primal {primal:.6g} dual {dual:.6g} "

@@ -32,7 +32,6 @@ from maxmargin.inference.viterbi import (
     _slack_into,
     batch_evaluate,
     batch_loss_augmented,
-    batch_viterbi,
     chain_score,
 )
 
@@ -224,37 +223,9 @@ class LinearJointModel:
             out[self.n_unary :] = T
         return out
 
-    def predict_labels(self, w, X, offsets):
-        """MAP labels of new sequences (concatenated)."""
-        U = self.unary(w, X)
-        if self.max_length == 1 and not self.pairwise and len(offsets) - 1 == U.shape[0]:
-            return np.argmax(U, axis=1)
-        _, P = self.split(w)
-        labels = np.empty(U.shape[0], dtype=np.int64)
-        batch_viterbi(
-            U, np.ascontiguousarray(P), np.asarray(offsets, dtype=np.int64), self.pairwise, labels
-        )
-        return labels
-
     def objective(self, w, C, hinge):
         """Primal ``1/2 ||w||^2 + C/n sum_i H_i``."""
         return 0.5 * float(w @ w) + C * float(np.mean(hinge))
-
-    def kernel_args(self):
-        """Arguments shared by the per-example numba kernels."""
-        indptr, indices, data = self.csr()
-        return (
-            indptr,
-            indices,
-            data,
-            self.offsets,
-            self.y,
-            self.gamma,
-            self.loss,
-            self.onehot,
-            self.pairwise,
-            self.n_unary,
-        )
 
 
 def from_label_coding(task, X) -> LinearJointModel:
