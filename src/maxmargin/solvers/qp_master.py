@@ -58,31 +58,38 @@ class MasterSolution:
 
 
 @njit(cache=True)
-def _smo(G, b, C, lam, tol, max_iter):
-    """Solve max b^T lam - 1/2 lam^T G lam, lam >= 0, sum(lam) <= C, from ``lam``.
+def smo_steps(G, g, lam, n, C, tol, max_iter):
+    """SMO on ``min 1/2 lam^T G lam - b^T lam, lam >= 0, sum(lam) <= C`` over the first
+    ``n`` coordinates, in place; returns ``(gap_at_start, gap, steps)``.
 
-    A slack multiplier lam_0 = C - sum(lam) (the plane xi >= 0: a = 0, b = 0)
-    turns the feasible set into the simplex sum = C.  With the gradient
-    g = G lam - b of the minimisation form (g_0 = 0), the duality gap of the
-    master equals ``sum_p lam_p (g_p - min(g, 0))`` (including lam_0); each
-    step moves mass from the used coordinate with the largest g to the one
-    that gives the largest second-order decrease.  Returns (lam, gap, iters).
+    ``g`` holds the gradient ``G lam - b`` on entry and is kept up to date.  A slack
+    multiplier ``lam_0 = C - sum(lam)`` (the plane ``xi >= 0``: ``a = 0, b = 0``, gradient
+    0) turns the feasible set into the simplex ``sum = C``, whose duality gap is
+    ``sum_p lam_p (g_p - min(g, 0))`` (including ``lam_0``).  Each step moves mass from
+    the used coordinate with the largest gradient to the one with the largest
+    second-order decrease (WSS2 of Fan, Chen and Lin, JMLR 2005), exactly along the
+    pair.  This is the inner solver of the 1-slack master (one simplex over all planes)
+    and of the n-slack block pass (one simplex per example, ``C/n``).
     """
-    P = b.shape[0]
-    g = G @ lam - b
-    it = 0
+    gap0 = 0.0
     gap = 0.0
+    it = 0
     while True:
-        lam0 = C - lam.sum()
+        lsum = 0.0
+        for p in range(n):
+            lsum += lam[p]
+        lam0 = C - lsum
         if lam0 < 0.0:
             lam0 = 0.0
         gmin = 0.0
-        for p in range(P):
+        for p in range(n):
             if g[p] < gmin:
                 gmin = g[p]
         gap = -lam0 * gmin
-        for p in range(P):
+        for p in range(n):
             gap += lam[p] * (g[p] - gmin)
+        if it == 0:
+            gap0 = gap
         if gap <= tol or it >= max_iter:
             break
         # i: used coordinate (or the slack, index -1) with the largest gradient
@@ -90,7 +97,7 @@ def _smo(G, b, C, lam, tol, max_iter):
         gi = 0.0
         if lam0 <= 0.0:
             gi = -np.inf
-        for p in range(P):
+        for p in range(n):
             if lam[p] > 0.0 and g[p] > gi:
                 gi = g[p]
                 i = p
@@ -98,7 +105,7 @@ def _smo(G, b, C, lam, tol, max_iter):
         j = -2
         best = 0.0
         Gii = G[i, i] if i >= 0 else 0.0
-        for q in range(-1, P):
+        for q in range(-1, n):
             gq = g[q] if q >= 0 else 0.0
             diff = gi - gq
             if diff <= 0.0:
@@ -127,13 +134,21 @@ def _smo(G, b, C, lam, tol, max_iter):
             lam[i] -= t
             if lam[i] < 0.0:
                 lam[i] = 0.0
-            for p in range(P):
+            for p in range(n):
                 g[p] -= t * G[p, i]
         if j >= 0:
             lam[j] += t
-            for p in range(P):
+            for p in range(n):
                 g[p] += t * G[p, j]
         it += 1
+    return gap0, gap, it
+
+
+def _smo(G, b, C, lam, tol, max_iter):
+    """Solve max b^T lam - 1/2 lam^T G lam, lam >= 0, sum(lam) <= C, from ``lam``
+    (:func:`smo_steps` on all coordinates); returns (lam, gap, iters)."""
+    g = G @ lam - b
+    _, gap, it = smo_steps(G, g, lam, b.shape[0], C, tol, max_iter)
     return lam, gap, it
 
 

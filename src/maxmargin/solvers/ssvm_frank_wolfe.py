@@ -23,71 +23,31 @@ from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
-    example_oracle,
+    example_loss_augmented,
     rescaled_hinge,
-    seq_unary,
 )
 
 __all__ = ["fit_frank_wolfe"]
 
 
 @njit(cache=True)
-def _bcfw_pass(
-    order,
-    w,
-    wi,
-    li,
-    lam,
-    n_unary,
-    S,
-    K,
-    indptr,
-    indices,
-    data,
-    offsets,
-    ytrue,
-    gamma,
-    onehot,
-    pairwise,
-    loss_mat,
-    slack,
-):
-    """One pass of BCFW block steps; returns the change of ``l = sum_i l_i``."""
-    n = offsets.shape[0] - 1
-    Tmax = 0
-    for i in range(n):
-        Tmax = max(Tmax, offsets[i + 1] - offsets[i])
-    U = np.empty((Tmax, K))
+def _bcfw_pass(order, w, wi, li, lam, L, slack):
+    """One pass of BCFW block steps over layout ``L``; returns the change of
+    ``l = sum_i l_i``."""
+    n = L.offsets.shape[0] - 1
+    Tmax = np.max(L.offsets[1:] - L.offsets[:-1])
+    U = np.empty((Tmax, L.K))
     lab = np.empty(Tmax, dtype=np.int64)
     ws = np.zeros(w.shape[0])
-    W = w[:n_unary].reshape((n_unary // S, S))
-    P = w[n_unary:].reshape((K, K)) if pairwise else np.zeros((K, K))
+    W = w[: L.n_unary].reshape((L.n_unary // L.S, L.S))
+    P = w[L.n_unary :].reshape((L.K, L.K)) if L.pairwise else np.zeros((L.K, L.K))
     dl = 0.0
     D = w.shape[0]
     for i in order:
-        a, b = offsets[i], offsets[i + 1]
-        T = b - a
-        seq_unary(indptr, indices, data, a, b, W, gamma, onehot, U)
-        loss, _ = example_oracle(U[:T], P, ytrue[a:b], loss_mat, pairwise, slack, lab[:T])
+        loss, _ = example_loss_augmented(L, i, W, P, slack, U, lab)
         ws[:] = 0.0
         s = loss if slack else 1.0
-        add_dpsi(
-            ws,
-            n_unary,
-            S,
-            K,
-            indptr,
-            indices,
-            data,
-            a,
-            b,
-            ytrue[a:b],
-            lab[:T],
-            gamma,
-            onehot,
-            pairwise,
-            s / (lam * n),
-        )
+        add_dpsi(ws, L, i, lab, s / (lam * n))
         ls = loss / n
         wrow = wi[i]
         num = 0.0
@@ -139,25 +99,9 @@ def fit_frank_wolfe(
     ell = 0.0
     tr = Tracker(tol, max_iter, max_time, callback, verbose, name="frank_wolfe")
     slack = rescaling == "slack"
+    layout = model.layout()
     for it in range(max_iter):
-        ell += _bcfw_pass(
-            rng.permutation(n),
-            w,
-            wi,
-            li,
-            lam,
-            model.n_unary,
-            model.n_slots,
-            model.n_states,
-            *model.csr(),
-            model.offsets,
-            model.y,
-            model.gamma,
-            model.onehot,
-            model.pairwise,
-            model.loss,
-            slack,
-        )
+        ell += _bcfw_pass(rng.permutation(n), w, wi, li, lam, layout, slack)
         if averaging:
             wavg += 2.0 / (it + 2.0) * (w - wavg)
         for v in (w, wavg) if averaging else (w,):

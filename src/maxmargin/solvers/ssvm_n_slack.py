@@ -21,12 +21,14 @@ each example's most violated labelling to its working set.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
+from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
 from maxmargin.tasks.linear import (
     LinearJointModel,
@@ -39,41 +41,46 @@ from maxmargin.tasks.linear import (
 __all__ = ["fit_n_slack"]
 
 
+class WorkingSetArrays(NamedTuple):
+    """Per-example working sets as one numba argument: example i holds ``cnt[i]``
+    labellings ``lab[i, c, :T_i]`` with loss ``b[i, c]``, rescaling ``s[i, c]``, Gram
+    ``G[i, c, c'] = <a_ic, a_ic'>`` and multiplier ``alpha[i, c]``."""
+
+    lab: np.ndarray
+    cnt: np.ndarray
+    b: np.ndarray
+    s: np.ndarray
+    G: np.ndarray
+    alpha: np.ndarray
+
+
+class SequenceGram(NamedTuple):
+    """Input Gram matrices of every sequence (flat, ``gram[goff[i]:goff[i+1]]``) and the
+    state-coding Gram ``GG = Gamma Gamma^T``: enough for ``<dPsi_i(y), dPsi_i(y')>``."""
+
+    goff: np.ndarray
+    gram: np.ndarray
+    GG: np.ndarray
+
+
 @njit(cache=True)
-def _add_constraints(
-    idx,
-    labels,
-    loss,
-    slack,
-    offsets,
-    ytrue,
-    goff,
-    gram,
-    GG,
-    pairwise,
-    ws_lab,
-    ws_cnt,
-    ws_b,
-    ws_s,
-    ws_G,
-    alpha,
-):
+def _add_constraints(idx, labels, loss, slack, L, SG, ws):
     """Append labelling ``labels[offsets[i]:offsets[i+1]]`` to example i's working set.
 
     Skips duplicates; returns the number added (caller guarantees capacity).
     """
     added = 0
     for i in idx:
-        a, b = offsets[i], offsets[i + 1]
+        a, b = L.offsets[i], L.offsets[i + 1]
         T = b - a
         yh = labels[a:b]
-        yt = ytrue[a:b]
-        cnt = ws_cnt[i]
+        yt = L.ytrue[a:b]
+        cnt = ws.cnt[i]
         dup = False
         for c in range(cnt):
             same = True
             for t in range(T):
-                if ws_lab[i, c, t] != yh[t]:
+                if ws.lab[i, c, t] != yh[t]:
                     same = False
                     break
             if same:
@@ -82,262 +89,82 @@ def _add_constraints(
         if dup:
             continue
         for t in range(T):
-            ws_lab[i, cnt, t] = yh[t]
+            ws.lab[i, cnt, t] = yh[t]
         s = loss[i] if slack else 1.0
-        ws_b[i, cnt] = loss[i]
-        ws_s[i, cnt] = s
-        alpha[i, cnt] = 0.0
-        gi = gram[goff[i] : goff[i + 1]]
+        ws.b[i, cnt] = loss[i]
+        ws.s[i, cnt] = s
+        ws.alpha[i, cnt] = 0.0
+        gi = SG.gram[SG.goff[i] : SG.goff[i + 1]]
         for c in range(cnt + 1):
-            v = s * ws_s[i, c] * dpsi_dot(gi, T, GG, yt, yh, ws_lab[i, c, :T], pairwise)
-            ws_G[i, cnt, c] = v
-            ws_G[i, c, cnt] = v
-        ws_cnt[i] = cnt + 1
+            v = s * ws.s[i, c] * dpsi_dot(gi, T, SG.GG, yt, yh, ws.lab[i, c, :T], L.pairwise)
+            ws.G[i, cnt, c] = v
+            ws.G[i, c, cnt] = v
+        ws.cnt[i] = cnt + 1
         added += 1
     return added
 
 
 @njit(cache=True)
-def _margins(
-    i,
-    w,
-    P,
-    n_unary,
-    S,
-    K,
-    indptr,
-    indices,
-    data,
-    offsets,
-    ytrue,
-    gamma,
-    onehot,
-    pairwise,
-    ws_lab,
-    ws_cnt,
-    ws_s,
-    U,
-    out,
-):
+def _margins(i, w, P, L, ws, U, out):
     """``out[c] = <w, a_ic>`` for the working set of example i."""
-    a, b = offsets[i], offsets[i + 1]
+    a, b = L.offsets[i], L.offsets[i + 1]
     T = b - a
-    W = w[:n_unary].reshape((n_unary // S, S))
-    seq_unary(indptr, indices, data, a, b, W, gamma, onehot, U)
+    W = w[: L.n_unary].reshape((L.n_unary // L.S, L.S))
+    seq_unary(L.indptr, L.indices, L.data, a, b, W, L.gamma, L.onehot, U)
     Ui = U[:T]
-    st = chain_score(Ui, P, ytrue[a:b], pairwise)
-    for c in range(ws_cnt[i]):
-        out[c] = ws_s[i, c] * (st - chain_score(Ui, P, ws_lab[i, c, :T], pairwise))
+    st = chain_score(Ui, P, L.ytrue[a:b], L.pairwise)
+    for c in range(ws.cnt[i]):
+        out[c] = ws.s[i, c] * (st - chain_score(Ui, P, ws.lab[i, c, :T], L.pairwise))
 
 
 @njit(cache=True)
-def _block_pass(
-    order,
-    w,
-    n_unary,
-    S,
-    K,
-    indptr,
-    indices,
-    data,
-    offsets,
-    ytrue,
-    gamma,
-    onehot,
-    pairwise,
-    ws_lab,
-    ws_cnt,
-    ws_b,
-    ws_s,
-    ws_G,
-    alpha,
-    Cn,
-    max_steps,
-    tol,
-    gaps,
-):
+def _block_pass(order, w, L, ws, Cn, max_steps, tol, gaps):
     """One sweep of block maximisations over the examples in ``order``.
 
-    ``gaps[i]`` receives example i's block duality gap before its update; their sum over
-    a sweep estimates the working-set duality gap (exact when w does not move).
+    Each block is the dual of example i's constraints, ``max sum_c alpha_c b_c -
+    1/2 ||sum_c alpha_c a_c||^2`` over ``alpha >= 0, sum alpha <= C/n`` with the rest of
+    w fixed: the same simplex-constrained QP as the 1-slack master, solved by the same
+    SMO steps (:func:`~maxmargin.solvers.qp_master.smo_steps`).  ``gaps[i]`` receives
+    example i's block duality gap before its update; their sum over a sweep estimates
+    the working-set duality gap (exact when w does not move).
     """
-    cap = ws_b.shape[1]
-    Tmax = ws_lab.shape[2]
-    U = np.empty((Tmax, K))
-    P = w[n_unary:].reshape((K, K)) if pairwise else np.zeros((K, K))
+    cap = ws.b.shape[1]
+    Tmax = ws.lab.shape[2]
+    U = np.empty((Tmax, L.K))
+    P = w[L.n_unary :].reshape((L.K, L.K)) if L.pairwise else np.zeros((L.K, L.K))
     aw = np.empty(cap)
     g = np.empty(cap)
     old = np.empty(cap)
     for i in order:
-        cnt = ws_cnt[i]
+        cnt = ws.cnt[i]
         if cnt == 0:
             continue
-        _margins(
-            i,
-            w,
-            P,
-            n_unary,
-            S,
-            K,
-            indptr,
-            indices,
-            data,
-            offsets,
-            ytrue,
-            gamma,
-            onehot,
-            pairwise,
-            ws_lab,
-            ws_cnt,
-            ws_s,
-            U,
-            aw,
-        )
-        G = ws_G[i]
-        lam = alpha[i]
-        lsum = 0.0
+        _margins(i, w, P, L, ws, U, aw)
+        lam = ws.alpha[i]
         for c in range(cnt):
-            g[c] = aw[c] - ws_b[i, c]
+            g[c] = aw[c] - ws.b[i, c]
             old[c] = lam[c]
-            lsum += lam[c]
-        for step in range(max_steps):
-            lam0 = Cn - lsum
-            if lam0 < 0.0:
-                lam0 = 0.0
-            gmin = 0.0
-            for c in range(cnt):
-                if g[c] < gmin:
-                    gmin = g[c]
-            gap = -lam0 * gmin
-            for c in range(cnt):
-                gap += lam[c] * (g[c] - gmin)
-            if step == 0:
-                gaps[i] = gap
-            if gap <= tol:
-                break
-            # i: used coordinate (or slack = -1) with the largest gradient
-            src = -1
-            gs = 0.0 if lam0 > 0.0 else -np.inf
-            for c in range(cnt):
-                if lam[c] > 0.0 and g[c] > gs:
-                    gs = g[c]
-                    src = c
-            Gss = G[src, src] if src >= 0 else 0.0
-            dst = -2
-            best = 0.0
-            for q in range(-1, cnt):
-                gq = g[q] if q >= 0 else 0.0
-                diff = gs - gq
-                if diff <= 0.0:
-                    continue
-                if q >= 0:
-                    curv = Gss + G[q, q] - 2.0 * (G[src, q] if src >= 0 else 0.0)
-                else:
-                    curv = Gss
-                if curv <= 1e-12 * (1.0 + Gss):
-                    curv = 1e-12 * (1.0 + Gss)
-                gain = diff * diff / curv
-                if gain > best:
-                    best = gain
-                    dst = q
-            if dst == -2:
-                break
-            gd = g[dst] if dst >= 0 else 0.0
-            Gdd = G[dst, dst] if dst >= 0 else 0.0
-            Gsd = G[src, dst] if (src >= 0 and dst >= 0) else 0.0
-            curv = Gss + Gdd - 2.0 * Gsd
-            capv = lam[src] if src >= 0 else lam0
-            t = capv if curv <= 0.0 else min(capv, (gs - gd) / curv)
-            if t <= 0.0:
-                break
-            if src >= 0:
-                lam[src] -= t
-                if lam[src] < 0.0:
-                    lam[src] = 0.0
-                lsum -= t
-                for c in range(cnt):
-                    g[c] -= t * G[c, src]
-            if dst >= 0:
-                lam[dst] += t
-                lsum += t
-                for c in range(cnt):
-                    g[c] += t * G[c, dst]
-        a, b = offsets[i], offsets[i + 1]
-        T = b - a
+        gaps[i], _, _ = smo_steps(ws.G[i], g, lam, cnt, Cn, tol, max_steps)
         for c in range(cnt):
             d = lam[c] - old[c]
             if d != 0.0:
-                add_dpsi(
-                    w,
-                    n_unary,
-                    S,
-                    K,
-                    indptr,
-                    indices,
-                    data,
-                    a,
-                    b,
-                    ytrue[a:b],
-                    ws_lab[i, c, :T],
-                    gamma,
-                    onehot,
-                    pairwise,
-                    d * ws_s[i, c],
-                )
+                add_dpsi(w, L, i, ws.lab[i, c], d * ws.s[i, c])
 
 
 @njit(cache=True)
-def _ws_hinge(
-    w,
-    n_unary,
-    S,
-    K,
-    indptr,
-    indices,
-    data,
-    offsets,
-    ytrue,
-    gamma,
-    onehot,
-    pairwise,
-    ws_lab,
-    ws_cnt,
-    ws_b,
-    ws_s,
-    out,
-):
+def _ws_hinge(w, L, ws, out):
     """Working-set hinge ``max(0, max_c b_ic - <w, a_ic>)`` of every example."""
-    cap = ws_b.shape[1]
-    Tmax = ws_lab.shape[2]
-    U = np.empty((Tmax, K))
-    P = w[n_unary:].reshape((K, K)) if pairwise else np.zeros((K, K))
+    cap = ws.b.shape[1]
+    Tmax = ws.lab.shape[2]
+    U = np.empty((Tmax, L.K))
+    P = w[L.n_unary :].reshape((L.K, L.K)) if L.pairwise else np.zeros((L.K, L.K))
     aw = np.empty(cap)
-    for i in range(offsets.shape[0] - 1):
+    for i in range(L.offsets.shape[0] - 1):
         h = 0.0
-        if ws_cnt[i] > 0:
-            _margins(
-                i,
-                w,
-                P,
-                n_unary,
-                S,
-                K,
-                indptr,
-                indices,
-                data,
-                offsets,
-                ytrue,
-                gamma,
-                onehot,
-                pairwise,
-                ws_lab,
-                ws_cnt,
-                ws_s,
-                U,
-                aw,
-            )
-            for c in range(ws_cnt[i]):
-                v = ws_b[i, c] - aw[c]
+        if ws.cnt[i] > 0:
+            _margins(i, w, P, L, ws, U, aw)
+            for c in range(ws.cnt[i]):
+                v = ws.b[i, c] - aw[c]
                 if v > h:
                     h = v
         out[i] = h
@@ -357,6 +184,9 @@ class _WorkingSets:
         self.s = np.zeros((n, cap))
         self.G = np.zeros((n, cap, cap))
         self.alpha = np.zeros((n, cap))
+
+    def arrays(self) -> WorkingSetArrays:
+        return WorkingSetArrays(self.lab, self.cnt, self.b, self.s, self.G, self.alpha)
 
     def ensure(self, extra: int = 1) -> None:
         cap = self.b.shape[1]
@@ -391,23 +221,8 @@ def fit_n_slack(
     slack = rescaling == "slack"
     n = model.n_samples
     Cn = C / n
-    K, S = model.n_states, model.n_slots
-    indptr, indices, data = model.csr()
-    goff, gram = model.seq_gram()
-    GG = np.ascontiguousarray(model.gamma @ model.gamma.T)
-    common = (
-        model.n_unary,
-        S,
-        K,
-        indptr,
-        indices,
-        data,
-        model.offsets,
-        model.y,
-        model.gamma,
-        model.onehot,
-        model.pairwise,
-    )
+    L = model.layout()
+    SG = SequenceGram(*model.seq_gram(), np.ascontiguousarray(model.gamma @ model.gamma.T))
     ws = _WorkingSets(model)
     tr = Tracker(tol, max_iter, max_time, callback, verbose, name="n_slack")
     w = np.zeros(model.dim)
@@ -424,24 +239,7 @@ def fit_n_slack(
         for k in range(model.n_states):
             lab = np.full(n, k, dtype=np.int64)
             loss = model.loss[model.y, k]
-            _add_constraints(
-                rows[model.y != k],
-                lab,
-                loss,
-                slack,
-                model.offsets,
-                model.y,
-                goff,
-                gram,
-                GG,
-                model.pairwise,
-                ws.lab,
-                ws.cnt,
-                ws.b,
-                ws.s,
-                ws.G,
-                ws.alpha,
-            )
+            _add_constraints(rows[model.y != k], lab, loss, slack, L, SG, ws.arrays())
     for it in range(max_iter):
         t0 = time.perf_counter()
         labels, loss, margin = model.loss_augmented(w, rescaling)
@@ -455,28 +253,11 @@ def fit_n_slack(
             tr.record(it, n_constraints=int(ws.cnt.sum()), t_oracle=t_oracle, t_inner=t_inner)
             break
         # add the most violated labelling where it beats the working set
-        _ws_hinge(w, *common, ws.lab, ws.cnt, ws.b, ws.s, wsh)
+        _ws_hinge(w, L, ws.arrays(), wsh)
         thresh = 0.1 * tol * tr.best_primal / C
         idx = np.flatnonzero(hinge > wsh + thresh)
         ws.ensure(1)
-        added = _add_constraints(
-            idx,
-            labels,
-            loss,
-            slack,
-            model.offsets,
-            model.y,
-            goff,
-            gram,
-            GG,
-            model.pairwise,
-            ws.lab,
-            ws.cnt,
-            ws.b,
-            ws.s,
-            ws.G,
-            ws.alpha,
-        )
+        added = _add_constraints(idx, labels, loss, slack, L, SG, ws.arrays())
         target = max(0.25 * tr.gap, 0.05 * tol * tr.best_primal)
         if complete:
             target = 0.5 * tol * min(tr.best_primal, C)
@@ -485,26 +266,12 @@ def fit_n_slack(
         gaps = np.zeros(n)
         for _ in range(max_passes):
             gaps[active] = 0.0
-            _block_pass(
-                rng.permutation(active),
-                w,
-                *common,
-                ws.lab,
-                ws.cnt,
-                ws.b,
-                ws.s,
-                ws.G,
-                ws.alpha,
-                Cn,
-                100,
-                1e-3 * tol * Cn,
-                gaps,
-            )
+            _block_pass(rng.permutation(active), w, L, ws.arrays(), Cn, 100, 1e-3 * tol * Cn, gaps)
             if gaps[active].sum() <= target:
                 if len(active) < len(everyone):  # unshrink and re-check everything
                     active = everyone
                     continue
-                _ws_hinge(w, *common, ws.lab, ws.cnt, ws.b, ws.s, wsh)
+                _ws_hinge(w, L, ws.arrays(), wsh)
                 dual = float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w)
                 ws_primal = 0.5 * float(w @ w) + Cn * float(wsh.sum())
                 if complete:

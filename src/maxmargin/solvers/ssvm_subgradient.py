@@ -35,70 +35,29 @@ from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
-    example_oracle,
+    example_loss_augmented,
     rescaled_hinge,
-    seq_unary,
 )
 
 __all__ = ["fit_subgradient"]
 
 
 @njit(cache=True)
-def _sgd_epoch(
-    order,
-    t,
-    w,
-    wavg,
-    lam,
-    n_unary,
-    S,
-    K,
-    indptr,
-    indices,
-    data,
-    offsets,
-    ytrue,
-    gamma,
-    onehot,
-    pairwise,
-    loss_mat,
-    slack,
-    averaging,
-):
-    """One epoch of Pegasos steps; returns (t, sum of Delta of the chosen labellings)."""
-    Tmax = 0
-    for i in range(offsets.shape[0] - 1):
-        Tmax = max(Tmax, offsets[i + 1] - offsets[i])
-    U = np.empty((Tmax, K))
+def _sgd_epoch(order, t, w, wavg, lam, L, slack, averaging):
+    """One epoch of Pegasos steps over layout ``L``; returns (t, sum of Delta of the
+    chosen labellings)."""
+    Tmax = np.max(L.offsets[1:] - L.offsets[:-1])
+    U = np.empty((Tmax, L.K))
     lab = np.empty(Tmax, dtype=np.int64)
-    W = w[:n_unary].reshape((n_unary // S, S))
-    P = w[n_unary:].reshape((K, K)) if pairwise else np.zeros((K, K))
+    W = w[: L.n_unary].reshape((L.n_unary // L.S, L.S))
+    P = w[L.n_unary :].reshape((L.K, L.K)) if L.pairwise else np.zeros((L.K, L.K))
     dsum = 0.0
     for i in order:
-        a, b = offsets[i], offsets[i + 1]
-        T = b - a
-        seq_unary(indptr, indices, data, a, b, W, gamma, onehot, U)
-        loss, _ = example_oracle(U[:T], P, ytrue[a:b], loss_mat, pairwise, slack, lab[:T])
+        loss, _ = example_loss_augmented(L, i, W, P, slack, U, lab)
         t += 1
         w *= 1.0 - 1.0 / t
         s = loss if slack else 1.0
-        add_dpsi(
-            w,
-            n_unary,
-            S,
-            K,
-            indptr,
-            indices,
-            data,
-            a,
-            b,
-            ytrue[a:b],
-            lab[:T],
-            gamma,
-            onehot,
-            pairwise,
-            s / (lam * t),
-        )
+        add_dpsi(w, L, i, lab, s / (lam * t))
         dsum += loss
         if averaging:
             rho = 2.0 / (t + 1.0)
@@ -134,6 +93,7 @@ def fit_subgradient(
     t = 0
     delta_sum = 0.0
     slack = rescaling == "slack"
+    layout = model.layout()
 
     def evaluate(v):
         _, loss, margin = model.loss_augmented(v, rescaling)
@@ -142,25 +102,7 @@ def fit_subgradient(
 
     for it in range(max_iter):
         if stochastic:
-            t, dsum = _sgd_epoch(
-                rng.permutation(n),
-                t,
-                w,
-                wavg,
-                lam,
-                model.n_unary,
-                model.n_slots,
-                model.n_states,
-                *model.csr(),
-                model.offsets,
-                model.y,
-                model.gamma,
-                model.onehot,
-                model.pairwise,
-                model.loss,
-                slack,
-                averaging,
-            )
+            t, dsum = _sgd_epoch(rng.permutation(n), t, w, wavg, lam, layout, slack, averaging)
             delta_sum += dsum
             evaluate(w)
             if averaging:

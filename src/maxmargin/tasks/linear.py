@@ -23,6 +23,8 @@ constraint: the solvers keep labellings and use the batch BLAS path (:meth:`plan
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
@@ -35,7 +37,7 @@ from maxmargin.inference.viterbi import (
     chain_score,
 )
 
-__all__ = ["LinearJointModel", "from_label_coding", "rescaled_hinge"]
+__all__ = ["JointLayout", "LinearJointModel", "from_label_coding", "rescaled_hinge"]
 
 
 def rescaled_hinge(loss, margin, rescaling):
@@ -43,6 +45,24 @@ def rescaled_hinge(loss, margin, rescaling):
     if rescaling == "slack":
         return loss * np.maximum(0.0, 1.0 - margin)
     return np.maximum(0.0, loss - margin)
+
+
+class JointLayout(NamedTuple):
+    """Everything the per-example numba kernels read about a :class:`LinearJointModel`,
+    passed as one argument (numba compiles a NamedTuple of arrays like a struct)."""
+
+    n_unary: int  # length of the unary block of w (d * S)
+    S: int  # slots per input feature
+    K: int  # states per position
+    indptr: np.ndarray  # CSR rows of the positions' inputs
+    indices: np.ndarray
+    data: np.ndarray
+    offsets: np.ndarray  # sequence i is positions offsets[i]:offsets[i+1]
+    ytrue: np.ndarray  # true state of every position
+    gamma: np.ndarray  # (K, S) state coding
+    loss: np.ndarray  # (K, K) per-position loss
+    onehot: bool  # gamma is the identity (skip the coding product)
+    pairwise: bool  # chain transitions present
 
 
 class LinearJointModel:
@@ -118,6 +138,21 @@ class LinearJointModel:
                 M.data.astype(np.float64),
             )
         return self._csr
+
+    def layout(self) -> JointLayout:
+        """The arrays of the per-example numba kernels as one :class:`JointLayout`."""
+        return JointLayout(
+            int(self.n_unary),
+            int(self.n_slots),
+            int(self.n_states),
+            *self.csr(),
+            self.offsets,
+            self.y,
+            self.gamma,
+            self.loss,
+            bool(self.onehot),
+            bool(self.pairwise),
+        )
 
     def seq_gram(self):
         """Flattened Gram matrices ``X_i X_i^T`` of every sequence (and their offsets)."""
@@ -276,28 +311,38 @@ def example_oracle(U, P, ytrue, loss_mat, pairwise, slack, out):
 
 
 @njit(cache=True)
-def add_dpsi(
-    w, n_unary, S, K, indptr, indices, data, a, b, ytrue, yhat, gamma, onehot, pairwise, coef
-):
-    """``w += coef * dPsi(yhat)`` for the sequence at positions a..b-1 (flat w)."""
+def example_loss_augmented(L, i, W, P, slack, U, lab):
+    """Loss-augmented labelling of sequence i under ``(W, P)`` into ``lab[:T]``, using
+    ``U`` as scratch; returns (loss, margin)."""
+    a, b = L.offsets[i], L.offsets[i + 1]
+    T = b - a
+    seq_unary(L.indptr, L.indices, L.data, a, b, W, L.gamma, L.onehot, U)
+    return example_oracle(U[:T], P, L.ytrue[a:b], L.loss, L.pairwise, slack, lab[:T])
+
+
+@njit(cache=True)
+def add_dpsi(w, L, i, yhat, coef):
+    """``w += coef * dPsi_i(yhat)`` for sequence i of layout ``L`` (flat w)."""
+    a, b = L.offsets[i], L.offsets[i + 1]
+    S, K = L.S, L.K
     for t in range(a, b):
-        yt = ytrue[t - a]
+        yt = L.ytrue[t]
         yh = yhat[t - a]
         if yt == yh:
             continue
-        for p in range(indptr[t], indptr[t + 1]):
-            base = indices[p] * S
-            cv = coef * data[p]
-            if onehot:
+        for p in range(L.indptr[t], L.indptr[t + 1]):
+            base = L.indices[p] * S
+            cv = coef * L.data[p]
+            if L.onehot:
                 w[base + yt] += cv
                 w[base + yh] -= cv
             else:
                 for s in range(S):
-                    w[base + s] += cv * (gamma[yt, s] - gamma[yh, s])
-    if pairwise:
-        for t in range(b - a - 1):
-            w[n_unary + ytrue[t] * K + ytrue[t + 1]] += coef
-            w[n_unary + yhat[t] * K + yhat[t + 1]] -= coef
+                    w[base + s] += cv * (L.gamma[yt, s] - L.gamma[yh, s])
+    if L.pairwise:
+        for t in range(a, b - 1):
+            w[L.n_unary + L.ytrue[t] * K + L.ytrue[t + 1]] += coef
+            w[L.n_unary + yhat[t - a] * K + yhat[t - a + 1]] -= coef
 
 
 @njit(cache=True)
