@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from maxmargin import io as mmio
 from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH, AdaBoostMO
@@ -15,17 +14,6 @@ def _data():
     X, y = load_iris(return_X_y=True)
     idx = np.random.default_rng(0).permutation(len(y))
     return X[idx[:100]], y[idx[:100]], X[idx[100:]], y[idx[100:]]
-
-
-@parametrize_with_checks(
-    [
-        AdaBoostMH(max_iter=20),
-        AdaBoostECC(max_iter=30, random_state=0),
-        AdaBoostMO(max_iter=10, random_state=0),
-    ]
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 ESTIMATORS = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from maxmargin import io as mmio
 from maxmargin.learners.multiboost import MultiBoost, MultiBoostCW
@@ -17,13 +16,6 @@ def _data():
     rng = np.random.default_rng(0)
     idx = rng.permutation(len(y))
     return X[idx[:100]], y[idx[:100]], X[idx[100:]], y[idx[100:]]
-
-
-@parametrize_with_checks(
-    [MultiBoostCW(max_iter=15, random_state=0), MultiBoost(max_iter=10, random_state=0)]
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 @pytest.mark.parametrize(

@@ -4,26 +4,21 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_iris
-from sklearn.utils.estimator_checks import check_estimator
 
 from maxmargin.learners.ssvm import SSVMClassifier, StructSVM
 from maxmargin.tasks.classification import MultiClassTask
 
 
-def test_check_estimator():
-    check_estimator(SSVMClassifier(tol=1e-2, max_iter=100))
-
-
 @pytest.mark.parametrize("solver", ["1-slack", "n-slack", "frank-wolfe", "subgradient"])
-def test_iris_accuracy(solver):
-    X, y = load_iris(return_X_y=True)
+def test_iris_accuracy(solver, iris):
+    X, y = iris
     clf = SSVMClassifier(C=100.0, solver=solver, tol=1e-2, random_state=0).fit(X, y)
     assert clf.score(X, y) > 0.9
     assert clf.decision_function(X).shape == (150, 3)
 
 
-def test_binary_and_sparse():
-    X, y = load_iris(return_X_y=True)
+def test_binary_and_sparse(iris):
+    X, y = iris
     y2 = np.where(y == 0, "a", "b")
     clf = SSVMClassifier(tol=1e-6).fit(X, y2)
     assert clf.decision_function(X).shape == (150,)
@@ -35,8 +30,8 @@ def test_binary_and_sparse():
     )
 
 
-def test_state_round_trip():
-    X, y = load_iris(return_X_y=True)
+def test_state_round_trip(iris):
+    X, y = iris
     clf = SSVMClassifier(C=50.0, random_state=3).fit(X, y)
     meta, arrays = clf._get_state()
     import json

@@ -6,23 +6,12 @@ from sklearn.datasets import load_digits, load_iris
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from maxmargin import StructBoost, StructBoostClassifier
 from maxmargin.tasks import MultiClassTask
 
 # Checks that cannot run here, and why:
 # - check_array_api_input needs SCIPY_ARRAY_API=1 and array-api-strict; sklearn skips it.
-
-
-@parametrize_with_checks([StructBoostClassifier(max_iter=30, random_state=0)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
-
-
-@pytest.fixture(scope="module")
-def iris():
-    return load_iris(return_X_y=True)
 
 
 @pytest.mark.parametrize(
@@ -109,8 +98,8 @@ def test_small_C_learns_nothing():
     assert clf.converged_ and len(clf.hypotheses_) == 0
 
 
-def test_binary_with_string_labels():
-    X, y = load_iris(return_X_y=True)
+def test_binary_with_string_labels(iris):
+    X, y = iris
     X, y = X[y > 0], np.where(y[y > 0] == 1, "versicolor", "virginica")
     clf = StructBoostClassifier(C=50, max_iter=30, random_state=0).fit(X, y)
     assert clf.score(X, y) > 0.9
@@ -123,8 +112,8 @@ def test_generic_structboost_with_task(iris):
     assert np.mean(est.predict(X) == y) > 0.9
 
 
-def test_pipeline_and_grid_search():
-    X, y = load_digits(return_X_y=True)
+def test_pipeline_and_grid_search(digits):
+    X, y = digits
     X, y = X[:300], y[:300]
     pipe = make_pipeline(StandardScaler(), StructBoostClassifier(max_iter=10, random_state=0))
     grid = GridSearchCV(pipe, {"structboostclassifier__C": [10.0, 100.0]}, cv=2).fit(X, y)
@@ -132,8 +121,8 @@ def test_pipeline_and_grid_search():
 
 
 @pytest.mark.parametrize("master,formulation", [("fast", "auto"), ("exact", "1-slack")])
-def test_max_time_stops_early_with_a_certified_gap(master, formulation):
-    X, y = load_digits(return_X_y=True)
+def test_max_time_stops_early_with_a_certified_gap(master, formulation, digits):
+    X, y = digits
     clf = StructBoostClassifier(
         max_iter=10_000, max_time=1.0, master=master, formulation=formulation, C=100.0
     ).fit(X[:500], y[:500])

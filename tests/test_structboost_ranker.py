@@ -14,7 +14,6 @@ from scipy.optimize import linprog
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from maxmargin import StructBoostRanker, load, save
 from maxmargin.metrics import auc, pairwise_accuracy
@@ -211,11 +210,6 @@ def test_save_load_round_trip(tmp_path):
     assert type(r2) is StructBoostRanker
     np.testing.assert_array_equal(r2.decision_function(X), r.decision_function(X))
     assert r2.n_pairs_ == r.n_pairs_ and r2.graph == "bipartite"
-
-
-@parametrize_with_checks([StructBoostRanker(max_iter=10)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_clone_keeps_params():

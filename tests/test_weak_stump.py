@@ -98,3 +98,22 @@ def test_gain_at_least_sklearn_depth1_tree():
     g_sk = float(tree.predict(X) @ a)
     assert g[0] >= g_sk - 1e-9
     assert g[0] <= g_sk * 1.05  # essentially the same split on this easy problem
+
+
+def test_constant_stump_when_weights_all_positive():
+    X = np.arange(6, dtype=float)[:, None]
+    learner = DecisionStump()
+    stumps, gains = learner.best(learner.prepare(X), np.ones((6, 1)))
+    assert gains[0] == 6.0
+    assert np.all(stumps.evaluate(X) == 1.0)
+
+
+def test_threshold_separates_close_values():
+    """Adjacent floating-point values still get a threshold with lo <= t < hi."""
+    lo = 1.0
+    hi = np.nextafter(lo, 2.0)
+    X = np.array([[lo], [hi]])
+    learner = DecisionStump()
+    stumps, gains = learner.best(learner.prepare(X), np.array([[-1.0], [1.0]]))
+    assert gains[0] == 2.0
+    np.testing.assert_array_equal(stumps.evaluate(X)[0], [-1.0, 1.0])
