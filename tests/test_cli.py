@@ -422,3 +422,40 @@ def test_classifier_fit_ignores_qid(tmp_path, rank_data, capsys):
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_classes"] == len(np.unique(y))
+
+
+def test_fit_with_an_empty_model_fails_unless_allowed(tmp_path, csv_data, capsys):
+    path, _, _ = csv_data
+    model = tmp_path / "empty.mm"
+    # C = 0.5 < 1: no stump can have gain > 1, the model predicts a constant
+    assert main(["fit", str(path), "-o", str(model), "--C", "0.5", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "empty" in err and "--allow-empty" in err and not model.exists()
+    args = ["fit", str(path), "-o", str(model), "--C", "0.5", "--quiet", "--allow-empty"]
+    assert main(args) == 0
+    assert model.exists() and "warning:" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_fit_saves_the_last_completed_iteration(
+    tmp_path, csv_data, capsys, monkeypatch
+):
+    from maxmargin.learners import structboost
+    from maxmargin.weak import DecisionStump
+
+    class Interrupting(DecisionStump):
+        calls = 0
+
+        def best(self, prepared, A):
+            Interrupting.calls += 1
+            if Interrupting.calls == 4:
+                raise KeyboardInterrupt
+            return super().best(prepared, A)
+
+    monkeypatch.setattr(structboost, "make_weak_learner", lambda spec: Interrupting())
+    path, X, _ = csv_data
+    model = tmp_path / "interrupted.mm"
+    assert main(["fit", str(path), "-o", str(model), "--quiet", "--seed", "0"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    est = mmio.load(model)
+    assert len(est.history_) == 3 and not est.converged_
+    assert est.predict(X).shape == (len(X),)

@@ -107,3 +107,35 @@ def test_sparse_input_gives_the_dense_result(est):
     pred = dense.predict(X)
     sparse = type(est)(**est.get_params()).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X)), pred)
+
+
+class _CtrlC:
+    """A callback that raises KeyboardInterrupt (as Ctrl-C would) at its n-th call."""
+
+    def __init__(self, at: int) -> None:
+        self.at, self.calls = at, 0
+
+    def __call__(self, record) -> None:
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    "est", [e for e in estimators() if "callback" in e.get_params()], ids=lambda e: type(e).__name__
+)
+def test_ctrl_c_keeps_the_model_of_the_last_completed_iteration(est, tmp_path):
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, y = _data(est)
+    est = type(est)(**{**est.get_params(), "callback": _CtrlC(2)})
+    with pytest.warns(FitInterruptedWarning, match="interrupted"):
+        est.fit(X, y)
+    assert not est.converged_
+    assert len(est.history_) >= 1
+    out = _outputs(est, X)
+    assert all(np.all(np.isfinite(np.asarray(o, dtype=float))) for o in out[1:])
+    path = tmp_path / "m.npz"
+    maxmargin.save(est.set_params(callback=None), path)
+    for a, b in zip(_outputs(maxmargin.load(path), X), out):
+        np.testing.assert_array_equal(a, b)

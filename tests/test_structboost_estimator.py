@@ -9,6 +9,7 @@ from sklearn.preprocessing import StandardScaler
 
 from maxmargin import StructBoost, StructBoostClassifier
 from maxmargin.tasks import MultiClassTask
+from maxmargin.weak import DecisionStump
 
 # Checks that cannot run here, and why:
 # - check_array_api_input needs SCIPY_ARRAY_API=1 and array-api-strict; sklearn skips it.
@@ -217,3 +218,37 @@ def test_nan_at_predict(iris):
     X2[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         clf.predict(X2)
+
+
+class _InterruptingStump(DecisionStump):
+    """Exact stumps, but the ``at``-th search raises KeyboardInterrupt (Ctrl-C inside the
+    weak-learner search, not in a callback)."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at, self.calls = at, 0
+
+    def best(self, prepared, A):
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return super().best(prepared, A)
+
+
+@pytest.mark.parametrize("master", ["fast", "exact"])
+def test_ctrl_c_in_the_weak_learner_search(iris, master):
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, y = iris
+    with pytest.raises(KeyboardInterrupt):  # nothing completed: nothing to keep
+        StructBoostClassifier(master=master, weak_learner=_InterruptingStump(1)).fit(X, y)
+    with pytest.warns(FitInterruptedWarning):
+        clf = StructBoostClassifier(
+            master=master, weak_learner=_InterruptingStump(4), random_state=0
+        ).fit(X, y)
+    assert len(clf.history_) == 3 and not clf.converged_
+    # the kept model is iteration 3's restricted-master solution, as in an uninterrupted fit
+    full = StructBoostClassifier(master=master, max_iter=10, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.objective_, full.history_[2]["objective"], rtol=1e-9)
+    staged = list(full.staged_predict(X))[2]
+    np.testing.assert_array_equal(clf.predict(X), staged)

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from maxmargin.cli.output import (
     EXIT_FAILURE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     error,
     finite_or_none,
@@ -50,6 +52,37 @@ def _fit_timed(est: Any, X: Any, y: Any, **fit_params: Any) -> float:
     start = time.perf_counter()
     est.fit(X, y, **fit_params)
     return time.perf_counter() - start
+
+
+def _fit_reporting(est: Any, X: Any, y: Any, **fit_params: Any) -> tuple[float, set[str]]:
+    """Fit, printing the estimator's warnings as ``warning: ...`` lines on stderr;
+    returns (seconds, names of the warning classes seen)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        seconds = _fit_timed(est, X, y, **fit_params)
+    seen = set()
+    for w in caught:
+        seen.add(type(w.message).__name__)
+        print(f"warning: {w.message}", file=sys.stderr)
+    return seconds, seen
+
+
+def _check_fit_outcome(args: argparse.Namespace, seen: set[str]) -> int | None:
+    """Exit status for a fit that should not be saved silently, else None."""
+    if "EmptyModelWarning" in seen and not args.allow_empty:
+        error(
+            "the model is empty (it predicts a constant); not saved.  Raise --C, or pass "
+            "--allow-empty to save it anyway"
+        )
+        return EXIT_FAILURE
+    return None
+
+
+def _report_interrupted(seen: set[str], out: Path) -> int | None:
+    if "FitInterruptedWarning" in seen:
+        error(f"interrupted: the model of the last completed iteration was saved to {out}")
+        return EXIT_INTERRUPTED
+    return None
 
 
 def _history(est: Any) -> list[dict[str, Any]]:
@@ -223,7 +256,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
             callback=progress,
             **_taxonomy_params(args),
         )
-        seconds = _fit_timed(est, X, y)
+        seconds, seen = _fit_reporting(est, X, y)
+    if (status := _check_fit_outcome(args, seen)) is not None:
+        return status
     train_error = float(np.mean(est.predict(X) != y))
     out = save(est, args.output)
     history = _history(est)
@@ -243,7 +278,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print_json(summary)
     elif not args.quiet:
         print_kv_table("StructBoost fit", summary)
-    return EXIT_OK
+    return _report_interrupted(seen, out) or EXIT_OK
 
 
 def _fit_ranker(args: argparse.Namespace) -> int:
@@ -271,7 +306,9 @@ def _fit_ranker(args: argparse.Namespace) -> int:
             random_state=args.seed,
             callback=progress,
         )
-        seconds = _fit_timed(est, X, y, group=qid)
+        seconds, seen = _fit_reporting(est, X, y, group=qid)
+    if (status := _check_fit_outcome(args, seen)) is not None:
+        return status
     train = _ranking_metrics(y, est.decision_function(X), qid)
     out = save(est, args.output)
     history = _history(est)
@@ -300,7 +337,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
         if qid is None:
             shown["n_groups"] = "1 (no qid: one query)"
         print_kv_table("StructBoostRanker fit", shown)
-    return EXIT_OK
+    return _report_interrupted(seen, out) or EXIT_OK
 
 
 def cmd_predict(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import numpy as np
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # as a shell reports SIGINT
 
 
 def stdout_console() -> Any:

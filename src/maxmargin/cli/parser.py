@@ -146,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--eps-cg", type=float, default=1e-6, help="column-generation tolerance")
     fit.add_argument("--max-time", type=float, default=None, help="time budget in seconds")
     fit.add_argument("--seed", type=int, default=None, help="random_state")
+    fit.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="save a model with no weak learner (it predicts a constant) instead of failing",
+    )
     fit.add_argument("--quiet", action="store_true", help="no progress display and no summary")
     fit.set_defaults(handler=cmd_fit)
 

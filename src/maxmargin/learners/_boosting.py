@@ -22,6 +22,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin._validation import json_params as _json_params
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, WeakLearner, make_weak_learner
 
 __all__ = ["BoostingBuilder", "MultiClassBoosting"]
@@ -230,7 +231,15 @@ class MultiClassBoosting(ClassifierMixin, BaseEstimator):
                 self.callback(rec)
             return self.max_time is not None and rec["t_total"] >= self.max_time
 
-        self.converged_ = bool(self._boost(X, y_idx, K, weak, builder, record))
+        try:
+            self.converged_ = bool(self._boost(X, y_idx, K, weak, builder, record))
+        except KeyboardInterrupt:
+            if not history:
+                raise  # interrupted before the first iteration: nothing to keep
+            # the builder holds the weights of the last completed iteration (variables
+            # added since have weight 0)
+            self.converged_ = False
+            warn_interrupted(len(history))
         state = builder.finish(X.shape[1], weak.hypotheses_class)
         self.hypotheses_ = state.pop("hypotheses")
         for k, v in state.items():

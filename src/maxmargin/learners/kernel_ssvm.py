@@ -22,6 +22,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
@@ -153,6 +154,8 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
         self.dual_objective_ = float(res.dual)
         self.converged_ = bool(res.converged)
         self.n_iter_ = len(res.history)
+        if res.interrupted:
+            warn_interrupted(self.n_iter_)
         return self
 
     def _slot_scores(self, X):

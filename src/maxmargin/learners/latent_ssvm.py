@@ -21,6 +21,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.cccp import fit_latent_cccp
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
 
@@ -172,6 +173,8 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
         self.objective_ = self.objective_path_[-1]
         self.n_iter_ = len(res.history)
         self.converged_ = bool(res.converged)
+        if res.interrupted:
+            warn_interrupted(self.n_iter_)
         return self
 
     def _class_scores(self, X):

@@ -23,6 +23,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph, check_options
 from maxmargin.metrics import ndcg_at_k, ranking_risk
 from maxmargin.solvers.ranking import fit_ranksvm
@@ -180,7 +181,9 @@ class RankSVM(BaseEstimator):
             callback=self.callback,
             verbose=self.verbose,
         )
-        if not res.converged:
+        if res.interrupted:
+            warn_interrupted(len(res.history))
+        elif not res.converged:
             warnings.warn(
                 f"RankSVM did not converge in {len(res.history)} rounds "
                 f"(relative gap {res.history[-1]['gap']:.3g})",

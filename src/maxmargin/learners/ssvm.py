@@ -33,6 +33,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask
@@ -191,6 +192,8 @@ class StructSVM(BaseEstimator):
         self.dual_objective_ = float(res.dual)
         self.converged_ = bool(res.converged)
         self.n_iter_ = len(res.history)
+        if res.interrupted:
+            warn_interrupted(self.n_iter_, stacklevel=4)
         self._layout = (model.n_features, model.n_slots, model.n_states, model.pairwise)
 
     def fit(self, X, y):

@@ -29,7 +29,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin._validation import json_params as _json_params
-from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning
+from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning, warn_interrupted
 from maxmargin.solvers.column_generation import (
     FORMULATION_ALIASES,
     FORMULATIONS,
@@ -263,7 +263,9 @@ class StructBoost(BaseEstimator):
     GAP_WARNING = 1e-6
 
     def _warn_about_result(self, res) -> None:
-        if len(self.hypotheses_) == 0:
+        if res.stop_reason == "interrupted":
+            warn_interrupted(len(res.history), stacklevel=4)
+        elif len(self.hypotheses_) == 0:
             warnings.warn(
                 f"no weak learner entered the model (C = {self.C:g}): it predicts a "
                 "constant.  A weak learner enters only if its gain exceeds 1 and gains are "

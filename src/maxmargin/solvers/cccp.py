@@ -37,6 +37,7 @@ class CCCPResult:
     latent: np.ndarray  # imputed sub-class of every training example
     history: list = field(default_factory=list)  # one record per CCCP round
     converged: bool = False
+    interrupted: bool = False  # Ctrl-C: the weights of the last completed round
 
 
 def fit_latent_cccp(
@@ -67,45 +68,60 @@ def fit_latent_cccp(
     z = np.asarray(init_latent, dtype=np.int64)
     history: list[dict] = []
     w = None
-    converged = False
-    for outer in range(int(max_outer)):
-        model = LinearJointModel(X, offsets, y_codes * M + z, gamma, loss, pairwise=False)
-        res = solve_ssvm(
-            model,
-            float(C),
-            solver,
-            tol=float(tol),
-            max_iter=int(max_iter),
-            random_state=random_state,
-            verbose=verbose,
-        )
-        w = res.w
-        S = np.asarray(X @ w.reshape(X.shape[1], K * M)).reshape(n, K, M)
-        z_new = np.argmax(S[np.arange(n), y_codes], axis=1)
-        # the latent objective at w, with the best imputation
-        model_new = LinearJointModel(X, offsets, y_codes * M + z_new, gamma, loss, pairwise=False)
-        _, lo, ma = model_new.loss_augmented(w)
-        obj = model_new.objective(w, float(C), rescaled_hinge(lo, ma, "margin"))
-        rec = {
-            "iteration": outer + 1,
-            "objective": float(obj),
-            "dual_bound": float("nan"),  # non-convex: no certificate
-            "gap": float("nan"),
-            "inner_gap": float(res.primal - res.dual) / max(abs(res.primal), 1e-12),
-            "n_changed": int(np.count_nonzero(z_new != z)),
-            "t_total": time.perf_counter() - t0,
-        }
-        history.append(rec)
-        if verbose:
-            print(f"[latent] CCCP round {outer} objective {obj:.6g}", flush=True)
-        if callback is not None:
-            callback(rec)
-        converged = np.array_equal(z_new, z) or (
-            len(history) > 1 and history[-2]["objective"] - obj <= outer_tol * abs(obj)
-        )
-        z = z_new
-        if converged:
-            break
+    converged = interrupted = False
+    try:
+        for outer in range(int(max_outer)):
+            model = LinearJointModel(X, offsets, y_codes * M + z, gamma, loss, pairwise=False)
+            res = solve_ssvm(
+                model,
+                float(C),
+                solver,
+                tol=float(tol),
+                max_iter=int(max_iter),
+                random_state=random_state,
+                verbose=verbose,
+            )
+            w = res.w
+            S = np.asarray(X @ w.reshape(X.shape[1], K * M)).reshape(n, K, M)
+            z_new = np.argmax(S[np.arange(n), y_codes], axis=1)
+            # the latent objective at w, with the best imputation
+            model_new = LinearJointModel(
+                X, offsets, y_codes * M + z_new, gamma, loss, pairwise=False
+            )
+            _, lo, ma = model_new.loss_augmented(w)
+            obj = model_new.objective(w, float(C), rescaled_hinge(lo, ma, "margin"))
+            rec = {
+                "iteration": outer + 1,
+                "objective": float(obj),
+                "dual_bound": float("nan"),  # non-convex: no certificate
+                "gap": float("nan"),
+                "inner_gap": float(res.primal - res.dual) / max(abs(res.primal), 1e-12),
+                "n_changed": int(np.count_nonzero(z_new != z)),
+                "t_total": time.perf_counter() - t0,
+            }
+            history.append(rec)
+            if verbose:
+                print(f"[latent] CCCP round {outer} objective {obj:.6g}", flush=True)
+            if callback is not None:
+                callback(rec)
+            converged = np.array_equal(z_new, z) or (
+                len(history) > 1 and history[-2]["objective"] - obj <= outer_tol * abs(obj)
+            )
+            z = z_new
+            if res.interrupted:  # Ctrl-C inside this round: keep its best iterate, stop
+                interrupted = True
+                break
+            if converged:
+                break
+    except KeyboardInterrupt:  # outside the inner solver (e.g. in a callback)
+        if w is None:
+            raise  # nothing completed: nothing to keep
+        interrupted = True
+
     return CCCPResult(
-        W=w.reshape(X.shape[1], K * M), latent=z, history=history, converged=converged
+        W=w.reshape(X.shape[1], K * M),
+        latent=z,
+        history=history,
+        converged=converged and not interrupted,
+        interrupted=interrupted,
     )

@@ -502,6 +502,30 @@ class OneSlackMaster:
 # ---------------------------------------------------------------------------------------
 # Alg. 1
 # ---------------------------------------------------------------------------------------
+def _interrupted(store, history, w_path) -> ColumnGenerationResult:
+    """Ctrl-C during a fit: the model of the last completed iteration (columns added
+    since keep weight 0; no final polish, so not certified)."""
+    if not history:
+        raise KeyboardInterrupt  # interrupted before the first iteration: nothing to keep
+    w = np.zeros(store.n_columns)
+    if w_path:
+        w[: len(w_path[-1])] = w_path[-1]
+    last = history[-1]
+    return ColumnGenerationResult(
+        hypotheses=store.hyps,
+        column_hyp=store.col_hyp,
+        column_slot=store.col_slot,
+        w=w,
+        objective=float(last["objective"]),
+        dual_bound=float(last["dual_bound"]),
+        history=history,
+        w_path=w_path,
+        converged=False,
+        certified=False,
+        stop_reason="interrupted",
+    )
+
+
 def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
     """Run Alg. 1 on a bound task (see :func:`_fit_structboost` for the parameters).
 
@@ -619,53 +643,59 @@ def _fit_structboost(
     converged, reason = False, "max_iter"
     it = 0
     t_weak = t_cert = 0.0
-    while it < max_iter:
-        t0 = time.perf_counter()
-        cand, gains = weak_learner.best(prepared, mst.weak_weights())
-        picks = task.select_columns(gains, 1.0 + eps_cg)
-        best_gain = float(np.max(gains)) if len(gains) else 0.0
-        new_cols = np.zeros(0, dtype=np.int64)
-        if picks:
-            new_hyps = cand.take(np.array([p[0] for p in picks]))
-            new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
-        t_weak += time.perf_counter() - t0
-        if len(new_cols) == 0:
-            if not mst.certified:
-                # approximate duals priced nothing new: solve exactly, then re-price
-                t1 = time.perf_counter()
-                ok = mst.certify(final_deadline)
-                t_cert += time.perf_counter() - t1
-                t_polish = max(t_polish, time.perf_counter() - t1)
-                if ok:
-                    continue
-                reason = "numerical" if getattr(mst, "failed", False) else "max_time"
+    try:
+        while it < max_iter:
+            t0 = time.perf_counter()
+            cand, gains = weak_learner.best(prepared, mst.weak_weights())
+            picks = task.select_columns(gains, 1.0 + eps_cg)
+            best_gain = float(np.max(gains)) if len(gains) else 0.0
+            new_cols = np.zeros(0, dtype=np.int64)
+            if picks:
+                new_hyps = cand.take(np.array([p[0] for p in picks]))
+                new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
+            t_weak += time.perf_counter() - t0
+            if len(new_cols) == 0:
+                if not mst.certified:
+                    # approximate duals priced nothing new: solve exactly, then re-price
+                    t1 = time.perf_counter()
+                    ok = mst.certify(final_deadline)
+                    t_cert += time.perf_counter() - t1
+                    t_polish = max(t_polish, time.perf_counter() - t1)
+                    if ok:
+                        continue
+                    reason = "numerical" if getattr(mst, "failed", False) else "max_time"
+                    break
+                converged, reason = True, "converged"
+                history.append(
+                    record(it + 1, best_gain, t_weak, t_cert, 0, converged=True, t_polish=t_cert)
+                )
+                w_path.append(mst.w.copy())
+                if callback is not None:
+                    callback(history[-1])
                 break
-            converged, reason = True, "converged"
-            history.append(
-                record(it + 1, best_gain, t_weak, t_cert, 0, converged=True, t_polish=t_cert)
-            )
+            it += 1
+            t1 = time.perf_counter()
+            mst.add_columns(new_cols)
+            info = mst.solve(loop_deadline())
+            t_master = time.perf_counter() - t1 + t_cert
+            history.append(record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert))
+            t_weak = t_cert = 0.0
             w_path.append(mst.w.copy())
             if callback is not None:
                 callback(history[-1])
-            break
-        it += 1
-        t1 = time.perf_counter()
-        mst.add_columns(new_cols)
-        info = mst.solve(loop_deadline())
-        t_master = time.perf_counter() - t1 + t_cert
-        history.append(record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert))
-        t_weak = t_cert = 0.0
-        w_path.append(mst.w.copy())
-        if callback is not None:
-            callback(history[-1])
-        if final_deadline is not None and time.perf_counter() > loop_deadline():
-            reason = "max_time"
-            break
+            if final_deadline is not None and time.perf_counter() > loop_deadline():
+                reason = "max_time"
+                break
+    except KeyboardInterrupt:
+        return _interrupted(store, history, w_path)
 
     if not mst.certified and history:
         # the final polish: the exact optimum over the final columns, inside max_time
         t1 = time.perf_counter()
-        mst.certify(final_deadline)
+        try:
+            mst.certify(final_deadline)
+        except KeyboardInterrupt:
+            return _interrupted(store, history, w_path)
         last = history[-1]
         rec = record(last["iteration"], last["gain"], last["t_weak"], 0.0, last["n_cp"])
         dt = time.perf_counter() - t1

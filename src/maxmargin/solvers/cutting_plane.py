@@ -75,28 +75,29 @@ def one_slack_cutting_planes(
     """
     sol = master.solve()
     bmax = 0.0
-    for it in range(max_iter):
-        t0 = time.perf_counter()
-        plane = find_plane(sol)
-        if plane.primal is not None:
-            tracker.n_oracle += 1
-            tracker.offer_primal(plane.primal, plane.state)
-        t1 = time.perf_counter()
-        if not tracker.converged():
-            master.add_plane(plane.a, plane.b, gram=plane.gram, payload=plane.payload)
-            if np.isfinite(tracker.best_primal):
-                bmax = max(bmax, abs(plane.b))
-                scale = max(1.0, master.C * bmax)
-                master.tol = min(1e-9, 0.02 * tol * tracker.best_primal / scale)
-            sol = master.solve()
-            tracker.offer_dual(sol.dual)
-        if tracker.record(  # this round's seconds in the oracle and in the master
-            it,
-            n_planes=master.n_planes,
-            source=plane.source,
-            t_oracle=t1 - t0,
-            t_master=time.perf_counter() - t1,
-            **plane.extra,
-        ):
-            break
+    with tracker.interruptible():
+        for it in range(max_iter):
+            t0 = time.perf_counter()
+            plane = find_plane(sol)
+            if plane.primal is not None:
+                tracker.n_oracle += 1
+                tracker.offer_primal(plane.primal, plane.state)
+            t1 = time.perf_counter()
+            if not tracker.converged():
+                master.add_plane(plane.a, plane.b, gram=plane.gram, payload=plane.payload)
+                if np.isfinite(tracker.best_primal):
+                    bmax = max(bmax, abs(plane.b))
+                    scale = max(1.0, master.C * bmax)
+                    master.tol = min(1e-9, 0.02 * tol * tracker.best_primal / scale)
+                sol = master.solve()
+                tracker.offer_dual(sol.dual)
+            if tracker.record(  # this round's seconds in the oracle and in the master
+                it,
+                n_planes=master.n_planes,
+                source=plane.source,
+                t_oracle=t1 - t0,
+                t_master=time.perf_counter() - t1,
+                **plane.extra,
+            ):
+                break
     return sol

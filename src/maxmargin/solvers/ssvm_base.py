@@ -16,6 +16,8 @@ optimum (a dual value) and their relative difference, and stops once
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +35,7 @@ class SSVMResult:
     history: list = field(default_factory=list)
     converged: bool = False
     extra: dict = field(default_factory=dict)
+    interrupted: bool = False  # Ctrl-C stopped the solver (w = best iterate so far)
 
     @property
     def gap(self) -> float:
@@ -56,6 +59,17 @@ class Tracker:
         self.best_dual = -np.inf
         self.history: list[dict] = []
         self.n_oracle = 0
+        self.interrupted = False
+
+    @contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """Run a solver's main loop so that Ctrl-C (KeyboardInterrupt) ends it like a
+        stopping rule: :meth:`result` then returns the best iterate so far, flagged
+        ``interrupted``."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.interrupted = True
 
     def offer_primal(self, value, w) -> None:
         self.last_primal = min(self.last_primal, float(value))
@@ -110,12 +124,15 @@ class Tracker:
         return self.max_time is not None and self.elapsed() >= self.max_time
 
     def result(self, w_fallback, **extra) -> SSVMResult:
+        if self.interrupted and self.best_w is None:
+            raise KeyboardInterrupt  # interrupted before any iterate: nothing to keep
         w = self.best_w if self.best_w is not None else w_fallback
         return SSVMResult(
             w=w,
             primal=self.best_primal,
             dual=self.best_dual,
             history=self.history,
-            converged=self.converged(),
+            converged=self.converged() and not self.interrupted,
             extra=extra,
+            interrupted=self.interrupted,
         )

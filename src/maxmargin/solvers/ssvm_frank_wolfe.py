@@ -100,15 +100,16 @@ def fit_frank_wolfe(
     tr = Tracker(tol, max_iter, max_time, callback, verbose, name="frank_wolfe")
     slack = rescaling == "slack"
     layout = model.layout()
-    for it in range(max_iter):
-        ell += _bcfw_pass(rng.permutation(n), w, wi, li, lam, layout, slack)
-        if averaging:
-            wavg += 2.0 / (it + 2.0) * (w - wavg)
-        for v in (w, wavg) if averaging else (w,):
-            _, loss, margin = model.loss_augmented(v, rescaling)
-            tr.n_oracle += 1
-            tr.offer_primal(model.objective(v, C, rescaled_hinge(loss, margin, rescaling)), v)
-        tr.offer_dual(C * ell - 0.5 * float(w @ w))
-        if tr.record(it):
-            break
+    with tr.interruptible():
+        for it in range(max_iter):
+            ell += _bcfw_pass(rng.permutation(n), w, wi, li, lam, layout, slack)
+            if averaging:
+                wavg += 2.0 / (it + 2.0) * (w - wavg)
+            for v in (w, wavg) if averaging else (w,):
+                _, loss, margin = model.loss_augmented(v, rescaling)
+                tr.n_oracle += 1
+                tr.offer_primal(model.objective(v, C, rescaled_hinge(loss, margin, rescaling)), v)
+            tr.offer_dual(C * ell - 0.5 * float(w @ w))
+            if tr.record(it):
+                break
     return tr.result(w)

@@ -240,59 +240,62 @@ def fit_n_slack(
             lab = np.full(n, k, dtype=np.int64)
             loss = model.loss[model.y, k]
             _add_constraints(rows[model.y != k], lab, loss, slack, L, SG, ws.arrays())
-    for it in range(max_iter):
-        t0 = time.perf_counter()
-        labels, loss, margin = model.loss_augmented(w, rescaling)
-        tr.n_oracle += 1
-        hinge = rescaled_hinge(loss, margin, rescaling)
-        tr.offer_primal(model.objective(w, C, hinge), w)
-        tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
-        t1 = time.perf_counter()
-        t_oracle += t1 - t0
-        if tr.converged():
-            tr.record(it, n_constraints=int(ws.cnt.sum()), t_oracle=t_oracle, t_inner=t_inner)
-            break
-        # add the most violated labelling where it beats the working set
-        _ws_hinge(w, L, ws.arrays(), wsh)
-        thresh = 0.1 * tol * tr.best_primal / C
-        idx = np.flatnonzero(hinge > wsh + thresh)
-        ws.ensure(1)
-        added = _add_constraints(idx, labels, loss, slack, L, SG, ws.arrays())
-        target = max(0.25 * tr.gap, 0.05 * tol * tr.best_primal)
-        if complete:
-            target = 0.5 * tol * min(tr.best_primal, C)
-        everyone = np.flatnonzero(ws.cnt > 0)
-        active = everyone
-        gaps = np.zeros(n)
-        for _ in range(max_passes):
-            gaps[active] = 0.0
-            _block_pass(rng.permutation(active), w, L, ws.arrays(), Cn, 100, 1e-3 * tol * Cn, gaps)
-            if gaps[active].sum() <= target:
-                if len(active) < len(everyone):  # unshrink and re-check everything
+    with tr.interruptible():
+        for it in range(max_iter):
+            t0 = time.perf_counter()
+            labels, loss, margin = model.loss_augmented(w, rescaling)
+            tr.n_oracle += 1
+            hinge = rescaled_hinge(loss, margin, rescaling)
+            tr.offer_primal(model.objective(w, C, hinge), w)
+            tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
+            t1 = time.perf_counter()
+            t_oracle += t1 - t0
+            if tr.converged():
+                tr.record(it, n_constraints=int(ws.cnt.sum()), t_oracle=t_oracle, t_inner=t_inner)
+                break
+            # add the most violated labelling where it beats the working set
+            _ws_hinge(w, L, ws.arrays(), wsh)
+            thresh = 0.1 * tol * tr.best_primal / C
+            idx = np.flatnonzero(hinge > wsh + thresh)
+            ws.ensure(1)
+            added = _add_constraints(idx, labels, loss, slack, L, SG, ws.arrays())
+            target = max(0.25 * tr.gap, 0.05 * tol * tr.best_primal)
+            if complete:
+                target = 0.5 * tol * min(tr.best_primal, C)
+            everyone = np.flatnonzero(ws.cnt > 0)
+            active = everyone
+            gaps = np.zeros(n)
+            for _ in range(max_passes):
+                gaps[active] = 0.0
+                _block_pass(
+                    rng.permutation(active), w, L, ws.arrays(), Cn, 100, 1e-3 * tol * Cn, gaps
+                )
+                if gaps[active].sum() <= target:
+                    if len(active) < len(everyone):  # unshrink and re-check everything
+                        active = everyone
+                        continue
+                    _ws_hinge(w, L, ws.arrays(), wsh)
+                    dual = float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w)
+                    ws_primal = 0.5 * float(w @ w) + Cn * float(wsh.sum())
+                    if complete:
+                        target = 0.5 * tol * ws_primal
+                    if ws_primal - dual <= target:
+                        break
+                # shrinking: drop examples that are optimal with all multipliers at zero
+                keep = (gaps[active] > 1e-3 * target / max(len(active), 1)) | (
+                    ws.alpha[active].sum(axis=1) > 0
+                )
+                active = active[keep]
+                if len(active) == 0:
                     active = everyone
-                    continue
-                _ws_hinge(w, L, ws.arrays(), wsh)
-                dual = float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w)
-                ws_primal = 0.5 * float(w @ w) + Cn * float(wsh.sum())
-                if complete:
-                    target = 0.5 * tol * ws_primal
-                if ws_primal - dual <= target:
-                    break
-            # shrinking: drop examples that are optimal with all multipliers at zero
-            keep = (gaps[active] > 1e-3 * target / max(len(active), 1)) | (
-                ws.alpha[active].sum(axis=1) > 0
-            )
-            active = active[keep]
-            if len(active) == 0:
-                active = everyone
-        tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
-        t_inner += time.perf_counter() - t1
-        if tr.record(
-            it,
-            n_constraints=int(ws.cnt.sum()),
-            n_added=int(added),
-            t_oracle=t_oracle,
-            t_inner=t_inner,
-        ):
-            break
+            tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
+            t_inner += time.perf_counter() - t1
+            if tr.record(
+                it,
+                n_constraints=int(ws.cnt.sum()),
+                n_added=int(added),
+                t_oracle=t_oracle,
+                t_inner=t_inner,
+            ):
+                break
     return tr.result(w, n_constraints=int(ws.cnt.sum()))

@@ -100,27 +100,28 @@ def fit_subgradient(
         tr.n_oracle += 1
         tr.offer_primal(model.objective(v, C, rescaled_hinge(loss, margin, rescaling)), v)
 
-    for it in range(max_iter):
-        if stochastic:
-            t, dsum = _sgd_epoch(rng.permutation(n), t, w, wavg, lam, layout, slack, averaging)
-            delta_sum += dsum
-            evaluate(w)
-            if averaging:
-                evaluate(wavg)
-            tr.offer_dual(C * delta_sum / t - 0.5 * float(w @ w))
-        else:
-            labels, loss, margin = model.loss_augmented(w, rescaling)
-            tr.n_oracle += 1
-            tr.offer_primal(model.objective(w, C, rescaled_hinge(loss, margin, rescaling)), w)
-            if averaging and it > 0:
-                evaluate(wavg)
-            t += 1
-            coef = (loss if slack else np.ones(n)) / n
-            w = (1.0 - 1.0 / t) * w + model.plane(labels, coef) / (lam * t)
-            delta_sum += float(loss.mean())
-            if averaging:
-                wavg += 2.0 / (t + 1.0) * (w - wavg)
-            tr.offer_dual(C * delta_sum / t - 0.5 * float(w @ w))
-        if tr.record(it, step=t):
-            break
+    with tr.interruptible():
+        for it in range(max_iter):
+            if stochastic:
+                t, dsum = _sgd_epoch(rng.permutation(n), t, w, wavg, lam, layout, slack, averaging)
+                delta_sum += dsum
+                evaluate(w)
+                if averaging:
+                    evaluate(wavg)
+                tr.offer_dual(C * delta_sum / t - 0.5 * float(w @ w))
+            else:
+                labels, loss, margin = model.loss_augmented(w, rescaling)
+                tr.n_oracle += 1
+                tr.offer_primal(model.objective(w, C, rescaled_hinge(loss, margin, rescaling)), w)
+                if averaging and it > 0:
+                    evaluate(wavg)
+                t += 1
+                coef = (loss if slack else np.ones(n)) / n
+                w = (1.0 - 1.0 / t) * w + model.plane(labels, coef) / (lam * t)
+                delta_sum += float(loss.mean())
+                if averaging:
+                    wavg += 2.0 / (t + 1.0) * (w - wavg)
+                tr.offer_dual(C * delta_sum / t - 0.5 * float(w @ w))
+            if tr.record(it, step=t):
+                break
     return tr.result(w)
