@@ -43,6 +43,10 @@ MULTICLASS = {
     "usps": (["usps/usps.t.bz2"], 256),
     "pendigits": (["pendigits/pendigits.scale", "pendigits/pendigits.scale.t"], 16),
     "mnist1000": (["mnist_subset/mnist1000.scale"], 784),
+    "wine": (["wine/wine.scale"], None),
+    # LIBSVM's vowel.scale: the Deterding training file (528 rows) scaled to [-1, 1];
+    # "vowel" below is the CSV train + test split with raw features
+    "vowel_scale": (["vowel/vowel.scale"], 10),
 }
 
 
@@ -137,6 +141,19 @@ def write_result(path, payload: dict) -> Path:
     out = {"provenance": provenance(), **payload}
     path.write_text(json.dumps(out, indent=1, default=_jsonable) + "\n")
     return path
+
+
+def read_result(path) -> dict:
+    """A result file's payload without its ``provenance`` block ({} if there is no file),
+    for scripts that merge the results of several invocations into one file."""
+    path = Path(path)
+    if not path.is_absolute():
+        path = ROOT / path
+    if not path.exists():
+        return {}
+    out = json.loads(path.read_text())
+    out.pop("provenance", None)
+    return out
 
 
 def _jsonable(x):

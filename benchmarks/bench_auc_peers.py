@@ -9,28 +9,25 @@ Same data, positive class and 50/25/25 splits as benchmarks/bench_auc_table1.py.
 * RankSVM (linear, bipartite = AUC hinge), C on validation AUC from {0.1, 1, 10, 100, 1000}.
 
 Reports mean ± std test AUC and the fit time of the chosen model; all in one process, one
-thread each.  Usage (repository root):
-    .venv/bin/python benchmarks/bench_auc_peers.py [--datasets wine ...] [--repeats 5]
+thread each.  Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_auc_peers.py [--data-dir ../shared/data]
+        [--datasets wine ...] [--repeats 5] [--out benchmarks/results/auc_peers.json]
 Writes benchmarks/results/auc_peers.json and prints a markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from _common import DEFAULT_DATA, write_result
+from bench_auc_table1 import PAPER, binary_split, load
 from maxmargin import RankSVM, StructBoostRanker
 from maxmargin.metrics import auc
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_auc_table1 import PAPER, binary_split, load  # noqa: E402
 
 
 def choose(make, grid, parts):
@@ -60,10 +57,10 @@ def _scores(model, X):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--datasets", nargs="+", default=list(PAPER))
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/auc_peers.json")
+    ap.add_argument("--out", default="benchmarks/results/auc_peers.json")
     args = ap.parse_args(argv)
     import lightgbm as lgb
 
@@ -90,7 +87,7 @@ def main(argv=None):
             [0.1, 1, 10, 100, 1000],
         ),
     }
-    results = {"protocol": vars(args) | {"data_dir": str(args.data_dir), "out": str(args.out)}}
+    results = {"protocol": vars(args) | {"data_dir": str(args.data_dir)}}
     results["datasets"] = {}
     for name in args.datasets:
         X, y = load(args.data_dir, name)
@@ -107,8 +104,7 @@ def main(argv=None):
             for m, rs in runs.items()
         )
         print(f"{name}: {line}", flush=True)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1))
+        write_result(args.out, results)
     print(table(results, list(models)))
 
 

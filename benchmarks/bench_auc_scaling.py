@@ -5,8 +5,9 @@ Synthetic binary data (20 Gaussian features, a non-linear positive region with n
 into weak-learner search, LP master and ranking oracle, the number of pairs |S| (the rows the
 m-slack form would need), and training AUC.  Exact stumps and histogram stumps.
 
-Usage (repository root):
+Usage (from the repository root):
     .venv/bin/python benchmarks/bench_auc_scaling.py [--n 10000 100000 1000000]
+        [--weak stump hist_stump] [--max-iter 50] [--out benchmarks/results/auc_scaling.json]
 Writes benchmarks/results/auc_scaling.json.
 """
 
@@ -15,14 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
+from _common import write_result
 from maxmargin import StructBoostRanker
 from maxmargin.metrics import auc
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
@@ -30,7 +29,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--weak", nargs="+", default=["stump", "hist_stump"])
     ap.add_argument("--max-iter", type=int, default=50)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/auc_scaling.json")
+    ap.add_argument("--out", default="benchmarks/results/auc_scaling.json")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     rows = []
@@ -56,12 +55,7 @@ def main(argv=None):
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(
-                json.dumps(
-                    {"protocol": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1
-                )
-            )
+            write_result(args.out, {"protocol": vars(args), "rows": rows})
     print("| n | weak | pairs | fit (s) | weak (s) | master (s) | oracle (s) | train AUC |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

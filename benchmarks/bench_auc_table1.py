@@ -33,21 +33,15 @@ prints a markdown table and, with --figure, writes docs/img/auc_objective_time.p
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 
+from _common import DEFAULT_DATA, ROOT, load_multiclass, write_result
+from bench_multiclass_table2 import split
 from maxmargin import StructBoostRanker
 from maxmargin.metrics import auc
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_multiclass_table2 import load_pooled, split  # noqa: E402
 
 FORMULATIONS = ("m-slack", "1-slack")  # the paper's row order
 
@@ -89,11 +83,8 @@ PAPER = {
 
 
 def load(data_dir: Path, name: str):
-    """All labelled rows of a multi-class data set (wine is not in load_pooled)."""
-    if name == "wine":
-        X, y = load_svmlight_file(str(data_dir / "multiclass" / "wine" / "wine.scale"))
-        return X.toarray(), y
-    return load_pooled(data_dir, name)
+    """All labelled rows of a multi-class data set (train and test files pooled)."""
+    return load_multiclass(data_dir, name)
 
 
 def n_pairs(yb) -> int:
@@ -182,18 +173,9 @@ def binary_split(X, y, positive, seed):
     )
 
 
-def git_state():
-    def git(*a):
-        return subprocess.run(
-            ["git", "-C", str(ROOT), *a], capture_output=True, text=True
-        ).stdout.strip()
-
-    return git("rev-parse", "--short", "HEAD"), bool(git("status", "--porcelain", "--", "src"))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--datasets", nargs="+", default=list(PAPER))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--max-iter", type=int, default=200)
@@ -217,29 +199,24 @@ def main(argv=None):
     ap.add_argument(
         "--figure-out", type=Path, default=ROOT / "docs" / "img" / "auc_objective_time.png"
     )
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/auc_table1.json")
+    ap.add_argument("--out", default="benchmarks/results/auc_table1.json")
     args = ap.parse_args(argv)
     unknown = set(args.datasets) - set(PAPER)
     if unknown:
         ap.error(f"unknown data sets {sorted(unknown)}; choose from {list(PAPER)}")
 
-    commit, dirty = git_state()
     results = {
         "protocol": vars(args)
         | {
             "data_dir": str(args.data_dir),
-            "out": str(args.out),
             "figure_out": str(args.figure_out),
             "positive_class": "np.unique(y)[0] (smallest label), all other classes negative",
         },
-        "commit": commit,
-        "src_dirty": dirty,
         "datasets": {},
     }
 
     def save():
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1))
+        write_result(args.out, results)
 
     if args.figure:
         results["figure"] = figure_fits(args)

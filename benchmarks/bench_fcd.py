@@ -6,8 +6,12 @@ B. Same weak learners for everybody (the final working set of the L-BFGS-B run, 
    w = 0): time for FCD (eps from 1e-1 down to 1e-5) and L-BFGS-B to reach the
    L-BFGS-B optimum.
 
-Usage: python benchmarks/bench_fcd.py [--iters 100] [--datasets vowel usps pendigits]
-Writes benchmarks/results/fcd.json and docs/img/multiboost_fcd.png.
+Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_fcd.py [--data-dir ../shared/data] [--iters 100]
+        [--extra 2] [--datasets vowel usps pendigits] [--solvers FCD-1 FCD-2 FCD-5 L-BFGS-B]
+        [--out benchmarks/results/fcd.json] [--plot docs/img/multiboost_fcd.png]
+Data and splits of benchmarks/bench_multiclass_boosting.py.  Merges its data sets into
+--out (each entry stamped with the run that wrote it) and draws --plot.
 """
 
 from __future__ import annotations
@@ -18,17 +22,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small BLAS calls: threads 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
+from _common import DEFAULT_DATA, ROOT, provenance, read_result, write_result
 from bench_multiclass_boosting import load_dataset
 from maxmargin.learners.multiboost import MultiBoostCW
 from maxmargin.solvers.fcd import ExpLossMaster
 
-ROOT = Path(__file__).resolve().parents[1]
 C = 1e4
 SOLVERS = {
     "FCD-1": dict(solver="fcd", tau_max=1),
@@ -61,8 +64,9 @@ def lbfgs_solve(mp):
     return time.perf_counter() - t, mp.objective()
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument(
         "--extra",
@@ -72,12 +76,12 @@ def main():
     )
     ap.add_argument("--datasets", nargs="+", default=["vowel", "usps", "pendigits"])
     ap.add_argument("--solvers", nargs="+", default=DEFAULT, choices=list(SOLVERS))
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/fcd.json"))
-    args = ap.parse_args()
-    out = Path(args.out)
-    results = json.loads(out.read_text()) if out.exists() else {}
+    ap.add_argument("--out", default="benchmarks/results/fcd.json")
+    ap.add_argument("--plot", type=Path, default=ROOT / "docs/img/multiboost_fcd.png")
+    args = ap.parse_args(argv)
+    results = read_result(args.out)
     for ds in args.datasets:
-        Xtr, ytr, _, _ = load_dataset(ds)
+        Xtr, ytr, _, _ = load_dataset(ds, data_dir=args.data_dir)
         res = results.setdefault(
             ds,
             {
@@ -88,6 +92,7 @@ def main():
                 "column_generation": {},
             },
         )
+        res["provenance"] = provenance()  # of the run that last wrote this entry
         fits = {}
         for name in args.solvers:
             kw = SOLVERS[name]
@@ -134,7 +139,7 @@ def main():
         res["cg_time_to_lbfgs_final_objective"] = speed
         for name, r in speed.items():
             print(f"   {name}: {r}", flush=True)
-        Path(args.out).write_text(json.dumps(results, indent=1))
+        write_result(args.out, results)
         if "L-BFGS-B" not in fits:
             continue
         # B: one master problem on fixed weak learners
@@ -170,8 +175,8 @@ def main():
             ),
             flush=True,
         )
-        Path(args.out).write_text(json.dumps(results, indent=1))
-    plot(results, ROOT / "docs/img/multiboost_fcd.png")
+        write_result(args.out, results)
+    plot(results, args.plot)
 
 
 def plot(results, path):

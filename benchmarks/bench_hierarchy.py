@@ -16,44 +16,42 @@ Methods (decision stumps everywhere, equal stump budget T = --max-iter):
   LightGBM           stumps (num_leaves=2), T // K rounds of K stumps = T stumps;
                      learning rate on {0.1, 0.3, 1.0}
 
-Usage:
-  python benchmarks/bench_hierarchy.py [--data-dir ../shared/data] [--datasets glass ...]
-      [--repeats 5] [--max-iter 100] [--max-total N] [--methods ...] [--tag SUFFIX]
-      [--out benchmarks/results/hierarchy.json]
-Results of several invocations (one per data set) are merged into the output JSON.
+Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_hierarchy.py [--data-dir ../shared/data]
+        [--datasets glass ...] [--repeats 5] [--max-iter 100] [--max-total N]
+        [--methods ...] [--tag SUFFIX] [--out benchmarks/results/hierarchy.json]
+Results of several invocations (one per data set) are merged into the output JSON, each
+data-set entry stamped with the run that wrote it.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import train_test_split
 
+from _common import DEFAULT_DATA, ROOT, load_multiclass, provenance, read_result, write_result
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.tasks.classification import MultiClassTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask
 from maxmargin.tasks.taxonomy import Taxonomy
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = {  # name -> (files under multiclass/, taxonomy file, n_features)
-    "glass": (["glass/glass.scale"], "glass.json", 9),
-    "glass_float": (["glass/glass.scale"], "glass_float.json", 9),
-    "satimage": (["satimage/satimage.scale", "satimage/satimage.scale.t"], "satimage.json", 36),
-    "segment": (["segment/segment.scale"], "segment.json", 19),
+DATA = {  # name -> (multi-class set of _common, taxonomy file); train and test files pooled
+    "glass": ("glass", "glass.json"),
+    "glass_float": ("glass", "glass_float.json"),
+    "satimage": ("satimage", "satimage.json"),
+    "segment": ("segment", "segment.json"),
 }
 
 
 def load(data_dir: Path, name: str, max_total: int | None, seed: int = 0):
-    files, tax_file, d = DATA[name]
-    parts = [load_svmlight_file(str(data_dir / "multiclass" / f), n_features=d) for f in files]
-    X = np.vstack([p[0].toarray() for p in parts])
-    y = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    data, tax_file = DATA[name]
+    X, y = load_multiclass(data_dir, data)
+    y = y.astype(np.int64)
     if max_total is not None and len(y) > max_total:  # stratified subsample, fixed seed
         X, _, y, _ = train_test_split(X, y, train_size=max_total, stratify=y, random_state=seed)
     return X, y, Taxonomy.from_json(ROOT / "benchmarks" / "taxonomies" / tax_file)
@@ -182,9 +180,9 @@ def methods(tax, K, T, args, extra):
     return out
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument(
         "--datasets", nargs="+", default=["glass", "satimage", "segment"], choices=sorted(DATA)
     )
@@ -201,14 +199,13 @@ def main():
     )
     ap.add_argument("--methods", nargs="+", default=None, help="subset of method names")
     ap.add_argument("--tag", default="", help="suffix of the result keys (e.g. '_n3000')")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "hierarchy.json"))
-    args = ap.parse_args()
+    ap.add_argument("--out", default="benchmarks/results/hierarchy.json")
+    args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", category=UserWarning)
     extra = optional_learners()
-    out_path = Path(args.out)
-    results = json.loads(out_path.read_text()) if out_path.exists() else {"datasets": {}}
+    results = read_result(args.out) or {"datasets": {}}
     for name in args.datasets:
-        X, y, tax = load(Path(args.data_dir), name, args.max_total)
+        X, y, tax = load(args.data_dir, name, args.max_total)
         K = len(np.unique(y))
         meths = methods(tax, K, args.max_iter, args, extra)
         if args.methods:
@@ -239,6 +236,7 @@ def main():
             for m, v in runs.items()
         }
         results["datasets"][name + args.tag] = {
+            "provenance": provenance(),
             "n": len(y),
             "n_features": int(X.shape[1]),
             "n_classes": K,
@@ -259,8 +257,7 @@ def main():
                 f"  {m:18s} 0/1 {s['zero_one'][0]:.3f}±{s['zero_one'][1]:.3f}  "
                 f"tree {s['tree'][0]:.3f}±{s['tree'][1]:.3f}"
             )
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(json.dumps(results, indent=1) + "\n")
+        write_result(args.out, results)
 
 
 if __name__ == "__main__":

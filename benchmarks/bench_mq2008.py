@@ -1,9 +1,11 @@
 """RankSVM and StructBoostRanker vs LightGBM lambdarank on LETOR 4.0 MQ2008 (5 folds),
 NDCG@10 and MAP.
 
-Usage: python benchmarks/bench_mq2008.py [--data-dir ../shared/data] [--folds 1 2 3 4 5]
-    [--models ranksvm structboost lightgbm] [--sb-grid 10 100] [--sb-iter 200]
-    [--sb-rescalings unit margin]
+Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_mq2008.py [--data-dir ../shared/data]
+        [--folds 1 2 3 4 5] [--models ranksvm structboost lightgbm] [--grid 0.1 1 10 100]
+        [--sb-grid 10 100] [--sb-iter 200] [--sb-rescalings unit margin]
+        [--out benchmarks/results/mq2008.json]
 Writes benchmarks/results/mq2008.json (--out).  C is chosen per fold on the validation
 subset (NDCG@10) from a small grid.  StructBoostRanker: 1-slack, stumps, pairs inside each
 query (complete graph over relevance grades), eq. (14) "unit" hinge or margin rescaling.
@@ -20,11 +22,11 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
+from _common import DEFAULT_DATA, write_result
 from maxmargin.learners.ranksvm import RankSVM
 from maxmargin.learners.structboost_ranker import StructBoostRanker
 from maxmargin.metrics import mean_average_precision, ndcg_at_k
 
-ROOT = Path(__file__).resolve().parents[1]
 FOLDS = {
     1: ([1, 2, 3], 4, 5),
     2: ([2, 3, 4], 5, 1),
@@ -62,9 +64,9 @@ SB_MODELS = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     ap.add_argument("--grid", type=float, nargs="+", default=[0.1, 1.0, 10.0, 100.0])
     ap.add_argument("--models", nargs="+", default=["ranksvm", "structboost", "lightgbm"])
@@ -73,9 +75,9 @@ def main():
     ap.add_argument(
         "--sb-rescalings", nargs="+", default=["unit", "margin"], choices=["unit", "margin"]
     )
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mq2008.json"))
-    args = ap.parse_args()
-    d = Path(args.data_dir) / "ranking" / "MQ2008"
+    ap.add_argument("--out", default="benchmarks/results/mq2008.json")
+    args = ap.parse_args(argv)
+    d = args.data_dir / "ranking" / "MQ2008"
     subsets = {i: load_subset(d, i) for i in range(1, 6)}
     results = {
         "folds": {},
@@ -178,8 +180,7 @@ def main():
         for n in names
     }
     print(json.dumps(results["mean"], indent=1))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=1))
+    write_result(args.out, results)
 
 
 if __name__ == "__main__":

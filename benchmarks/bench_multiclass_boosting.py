@@ -4,8 +4,13 @@ CW (MultiBoost-cw, FCD), CW-1 (stage-wise, C = 1e8), MultiBoost (shared, L-BFGS-
 AdaBoost.ECC, AdaBoost.MH, AdaBoost.MO (time-capped as in the paper) and LightGBM with
 stumps at the same stump budget (K trees of 2 leaves per round = K stumps, as CW).
 
-Usage: python benchmarks/bench_multiclass_boosting.py [--iters 200] [--datasets ...]
-Writes benchmarks/results/multiclass_boosting.json and docs/img/multiboost_error.png.
+Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_multiclass_boosting.py [--data-dir ../shared/data]
+        [--iters 200] [--max-time 120] [--datasets vowel usps pendigits mnist1000]
+        [--methods CW ...] [--select-C] [--timing-repeats 5]
+        [--out benchmarks/results/multiclass_boosting.json] [--plot docs/img/multiboost_error.png]
+Merges its data sets into --out (each entry stamped with the run that wrote it) and draws
+--plot.
 """
 
 from __future__ import annotations
@@ -16,39 +21,30 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small BLAS calls: threads 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # single-threaded, like LightGBM below
 
 import argparse
-import bz2
-import json
 import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import train_test_split
 
+from _common import DEFAULT_DATA, ROOT, load_multiclass, provenance, read_result, write_result
 from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH, AdaBoostMO
 from maxmargin.learners.multiboost import MultiBoost, MultiBoostCW
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("MAXMARGIN_DATA", ROOT.parent / "shared" / "data")) / "multiclass"
 
-
-def load_dataset(name: str, seed: int = 0):
+def load_dataset(name: str, seed: int = 0, data_dir: Path = DEFAULT_DATA):
     """Train/test split used in the benchmarks (75/25 random split unless a test file exists)."""
     if name == "pendigits":
-        Xtr, ytr = load_svmlight_file(str(DATA / "pendigits/pendigits.scale"), n_features=16)
-        Xte, yte = load_svmlight_file(str(DATA / "pendigits/pendigits.scale.t"), n_features=16)
-        return Xtr.toarray(), ytr.astype(int), Xte.toarray(), yte.astype(int)
-    if name == "usps":  # only the LIBSVM test file is available: split it
-        with bz2.open(DATA / "usps/usps.t.bz2") as fh:
-            X, y = load_svmlight_file(fh, n_features=256)
-    elif name == "vowel":  # vowel.scale = ESL vowel.train scaled to [-1, 1]
-        X, y = load_svmlight_file(str(DATA / "vowel/vowel.scale"), n_features=10)
-    elif name == "mnist1000":
-        X, y = load_svmlight_file(str(DATA / "mnist_subset/mnist1000.scale"), n_features=784)
-    else:
+        Xtr, ytr, Xte, yte = load_multiclass(data_dir, name, split="official")
+        return Xtr, ytr.astype(int), Xte, yte.astype(int)
+    # usps: only the LIBSVM test file is available, split it; vowel: LIBSVM's vowel.scale
+    # (ESL vowel.train scaled to [-1, 1])
+    sets = {"usps": "usps", "vowel": "vowel_scale", "mnist1000": "mnist1000"}
+    if name not in sets:
         raise ValueError(name)
+    X, y = load_multiclass(data_dir, sets[name])
     Xtr, Xte, ytr, yte = train_test_split(
-        X.toarray(), y.astype(int), test_size=0.25, random_state=seed, stratify=y
+        X, y.astype(int), test_size=0.25, random_state=seed, stratify=y
     )
     return Xtr, ytr, Xte, yte
 
@@ -107,8 +103,9 @@ def run_lightgbm(Xtr, ytr, Xte, yte, T):
     }
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--max-time", type=float, default=120.0)
     ap.add_argument("--datasets", nargs="+", default=["vowel", "usps", "pendigits", "mnist1000"])
@@ -124,16 +121,17 @@ def main():
         action="store_true",
         help="pick CW's C in 1e2..1e5 on a hold-out quarter of the training set",
     )
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/multiclass_boosting.json"))
-    args = ap.parse_args()
-    out = Path(args.out)
-    results = json.loads(out.read_text()) if out.exists() else {}
+    ap.add_argument("--out", default="benchmarks/results/multiclass_boosting.json")
+    ap.add_argument("--plot", type=Path, default=ROOT / "docs/img/multiboost_error.png")
+    args = ap.parse_args(argv)
+    results = read_result(args.out)
     for ds in args.datasets:
-        Xtr, ytr, Xte, yte = load_dataset(ds)
+        Xtr, ytr, Xte, yte = load_dataset(ds, data_dir=args.data_dir)
         K = len(np.unique(ytr))
         res = results.setdefault(
             ds, {"n_train": len(ytr), "n_test": len(yte), "K": K, "d": Xtr.shape[1]}
         )
+        res["provenance"] = provenance()  # of the run that last wrote this entry
         C_cw = res.get("CW", {}).get("C") or 1e4
         if args.select_C and (not args.methods or "CW" in args.methods):
             C_cw, errs = select_C(Xtr, ytr, args.iters)
@@ -177,8 +175,8 @@ def main():
             )
         if args.timing_repeats:
             timing(res, Xtr, ytr, args, C_cw)
-        out.write_text(json.dumps(results, indent=1))
-    plot(results, ROOT / "docs/img/multiboost_error.png")
+        write_result(args.out, results)
+    plot(results, args.plot)
 
 
 def timing(res, Xtr, ytr, args, C_cw):

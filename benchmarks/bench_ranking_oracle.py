@@ -1,33 +1,31 @@
 """Time of the most-violated-constraint oracle vs n (Blaschko et al., GCPR 2014).
 
-Usage:
-    python benchmarks/bench_ranking_oracle.py [--max-exp 7] [--brute-max-exp 4] [--repeats 3]
-    python benchmarks/bench_ranking_oracle.py --memory 50000000   # peak RSS of a short fit
+Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_ranking_oracle.py [--min-exp 3] [--max-exp 7]
+        [--brute-max-exp 4] [--repeats 3] [--out benchmarks/results/ranking_oracle.json]
+        [--plot docs/img/ranking_oracle.png]
+    .venv/bin/python benchmarks/bench_ranking_oracle.py --memory 50000000  # peak RSS of a fit
 
 Synthetic data: losses uniform on [0, 1) rounded to 1e-6 (some ties), scores
 standard normal, complete preference graph.  Times are the best of ``repeats``
 calls of ``PreferenceGraph.most_violated`` (includes sorting the scores); the
 one-off preparation (sorting the losses, building the recursion tree) is
 reported separately.  Writes benchmarks/results/ranking_oracle.json and
-docs/img/ranking_oracle.png.
+docs/img/ranking_oracle.png; ``--memory`` writes ranking_memory.json next to ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from _common import ROOT, write_result
 from maxmargin.inference.ranking import PreferenceGraph, brute_force_constraint
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def best_of(f, repeats):
@@ -63,21 +61,20 @@ def memory_run(n, d=6, iters=2):
     }
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--min-exp", type=int, default=3)
     ap.add_argument("--max-exp", type=int, default=7)
     ap.add_argument("--brute-max-exp", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--memory", type=int, default=0, help="run only the peak-RSS fit at this n")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "ranking_oracle.json"))
+    ap.add_argument("--out", default="benchmarks/results/ranking_oracle.json")
     ap.add_argument("--plot", default=str(ROOT / "docs" / "img" / "ranking_oracle.png"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.memory:
         res = memory_run(args.memory)
         print(json.dumps(res))
-        out = Path(args.out).with_name("ranking_memory.json")
-        out.write_text(json.dumps(res, indent=1))
+        write_result(Path(args.out).with_name("ranking_memory.json"), res)
         return
     rng = np.random.default_rng(0)
     # compile outside the timings
@@ -105,15 +102,7 @@ def main():
                 )
         print(json.dumps(row), flush=True)
         rows.append(row)
-    info = {
-        "machine": platform.processor() or platform.machine(),
-        "python": sys.version.split()[0],
-        "cpus_load": subprocess.run(
-            ["cat", "/proc/loadavg"], capture_output=True, text=True
-        ).stdout.strip(),
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"info": info, "rows": rows}, indent=1))
+    write_result(args.out, {"rows": rows})  # machine, Python and load: in the provenance
 
     import matplotlib
 

@@ -7,34 +7,29 @@ ours (ours is the maximum, so it is >= sklearn's Gini stump).  Each size is time
 same run on the same machine; ``prepare`` (sorting / binning, once per boosting fit) is
 reported apart from ``best`` (one search, once per boosting iteration).
 
-Usage: python benchmarks/bench_stump_search.py [--data-dir /work/shared/data] [--quick]
-Writes benchmarks/results/stump_search.json and prints a markdown table.
+Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_stump_search.py [--data-dir ../shared/data] [--quick]
+        [--out benchmarks/results/stump_search.json]
+Writes benchmarks/results/stump_search.json (with --quick, one small synthetic size, only
+--out if given) and prints a markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 from sklearn.tree import DecisionTreeClassifier
 
+from _common import DEFAULT_DATA, load_multiclass, write_result
 from maxmargin.weak import DecisionStump, HistogramStump
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def mnist_tiled(data_dir: Path, n: int) -> np.ndarray:
-    X, _ = load_svmlight_file(
-        str(data_dir / "multiclass/mnist_subset/mnist1000.scale"), n_features=784
-    )
-    X = X.toarray()
+    X, _ = load_multiclass(data_dir, "mnist1000")
     return np.tile(X, (int(np.ceil(n / X.shape[0])), 1))[:n]
 
 
@@ -85,11 +80,12 @@ def bench_case(name, X, rng, repeat_sk):
     return row
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
+    ap.add_argument("--out", default=None, help="default benchmarks/results/stump_search.json")
+    args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     sizes = [(6000, 784), (60000, 784)] if not args.quick else [(2000, 100)]
     rows = []
@@ -98,21 +94,10 @@ def main():
         X = rng.standard_normal((n, d))
         rows.append(bench_case("synthetic gaussian", X, rng, repeat))
         if d == 784:
-            rows.append(
-                bench_case("mnist1000 tiled", mnist_tiled(Path(args.data_dir), n), rng, repeat)
-            )
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "log", "-1", "--format=%h"], capture_output=True, text=True
-    ).stdout.strip()
-    out = {
-        "commit": commit,
-        "machine": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "rows": rows,
-    }
-    path = ROOT / "benchmarks/results/stump_search.json"
-    if not args.quick:
-        path.write_text(json.dumps(out, indent=1))
+            rows.append(bench_case("mnist1000 tiled", mnist_tiled(args.data_dir, n), rng, repeat))
+    out = args.out or (None if args.quick else "benchmarks/results/stump_search.json")
+    if out:
+        write_result(out, {"rows": rows})  # commit and machine: in the provenance
     print(
         "| data | n x d | sklearn fit | exact best (prep) | hist best (prep) | "
         "speed-up exact / hist | exact S=10 | gain ours / sklearn |"

@@ -9,27 +9,27 @@ A truncated loop (``max_cp_rounds``) only stops once the master's relative gap i
   final polish included, at about the same wall time; the objective reached.
 
 Data: satimage and pendigits train files (tested on their .t files), usps (its 2007-row file,
-70/30 split).  Usage (repository root):
-    .venv/bin/python benchmarks/bench_truncate_gap.py [--gaps 0.05 0.1] [--iters 60]
+70/30 split).  Usage (from the repository root):
+    .venv/bin/python benchmarks/bench_truncate_gap.py [--data-dir ../shared/data]
+        [--datasets satimage pendigits usps] [--gaps 0.05 0.1] [--iters 60]
+        [--out benchmarks/results/truncate_gap.json]
 Writes benchmarks/results/truncate_gap.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import train_test_split
 
+from _common import DEFAULT_DATA, load_multiclass, write_result
 from maxmargin.solvers.column_generation import TRUNCATE_GAP, fit_structboost
 from maxmargin.tasks import MultiClassTask
 from maxmargin.weak import DecisionStump
 
-ROOT = Path(__file__).resolve().parents[1]
 # max_time per (data set, gap) that makes the two settings end together (polish included)
 BUDGETS = {
     "satimage": {0.05: 7.6, 0.1: 6.0},
@@ -39,13 +39,12 @@ BUDGETS = {
 
 
 def load(data_dir: Path, name: str):
-    mc = data_dir / "multiclass"
+    """(Xtr, Xte, ytr, yte): the set's own train / test files, usps a 70/30 split."""
     if name == "usps":
-        X, y = load_svmlight_file(str(mc / "usps/usps.t.bz2"), n_features=256)
-        return train_test_split(X.toarray(), y, train_size=0.7, random_state=0, stratify=y)
-    X, y = load_svmlight_file(str(mc / f"{name}/{name}.scale"))
-    Xt, yt = load_svmlight_file(str(mc / f"{name}/{name}.scale.t"), n_features=X.shape[1])
-    return X.toarray(), Xt.toarray(), y, yt
+        X, y = load_multiclass(data_dir, name)
+        return train_test_split(X, y, train_size=0.7, random_state=0, stratify=y)
+    Xtr, ytr, Xte, yte = load_multiclass(data_dir, name, split="official")
+    return Xtr, Xte, ytr, yte
 
 
 def run(gap, Xtr, Xte, ytr, yte, max_iter, max_time):
@@ -79,36 +78,34 @@ def run(gap, Xtr, Xte, ytr, yte, max_iter, max_time):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--datasets", nargs="+", default=list(BUDGETS))
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.1])
     ap.add_argument("--iters", type=int, default=60)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/truncate_gap.json")
+    ap.add_argument("--out", default="benchmarks/results/truncate_gap.json")
     args = ap.parse_args(argv)
     default = TRUNCATE_GAP
-    results = {"protocol": vars(args) | {"data_dir": str(args.data_dir), "out": str(args.out)}}
+    results = {"protocol": vars(args) | {"data_dir": str(args.data_dir)}}
     results["default_gap"] = default
     results["datasets"] = {}
-    if True:
-        for name in args.datasets:
-            parts = load(args.data_dir, name)
-            rows = {"equal_iterations": [], "equal_time": []}
-            for gap in args.gaps:
-                rows["equal_iterations"].append(run(gap, *parts, args.iters, None))
-                budget = BUDGETS.get(name, {}).get(gap)
-                if budget is not None:
-                    rows["equal_time"].append(run(gap, *parts, 100_000, budget))
-            results["datasets"][name] = rows
-            for kind, rs in rows.items():
-                for r in rs:
-                    print(
-                        f"{name} {kind} gap {r['gap']}: {r['wall_s']:.1f} s, "
-                        f"{r['iterations']} iterations, objective {r['objective']:.3f}, "
-                        f"test error {r['test_error']:.4f}, {r['cp_rounds']} rounds",
-                        flush=True,
-                    )
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(results, indent=1))
+    for name in args.datasets:
+        parts = load(args.data_dir, name)
+        rows = {"equal_iterations": [], "equal_time": []}
+        for gap in args.gaps:
+            rows["equal_iterations"].append(run(gap, *parts, args.iters, None))
+            budget = BUDGETS.get(name, {}).get(gap)
+            if budget is not None:
+                rows["equal_time"].append(run(gap, *parts, 100_000, budget))
+        results["datasets"][name] = rows
+        for kind, rs in rows.items():
+            for r in rs:
+                print(
+                    f"{name} {kind} gap {r['gap']}: {r['wall_s']:.1f} s, "
+                    f"{r['iterations']} iterations, objective {r['objective']:.3f}, "
+                    f"test error {r['test_error']:.4f}, {r['cp_rounds']} rounds",
+                    flush=True,
+                )
+        write_result(args.out, results)
 
 
 if __name__ == "__main__":
