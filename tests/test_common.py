@@ -139,3 +139,33 @@ def test_ctrl_c_keeps_the_model_of_the_last_completed_iteration(est, tmp_path):
     maxmargin.save(est.set_params(callback=None), path)
     for a, b in zip(_outputs(maxmargin.load(path), X), out):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("cls", [StructBoostRanker, RankSVM])
+def test_ranker_trained_with_groups_needs_groups_to_score(cls, tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(float)
+    group = np.repeat(np.arange(4), 10)
+    est = cls(max_iter=10).fit(X, y, group=group)
+    est.score(X, y, group=group)
+    with pytest.raises(ValueError, match="pass group"):
+        est.score(X, y)
+    back = maxmargin.load(maxmargin.save(est, tmp_path / "r.npz"))
+    with pytest.raises(ValueError, match="pass group"):
+        back.score(X, y)
+    bad = group.astype(float)
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        cls(max_iter=10).fit(X, y, group=bad)
+    cls(max_iter=10).fit(X, y).score(X, y)  # trained without groups: fine without
+
+
+def test_feature_names_survive_save_load(tmp_path):
+    pd = pytest.importorskip("pandas")
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    est = StructBoostClassifier(max_iter=5, random_state=0).fit(X, y)
+    back = maxmargin.load(maxmargin.save(est, tmp_path / "m.npz"))
+    assert list(back.feature_names_in_) == list(X.columns)
+    with pytest.raises(ValueError, match="feature names"):
+        back.predict(pd.DataFrame(X[X.columns[::-1]]))

@@ -160,3 +160,29 @@ MAX_TIME = [None, POSITIVE]
 RANDOM_STATE = [None, numbers.Integral, np.random.RandomState, np.random.Generator]
 VERBOSE = [Interval(int, 0, None, closed="left"), bool]
 CALLBACK = [None, callable]
+
+
+def check_group(group, n_samples: int):
+    """Validated query ids (1-D, one per sample, no NaN) or None."""
+    if group is None:
+        return None
+    group = np.asarray(group)
+    if group.shape != (n_samples,):
+        raise ValueError(f"group has shape {group.shape}, expected ({n_samples},)")
+    if group.dtype.kind == "f" and not np.all(np.isfinite(group)):
+        raise ValueError("group contains NaN or inf: every sample needs a query id")
+    if group.dtype.kind == "O" and any(g is None for g in group):
+        raise ValueError("group contains None: every sample needs a query id")
+    return group
+
+
+def check_score_group(est, group, n_samples: int):
+    """``score(X, y, group)`` of a ranker trained with groups needs the groups too (one
+    big query would compare samples of different queries)."""
+    group = check_group(group, n_samples)
+    if group is None and getattr(est, "grouped_", False):
+        raise ValueError(
+            "this ranker was trained with group (query ids): pass group= to score too, "
+            "or pairs across different queries would be compared"
+        )
+    return group

@@ -230,6 +230,9 @@ def save(model: Any, path: str | os.PathLike[str]) -> Path:
         "meta": dict(meta),
         "arrays": _array_spec(arrays),
     }
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:  # scikit-learn's column-name check survives the round trip
+        document["feature_names_in"] = [str(v) for v in names]
     try:
         # Round-trip through JSON so the checksum covers exactly what load() will see.
         document = json.loads(_canonical_json(document))
@@ -314,9 +317,18 @@ def load(path: str | os.PathLike[str]) -> Any:
     except (ImportError, AttributeError) as exc:
         raise fail(f"model class {name!r} could not be imported: {exc}") from exc
     try:
-        return klass._from_state(document["meta"], arrays)
+        est = klass._from_state(document["meta"], arrays)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise fail(f"could not rebuild {name} from the saved state: {exc!r}") from exc
+    names = document.get("feature_names_in")
+    if names is not None:
+        n = getattr(est, "n_features_in_", None)
+        if not isinstance(names, list) or not all(isinstance(v, str) for v in names):
+            raise fail("feature_names_in must be a list of strings")
+        if n is not None and len(names) != n:
+            raise fail(f"{len(names)} feature names for {n} features")
+        est.feature_names_in_ = np.asarray(names, dtype=object)
+    return est
 
 
 def _read_npz(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -20,6 +20,8 @@ from maxmargin._validation import (
     POSITIVE_INT,
     VERBOSE,
     Options,
+    check_group,
+    check_score_group,
     json_params,
     validate_params,
 )
@@ -161,10 +163,7 @@ class RankSVM(BaseEstimator):
             raise ValueError(f"RankSVM needs at least 2 samples to rank, got {n} sample")
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or inf")
-        if group is not None:
-            group = np.asarray(group)
-            if group.shape != (n,):
-                raise ValueError(f"group has shape {group.shape}, expected ({n},)")
+        group = check_group(group, n)
         pg = PreferenceGraph(self._losses(y), graph=self.graph, group=group, top_k=self.top_k)
         if pg.edges_per_group.sum() == 0:
             raise ValueError("the preference graph has no edges (all losses tied within groups)")
@@ -196,6 +195,7 @@ class RankSVM(BaseEstimator):
         self.dual_objective_ = float(res.dual)
         self.converged_ = bool(res.converged)
         self.n_iter_ = len(res.history)
+        self.grouped_ = group is not None
         return self
 
     def decision_function(self, X):
@@ -213,6 +213,7 @@ class RankSVM(BaseEstimator):
         relevance grades, minus the pairwise ranking risk (eq. 1) when y are
         losses."""
         s = self.decision_function(X)
+        group = check_score_group(self, group, len(s))
         y = np.asarray(y, dtype=np.float64)
         if self.target == "relevance":
             return ndcg_at_k(y, s, k=self.score_k, group=group)
@@ -229,6 +230,7 @@ class RankSVM(BaseEstimator):
             "dual_objective": float(self.dual_objective_),
             "converged": bool(self.converged_),
             "n_iter": int(self.n_iter_),
+            "grouped": bool(self.grouped_),
         }
         return meta, {"coef": self.coef_}
 
@@ -244,6 +246,7 @@ class RankSVM(BaseEstimator):
         est.dual_objective_ = float(meta["dual_objective"])
         est.converged_ = bool(meta["converged"])
         est.n_iter_ = int(meta["n_iter"])
+        est.grouped_ = bool(meta.get("grouped", False))
         return est
 
     def __sklearn_tags__(self):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from maxmargin._validation import POSITIVE_INT, Options
+from maxmargin._validation import POSITIVE_INT, Options, check_group, check_score_group
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, check_options
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.metrics import pairwise_accuracy
@@ -148,11 +148,9 @@ callback
     def fit(self, X, y, group=None):
         """Fit on features X (n, d), relevance y (higher ranks higher; 0/1 for AUC)
         and optional group (query) ids; pairs only form inside a group."""
-        if group is not None:
-            group = np.asarray(group)
-            if group.ndim != 1 or len(group) != np.shape(X)[0]:
-                raise ValueError(f"group has shape {group.shape}, expected ({np.shape(X)[0]},)")
+        group = check_group(group, np.shape(X)[0])
         self._fit(X, y, y_numeric=True, group=group)
+        self.grouped_ = group is not None
         self.n_pairs_ = int(self.task_.n_pairs_)
         return self
 
@@ -176,11 +174,13 @@ callback
 
     def score(self, X, y, group=None):
         """Pairwise accuracy (the AUC for binary y), averaged over groups."""
+        group = check_score_group(self, group, np.shape(X)[0])
         return pairwise_accuracy(np.asarray(y, dtype=np.float64), self.decision_function(X), group)
 
     def _get_state(self):
         meta, arrays = super()._get_state()
         meta["n_pairs"] = int(self.n_pairs_)
+        meta["grouped"] = bool(self.grouped_)
         return meta, arrays
 
     def __sklearn_tags__(self):
@@ -192,4 +192,5 @@ callback
     def _from_state(cls, meta, arrays):
         est = super()._from_state(meta, arrays)
         est.n_pairs_ = int(meta.get("n_pairs", 0))
+        est.grouped_ = bool(meta.get("grouped", False))
         return est
