@@ -459,3 +459,38 @@ def test_ctrl_c_during_fit_saves_the_last_completed_iteration(
     est = mmio.load(model)
     assert len(est.history_) == 3 and not est.converged_
     assert est.predict(X).shape == (len(X),)
+
+
+def test_info_describes_a_model(fitted, capsys):
+    assert main(["info", str(fitted), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["estimator"] == "StructBoostClassifier"
+    assert report["n_features"] == 3 and report["classes"] == [0, 1, 2]
+    assert report["iterations"] >= 1 and len(report["sha256"]) == 64
+    assert report["parameters"]["max_iter"] == 10
+    assert main(["info", str(fitted)]) == 0
+    assert "StructBoostClassifier" in capsys.readouterr().out
+
+
+def test_predict_scores(fitted, csv_data, capsys):
+    path, X, _ = csv_data
+    assert main(["predict", str(fitted), str(path), "--scores"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    est = mmio.load(fitted)
+    np.testing.assert_allclose(np.array(rows, dtype=float), est.decision_function(X), rtol=1e-12)
+
+
+def test_unwritable_output_fails_before_training(tmp_path, csv_data, capsys):
+    path, _, _ = csv_data
+    missing = tmp_path / "no" / "such" / "dir" / "model.mm"
+    assert main(["fit", str(path), "-o", str(missing), "--max-iter", "500"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_debug_flag_anywhere(tmp_path, capsys):
+    for argv in (
+        ["--debug", "info", str(tmp_path / "x.mm")],
+        ["info", str(tmp_path / "x.mm"), "--debug"],
+    ):
+        with pytest.raises(FileNotFoundError):
+            main(argv)

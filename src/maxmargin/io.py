@@ -331,6 +331,13 @@ def load(path: str | os.PathLike[str]) -> Any:
     return est
 
 
+def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The verified envelope of a model file: class, format and package versions,
+    checksum and the arrays' names, dtypes and shapes (the model is not rebuilt)."""
+    document, _ = _read_npz(Path(path))
+    return {k: document[k] for k in document if k not in ("meta",)}
+
+
 def _read_npz(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read and fully verify a model file; returns (document, arrays)."""
 

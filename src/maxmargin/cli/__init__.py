@@ -39,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    # argparse lets a subcommand's defaults overwrite an option given before it, so
+    # "--debug" counts wherever it stands
+    argv_list = sys.argv[1:] if argv is None else list(argv)
+    args.debug = bool(getattr(args, "debug", False)) or "--debug" in argv_list
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

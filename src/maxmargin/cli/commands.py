@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -230,10 +231,23 @@ def _check_fit_options(args: argparse.Namespace) -> None:
             raise ValueError(f"{', '.join(given)} can only be used with --rank")
 
 
+def _check_output_path(path: str) -> None:
+    """Fail before training, not after, when MODEL cannot be written."""
+    out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"{out}: is a directory (give a model file name)")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{parent}: directory does not exist (for the model file {out})")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{parent}: not writable (for the model file {out})")
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Train a StructBoostClassifier (or with --rank a StructBoostRanker) on DATA and
     save it to MODEL."""
     _check_fit_options(args)
+    _check_output_path(args.output)
     if args.rank:
         return _fit_ranker(args)
     from maxmargin.io import save
@@ -345,7 +359,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
     document with --json."""
     model = _load_model(args.model)
     X, _ = _load_data_for_model(args, model, need_labels=False)
-    if _is_ranker(model):
+    if getattr(args, "scores", False) and not _is_ranker(model):
+        scores = np.asarray(model.decision_function(X), dtype=np.float64)
+        if args.json:
+            classes = plain(np.asarray(model.classes_))
+            text = json.dumps({"classes": classes, "scores": scores.tolist()}) + "\n"
+        else:
+            rows = scores.reshape(len(scores), -1)
+            text = "".join(" ".join(repr(float(v)) for v in row) + "\n" for row in rows)
+    elif _is_ranker(model):
         scores = np.asarray(model.decision_function(X), dtype=np.float64)
         if args.json:
             text = json.dumps({"scores": scores.tolist()}) + "\n"
@@ -634,4 +656,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console = stdout_console()
     console.print(table)
     console.print(f"convergence plot: {plot}")
+    return EXIT_OK
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Describe MODEL: estimator, parameters, classes, features, fit summary, file."""
+    from maxmargin.io import file_info
+
+    envelope = file_info(args.model)
+    model = _load_model(args.model)
+    history = list(getattr(model, "history_", None) or [])
+    classes = getattr(model, "classes_", None)
+    names = getattr(model, "feature_names_in_", None)
+    report = {
+        "model": str(args.model),
+        "estimator": type(model).__name__,
+        "parameters": {
+            k: v
+            for k, v in model.get_params(deep=False).items()
+            if k != "callback" and (v is None or isinstance(v, str | int | float | bool))
+        },
+        "classes": plain(np.asarray(classes)) if classes is not None else None,
+        "n_features": int(getattr(model, "n_features_in_", -1)),
+        "feature_names": [str(v) for v in names] if names is not None else None,
+        "iterations": len(history),
+        "objective": finite_or_none(getattr(model, "objective_", float("nan"))),
+        "converged": bool(getattr(model, "converged_", False)),
+        "format": envelope.get("format"),
+        "format_version": envelope.get("format_version"),
+        "maxmargin_version": envelope.get("maxmargin_version"),
+        "sha256": envelope.get("sha256"),
+    }
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    shown = {k: v for k, v in report.items() if k not in ("parameters", "feature_names")}
+    if shown["classes"] is not None:
+        shown["classes"] = ", ".join(label_text(c) for c in shown["classes"])
+    print_kv_table("Model", {k: ("-" if v is None else v) for k, v in shown.items()})
+    print_kv_table("Parameters", {k: str(v) for k, v in report["parameters"].items()})
     return EXIT_OK

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from maxmargin.cli.commands import cmd_demo, cmd_evaluate, cmd_fit, cmd_predict
+from maxmargin.cli.commands import cmd_demo, cmd_evaluate, cmd_fit, cmd_info, cmd_predict
 
 
 def _version() -> str:
@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")
     fit.add_argument("--eps-cg", type=float, default=1e-6, help="column-generation tolerance")
     fit.add_argument("--max-time", type=float, default=None, help="time budget in seconds")
-    fit.add_argument("--seed", type=int, default=None, help="random_state")
+    fit.add_argument("--seed", type=int, default=0, help="random_state (0: reproducible runs)")
     fit.add_argument(
         "--allow-empty",
         action="store_true",
@@ -169,6 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("data", metavar="DATA")
     predict.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     predict.add_argument("--label-column", type=_label_column, default=None, help=label_for_model)
+    predict.add_argument(
+        "--scores",
+        action="store_true",
+        help="write decision values instead of labels (one row per sample, one column per "
+        "class; a single column for binary models and rankers)",
+    )
     predict.set_defaults(handler=cmd_predict)
 
     evaluate = sub.add_parser(
@@ -190,6 +196,16 @@ def build_parser() -> argparse.ArgumentParser:
         "the model's own taxonomy, if it has one)",
     )
     evaluate.set_defaults(handler=cmd_evaluate)
+
+    info = sub.add_parser(
+        "info",
+        parents=[common, json_opt],
+        help="describe a model file",
+        description="Estimator, parameters, classes, features, iterations, objective and the "
+        "file's format version and checksum, read without executing code.",
+    )
+    info.add_argument("model", metavar="MODEL")
+    info.set_defaults(handler=cmd_info)
 
     demo = sub.add_parser(
         "demo",
