@@ -241,6 +241,8 @@ class RankSVM(BaseEstimator):
         est.n_features_in_ = int(meta["n_features_in"])
         if est.coef_.shape != (est.n_features_in_,):
             raise ValueError("model file is inconsistent: weights do not match the features")
+        if not np.all(np.isfinite(est.coef_)):
+            raise ValueError("model file is inconsistent: non-finite weights")
         est.history_ = list(meta["history"])
         est.objective_ = float(meta["objective"])
         est.dual_objective_ = float(meta["dual_objective"])

@@ -281,6 +281,8 @@ class StructSVM(BaseEstimator):
         est._layout = (int(d), int(S), int(K), bool(pairwise))
         if est.coef_.shape != (d * S + (K * K if pairwise else 0),) or S != task.n_slots:
             raise ValueError("model file is inconsistent: weight vector does not match the task")
+        if not np.all(np.isfinite(est.coef_)):
+            raise ValueError("model file is inconsistent: non-finite weights")
         est.n_features_in_ = int(meta["n_features_in"])
         est.history_ = list(meta["history"])
         est.objective_ = float(meta["objective"])

@@ -411,6 +411,12 @@ class StructBoost(BaseEstimator):
                 "model file is inconsistent: weight matrix does not match "
                 "the weak learners and the task"
             )
+        if est.weight_path_.ndim != 3 or est.weight_path_.shape[1:] != est.slot_weights_.shape:
+            raise ValueError("model file is inconsistent: weight path does not match")
+        if not (np.all(np.isfinite(est.slot_weights_)) and np.all(np.isfinite(est.weight_path_))):
+            raise ValueError("model file is inconsistent: non-finite weights")
+        if isinstance(task, LabelCodingTask) and est.hypotheses_.n_features != est.n_features_in_:
+            raise ValueError("model file is inconsistent: weak learners read other features")
         return est
 
 

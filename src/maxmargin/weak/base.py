@@ -51,6 +51,28 @@ class Hypotheses(ABC):
         """A batch with no classifiers."""
 
 
+def check_loaded(name: str, n_features: int, features=None, finite=(), rows=None) -> None:
+    """Validate arrays read from a model file before any kernel indexes with them.
+
+    ``features`` (int array): every entry in ``[0, n_features)``; ``finite``: arrays that
+    must hold finite numbers; ``rows``: the number of classifiers every array must have
+    along its first axis.  Raises ValueError naming the problem.
+    """
+    if n_features < 0:
+        raise ValueError(f"{name}: negative n_features {n_features}")
+    arrays = ([] if features is None else [features]) + list(finite)
+    if rows is not None and any(a.shape[:1] != (rows,) for a in arrays):
+        raise ValueError(f"{name}: arrays of different lengths")
+    if features is not None:
+        if features.dtype.kind not in "iu":
+            raise ValueError(f"{name}: feature indices are not integers")
+        if features.size and (features.min() < 0 or features.max() >= n_features):
+            raise ValueError(f"{name}: feature index out of range [0, {n_features})")
+    for a in finite:
+        if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)):
+            raise ValueError(f"{name}: non-finite or non-numeric parameters")
+
+
 class WeakLearner(ABC):
     """Finds, for each column of a signed-weight matrix, the weak classifier of largest gain."""
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from maxmargin.weak.base import Hypotheses
+from maxmargin.weak.base import Hypotheses, check_loaded
 
 __all__ = ["ACT_SIGN", "ACT_TANH", "LinearClassifiers"]
 
 ACT_SIGN, ACT_TANH = 0, 1
+_ACTIVATIONS = (ACT_SIGN, ACT_TANH)
 
 
 class LinearClassifiers(Hypotheses):
@@ -66,9 +67,16 @@ class LinearClassifiers(Hypotheses):
 
     @classmethod
     def from_arrays(cls, arrays) -> LinearClassifiers:
-        return cls(
+        out = cls(
             arrays["weights"], arrays["bias"], arrays["activation"], int(arrays["n_features"])
         )
+        T = len(out.bias)
+        check_loaded("linear classifiers", out.n_features, finite=(out.weights, out.bias), rows=T)
+        if out.weights.shape != (T, out.n_features) or out.activation.shape != (T,):
+            raise ValueError("linear classifiers: weights do not match n_features")
+        if not np.all(np.isin(out.activation, list(_ACTIVATIONS))):
+            raise ValueError("linear classifiers: unknown activation code")
+        return out
 
     @classmethod
     def empty(cls, n_features: int) -> LinearClassifiers:

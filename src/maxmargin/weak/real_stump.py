@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from maxmargin.weak.base import Hypotheses, WeakLearner
+from maxmargin.weak.base import Hypotheses, WeakLearner, check_loaded
 from maxmargin.weak.binning import FeatureCodes, code_features
 from maxmargin.weak.stump import (
     _hist_dense,
@@ -85,13 +85,21 @@ class RealStumps(Hypotheses):
 
     @classmethod
     def from_arrays(cls, arrays) -> RealStumps:
-        return cls(
+        out = cls(
             arrays["feature"],
             arrays["threshold"],
             arrays["v_lo"],
             arrays["v_hi"],
             int(arrays["n_features"]),
         )
+        check_loaded(
+            "real stumps",
+            out.n_features,
+            np.asarray(arrays["feature"]),
+            (out.threshold, out.v_lo, out.v_hi),
+            rows=len(out.feature),
+        )
+        return out
 
     @classmethod
     def empty(cls, n_features: int) -> RealStumps:

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from maxmargin.weak.base import Hypotheses, WeakLearner
+from maxmargin.weak.base import Hypotheses, WeakLearner, check_loaded
 from maxmargin.weak.binning import FeatureCodes, code_features, dense_columns
 
 __all__ = ["DecisionStump", "Stumps", "evaluate_thresholds", "threads_for", "weight_histograms"]
@@ -125,9 +125,19 @@ class Stumps(Hypotheses):
 
     @classmethod
     def from_arrays(cls, arrays) -> Stumps:
-        return cls(
+        out = cls(
             arrays["feature"], arrays["threshold"], arrays["polarity"], int(arrays["n_features"])
         )
+        check_loaded(
+            "stumps",
+            out.n_features,
+            np.asarray(arrays["feature"]),
+            (out.threshold, out.polarity),
+            rows=len(out.feature),
+        )
+        if out.feature.ndim != 1 or not np.all(np.abs(out.polarity) == 1.0):
+            raise ValueError("stumps: polarity must be +1 or -1")
+        return out
 
     @classmethod
     def empty(cls, n_features: int) -> Stumps:

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from maxmargin.weak.base import Hypotheses, WeakLearner
+from maxmargin.weak.base import Hypotheses, WeakLearner, check_loaded
 from maxmargin.weak.binning import code_features, dense_columns
 from maxmargin.weak.stump import check_weights, threads_for
 
@@ -119,13 +119,31 @@ class Trees(Hypotheses):
 
     @classmethod
     def from_arrays(cls, arrays) -> Trees:
-        return cls(
+        depth = int(arrays["depth"])
+        if not 1 <= depth <= 16:
+            raise ValueError(f"trees: depth {depth} out of range")
+        out = cls(
             arrays["feature"],
             arrays["threshold"],
             arrays["leaf"],
-            int(arrays["depth"]),
+            depth,
             int(arrays["n_features"]),
         )
+        T, n_int = len(out), 2**depth - 1
+        check_loaded(
+            "trees",
+            out.n_features,
+            np.asarray(arrays["feature"]),
+            (out.threshold, out.leaf),
+            rows=T,
+        )
+        if (
+            out.feature.shape != (T, n_int)
+            or out.threshold.shape != (T, n_int)
+            or out.leaf.shape != (T, n_int + 1)
+        ):
+            raise ValueError(f"trees: node arrays do not match depth {depth}")
+        return out
 
     @classmethod
     def empty(cls, n_features: int, depth: int = 2) -> Trees:
