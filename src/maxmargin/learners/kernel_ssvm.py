@@ -1,4 +1,4 @@
-"""Kernelized structured SVM for label-coding tasks (the joint-kernel 1-slack dual, seed 004).
+"""Kernelized structured SVM for label-coding tasks (joint-kernel 1-slack dual, [Nowozin2011]).
 
 A thin shell over :func:`maxmargin.solvers.ssvm_kernel.fit_kernel_one_slack`.
 """

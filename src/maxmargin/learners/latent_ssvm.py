@@ -32,7 +32,7 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
 
     Each class y is a union of ``n_latent`` sub-classes z with their own weight vector,
     ``Psi(x, y, z) = x (x) e_(y, z)`` and ``f(x) = argmax_y max_z w.Psi(x, y, z)``
-    (seed 004, "Extra I"); the concave-convex procedure is
+    ([Nowozin2011], "Extra I"); the concave-convex procedure is
     :func:`maxmargin.solvers.cccp.fit_latent_cccp`.  Sub-classes are initialised by
     k-means inside every class.
 

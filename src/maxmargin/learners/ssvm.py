@@ -1,8 +1,9 @@
 """Linear structured SVM estimators: :class:`StructSVM` and :class:`SSVMClassifier`.
 
 Both minimise ``1/2 ||w||^2 + C/n sum_i H_i(w)`` (Nowozin & Lampert, "Structured
-learning and prediction in computer vision", 2011; seed 004) with the structured hinge
-``H_i`` of margin or slack rescaling, for tasks with linear joint features
+learning and prediction in computer vision", 2011 [Nowozin2011FnT]; their CVPR 2011
+tutorial [Nowozin2011]; keys of docs/references.md) with the structured hinge ``H_i`` of
+margin or slack rescaling, for tasks with linear joint features
 (:mod:`maxmargin.tasks.linear`): binary, multi-class (Crammer-Singer), hierarchical (any
 :class:`~maxmargin.tasks.base.LabelCodingTask`) and linear chains
 (:class:`~maxmargin.tasks.chain.ChainTask`).  ``C`` multiplies the *average* hinge, so
