@@ -5,8 +5,8 @@ A chain labelling ``y = (y_0, ..., y_{T-1})`` over ``K`` states scores
     s(y) = sum_t U[t, y_t] + sum_{t < T-1} P[y_t, y_{t+1}]
 
 with unary scores ``U`` (T, K) and transition scores ``P`` (K, K).  The structured SVM
-needs three maximisations (Tsochantaridis et al., JMLR 2005; seed 004 "working set
-training"):
+needs three maximisations (Tsochantaridis et al., JMLR 2005 [Tsochantaridis2005];
+[Nowozin2011] "working set training"; keys of docs/references.md):
 
 * prediction, ``argmax_y s(y)`` (:func:`viterbi`);
 * margin-rescaled loss-augmented inference ``argmax_y Delta(y*, y) + s(y)`` with a loss that

@@ -171,10 +171,22 @@ class MultiClassBoosting(ClassifierMixin, BaseEstimator):
 
     # -- fitting ------------------------------------------------------------------------
     def fit(self, X, y, eval_set=None):
-        """Train on X (n, d) and labels y.
+        """Fit the boosted classifier.
 
-        ``eval_set=(X_val, y_val)`` records the validation error of every iteration
-        in ``history_`` (kept incrementally, so it costs little).
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs; CSR / CSC input is read by the weak learners as is.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes).
+        eval_set : tuple (X_val, y_val) or None, default=None
+            Validation data whose error is recorded in ``history_`` (``val_error``) at
+            every iteration; kept up to date incrementally, so it costs little.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
         """
         self._validate_hyperparameters()
         X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=["csr", "csc"])

@@ -60,25 +60,60 @@ class _StageWise(MultiClassBoosting):
         self.callback = callback
 
 
-_DOC = """
+_HEAD = """
     Parameters
     ----------
-    max_iter : int
+    max_iter : int, default=100
         Boosting rounds.
     weak_learner : str or WeakLearner, default="stump"
-    max_time : float or None
+        Name in :data:`maxmargin.weak.WEAK_LEARNERS` or an instance.
+"""
+
+_TAIL = """    max_time : float or None, default=None
         Wall-clock limit in seconds.
-    random_state : int, Generator or None
-    verbose : int
-    callback : callable or None
-        Called with each iteration's record.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the random choices (AdaBoost.ECC colorings, AdaBoost.MO random codes).
+    verbose : int, default=0
+        Print one line per round when > 0.
+    callback : callable or None, default=None
+        Called with each round's record (the dict appended to ``history_``).
 
     Attributes
     ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    hypotheses_ : Hypotheses
+        The weak learners of the model.
+    coef_, var_hyp_, var_out_ : ndarray of shape (n_vars,)
+        Weight of every variable, its weak learner (-1: the constant 1) and raw output
+        column.
+    path_iter_, path_var_, path_value_ : ndarray
+        Weight changes per round (for :meth:`staged_predict`).
     history_ : list of dict
         Per round: objective (the normalised exponential loss minimised), train_error,
         val_error (with ``fit(..., eval_set=(X, y))``), n_weak, edge, t_weak, t_total;
         ``dual_bound`` and ``gap`` are nan (stage-wise: no master problem).
+    n_iter_ : int
+        Number of rounds run.
+    objective_ : float
+        Final objective.
+    converged_ : bool
+        True when a weak learner separated the weighted data perfectly.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+"""
+
+
+def _example(name: str) -> str:
+    return f"""
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from maxmargin import {name}
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = {name}(max_iter=20, random_state=0).fit(X, y)
+    >>> clf.score(X, y) > 0.9
+    True
 """
 
 
@@ -91,7 +126,15 @@ class AdaBoostMH(_StageWise):
     the best weak learner of each one-vs-all column is a candidate, the best candidate's
     votes ``v`` are refined by one alternation (search with column ``sum_l D_l Y_l v_l``).
     """
-        + _DOC
+        + _HEAD
+        + _TAIL
+        + _example("AdaBoostMH")
+        + """
+    References
+    ----------
+    Schapire & Singer, Machine Learning 1999 [Schapire1999]; the discrete form with a vote
+    vector of Kegl & Busa-Fekete, ICML 2009 [Kegl2009] (full citations: docs/references.md).
+    """
     )
 
     def _boost(self, X, y, K, weak, builder, record):
@@ -139,7 +182,15 @@ class AdaBoostECC(_StageWise):
     confidences ``alpha`` (output +1) and ``-beta`` (output -1) that minimise the loss;
     ``F_l += M_t(l) f_t(x)``.
     """
-        + _DOC
+        + _HEAD
+        + _TAIL
+        + _example("AdaBoostECC")
+        + """
+    References
+    ----------
+    Guruswami & Sahai, COLT 1999 [Guruswami1999]; the two-confidence form of Li, ICML 2006
+    [Li2006] (full citations: docs/references.md).
+    """
     )
 
     def _boost(self, X, y, K, weak, builder, record):
@@ -186,12 +237,25 @@ class AdaBoostMO(_StageWise):
     __doc__ = (
         """AdaBoost.MO (Schapire & Singer 1999): output codes with one weak learner per code
     column and round, loss-based decoding ``argmin_k sum_l exp(-M_kl f_l(x))``.
-
-    Parameters (besides those below): ``code`` -- "ova" (one-vs-all, L = K),
-    "random" (dense random +-1 code, L = ``n_codes`` or 2K columns) or "exhaustive"
-    (all 2^(K-1) - 1 distinct splits; K <= 12).
     """
-        + _DOC
+        + _HEAD
+        + """    code : {"random", "ova", "exhaustive"}, default="random"
+        The code matrix: "ova" (one-vs-all, L = K columns), "random" (dense random +-1
+        code) or "exhaustive" (all 2^(K-1) - 1 distinct splits; K <= 12).
+    n_codes : int or None, default=None
+        Columns L of the "random" code (None: 2K).
+"""
+        + _TAIL
+        + """    code_ : ndarray of shape (n_classes, L)
+        The +-1 code matrix used.
+"""
+        + _example("AdaBoostMO")
+        + """
+    References
+    ----------
+    Schapire & Singer, Machine Learning 1999 [Schapire1999] (full citation:
+    docs/references.md).
+    """
     )
 
     def __init__(

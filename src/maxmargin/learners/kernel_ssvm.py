@@ -1,4 +1,4 @@
-"""Kernelized structured SVM for label-coding tasks (the joint-kernel 1-slack dual, seed 004).
+"""Kernelized structured SVM for label-coding tasks (joint-kernel 1-slack dual, [Nowozin2011]).
 
 A thin shell over :func:`maxmargin.solvers.ssvm_kernel.fit_kernel_one_slack`.
 """
@@ -43,25 +43,51 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    task : LabelCodingTask or None
-        Default: binary or multi-class from the labels.
+    task : LabelCodingTask or None, default=None
+        What is predicted; None: binary or multi-class from the labels.
     C : float, default=100.0
-    kernel : {"rbf", "linear"}
-    gamma : float or None
-    rescaling : {"margin", "slack"}
+        Weight of the average structured hinge.
+    kernel : {"rbf", "linear"}, default="rbf"
+        Input kernel ``k_x``.
+    gamma : float or None, default=None
+        RBF width; None: ``1 / (n_features * X.var())``.
+    rescaling : {"margin", "slack"}, default="margin"
+        Margin or slack rescaling of the structured hinge.
     tol : float, default=1e-3
         Relative duality gap at which to stop.
     max_iter : int, default=1000
-    max_time : float or None
-    verbose : int
+        Maximum cutting-plane rounds.
+    max_time : float or None, default=None
+        Wall-clock limit in seconds.
+    verbose : int, default=0
+        Print progress when > 0.
 
     Attributes
     ----------
-    classes_ : ndarray
-    dual_coef_ : ndarray (n_sv, S)
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    task_ : LabelCodingTask
+        The task bound to the training labels.
+    gamma_ : float
+        The RBF width used.
+    support_ : ndarray of shape (n_sv,)
+        Indices of the support vectors in the training data.
+    support_vectors_ : {ndarray, sparse matrix} of shape (n_sv, n_features)
+        The support vectors.
+    dual_coef_ : ndarray of shape (n_sv, n_slots)
         Expansion coefficients ``B``; slot scores ``k_x(x, sv) B``.
-    support_, support_vectors_ : indices and rows of the support vectors
-    history_, objective_, dual_objective_, converged_, n_iter_
+    history_ : list of dict
+        Per cutting-plane round: objective, dual_bound, gap and timings.
+    objective_ : float
+        Final primal objective.
+    dual_objective_ : float
+        Final dual objective.
+    converged_ : bool
+        True when the ``tol`` test was met.
+    n_iter_ : int
+        Number of cutting-plane rounds run.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -73,8 +99,9 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    S. Nowozin, C. Lampert, "Structured learning and prediction in computer vision",
-    Foundations and Trends in Computer Graphics and Vision 6, 2011 (seed 004).
+    Joachims, Finley & Yu, Machine Learning 2009 [Joachims2009], Sec. 5; Nowozin &
+    Lampert, CVPR 2011 tutorial [Nowozin2011] and monograph [Nowozin2011FnT] (full
+    citations: docs/references.md).
     """
 
     _parameter_constraints = {
@@ -119,6 +146,20 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
         return rbf_kernel(A, B, gamma=self.gamma_)
 
     def fit(self, X, y):
+        """Fit the kernelized structured SVM.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)

@@ -33,7 +33,7 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
 
     Each class y is a union of ``n_latent`` sub-classes z with their own weight vector,
     ``Psi(x, y, z) = x (x) e_(y, z)`` and ``f(x) = argmax_y max_z w.Psi(x, y, z)``
-    (seed 004, "Extra I"); the concave-convex procedure is
+    ([Nowozin2011], "Extra I"); the concave-convex procedure is
     :func:`maxmargin.solvers.cccp.fit_latent_cccp`.  Sub-classes are initialised by
     k-means inside every class.
 
@@ -42,6 +42,7 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
     n_latent : int, default=2
         Sub-classes per class.
     C : float, default=100.0
+        Weight of the average structured hinge.
     solver : str, default="n-slack"
         Structured SVM solver of every CCCP round (:mod:`maxmargin.solvers.ssvm`).
     tol : float, default=1e-3
@@ -53,23 +54,35 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
     outer_tol : float, default=1e-3
         Stop when the latent objective decreases by less than this (relative).
     fit_intercept : bool, default=True
-    random_state : int, RandomState, Generator or None
-    verbose : int
-    callback : callable or None
+        Append a constant feature 1 (regularised).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the k-means initialisation and the stochastic solvers.
+    verbose : int, default=0
+        Print progress when > 0.
+    callback : callable or None, default=None
         Called with each CCCP round's record.
 
     Attributes
     ----------
-    classes_ : ndarray
-    coef_ : ndarray (d [+1], K * n_latent)
-    latent_ : ndarray (n,)
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    coef_ : ndarray of shape (n_features [+1], n_classes * n_latent)
+        One weight vector per (class, sub-class).
+    latent_ : ndarray of shape (n_samples,)
         Imputed sub-class of every training example.
     history_ : list of dict
         One record per CCCP round (``objective`` is the latent objective; ``gap`` is nan:
         the problem is not convex).
     objective_path_ : list of float
+        Latent objective after every CCCP round.
+    objective_ : float
+        Final latent objective.
     n_iter_ : int
+        Number of CCCP rounds run.
     converged_ : bool
+        True when the imputation stopped changing or the ``outer_tol`` test was met.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -83,7 +96,9 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    C.-N. J. Yu, T. Joachims, "Learning structural SVMs with latent variables", ICML 2009.
+    Yu & Joachims, "Learning structural SVMs with latent variables", ICML 2009 [Yu2009];
+    Nowozin & Lampert, CVPR 2011 tutorial [Nowozin2011] (full citations:
+    docs/references.md).
     """
 
     _parameter_constraints = {
@@ -134,6 +149,20 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
         return sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
 
     def fit(self, X, y):
+        """Fit the latent structured SVM by CCCP.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         validate_params(self)
         canonical_solver(self.solver)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)

@@ -66,41 +66,63 @@ class _ColumnGenerationBoost(MultiClassBoosting):
 _PARAMS_DOC = """
     Parameters
     ----------
-    C : float
+    C : float, default=1e4
         Weight of the exponential loss (2); the papers pick it in [1e2, 1e5].
-    max_iter : int
+    max_iter : int, default=100
         Column-generation iterations.
     weak_learner : str or WeakLearner, default="stump"
         Name in :data:`maxmargin.weak.WEAK_LEARNERS` or an instance.
-    solver : {"fcd", "lbfgs"}
+    solver : {"fcd", "lbfgs"}, default=SOLVER
         Master solver: FCD (needs weak-learner outputs in {-1, 0, +1}) or L-BFGS-B.
-    tau_max : int
+    tau_max : int, default=2
         FCD working-set iterations per master solve (1: stage-wise).
-    eps : float
+    eps : float, default=0.1
         FCD tolerance on the KKT violation, eqs. (17)-(18) (0.1 in the paper).
-    large_C : bool
+    large_C : bool, default=False
         Use the large-C update (13) instead of (12) (when V- > 0).
-    tol : float
+    tol : float, default=1e-6
         Stop when the relative change of the objective is below ``tol`` (Alg. 1 l. 7).
-    eps_cg : float
+    eps_cg : float, default=1e-6
         Stop when no weak learner has dual gain above ``1 + eps_cg`` (optimality).
-    max_time : float or None
+    max_time : float or None, default=None
         Wall-clock limit in seconds.
-    random_state : int, Generator or None
+    random_state : int, RandomState, Generator or None, default=None
         Random picks of FCD (Alg. 2 line 6).
-    verbose : int
-    callback : callable or None
-        Called with each iteration's record.
+    verbose : int, default=0
+        Print one line per iteration when > 0.
+    callback : callable or None, default=None
+        Called with each iteration's record (the dict appended to ``history_``).
 
     Attributes
     ----------
-    classes_, hypotheses_, coef_, var_hyp_, var_out_ : the model (see ``MultiClassBoosting``)
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    hypotheses_ : Hypotheses
+        The weak learners of the model.
+    coef_, var_hyp_, var_out_ : ndarray of shape (n_vars,)
+        Weight of every variable, its weak learner (-1: the constant 1) and class.
+    path_iter_, path_var_, path_value_ : ndarray
+        Weight changes per iteration (for :meth:`staged_predict`).
     history_ : list of dict
         Per iteration: objective, train_error, val_error (with ``eval_set``), n_weak,
         gain, t_weak, t_master, solver statistics, t_total (seconds since fit started);
         ``dual_bound``/``gap`` are nan (no certificate for the exponential loss yet).
-    n_iter_, objective_, converged_
+    n_iter_ : int
+        Number of iterations run.
+    objective_ : float
+        Final objective of problem (2).
+    converged_ : bool
+        True when the column-generation test (no gain above ``1 + eps_cg``) was met.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 """
+
+_REFERENCES = """
+    References
+    ----------
+    Lin, Shen, van den Hengel & Suter, ACCV 2012 [Lin2012] (equation numbers above are
+    theirs); Shen & Hao, CVPR 2011 [Shen2011] (full citations: docs/references.md).
+    """
 
 
 class MultiBoostCW(_ColumnGenerationBoost):
@@ -109,16 +131,17 @@ class MultiBoostCW(_ColumnGenerationBoost):
 
     ``MultiBoostCW(C=1e8, tau_max=1)`` is the stage-wise variant CW-1 of the paper.
     """
-        + _PARAMS_DOC
+        + _PARAMS_DOC.replace("SOLVER", '"fcd"')
         + """
     Examples
     --------
     >>> from sklearn.datasets import load_iris
     >>> from maxmargin.learners.multiboost import MultiBoostCW
     >>> X, y = load_iris(return_X_y=True)
-    >>> MultiBoostCW(max_iter=20).fit(X, y).score(X, y) > 0.9
+    >>> MultiBoostCW(max_iter=20, random_state=0).fit(X, y).score(X, y) > 0.9
     True
     """
+        + _REFERENCES
     )
 
     def __init__(
@@ -160,7 +183,17 @@ class MultiBoost(_ColumnGenerationBoost):
     Each iteration adds the weak learner of eq. (6) with K new weights; the master is
     solved by L-BFGS-B (as in the papers) or by FCD (``solver="fcd"``).
     """
-        + _PARAMS_DOC
+        + _PARAMS_DOC.replace("SOLVER", '"lbfgs"')
+        + """
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from maxmargin import MultiBoost
+    >>> X, y = load_iris(return_X_y=True)
+    >>> MultiBoost(max_iter=20, random_state=0).fit(X, y).score(X, y) > 0.9
+    True
+    """
+        + _REFERENCES
     )
 
     _shared = True

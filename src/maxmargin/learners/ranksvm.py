@@ -61,28 +61,36 @@ class RankSVM(BaseEstimator):
         the best primal).
     max_iter : int, default=1000
         Maximum number of cutting-plane rounds.
-    max_time : float or None
+    max_time : float or None, default=None
         Wall-clock limit in seconds.
     n_jobs : int, default=1
         Threads for the oracle's parallel recursion levels.
     score_k : int, default=10
         Cut-off of the NDCG used by :meth:`score`.
     verbose : int, default=0
-    callback : callable or None
+        Print progress when > 0.
+    callback : callable or None, default=None
         Called with each history record.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
+        The weight vector; there is no intercept (a ranking is invariant to a shift of
+        the scores).
     n_iter_ : int
+        Number of cutting-plane rounds run.
     history_ : list of dict
         Per round: ``objective`` (best primal), ``dual_bound`` (master dual), ``gap``
         (relative), ``violation`` (hinge bound at the round's w), ``xi``, ``n_planes``,
         ``t_oracle``, ``t_master``, ``t_total``.
-    objective_, dual_objective_ : float
+    objective_ : float
+        Best primal objective.
+    dual_objective_ : float
+        Dual objective of the final master.
     converged_ : bool
-
-    Ranking is invariant to a shift of the scores, so there is no intercept.
+        True when the ``tol`` test was met.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -97,8 +105,10 @@ class RankSVM(BaseEstimator):
 
     References
     ----------
-    M. B. Blaschko, A. Mittal, E. Rahtu, "An O(n log n) cutting plane algorithm for
-    structured output ranking", GCPR 2014.
+    Blaschko, Mittal & Rahtu, "An O(n log n) cutting plane algorithm for structured
+    output ranking", GCPR 2014 [Blaschko2014] (eq. numbers above are theirs); Joachims,
+    KDD 2006 [Joachims2006] and Herbrich et al. 2000 [Herbrich2000] for the "unit" hinge
+    (full citations: docs/references.md).
     """
 
     _parameter_constraints = {
@@ -152,8 +162,23 @@ class RankSVM(BaseEstimator):
         return y.max() - y if self.target == "relevance" else y
 
     def fit(self, X, y, group=None):
-        """Fit on features X (dense or sparse), grades or losses y, and optional group
-        (query) ids."""
+        """Fit the ranking SVM by 1-slack cutting planes.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs (at least two samples).
+        y : array-like of shape (n_samples,)
+            Relevance grades (higher ranks higher) or, with ``target="loss"``,
+            structured losses (lower ranks higher).
+        group : array-like of shape (n_samples,) or None, default=None
+            Group (query) ids; the preference graph is built inside each group.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         validate_params(self)
         check_options(self.graph, self.rescaling, self.normalize)
         X, y = validate_data(self, X, y, accept_sparse="csr", y_numeric=True, dtype=np.float64)

@@ -1,8 +1,9 @@
 """Linear structured SVM estimators: :class:`StructSVM` and :class:`SSVMClassifier`.
 
 Both minimise ``1/2 ||w||^2 + C/n sum_i H_i(w)`` (Nowozin & Lampert, "Structured
-learning and prediction in computer vision", 2011; seed 004) with the structured hinge
-``H_i`` of margin or slack rescaling, for tasks with linear joint features
+learning and prediction in computer vision", 2011 [Nowozin2011FnT]; their CVPR 2011
+tutorial [Nowozin2011]; keys of docs/references.md) with the structured hinge ``H_i`` of
+margin or slack rescaling, for tasks with linear joint features
 (:mod:`maxmargin.tasks.linear`): binary, multi-class (Crammer-Singer), hierarchical (any
 :class:`~maxmargin.tasks.base.LabelCodingTask`) and linear chains
 (:class:`~maxmargin.tasks.chain.ChainTask`).  ``C`` multiplies the *average* hinge, so
@@ -57,40 +58,55 @@ class StructSVM(BaseEstimator):
 
     Parameters
     ----------
-    task : LabelCodingTask or ChainTask
-        What is predicted, e.g. ``MultiClassTask()`` or ``ChainTask()``.
+    task : LabelCodingTask, ChainTask or None, default=None
+        What is predicted, e.g. ``MultiClassTask()`` or ``ChainTask()``.  Required:
+        ``fit`` raises ``ValueError`` without one.
     C : float, default=1.0
         Weight of the average structured hinge.
-    solver : {"1-slack", "n-slack", "subgradient", "batch-subgradient", "frank-wolfe"}
-        1-slack cutting planes, n-slack working sets, stochastic (Pegasos) or batch
-        subgradient, block-coordinate Frank-Wolfe (:mod:`maxmargin.solvers.ssvm`; the
-        older spellings "one_slack", "n_slack", ... are accepted).
-    rescaling : {"margin", "slack"}
+    solver : {"1-slack", "n-slack", "subgradient", "batch-subgradient", "frank-wolfe"}, \
+default="1-slack"
+        1-slack cutting planes [Joachims2009], n-slack working sets [Tsochantaridis2005],
+        stochastic (Pegasos, [ShalevShwartz2011]) or batch subgradient [Ratliff2007],
+        block-coordinate Frank-Wolfe [LacosteJulien2013] (:mod:`maxmargin.solvers.ssvm`;
+        the older spellings "one_slack", "n_slack", ... are accepted).
+    rescaling : {"margin", "slack"}, default="margin"
+        Margin or slack rescaling of the structured hinge.
     tol : float, default=1e-3
         Relative duality gap ``(primal - dual) / primal`` at which to stop.
     max_iter : int, default=1000
         Solver iterations (cutting-plane rounds or passes over the data).
-    max_time : float or None
+    max_time : float or None, default=None
         Wall-clock limit in seconds.
-    solver_options : dict or None
+    solver_options : dict or None, default=None
         Extra keyword arguments of the solver (e.g. ``cache_size``, ``inactive_window``
         for 1-slack, ``averaging`` for subgradient and frank-wolfe).
-    random_state : int, RandomState, Generator or None
-    verbose : int
-    callback : callable or None
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the stochastic solvers (example order).
+    verbose : int, default=0
+        Print progress when > 0.
+    callback : callable or None, default=None
         Called with each history record.
 
     Attributes
     ----------
-    coef_ : ndarray (dim,)
+    task_ : LabelCodingTask or ChainTask
+        The task bound to the training data.
+    coef_ : ndarray of shape (dim,)
         The weight vector ``w`` (unary block row-major (d, S), then transitions).
     history_ : list of dict
         Per iteration: ``objective`` (best primal so far), ``dual_bound`` (best lower
         bound), ``gap`` (relative), ``n_oracle``, ``t_total`` and solver-specific
         entries.
-    objective_, dual_objective_ : float
+    objective_ : float
+        Final primal objective.
+    dual_objective_ : float
+        Best dual (lower) bound.
     converged_ : bool
+        True when the ``tol`` test was met.
     n_iter_ : int
+        Number of solver iterations run.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -103,10 +119,10 @@ class StructSVM(BaseEstimator):
 
     References
     ----------
-    I. Tsochantaridis, T. Joachims, T. Hofmann, Y. Altun, "Large margin methods for
-    structured and interdependent output variables", JMLR 6, 2005.
-    T. Joachims, T. Finley, C.-N. J. Yu, "Cutting-plane training of structural SVMs",
-    Machine Learning 77, 2009.
+    Tsochantaridis, Joachims, Hofmann & Altun, JMLR 2005 [Tsochantaridis2005]; Joachims,
+    Finley & Yu, Machine Learning 2009 [Joachims2009]; Nowozin & Lampert, CVPR 2011
+    tutorial [Nowozin2011] (full citations, and those of the other solvers:
+    docs/references.md).
     """
 
     _parameter_constraints = {
@@ -197,7 +213,21 @@ class StructSVM(BaseEstimator):
         self._layout = (model.n_features, model.n_slots, model.n_states, model.pairwise)
 
     def fit(self, X, y):
-        """Train on inputs X and outputs y (lists of sequences for a ChainTask)."""
+        """Fit the structured SVM.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or list
+            Training inputs; for a :class:`~maxmargin.tasks.chain.ChainTask` a list of
+            sequences, each an array of shape (length, n_features).
+        y : array-like of shape (n_samples,), or list
+            Class labels (label-coding tasks) or a list of label sequences (chains).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         validate_params(self)
         canonical_solver(self.solver)
         model = self._bind(X, y)
@@ -303,16 +333,67 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
     """Crammer-Singer multi-class (or binary) linear SVM trained as a structured SVM.
 
     ``C`` weights the average hinge (``LinearSVC``'s ``C`` times ``n_samples``).  With
-    ``fit_intercept`` a constant feature ``intercept_scaling`` is appended (and
-    regularised, as in liblinear).  With ``taxonomy`` (a Taxonomy, dict, JSON text or
-    file path) the classes are leaves of a tree: ancestor-coded joint features and the
-    ``tree_loss`` ("height", "half_path" or "zero_one"), i.e. the hierarchical SVM of the
-    SSVM tutorial (seed 004).  Other parameters as in :class:`StructSVM`.
+    ``taxonomy`` the classes are leaves of a tree: ancestor-coded joint features and a
+    tree loss, i.e. the hierarchical SVM of Nowozin & Lampert's SSVM tutorial
+    [Nowozin2011] after Cai & Hofmann [Cai2004].
+
+    Parameters
+    ----------
+    C : float, default=100.0
+        Weight of the average structured hinge.
+    solver : {"1-slack", "n-slack", "subgradient", "batch-subgradient", "frank-wolfe"}, \
+default="n-slack"
+        Structured SVM solver; see :class:`StructSVM`.
+    rescaling : {"margin", "slack"}, default="margin"
+        Margin or slack rescaling of the structured hinge.
+    tol : float, default=1e-3
+        Relative duality gap ``(primal - dual) / primal`` at which to stop.
+    max_iter : int, default=1000
+        Solver iterations (cutting-plane rounds or passes over the data).
+    max_time : float or None, default=None
+        Wall-clock limit in seconds.
+    fit_intercept : bool, default=True
+        Append a constant feature ``intercept_scaling`` (regularised, as in liblinear).
+    intercept_scaling : float, default=1.0
+        Value of the constant feature.
+    solver_options : dict or None, default=None
+        Extra keyword arguments of the solver; see :class:`StructSVM`.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the stochastic solvers (example order).
+    verbose : int, default=0
+        Print progress when > 0.
+    callback : callable or None, default=None
+        Called with each history record.
+    taxonomy : Taxonomy, dict, str, path or None, default=None
+        Class tree (a Taxonomy, dict, JSON text or file path); None: flat classes.
+    tree_loss : {"height", "half_path", "zero_one"}, default="height"
+        Loss between classes of a ``taxonomy``: height of the lowest common ancestor
+        ([Shen2014]), half the path length ([Nowozin2011]) or 0/1.
 
     Attributes
     ----------
-    classes_, coef_, weights_ (d [+1], S), intercept_ (S,), history_, objective_,
-    dual_objective_, converged_, n_iter_
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    coef_ : ndarray of shape (dim,)
+        The weight vector ``w`` (row-major (d [+1], S)).
+    weights_ : ndarray of shape (n_features [+1], n_slots)
+        ``coef_`` as a matrix, the intercept row last when ``fit_intercept``.
+    intercept_ : ndarray of shape (n_slots,)
+        Intercept of every slot (zeros without ``fit_intercept``).
+    task_ : LabelCodingTask
+        The task bound to the training data.
+    history_ : list of dict
+        Per-iteration records, as in :class:`StructSVM`.
+    objective_ : float
+        Final primal objective.
+    dual_objective_ : float
+        Best dual (lower) bound.
+    converged_ : bool
+        True when the ``tol`` test was met.
+    n_iter_ : int
+        Number of solver iterations run.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -324,8 +405,9 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
 
     References
     ----------
-    K. Crammer, Y. Singer, "On the algorithmic implementation of multiclass kernel-based
-    vector machines", JMLR 2, 2001.
+    Crammer & Singer, JMLR 2001 [Crammer2001]; Tsochantaridis et al., JMLR 2005
+    [Tsochantaridis2005]; Cai & Hofmann, CIKM 2004 [Cai2004] (full citations:
+    docs/references.md).
     """
 
     _parameter_constraints = {
@@ -388,6 +470,20 @@ class SSVMClassifier(ClassifierMixin, StructSVM):
         return sp.hstack([X, col], format="csr") if sp.issparse(X) else np.hstack([X, col])
 
     def fit(self, X, y):
+        """Fit the classifier.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes; the leaves of ``taxonomy`` if given).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         validate_params(self)
         canonical_solver(self.solver)
         X, y = validate_data(

@@ -63,13 +63,16 @@ class StructBoost(BaseEstimator):
 
     Minimises ``||w||_1 + C * (1/m) sum_i max_y [Delta(y_i, y) - w.dPsi_i(y)]_+`` over
     ``w >= 0``, where the columns of ``Psi`` are weak structured learners built by the
-    ``task`` from weak classifiers found by ``weak_learner``.
+    ``task`` from weak classifiers found by ``weak_learner``.  Algorithm and equation
+    numbers are those of Shen et al., IEEE TPAMI 2014 [Shen2014].
 
     Parameters
     ----------
-    task : StructuredTask
+    task : StructuredTask or None, default=None
         What is predicted (e.g. ``MultiClassTask()``); bound to the data at ``fit``.
+        Required: ``fit`` raises ``ValueError`` without one.
     weak_learner : str or WeakLearner, default="stump"
+        Name in :data:`maxmargin.weak.WEAK_LEARNERS` or an instance.
     C : float, default=100.0
         Weight of the average hinge loss.  No weak learner can enter the model unless
         ``C > 1`` for 0/1-type losses (a column's gain is at most ``C`` times its range).
@@ -86,34 +89,44 @@ class StructBoost(BaseEstimator):
         per example and row generation (the paper's "m-slack"; that spelling is accepted).
         Both have the same optimum (Theorem 2.1).  "auto" takes n-slack when the task's
         outputs can be listed, else 1-slack.
-    tol : float, default=1e-4
-        Relative tolerance of the fast master's inner loop: it stops when an L-BFGS step
-        lowers the smoothed objective by less than this fraction.
     eps_cp : float, default=0.01
         Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
     eps_cg : float, default=1e-6
         Column generation stops when no weak learner has gain above ``1 + eps_cg``.
+    tol : float, default=1e-4
+        Relative tolerance of the fast master's inner loop: it stops when an L-BFGS step
+        lowers the smoothed objective by less than this fraction.
+    max_iter : int, default=200
+        Maximum column-generation (boosting) iterations.
+    max_time : float or None, default=None
+        Wall-clock limit in seconds for the whole fit, the final exact polish included
+        (10 % of it is kept for the polish of the fast master).  If the polish cannot
+        finish in time, the last iterate is returned with its certified gap.
     max_cp_rounds : int or None, default=10
         Cutting-plane rounds per boosting iteration.  Weak learners are priced from the
         duals of this truncated master; the loop is always run to ``eps_cp`` before
         convergence is declared and after the last iteration, so the final model is
         ``eps_cp``-accurate for its weak learners.  None: run every loop to ``eps_cp``
         (the paper's Alg. 2).
-    max_iter : int, default=200
-        Maximum column-generation (boosting) iterations.
-    max_time : float or None
-        Wall-clock limit in seconds for the whole fit, the final exact polish included
-        (10 % of it is kept for the polish of the fast master).  If the polish cannot
-        finish in time, the last iterate is returned with its certified gap.
-    random_state : int, Generator or None
+    random_state : int, RandomState, Generator or None, default=None
         Tie breaking of the initial violators (Alg. 1 line 2).
-    verbose : int
+    verbose : int, default=0
         Print one line per iteration when > 0.
-    callback : callable or None
+    callback : callable or None, default=None
         Called with each iteration's record (the dict appended to ``history_``).
 
     Attributes
     ----------
+    task_ : StructuredTask
+        The task bound to the training data.
+    hypotheses_ : Hypotheses
+        The weak classifiers with non-zero weight.
+    slot_weights_ : ndarray of shape (n_weak, n_slots)
+        Weight of every weak classifier in every slot of the joint feature map.
+    weight_path_ : ndarray of shape (n_iter, n_weak, n_slots)
+        ``slot_weights_`` after every iteration (for :meth:`staged_predict`).
+    master_, formulation_ : str
+        The master and LP formulation used ("auto" resolved).
     history_ : list of dict
         Per iteration: ``objective`` (primal at the iteration's w), ``dual_bound`` (a
         certified lower bound on the restricted master), ``gap`` (relative),
@@ -128,8 +141,30 @@ class StructBoost(BaseEstimator):
         Relative duality gap of the final model over its weak learners (about 1e-12
         when the final polish finished).
     n_iter_ : int
+        Number of boosting iterations run.
     converged_ : bool
         True when the column-generation test ``gain <= 1 + eps_cg`` was met.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from maxmargin import MultiClassTask, StructBoost
+    >>> X, y = load_iris(return_X_y=True)
+    >>> sb = StructBoost(task=MultiClassTask(), max_iter=20, random_state=0).fit(X, y)
+    >>> sb.decision_function(X).shape
+    (150, 3)
+    >>> bool(np.mean(sb.predict(X) == y) > 0.9)
+    True
+
+    References
+    ----------
+    Shen, Lin & van den Hengel, "StructBoost: Boosting methods for predicting structured
+    output variables", IEEE TPAMI 2014 [Shen2014]; LPBoost, Demiriz et al., Machine
+    Learning 2002 [Demiriz2002]; HiGHS, Huangfu & Hall 2018 [Huangfu2018] (full
+    citations: docs/references.md).
     """
 
     def __init__(
@@ -200,7 +235,21 @@ class StructBoost(BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X, y):
-        """Train on inputs X (n, d) and outputs y."""
+        """Fit the model by column generation.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Training outputs, in the form the ``task`` expects (class labels for the
+            label-coding tasks, relevance grades for ranking).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         return self._fit(X, y)
 
     def _fit(self, X, y, y_numeric=False, **bind_params):
@@ -423,15 +472,70 @@ class StructBoost(BaseEstimator):
 class StructBoostClassifier(ClassifierMixin, StructBoost):
     """StructBoost for binary (LPBoost, Sec. 3.1) and multi-class (Sec. 3.3) data.
 
-    Parameters are those of :class:`StructBoost` plus ``sharing`` ("shared": one weak
-    classifier per iteration shared by all classes with one weight per class, eq. 18;
-    "per_class": one new weak classifier per class per iteration).  Two classes give
-    the binary task (a single score, LPBoost); more give the multi-class task.
+    Two classes give the binary task (a single score: LPBoost, [Demiriz2002]); more give
+    the multi-class task; a ``taxonomy`` gives hierarchical classification (Sec. 3.4):
+    ancestor coding of the classes and a tree loss, see
+    :class:`~maxmargin.tasks.hierarchy.HierarchyTask`.  Section and equation numbers are
+    those of [Shen2014].
 
-    ``taxonomy`` (a :class:`~maxmargin.tasks.taxonomy.Taxonomy`, a dict, JSON text or a
-    path to a JSON or ``parent child`` text file) switches to hierarchical classification
-    (Sec. 3.4): ancestor coding of the classes and the tree loss ``tree_loss``
-    ("height", "half_path" or "zero_one"); see :class:`~maxmargin.tasks.hierarchy.HierarchyTask`.
+    Parameters
+    ----------
+    C : float, default=100.0
+        Weight of the average hinge loss; must be well above 1 for any weak learner to
+        enter (the paper uses 10 to 1000).
+    max_iter : int, default=200
+        Maximum column-generation (boosting) iterations.
+    weak_learner : str or WeakLearner, default="stump"
+        Name in :data:`maxmargin.weak.WEAK_LEARNERS` or an instance.
+    sharing : {"shared", "per_class"}, default="shared"
+        "shared": one weak classifier per iteration shared by all classes with one
+        weight per class (eq. 18); "per_class": one new weak classifier per class per
+        iteration.
+    taxonomy : Taxonomy, dict, str, path or None, default=None
+        Class tree (a :class:`~maxmargin.tasks.taxonomy.Taxonomy`, a dict, JSON text or
+        a path to a JSON or ``parent child`` text file); None: flat classes.
+    tree_loss : {"height", "half_path", "zero_one"}, default="height"
+        Loss between classes of a ``taxonomy``: height of the lowest common ancestor
+        ([Shen2014]), half the path length ([Nowozin2011], [Cai2004]) or 0/1.
+    master : {"auto", "fast", "exact"}, default="auto"
+        How the restricted master is solved; see :class:`StructBoost`.
+    formulation : {"auto", "1-slack", "n-slack"}, default="auto"
+        The LP of the exact master; see :class:`StructBoost`.
+    eps_cp : float, default=0.01
+        Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
+    eps_cg : float, default=1e-6
+        Column generation stops when no weak learner has gain above ``1 + eps_cg``.
+    tol : float, default=1e-4
+        Relative tolerance of the fast master's inner loop.
+    max_time : float or None, default=None
+        Wall-clock limit in seconds for the whole fit.
+    max_cp_rounds : int or None, default=10
+        Cutting-plane rounds per boosting iteration (None: to ``eps_cp``).
+    random_state : int, RandomState, Generator or None, default=None
+        Tie breaking of the initial violators (Alg. 1 line 2).
+    verbose : int, default=0
+        Print one line per iteration when > 0.
+    callback : callable or None, default=None
+        Called with each iteration's record (the dict appended to ``history_``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    task_, hypotheses_, slot_weights_, weight_path_, master_, formulation_
+        The fitted model, as in :class:`StructBoost`.
+    history_ : list of dict
+        Per-iteration records, as in :class:`StructBoost`.
+    objective_ : float
+        Final primal objective.
+    gap_ : float
+        Relative duality gap of the final model over its weak learners.
+    n_iter_ : int
+        Number of boosting iterations run.
+    converged_ : bool
+        True when the column-generation test ``gain <= 1 + eps_cg`` was met.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -441,6 +545,12 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     >>> clf = StructBoostClassifier(C=100, max_iter=30, random_state=0).fit(X, y)
     >>> clf.score(X, y) > 0.9
     True
+
+    References
+    ----------
+    Shen, Lin & van den Hengel, IEEE TPAMI 2014 [Shen2014]; Demiriz, Bennett &
+    Shawe-Taylor, Machine Learning 2002 [Demiriz2002]; Cai & Hofmann, CIKM 2004 [Cai2004]
+    (full citations: docs/references.md).
     """
 
     def __init__(
@@ -506,6 +616,20 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         return MultiClassTask(sharing=self.sharing)
 
     def fit(self, X, y):
+        """Fit the classifier by column generation.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes; the leaves of ``taxonomy`` if given).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         super().fit(X, y)
         self.classes_ = self.task_.classes_
         return self

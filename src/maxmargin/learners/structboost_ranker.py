@@ -37,36 +37,65 @@ class StructBoostRanker(StructBoost):
     max_iter : int, default=200
         Boosting (column-generation) iterations.
     weak_learner : str or WeakLearner, default="stump"
+        Name in :data:`maxmargin.weak.WEAK_LEARNERS` or an instance.
     formulation : {"1-slack", "n-slack"}, default="1-slack"
         "1-slack": one slack and cutting planes found in O(n log n) per round
-        (:class:`~maxmargin.tasks.ranking.RankingTask`); "n-slack" (the paper's "m-slack",
-        also accepted): its baseline
-        with one slack per pair (:class:`~maxmargin.tasks.ranking.PairwiseRankingTask`),
-        memory O(|S|).  Same optimum (Theorem 2.1, tested).
+        (:class:`~maxmargin.tasks.ranking.RankingTask`, [Blaschko2014]); "n-slack" (the
+        paper's "m-slack", also accepted): its baseline with one slack per pair
+        (:class:`~maxmargin.tasks.ranking.PairwiseRankingTask`), memory O(|S|).  Same
+        optimum (Theorem 2.1, tested).
     graph : {"complete", "bipartite", "star"}, default="complete"
-        Which pairs form ``S`` inside a group (see :mod:`maxmargin.solvers.ranking`);
+        Which pairs form ``S`` inside a group (see :mod:`maxmargin.inference.ranking`);
         "complete" is every pair with different relevance.
     rescaling : {"unit", "margin", "slack"}, default="unit"
         "unit" is eq. (14): margin 1 and weight 1 for every pair.  "margin" / "slack"
         use the relevance gap of the pair as the margin / as a weight.
-    top_k : int or None
+    top_k : int or None, default=None
         Upper side of the "bipartite" graph.
     normalize : {"pairs", "query"}, default="pairs"
         "pairs": the hinge is averaged over all pairs (eq. 14, ``C / |S|``); "query":
         averaged inside each group, then over the groups that have pairs, so every query
         counts equally (learning to rank).  Same as ``"pairs"`` without groups.
-    eps_cp, eps_cg, master, tol, max_cp_rounds, max_time, random_state, verbose, \
-callback
-        As in :class:`~maxmargin.StructBoost` ("fast" applies to the m-slack form only).
+    eps_cp : float, default=0.01
+        Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
+    eps_cg : float, default=1e-6
+        Column generation stops when no weak learner has gain above ``1 + eps_cg``.
+    master : {"auto", "fast", "exact"}, default="auto"
+        How the restricted master is solved (see :class:`~maxmargin.StructBoost`);
+        "fast" applies to the n-slack form only.
+    tol : float, default=1e-4
+        Relative tolerance of the fast master's inner loop.
+    max_time : float or None, default=None
+        Wall-clock limit in seconds for the whole fit.
+    max_cp_rounds : int or None, default=10
+        Cutting-plane rounds per boosting iteration (None: to ``eps_cp``).
     n_jobs : int, default=1
         Threads of the ranking oracle's parallel recursion levels.
+    random_state : int, RandomState, Generator or None, default=None
+        Tie breaking of the initial violators (Alg. 1 line 2).
+    verbose : int, default=0
+        Print one line per iteration when > 0.
+    callback : callable or None, default=None
+        Called with each iteration's record (the dict appended to ``history_``).
 
     Attributes
     ----------
-    history_, objective_, n_iter_, converged_, formulation_, hypotheses_
-        As in :class:`~maxmargin.StructBoost`.
+    task_, hypotheses_, slot_weights_, weight_path_, master_, formulation_
+        The fitted model, as in :class:`~maxmargin.StructBoost`.
+    history_ : list of dict
+        Per-iteration records, as in :class:`~maxmargin.StructBoost`.
+    objective_ : float
+        Final primal objective.
+    gap_ : float
+        Relative duality gap of the final model over its weak learners.
+    n_iter_ : int
+        Number of boosting iterations run.
+    converged_ : bool
+        True when the column-generation test ``gain <= 1 + eps_cg`` was met.
     n_pairs_ : int
         Number of preference pairs ``|S|`` in the training data.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -74,9 +103,14 @@ callback
     >>> from maxmargin import StructBoostRanker
     >>> from maxmargin.metrics import auc
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> r = StructBoostRanker(C=100, max_iter=20).fit(X, y)
+    >>> r = StructBoostRanker(C=100, max_iter=20, random_state=0).fit(X, y)
     >>> auc(y, r.decision_function(X)) > 0.95
     True
+
+    References
+    ----------
+    Shen, Lin & van den Hengel, IEEE TPAMI 2014 [Shen2014], Sec. 3.2; Blaschko, Mittal &
+    Rahtu, GCPR 2014 [Blaschko2014] (full citations: docs/references.md).
     """
 
     def __init__(
@@ -146,8 +180,22 @@ callback
         return RankingTask(**common, n_jobs=int(self.n_jobs))
 
     def fit(self, X, y, group=None):
-        """Fit on features X (n, d), relevance y (higher ranks higher; 0/1 for AUC)
-        and optional group (query) ids; pairs only form inside a group."""
+        """Fit the ranking function by column generation.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Relevance: higher ranks higher (0/1 for AUC, grades for ordinal regression).
+        group : array-like of shape (n_samples,) or None, default=None
+            Group (query) ids; preference pairs only form inside a group.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         group = check_group(group, np.shape(X)[0])
         self._fit(X, y, y_numeric=True, group=group)
         self.grouped_ = group is not None

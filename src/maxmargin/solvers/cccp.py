@@ -1,5 +1,5 @@
 """CCCP for the latent structured SVM (Yu & Joachims, "Learning structural SVMs with
-latent variables", ICML 2009; seed 004, "Extra I").
+latent variables", ICML 2009 [Yu2009]; [Nowozin2011], "Extra I").
 
 The multi-class latent SSVM gives class y ``n_latent`` sub-classes z with their own
 weights, ``Psi(x, y, z) = x (x) e_(y, z)`` and ``f(x) = argmax_y max_z w.Psi(x, y, z)``.

@@ -1,6 +1,6 @@
 """Shared pieces of the structured SVM solvers: result, history, stopping rule.
 
-Every solver minimises the same primal (seed 004, "Structured Output SVM")
+Every solver minimises the same primal ([Nowozin2011], "Structured Output SVM")
 
     J(w) = 1/2 ||w||^2 + C/n sum_i H_i(w),
     H_i(w) = max_y Delta(y_i, y) - w.dPsi_i(y)              (margin rescaling)

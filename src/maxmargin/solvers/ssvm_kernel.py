@@ -1,6 +1,7 @@
 """Kernelized 1-slack cutting-plane training for label-coding tasks.
 
-Seed 004 "kernelized S-SVM"; Joachims, Finley & Yu 2009, Sec. 5.  With a joint kernel
+[Nowozin2011] "kernelized S-SVM"; Joachims, Finley & Yu 2009 [Joachims2009], Sec. 5 (keys
+of docs/references.md).  With a joint kernel
 ``k((x, y), (x', y')) = k_x(x, x') k_y(y, y')`` and ``k_y(y, y') = Gamma[y].Gamma[y']``
 (``[y = y']`` for one-hot multi-class), a 1-slack plane
 

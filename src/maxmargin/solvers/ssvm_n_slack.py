@@ -1,7 +1,8 @@
 """n-slack working-set training of linear structured SVMs.
 
-Seed 004 "working set training" / Tsochantaridis et al., JMLR 2005, Alg. 1; seed 002
-Sec. 2.5.2 (eq. 2.106-2.107).  Every example i keeps its own working set of labellings
+[Nowozin2011] "working set training" / Tsochantaridis et al., JMLR 2005
+[Tsochantaridis2005], Alg. 1; [Sun2012] Sec. 2.5.2 (eq. 2.106-2.107); keys of
+docs/references.md.  Every example i keeps its own working set of labellings
 ``y_ic`` with constraints ``<w, a_ic> >= b_ic - xi_i`` where ``a_ic = s_ic dPsi_i(y_ic)``,
 ``b_ic = Delta(y_i, y_ic)`` and ``s_ic = 1`` (margin rescaling) or ``s_ic = Delta`` (slack
 rescaling).  The working-set dual
@@ -12,7 +13,7 @@ rescaling).  The working-set dual
 is solved by block-coordinate ascent: one block per example, each block solved (to a
 small tolerance) by SMO pairwise steps over its constraints plus the slack variable,
 with ``w = sum alpha a`` updated in place (a sequential dual method as in Keerthi et al.,
-KDD 2008, for Crammer-Singer; the block Gram matrix comes from the per-sequence input
+KDD 2008 [Keerthi2008], for Crammer-Singer; the block Gram matrix comes from the per-sequence input
 Gram, so constraint vectors are never stored).  The outer loop calls the batch oracle,
 records the exact primal, the dual value (feasible alpha, hence a lower bound) and adds
 each example's most violated labelling to its working set.

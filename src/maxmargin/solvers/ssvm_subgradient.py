@@ -1,8 +1,9 @@
 """Batch and stochastic subgradient training (Pegasos steps, averaging).
 
-Seed 004 "Subgradient Descent S-SVM Training" / "Stochastic Subgradient Descent"; seed
-002 Sec. 2.3.3; Shalev-Shwartz et al., "Pegasos", Math. Prog. 2011; Ratliff, Bagnell &
-Zinkevich, AISTATS 2007.  Dividing ``J(w)`` by C gives ``lam/2 ||w||^2 + 1/n sum_i H_i``
+[Nowozin2011] "Subgradient Descent S-SVM Training" / "Stochastic Subgradient Descent";
+[Sun2012] Sec. 2.3.3; Shalev-Shwartz et al., "Pegasos", Math. Prog. 2011
+[ShalevShwartz2011]; Ratliff, Bagnell & Zinkevich, AISTATS 2007 [Ratliff2007] (keys of
+docs/references.md).  Dividing ``J(w)`` by C gives ``lam/2 ||w||^2 + 1/n sum_i H_i``
 with ``lam = 1/C``; a subgradient at w is ``lam w - 1/n sum_i s_i dPsi_i(yhat_i)``
 (``s_i = 1``, or ``Delta_i`` for slack rescaling).  With the Pegasos step
 ``eta_t = 1/(lam t)`` the update
@@ -19,10 +20,10 @@ epoch) on each labelling found so far.  That point is dual feasible
 is a lower bound on ``min J`` at every iteration (batch) or epoch end (stochastic) and
 ``best primal - D`` a valid duality gap.  This is why the stochastic variant samples a
 fresh permutation per epoch and does not project onto the ball
-``||w|| <= sqrt(C max Delta)`` (seed 002 eq. 2.57; derived for the structured loss in
+``||w|| <= sqrt(C max Delta)`` ([Sun2012] eq. 2.57; derived for the structured loss in
 docs/ssvm.md).  The averaged iterate (polynomial-decay averaging with weight
-``2/(t+1)``, Lacoste-Julien, Schmidt & Bach 2012) is evaluated at the same times; the
-better of the two primal points is returned.
+``2/(t+1)``, Lacoste-Julien, Schmidt & Bach 2012 [LacosteJulien2012]) is evaluated at the
+same times; the better of the two primal points is returned.
 """
 
 from __future__ import annotations

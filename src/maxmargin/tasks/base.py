@@ -335,7 +335,7 @@ class LabelCodingTask(StructuredTask):
     sharing : {"shared", "per_class"}
         ``"shared"``: one weak classifier per iteration, chosen for the slot where it gains
         most (eq. 18), enters with one column per slot.  ``"per_class"``: every slot gets
-        its own best weak classifier each iteration (as in MultiBoost-cw, seed 001).
+        its own best weak classifier each iteration (as in MultiBoost-cw, [Lin2012]).
     """
 
     def __init__(self, sharing: str = "shared") -> None:

@@ -1,17 +1,18 @@
-"""Hierarchical classification with a class taxonomy (StructBoost Sec. 3.4, seed 000).
+"""Hierarchical classification with a class taxonomy ([Shen2014] Sec. 3.4).
 
 Two tasks, both trained with the tree loss of :class:`~maxmargin.tasks.taxonomy.Taxonomy`
-(height of the lowest common ancestor, seed 000; or half the path length, seed 004 after
-Cai & Hofmann, CIKM 2004):
+(height of the lowest common ancestor, [Shen2014]; or half the path length, [Nowozin2011]
+after [Cai2004]; keys of docs/references.md):
 
 * :class:`HierarchyTask` -- ``Psi(x, y) = Phi(x) (x) Gamma(y)`` with the 0/1 ancestor
   coding of eqs. (19)-(20): a class scores the sum of the node scores on its path to the
   root.  A :class:`~maxmargin.tasks.base.LabelCodingTask`, so the loss-augmented oracle,
   the signed weights of the weak learners and the linear (SSVM) form ``F = X @ W`` all
   come from the (K, S) coding and the (K, K) loss matrix.
-* :class:`LabelAugmentedTask` -- the alternative at the end of Sec. 3.4 (after [37]):
-  label-augmented data ``x'_y = x (x) Gamma(y)`` and a single weight vector,
-  ``F(x, y) = w . Phi(x'_y)``.  Weak learners are trained on the (example, label) pairs.
+* :class:`LabelAugmentedTask` -- the alternative at the end of Sec. 3.4 (after
+  [Paisitkriangkrai2014]): label-augmented data ``x'_y = x (x) Gamma(y)`` and a single
+  weight vector, ``F(x, y) = w . Phi(x'_y)``.  Weak learners are trained on the (example,
+  label) pairs.
 
 Which classes can be predicted.  ``label_set="observed"`` (default) restricts the output
 space to the classes present in the training labels (as every scikit-learn classifier
@@ -110,8 +111,8 @@ class HierarchyTask(_TaxonomyCoding, LabelCodingTask):
     taxonomy : Taxonomy, dict or path
         The class tree (see :func:`as_taxonomy`); training labels must be its leaves.
     loss : {"height", "half_path", "zero_one"}, default="height"
-        Tree loss: height of the lowest common ancestor (seed 000), half the tree distance
-        (seed 004), or the flat 0/1 loss (ancestor coding only).
+        Tree loss: height of the lowest common ancestor ([Shen2014]), half the tree distance
+        ([Nowozin2011]), or the flat 0/1 loss (ancestor coding only).
     sharing : {"shared", "per_class"}
         How weak classifiers enter the slots (nodes); see :class:`LabelCodingTask`.
     label_set : {"observed", "all"}

@@ -1,9 +1,9 @@
 """Class taxonomies (label trees) for hierarchical classification.
 
-StructBoost (Shen et al., TPAMI 2014, Sec. 3.4, seed 000) codes a class ``y`` of a label
+StructBoost (Shen et al., IEEE TPAMI 2014 [Shen2014], Sec. 3.4) codes a class ``y`` of a label
 tree by its ancestors, ``Gamma(y)[z] = 1`` iff node ``z`` is ``y`` itself or an ancestor of
 ``y`` (eqs. 19-20), and uses a *tree loss* ``Delta(y, y')``: "the height of the first
-common ancestor".  The SSVM lecture notes (seed 004, after Cai & Hofmann, CIKM 2004) use
+common ancestor".  The SSVM tutorial ([Nowozin2011], after [Cai2004]) uses
 half the path length between the two classes.  :class:`Taxonomy` holds the tree, checks
 that it is one, and computes both losses and the coding.
 
@@ -13,7 +13,7 @@ Node ids.  Nodes are arbitrary hashable names; internally they get integer ids:
   ``numpy.unique`` sorts the labels), so *class index == node id*;
 * then the internal nodes by decreasing depth, ties broken by their first leaf (in class
   order), so the root is last.  Children are ordered the same way, so the ids do not
-  depend on how the tree was written down.  For the tree of Fig. 2 in seed 000 this
+  depend on how the tree was written down.  For the tree of Fig. 2 of [Shen2014] this
   reproduces the paper's numbering (leaves 1-6, parents 7-8, root 9).
 
 Heights.  ``height[v]`` is the length (in edges) of the longest downward path from ``v``
@@ -503,8 +503,8 @@ class Taxonomy:
     def loss(self, a, b, kind: str = "height") -> np.ndarray:
         """Tree loss between class indices ``a`` (true) and ``b`` (predicted).
 
-        ``"height"``: height of the lowest common ancestor (seed 000, Sec. 3.4).
-        ``"half_path"``: half the number of edges between them (seed 004; Cai & Hofmann).
+        ``"height"``: height of the lowest common ancestor ([Shen2014], Sec. 3.4).
+        ``"half_path"``: half the number of edges between them ([Nowozin2011]; [Cai2004]).
         ``"zero_one"``: 1 if they differ.  All are 0 iff ``a == b`` and symmetric.
         """
         a, b = np.asarray(a, dtype=np.intp), np.asarray(b, dtype=np.intp)
@@ -534,7 +534,7 @@ class Taxonomy:
         return A
 
     def coding(self, drop_root: bool = False) -> np.ndarray:
-        """Ancestor coding ``Gamma``, shape (n_classes, n_nodes) (seed 000, eqs. 19-20).
+        """Ancestor coding ``Gamma``, shape (n_classes, n_nodes) ([Shen2014], eqs. 19-20).
 
         Row y has ones at leaf y, its ancestors and the root, so ``Gamma @ Gamma.T``
         counts common ancestors and ``|Gamma(y) - Gamma(y')|^2 = distance(y, y')``.  The

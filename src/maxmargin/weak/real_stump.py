@@ -1,4 +1,4 @@
-"""Real-valued stumps (Real / Gentle AdaBoost outputs), thesis seed 002 Sec. 3.2-3.3.
+"""Real-valued stumps (Real / Gentle AdaBoost outputs), PhD thesis [Sun2012] Sec. 3.2-3.3.
 
 A real stump outputs ``v_hi`` if ``x[f] > t`` and ``v_lo`` otherwise.  With labels
 ``y_k = sign(a_k)`` and weights ``|a_k|``, let ``P`` and ``N`` be the positive and
