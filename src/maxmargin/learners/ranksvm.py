@@ -89,6 +89,8 @@ class RankSVM(BaseEstimator):
         Dual objective of the final master.
     converged_ : bool
         True when the ``tol`` test was met.
+    grouped_ : bool
+        True when ``fit`` got query ids; ``score`` then needs them too.
     n_features_in_ : int
         Number of features seen in ``fit``.
 

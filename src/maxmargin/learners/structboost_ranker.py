@@ -94,6 +94,8 @@ class StructBoostRanker(StructBoost):
         True when the column-generation test ``gain <= 1 + eps_cg`` was met.
     n_pairs_ : int
         Number of preference pairs ``|S|`` in the training data.
+    grouped_ : bool
+        True when ``fit`` got query ids; ``score`` then needs them too.
     n_features_in_ : int
         Number of features seen in ``fit``.
 
