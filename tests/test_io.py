@@ -350,3 +350,45 @@ def test_errors_name_the_file(tmp_path):
     path.write_bytes(b"garbage")
     with pytest.raises(ValueError, match=re.escape(str(path))):
         mmio.load(path)
+
+
+# ------------------------------------------------------ consistent edits, checksum recomputed
+def _structboost_file(tmp_path, weak_learner):
+    from maxmargin import StructBoostClassifier
+
+    X, y = _data()
+    path = tmp_path / f"sb_{weak_learner}.mm"
+    est = StructBoostClassifier(max_iter=8, weak_learner=weak_learner, random_state=0)
+    mmio.save(est.fit(X, y), path)
+    return path
+
+
+def _edit(path, name, change):
+    document, raw = _members(path)
+    arr = np.load(pyio.BytesIO(raw[name]), allow_pickle=False)
+    raw[name] = _npy_bytes(change(arr.copy()))
+    _rewrite(path, _reseal(document, raw), raw)
+
+
+@pytest.mark.parametrize(
+    "weak_learner,name,change,message",
+    [
+        ("stump", "hyp.feature", lambda a: a + 1000, "out of range"),
+        ("stump", "hyp.feature", lambda a: a - 1000, "out of range"),
+        ("stump", "hyp.threshold", lambda a: a * np.nan, "non-finite"),
+        ("stump", "hyp.polarity", lambda a: 3 * a, "polarity"),
+        ("stump", "hyp.feature", lambda a: a[:-1], "has shape|different lengths"),
+        ("stump", "slot_weights", lambda a: a * np.inf, "non-finite"),
+        ("tree", "hyp.feature", lambda a: a + 1000, "out of range"),
+        ("tree", "hyp.depth", lambda a: a + 1, "depth"),
+        ("real_stump", "hyp.v_lo", lambda a: a * np.nan, "non-finite"),
+        ("perceptron", "hyp.activation", lambda a: a + 7, "activation"),
+    ],
+)
+def test_consistent_hostile_edit_is_refused(tmp_path, weak_learner, name, change, message):
+    """An edited file whose checksum was recomputed still gets a clear error before any
+    numba kernel indexes with its arrays."""
+    path = _structboost_file(tmp_path, weak_learner)
+    _edit(path, name, change)
+    with pytest.raises(ValueError, match=message):
+        mmio.load(path)

@@ -122,6 +122,10 @@ class Trees(Hypotheses):
         depth = int(arrays["depth"])
         if not 1 <= depth <= 16:
             raise ValueError(f"trees: depth {depth} out of range")
+        n_int = 2**depth - 1
+        shapes = [np.shape(arrays[k])[1:] for k in ("feature", "threshold", "leaf")]
+        if shapes != [(n_int,), (n_int,), (n_int + 1,)]:
+            raise ValueError(f"trees: node arrays do not match depth {depth}")
         out = cls(
             arrays["feature"],
             arrays["threshold"],
@@ -129,7 +133,7 @@ class Trees(Hypotheses):
             depth,
             int(arrays["n_features"]),
         )
-        T, n_int = len(out), 2**depth - 1
+        T = len(out)
         check_loaded(
             "trees",
             out.n_features,
