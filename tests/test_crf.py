@@ -187,3 +187,21 @@ def test_linear_model_plane_is_consistent():
     assert float(w @ model.plane(lab, coef)) == pytest.approx(float(coef @ margin))
     l2, m2 = model.evaluate(w, lab)
     assert np.allclose(l2, loss) and np.allclose(m2, margin)
+
+
+def test_struct_svm_on_raw_potentials(tmp_path):
+    from maxmargin import StructSVM, load, save
+
+    rng = np.random.default_rng(7)
+    X, Y = make_graphs(rng, 12, noise=1.5)
+    est = StructSVM(task=CRFTask(), C=10.0, solver="1-slack").fit(X, Y)
+    Xt, Yt = make_graphs(np.random.default_rng(8), 6, noise=1.5)
+    pred = est.predict(Xt)
+    assert 0.0 <= est.score(Xt, Yt) <= 1.0
+    unary_err = np.mean(np.concatenate([np.argmin(g.unary.sum(2), 1) != y for g, y in zip(Xt, Yt)]))
+    assert est.task_.hamming(Yt, pred) <= unary_err
+    save(est, tmp_path / "m")
+    again = load(tmp_path / "m")
+    assert all(np.array_equal(a, b) for a, b in zip(again.predict(Xt), pred))
+    with pytest.raises(ValueError, match="1-slack"):
+        StructSVM(task=CRFTask(), solver="n-slack").fit(X, Y)

@@ -37,6 +37,7 @@ from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, so
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, as_taxonomy
 from maxmargin.tasks.linear import from_label_coding
 from maxmargin.tasks.taxonomy import LOSS_KINDS
@@ -48,6 +49,7 @@ _TASKS = {
     "MultiClassTask": MultiClassTask,
     "HierarchyTask": HierarchyTask,
     "ChainTask": ChainTask,
+    "CRFTask": CRFTask,
 }
 
 
@@ -149,10 +151,10 @@ class StructSVM(BaseEstimator):
         self.callback = callback
 
     def _make_task(self, y):
-        if not isinstance(self.task, (LabelCodingTask, ChainTask)):
+        if not isinstance(self.task, (LabelCodingTask, ChainTask, CRFTask)):
             raise ValueError(
                 "task must be a LabelCodingTask (BinaryTask, MultiClassTask, "
-                f"hierarchy) or a ChainTask instance, got {self.task!r}"
+                f"hierarchy), a ChainTask or a CRFTask instance, got {self.task!r}"
             )
         return self.task
 
@@ -162,6 +164,14 @@ class StructSVM(BaseEstimator):
         if isinstance(task, ChainTask):
             self.task_ = task.bind(X, y)
             self.n_features_in_ = self.task_.X_.shape[1]
+            return self.task_.linear_model()
+        if isinstance(task, CRFTask):
+            if canonical_solver(self.solver) != "1-slack":
+                raise ValueError(
+                    f"a CRFTask is trained with solver='1-slack' only, got {self.solver!r}"
+                )
+            self.task_ = task.bind(X, y)
+            self.n_features_in_ = sum(self.task_.d_)
             return self.task_.linear_model()
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=1
@@ -224,6 +234,8 @@ class StructSVM(BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "coef_")
+        if isinstance(self.task_, CRFTask):
+            return self.task_.predict_linear(X, self.coef_)
         if isinstance(self.task_, ChainTask):
             return self.task_.predict(X, *self._split())
         return self.task_.decode(self.task_.predict_codes(self._slot_scores(X)))
@@ -231,7 +243,7 @@ class StructSVM(BaseEstimator):
     def score(self, X, y):
         """Mean accuracy (label tasks) or 1 - Hamming error per position (chains)."""
         pred = self.predict(X)
-        if isinstance(self.task_, ChainTask):
+        if isinstance(self.task_, (ChainTask, CRFTask)):
             return 1.0 - self.task_.hamming(y, pred)
         return float(np.mean(pred == np.asarray(y)))
 
@@ -276,7 +288,8 @@ class StructSVM(BaseEstimator):
         est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
         d, S, K, pairwise = meta["layout"]
         est._layout = (int(d), int(S), int(K), bool(pairwise))
-        if est.coef_.shape != (d * S + (K * K if pairwise else 0),) or S != task.n_slots:
+        slots_ok = S == task.n_slots or isinstance(task, CRFTask)
+        if est.coef_.shape != (d * S + (K * K if pairwise else 0),) or not slots_ok:
             raise ValueError("model file is inconsistent: weight vector does not match the task")
         est.n_features_in_ = int(meta["n_features_in"])
         est.history_ = list(meta["history"])

@@ -312,6 +312,15 @@ class CRFTask(StructuredTask):
         Ep = _check_cut_weights(F[2 * st.N :, 1])
         return st.split(_solve(st, Eu, Ep))
 
+    def predict_linear(self, X, w) -> list[np.ndarray]:
+        """MAP labellings of new graphs under linear weights ``w = [w_u, w_v]`` (the
+        SSVM on raw potentials); cut weights below 0 are clipped (see CRFLinearModel)."""
+        st = _Stacked([X] if isinstance(X, CRFGraph) else X, self.d_)
+        du = self.d_[0]
+        Eu = st.U @ w[:du]
+        Ep = st.V @ w[du:] if st.n_edges else np.zeros(0)
+        return st.split(_solve(st, Eu, np.maximum(Ep, 0.0)))
+
     def hamming(self, y_true, y_pred) -> float:
         t = np.concatenate([np.asarray(v).ravel() for v in y_true])
         p = np.concatenate([np.asarray(v).ravel() for v in y_pred])
@@ -352,8 +361,9 @@ class CRFLinearModel:
     evaluated with the true energies, so every plane is valid.
     """
 
-    pairwise = True
-    max_length = 0
+    #: the estimator's layout bookkeeping: (n_features = dim, n_slots = 1, n_states = 2,
+    #: no transition block)
+    pairwise = False
 
     def __init__(self, task: CRFTask) -> None:
         self.task = task
@@ -411,6 +421,4 @@ class CRFLinearModel:
         return 0.5 * float(w @ w) + C * float(np.mean(hinge))
 
     def predict(self, w, X) -> list[np.ndarray]:
-        st = _Stacked([X] if isinstance(X, CRFGraph) else X, self.task.d_)
-        Eu, Ep = self.energies(w, st)
-        return st.split(_solve(st, Eu, np.maximum(Ep, 0.0)))
+        return self.task.predict_linear(X, w)
