@@ -6,7 +6,8 @@ The pipeline of StructBoost Sec. 4.5 (Shen, Lin & van den Hengel, IEEE TPAMI 201
 2. one boosted classifier per feature group (discrete AdaBoost over decision stumps,
    Freund & Schapire, JCSS 55, 1997), giving unary potentials ``U_g(y_p, x) = -s(y_p)
    F_g(x_p)`` with ``s(y) = 2y - 1`` (eq. 32; the PDF's ``-y F`` is for labels in {-1,
-   +1}).  On training images the classifiers are *cross-fitted*: each image's potentials
+   +1}), and a bias potential ``-s(y_p)``.  On training images the classifiers are
+   *cross-fitted*: each image's potentials
    come from classifiers trained on the other folds, so that the CRF learns how much to
    trust them on unseen data rather than on memorised training data;
 3. pairwise potentials on adjacent superpixels: ``V_0 = 1`` (a Potts term),
@@ -204,7 +205,10 @@ class Segmenter(BaseEstimator):
 
     def _graph(self, feats, F) -> CRFGraph:
         """CRF graph of one image from its per-group discriminants F (n, G)."""
-        unary = np.stack([F, -F], axis=1)  # label 0: +F, label 1: -F (eq. 32)
+        # label 0: +F, label 1: -F (eq. 32), plus a bias potential (-1 for label 1) so
+        # that a linear CRF can move the decision threshold
+        Fb = np.hstack([F, np.ones((F.shape[0], 1))])
+        unary = np.stack([Fb, -Fb], axis=1)
         e = feats.edges
         if len(e):
             dist = np.linalg.norm(feats.mean_luv[e[:, 0]] - feats.mean_luv[e[:, 1]], axis=1)
@@ -239,17 +243,27 @@ class Segmenter(BaseEstimator):
         self.unary_models_ = []
         for g, name in enumerate(self.groups_):
             X = np.vstack([self._group_matrix(f, name) for f in feats])
-            if self.learner != "unary" and k > 1:
+            if k > 1:  # cross-fitting: out-of-fold potentials on the training images
                 for j in range(k):
                     out = fold == j
                     clf = _BinaryAdaBoost(int(self.unary_iter)).fit(X[~out], y_all[~out])
                     Ftrain[out, g] = clf.decision(X[out])
             self.unary_models_.append(_BinaryAdaBoost(int(self.unary_iter)).fit(X, y_all))
-            if self.learner == "unary" or k == 1:
+            if k == 1:
                 Ftrain[:, g] = self.unary_models_[-1].decision(X)
         offs = np.concatenate([[0], np.cumsum([f.n for f in feats])])
         graphs = [self._graph(f, Ftrain[a:b]) for f, a, b in zip(feats, offs[:-1], offs[1:])]
+        # kept for refitting the CRF alone (other C or learner), see fit_crf
+        self.train_graphs_, self.train_labels_ = graphs, labels
+        self.fit_crf(graphs, labels)
+        self.n_train_images_ = n_img
+        return self
+
+    def fit_crf(self, graphs, labels):
+        """(Re)learn only the CRF weights on given graphs (e.g. ``train_graphs_`` with
+        another ``C`` or ``learner``), keeping the unary classifiers."""
         self.crf_ = None
+        self.pairwise_active_ = None
         if self.learner == "structboost":
             self.crf_ = StructBoost(
                 task=CRFTask(loss=self.loss),
@@ -261,15 +275,34 @@ class Segmenter(BaseEstimator):
                 verbose=self.verbose,
             ).fit(graphs, labels)
         elif self.learner == "ssvm":
-            self.crf_ = StructSVM(
-                task=CRFTask(loss=self.loss),
-                C=float(self.C),
-                solver="1-slack",
-                max_time=self.max_time,
-                verbose=self.verbose,
-            ).fit(graphs, labels)
-        self.n_train_images_ = n_img
+            # The QP does not bound w; a negative pairwise weight can make the energy
+            # non-submodular and the graph-cut oracle inexact.  Active set: drop the
+            # pairwise potential with the most negative weight and refit, until every
+            # remaining pairwise weight is >= 0 (Szummer et al. 2008 also keep them >= 0).
+            d_u = graphs[0].unary.shape[2]
+            active = np.ones(graphs[0].pairwise.shape[1], dtype=bool)
+            while True:
+                crf = StructSVM(
+                    task=CRFTask(loss=self.loss),
+                    C=float(self.C),
+                    solver="1-slack",
+                    max_time=self.max_time,
+                    verbose=self.verbose,
+                ).fit([self._restrict(g, active) for g in graphs], labels)
+                wv = crf.coef_[d_u:]
+                if len(wv) == 0 or wv.min() >= 0:
+                    break
+                active[np.flatnonzero(active)[int(np.argmin(wv))]] = False
+            self.crf_ = crf
+            self.pairwise_active_ = active
         return self
+
+    def _restrict(self, graph, active=None):
+        """The graph with only the active pairwise potentials (SSVM active set)."""
+        active = getattr(self, "pairwise_active_", None) if active is None else active
+        if active is None or np.all(active):
+            return graph
+        return CRFGraph(graph.unary, graph.edges, graph.pairwise[:, active], graph.area)
 
     # -- prediction ------------------------------------------------------------------
     def _unaries(self, image):
@@ -284,13 +317,17 @@ class Segmenter(BaseEstimator):
         )
         return feats, F
 
+    def crf_predict(self, graphs):
+        """Superpixel labellings of CRF graphs built by this segmenter."""
+        return self.crf_.predict([self._restrict(g) for g in graphs])
+
     def predict_superpixels(self, image):
         """(superpixel map, superpixel labels, unary discriminant of the 'all' group)."""
         feats, F = self._unaries(image)
         if self.crf_ is None:
             lab = (F[:, -1] > 0).astype(np.int64)
         else:
-            lab = self.crf_.predict([self._graph(feats, F)])[0]
+            lab = self.crf_predict([self._graph(feats, F)])[0]
         return feats.superpixels, lab, F[:, -1]
 
     def predict(self, image) -> np.ndarray:
