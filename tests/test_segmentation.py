@@ -120,3 +120,19 @@ def test_segmentation_metrics():
     assert precision_recall_point([0, 1, 1], [0.1, 0.5, 0.9]) == 1.0
     with pytest.raises(ValueError, match="shapes differ"):
         segmentation_scores([t], [t[:, :2]])
+
+
+@pytest.mark.parametrize("learner", ["structboost", "ssvm", "unary"])
+def test_save_load_roundtrip(tmp_path, learner):
+    from maxmargin import load, save
+
+    rng = np.random.default_rng(5)
+    X, M = noisy_shapes(rng, 4, size=32)
+    seg = Segmenter(learner=learner, n_segments=30, unary_iter=5, max_iter=3, patch_sizes=(8,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seg.fit(X, M)
+    save(seg, tmp_path / "seg.mm")
+    again = load(tmp_path / "seg.mm")
+    assert np.array_equal(again.predict(X[0]), seg.predict(X[0]))
+    assert np.allclose(again.decision_function(X[1]), seg.decision_function(X[1]))

@@ -38,6 +38,7 @@ from maxmargin.solvers.column_generation import (
 )
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
 from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 from maxmargin.tasks.taxonomy import LOSS_KINDS
@@ -55,6 +56,7 @@ _TASKS = {
     "LabelAugmentedTask": LabelAugmentedTask,
     "PairwiseRankingTask": PairwiseRankingTask,
     "RankingTask": RankingTask,
+    "CRFTask": CRFTask,
 }
 
 

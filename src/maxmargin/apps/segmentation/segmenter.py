@@ -36,13 +36,14 @@ from maxmargin._validation import (
     Interval,
     Options,
     as_generator,
+    json_params,
     validate_params,
 )
 from maxmargin.apps.segmentation.features import as_rgb, image_features
 from maxmargin.learners.ssvm import StructSVM
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.tasks.crf import CRFGraph, CRFTask
-from maxmargin.weak import DecisionStump
+from maxmargin.weak import DecisionStump, Stumps
 from maxmargin.weak.nonneg import NonNegative
 
 __all__ = ["Segmenter", "check_image_mask"]
@@ -83,6 +84,22 @@ class _BinaryAdaBoost:
         if self.hyps_ is None:
             return np.zeros(X.shape[0])
         return (self.hyps_.evaluate(X).T @ self.alphas_) / self.alphas_.sum()
+
+    def to_arrays(self) -> dict:
+        if self.hyps_ is None:
+            return {"alphas": np.zeros(0)}
+        return {
+            "alphas": self.alphas_,
+            **{f"hyp.{k}": v for k, v in self.hyps_.to_arrays().items()},
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        clf = cls(len(arrays["alphas"]))
+        clf.alphas_ = np.asarray(arrays["alphas"], dtype=np.float64)
+        hyp = {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
+        clf.hyps_ = Stumps.from_arrays(hyp) if len(clf.alphas_) else None
+        return clf
 
 
 def check_image_mask(image, mask):
@@ -341,3 +358,47 @@ class Segmenter(BaseEstimator):
         it orders them by the segmentation first (for the precision = recall point)."""
         sp, lab, f = self.predict_superpixels(image)
         return (lab + 0.49 * np.clip(f, -1.0, 1.0))[sp]
+
+    # -- persistence (maxmargin.save / load, pickle-free) -----------------------------
+    def _get_state(self):
+        check_is_fitted(self, "unary_models_")
+        arrays = {}
+        for g, m in enumerate(self.unary_models_):
+            arrays.update({f"unary{g}.{k}": v for k, v in m.to_arrays().items()})
+        meta = {
+            "params": json_params(self),
+            "groups": list(self.groups_),
+            "n_train_images": int(self.n_train_images_),
+            "crf_class": None if self.crf_ is None else type(self.crf_).__name__,
+        }
+        if self.pairwise_active_ is not None:
+            arrays["pairwise_active"] = np.asarray(self.pairwise_active_, dtype=bool)
+        if self.crf_ is not None:
+            crf_meta, crf_arrays = self.crf_._get_state()
+            meta["crf"] = crf_meta
+            arrays.update({f"crf.{k}": v for k, v in crf_arrays.items()})
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        params = dict(meta["params"])
+        params["patch_sizes"] = tuple(params["patch_sizes"])
+        est = cls(**params)
+        est.groups_ = list(meta["groups"])
+        est.n_train_images_ = int(meta["n_train_images"])
+        est.unary_models_ = []
+        for g in range(len(est.groups_)):
+            pre = f"unary{g}."
+            sub = {k[len(pre) :]: v for k, v in arrays.items() if k.startswith(pre)}
+            est.unary_models_.append(_BinaryAdaBoost.from_arrays(sub))
+        est.pairwise_active_ = (
+            np.asarray(arrays["pairwise_active"], dtype=bool)
+            if "pairwise_active" in arrays
+            else None
+        )
+        kinds = {"StructBoost": StructBoost, "StructSVM": StructSVM}
+        est.crf_ = None
+        if meta["crf_class"] is not None:
+            crf_arrays = {k[4:]: v for k, v in arrays.items() if k.startswith("crf.")}
+            est.crf_ = kinds[meta["crf_class"]]._from_state(meta["crf"], crf_arrays)
+        return est
