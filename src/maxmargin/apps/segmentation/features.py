@@ -58,7 +58,10 @@ class ImageFeatures:
 
 
 def as_rgb(image) -> np.ndarray:
-    """Float RGB in [0, 1] from a grey (H, W), RGB or RGBA (H, W, 3|4) array."""
+    """Float RGB in [0, 1] from a grey (H, W), RGB or RGBA (H, W, 3|4) array.
+
+    Integer images are divided by 255 (unless they only hold 0/1), float images are taken
+    as 0..1 (or 0..255 if their maximum exceeds 2) and clipped."""
     img = np.asarray(image)
     if img.ndim == 3 and img.shape[2] == 4:
         img = img[:, :, :3]
@@ -74,7 +77,7 @@ def as_rgb(image) -> np.ndarray:
         img = img.astype(np.float64)
     else:
         img = img.astype(np.float64)
-        if img.max() > 1.0 + 1e-9:
+        if img.max() > 2.0:  # float images on the 0..255 scale (noise may push 0..1 past 1)
             img = img / 255.0
     if not np.all(np.isfinite(img)):
         raise ValueError("image contains NaN or inf")
