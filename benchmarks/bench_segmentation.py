@@ -122,6 +122,8 @@ def main(argv=None):
             inference_seconds_per_image=t_inf[k] / len(Xte),
             **chosen.get(k, {}),
         )
+        if getattr(models[k], "pairwise_active_", None) is not None:
+            r["pairwise_active"] = models[k].pairwise_active_.tolist()
         rows.append(r)
         print(
             f"{k:24s} mean IoU {100 * r['mean_iou']:.1f} ({100 * r['iou_fg']:.1f}, "
