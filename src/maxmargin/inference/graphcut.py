@@ -26,7 +26,6 @@ Convention: label 1 is the sink side of the cut.
 
 from __future__ import annotations
 
-import maxflow
 import numpy as np
 
 __all__ = [
@@ -78,6 +77,8 @@ def energy(unary, edges, pairwise, labels) -> float:
 def _binary_cut(unary, edges, A, B, C, D):
     """Minimum cut of ``sum_p unary[p, y_p] + sum_e table_e(y_p, y_q)`` with table
     entries A=(0,0), B=(0,1), C=(1,0), D=(1,1) (submodular: B + C >= A + D)."""
+    import maxflow  # PyMaxflow, imported on first use
+
     n = unary.shape[0]
     # E = A + (C - A)[y_p = 1] + (D - C)[y_q = 1] + (B + C - A - D)[y_p = 0, y_q = 1]
     p, q = edges[:, 0], edges[:, 1]

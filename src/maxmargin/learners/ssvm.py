@@ -58,8 +58,9 @@ class StructSVM(BaseEstimator):
 
     Parameters
     ----------
-    task : LabelCodingTask or ChainTask
-        What is predicted, e.g. ``MultiClassTask()`` or ``ChainTask()``.
+    task : LabelCodingTask, ChainTask or CRFTask
+        What is predicted, e.g. ``MultiClassTask()``, ``ChainTask()`` or ``CRFTask()``
+        (binary CRFs over graphs, ``solver="1-slack"`` only; docs/segmentation.md).
     C : float, default=1.0
         Weight of the average structured hinge.
     solver : {"1-slack", "n-slack", "subgradient", "batch-subgradient", "frank-wolfe"}
