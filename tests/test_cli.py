@@ -494,3 +494,56 @@ def test_debug_flag_anywhere(tmp_path, capsys):
     ):
         with pytest.raises(FileNotFoundError):
             main(argv)
+
+
+def test_segment_fit_predict(tmp_path, capsys):
+    import imageio.v3 as iio
+
+    rng = np.random.default_rng(0)
+    size = 32
+    yy, xx = np.mgrid[:size, :size]
+    for d in ("img", "mask", "empty"):
+        (tmp_path / d).mkdir()
+    for k in range(4):
+        m = (yy - 16 - rng.integers(-4, 5)) ** 2 + (xx - 16) ** 2 <= 64
+        img = np.where(m[..., None], 0.7, 0.3) + 0.1 * rng.normal(size=(size, size, 3))
+        iio.imwrite(tmp_path / "img" / f"s{k}.png", (np.clip(img, 0, 1) * 255).astype(np.uint8))
+        iio.imwrite(tmp_path / "mask" / f"s{k}.png", m.astype(np.uint8) * 255)
+    model = tmp_path / "seg.mm"
+    args = ["segment", "fit", str(tmp_path / "img"), str(tmp_path / "mask"), "-o", str(model)]
+    rc = main([*args, "--n-segments", "30", "--unary-iter", "5", "--max-iter", "3", "--json"])
+    assert rc == 0 and model.exists()
+    assert json.loads(capsys.readouterr().out)["n_images"] == 4
+    out = tmp_path / "out"
+    rc = main(
+        [
+            "segment",
+            "predict",
+            str(model),
+            str(tmp_path / "img" / "s0.png"),
+            str(tmp_path / "img"),
+            "-o",
+            str(out),
+            "--masks",
+            str(tmp_path / "mask"),
+            "--json",
+        ]
+    )
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["n_images"] == 5 and 0.5 < res["metrics"]["accuracy"] <= 1.0
+    overlay = iio.imread(out / "s1_overlay.png")
+    assert overlay.shape == (size, size, 3) and overlay.dtype == np.uint8
+    assert set(np.unique(iio.imread(out / "s1_mask.png"))) <= {0, 255}
+    # bad input: empty folder, missing model, non-model file
+    assert (
+        main(["segment", "fit", str(tmp_path / "empty"), str(tmp_path / "mask"), "-o", str(model)])
+        == 2
+    )
+    assert "no images" in capsys.readouterr().err
+    assert (
+        main(
+            ["segment", "predict", str(tmp_path / "nope.mm"), str(tmp_path / "img"), "-o", str(out)]
+        )
+        == 2
+    )

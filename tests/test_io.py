@@ -375,7 +375,7 @@ def _edit(path, name, change):
     [
         ("stump", "hyp.feature", lambda a: a + 1000, "out of range"),
         ("stump", "hyp.feature", lambda a: a - 1000, "out of range"),
-        ("stump", "hyp.threshold", lambda a: a * np.nan, "non-finite"),
+        ("stump", "hyp.threshold", lambda a: a * np.nan, "NaN"),
         ("stump", "hyp.polarity", lambda a: 3 * a, "polarity"),
         ("stump", "hyp.feature", lambda a: a[:-1], "has shape|different lengths"),
         ("stump", "slot_weights", lambda a: a * np.inf, "non-finite"),

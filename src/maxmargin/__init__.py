@@ -27,6 +27,8 @@ from maxmargin.learners import (
 from maxmargin.tasks import (
     BinaryTask,
     ChainTask,
+    CRFGraph,
+    CRFTask,
     HierarchyTask,
     MultiClassTask,
     PairwiseRankingTask,
@@ -44,6 +46,8 @@ __all__ = [
     "AdaBoostMH",
     "AdaBoostMO",
     "BinaryTask",
+    "CRFGraph",
+    "CRFTask",
     "ChainTask",
     "HierarchyTask",
     "KernelSSVM",

@@ -53,6 +53,7 @@ _BUILTIN_MODELS: dict[str, str] = {
     "AdaBoostMH": "maxmargin.learners.adaboost:AdaBoostMH",
     "AdaBoostECC": "maxmargin.learners.adaboost:AdaBoostECC",
     "AdaBoostMO": "maxmargin.learners.adaboost:AdaBoostMO",
+    "Segmenter": "maxmargin.apps.segmentation.segmenter:Segmenter",
 }
 _REGISTRY: dict[str, type] = {}
 

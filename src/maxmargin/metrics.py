@@ -1,4 +1,4 @@
-"""Ranking evaluation: pairwise ranking risk, AUC, NDCG@k and MAP.
+"""Evaluation: ranking (pairwise ranking risk, AUC, NDCG@k, MAP) and segmentation.
 
 Every metric takes an optional ``group`` array (query / image ids); the metric
 is then computed inside each group and averaged over groups (the usual
@@ -12,7 +12,15 @@ from scipy.stats import rankdata
 
 from maxmargin.inference.ranking import PreferenceGraph
 
-__all__ = ["auc", "mean_average_precision", "ndcg_at_k", "pairwise_accuracy", "ranking_risk"]
+__all__ = [
+    "auc",
+    "mean_average_precision",
+    "ndcg_at_k",
+    "pairwise_accuracy",
+    "precision_recall_point",
+    "ranking_risk",
+    "segmentation_scores",
+]
 
 _NO_REL = ("zero", "one", "skip")
 
@@ -173,3 +181,80 @@ def mean_average_precision(relevance, scores, group=None, no_relevant="zero"):
         ranks = np.arange(1, rel.shape[0] + 1)
         vals.append(float(np.sum(hits[rel] / ranks[rel]) / n_rel))
     return _reduce(vals)
+
+
+# ---------------------------------------------------------------------------
+# segmentation (pixel level), as in StructBoost Table 6 / Fulkerson et al. ICCV 2009
+# ---------------------------------------------------------------------------
+def _flat_masks(masks, name):
+    arrs = [np.asarray(m) for m in masks] if isinstance(masks, (list, tuple)) else [masks]
+    arrs = [np.asarray(m) for m in arrs]
+    if not arrs:
+        raise ValueError(f"{name} is empty")
+    for m in arrs:
+        if m.ndim != 2:
+            raise ValueError(f"{name} must hold 2-d masks, got shape {m.shape}")
+    return arrs
+
+
+def precision_recall_point(y_true, scores) -> float:
+    """Precision at the point where it equals recall, over a ranking of pixels by score.
+
+    With P positives, precision and recall of the top k are ``tp(k) / k`` and
+    ``tp(k) / P``: they are equal at ``k = P``, so this is the fraction of positives
+    among the P highest scores (ties broken by a stable sort).  NaN if there is no
+    positive.
+    """
+    t = np.asarray(y_true).ravel().astype(bool)
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    if s.shape != t.shape:
+        raise ValueError(f"scores have {s.size} values for {t.size} labels")
+    P = int(t.sum())
+    if P == 0:
+        return float("nan")
+    top = np.argsort(-s, kind="stable")[:P]
+    return float(t[top].mean())
+
+
+def segmentation_scores(masks_true, masks_pred, scores=None) -> dict:
+    """Pixel-level scores of binary segmentations, pooled over all pixels of all images.
+
+    Returns ``accuracy`` (fraction of correct pixels), ``accuracy_fg`` / ``accuracy_bg``
+    (recall of each class) and ``class_accuracy`` (their mean, the "pixel accuracy" of
+    StructBoost Table 6), ``iou_fg`` / ``iou_bg`` (intersection over union of each class)
+    and ``mean_iou``, and with per-pixel foreground ``scores`` the ``precision_recall``
+    point (:func:`precision_recall_point`).  Masks are lists of 2-d boolean arrays (or
+    single arrays); predicted and true masks must have equal shapes.
+    """
+    T = _flat_masks(masks_true, "masks_true")
+    Pm = _flat_masks(masks_pred, "masks_pred")
+    if len(T) != len(Pm):
+        raise ValueError(f"{len(T)} true masks but {len(Pm)} predicted masks")
+    for a, b in zip(T, Pm):
+        if a.shape != b.shape:
+            raise ValueError(f"mask shapes differ: {a.shape} vs {b.shape}")
+    t = np.concatenate([a.ravel() for a in T]).astype(bool)
+    p = np.concatenate([b.ravel() for b in Pm]).astype(bool)
+    tp = float(np.sum(t & p))
+    tn = float(np.sum(~t & ~p))
+    fp = float(np.sum(~t & p))
+    fn = float(np.sum(t & ~p))
+
+    def ratio(a, b):
+        return a / b if b > 0 else float("nan")
+
+    out = {
+        "accuracy": (tp + tn) / t.size,
+        "accuracy_fg": ratio(tp, tp + fn),
+        "accuracy_bg": ratio(tn, tn + fp),
+        "iou_fg": ratio(tp, tp + fp + fn),
+        "iou_bg": ratio(tn, tn + fn + fp),
+    }
+    out["class_accuracy"] = 0.5 * (out["accuracy_fg"] + out["accuracy_bg"])
+    out["mean_iou"] = 0.5 * (out["iou_fg"] + out["iou_bg"])
+    if scores is not None:
+        S = _flat_masks(scores, "scores")
+        if len(S) != len(T) or any(a.shape != b.shape for a, b in zip(S, T)):
+            raise ValueError("scores must have one array per mask, of the mask's shape")
+        out["precision_recall"] = precision_recall_point(t, np.concatenate([s.ravel() for s in S]))
+    return out

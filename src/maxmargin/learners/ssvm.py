@@ -39,6 +39,7 @@ from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, so
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, as_taxonomy
 from maxmargin.tasks.linear import from_label_coding
 from maxmargin.tasks.taxonomy import LOSS_KINDS
@@ -50,6 +51,7 @@ _TASKS = {
     "MultiClassTask": MultiClassTask,
     "HierarchyTask": HierarchyTask,
     "ChainTask": ChainTask,
+    "CRFTask": CRFTask,
 }
 
 
@@ -58,9 +60,10 @@ class StructSVM(BaseEstimator):
 
     Parameters
     ----------
-    task : LabelCodingTask, ChainTask or None, default=None
-        What is predicted, e.g. ``MultiClassTask()`` or ``ChainTask()``.  Required:
-        ``fit`` raises ``ValueError`` without one.
+    task : LabelCodingTask, ChainTask, CRFTask or None, default=None
+        What is predicted, e.g. ``MultiClassTask()``, ``ChainTask()`` or ``CRFTask()``
+        (binary CRFs over graphs, ``solver="1-slack"`` only; docs/segmentation.md).
+        Required: ``fit`` raises ``ValueError`` without one.
     C : float, default=1.0
         Weight of the average structured hinge.
     solver : {"1-slack", "n-slack", "subgradient", "batch-subgradient", "frank-wolfe"}, \
@@ -166,10 +169,10 @@ default="1-slack"
         self.callback = callback
 
     def _make_task(self, y):
-        if not isinstance(self.task, (LabelCodingTask, ChainTask)):
+        if not isinstance(self.task, (LabelCodingTask, ChainTask, CRFTask)):
             raise ValueError(
                 "task must be a LabelCodingTask (BinaryTask, MultiClassTask, "
-                f"hierarchy) or a ChainTask instance, got {self.task!r}"
+                f"hierarchy), a ChainTask or a CRFTask instance, got {self.task!r}"
             )
         return self.task
 
@@ -179,6 +182,14 @@ default="1-slack"
         if isinstance(task, ChainTask):
             self.task_ = task.bind(X, y)
             self.n_features_in_ = self.task_.X_.shape[1]
+            return self.task_.linear_model()
+        if isinstance(task, CRFTask):
+            if canonical_solver(self.solver) != "1-slack":
+                raise ValueError(
+                    f"a CRFTask is trained with solver='1-slack' only, got {self.solver!r}"
+                )
+            self.task_ = task.bind(X, y)
+            self.n_features_in_ = sum(self.task_.d_)
             return self.task_.linear_model()
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=1
@@ -257,6 +268,8 @@ default="1-slack"
 
     def predict(self, X):
         check_is_fitted(self, "coef_")
+        if isinstance(self.task_, CRFTask):
+            return self.task_.predict_linear(X, self.coef_)
         if isinstance(self.task_, ChainTask):
             return self.task_.predict(X, *self._split())
         return self.task_.decode(self.task_.predict_codes(self._slot_scores(X)))
@@ -264,7 +277,7 @@ default="1-slack"
     def score(self, X, y):
         """Mean accuracy (label tasks) or 1 - Hamming error per position (chains)."""
         pred = self.predict(X)
-        if isinstance(self.task_, ChainTask):
+        if isinstance(self.task_, (ChainTask, CRFTask)):
             return 1.0 - self.task_.hamming(y, pred)
         return float(np.mean(pred == np.asarray(y)))
 
@@ -309,7 +322,8 @@ default="1-slack"
         est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
         d, S, K, pairwise = meta["layout"]
         est._layout = (int(d), int(S), int(K), bool(pairwise))
-        if est.coef_.shape != (d * S + (K * K if pairwise else 0),) or S != task.n_slots:
+        slots_ok = S == task.n_slots or isinstance(task, CRFTask)
+        if est.coef_.shape != (d * S + (K * K if pairwise else 0),) or not slots_ok:
             raise ValueError("model file is inconsistent: weight vector does not match the task")
         if not np.all(np.isfinite(est.coef_)):
             raise ValueError("model file is inconsistent: non-finite weights")

@@ -38,6 +38,7 @@ from maxmargin.solvers.column_generation import (
 )
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
+from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
 from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 from maxmargin.tasks.taxonomy import LOSS_KINDS
@@ -55,6 +56,7 @@ _TASKS = {
     "LabelAugmentedTask": LabelAugmentedTask,
     "PairwiseRankingTask": PairwiseRankingTask,
     "RankingTask": RankingTask,
+    "CRFTask": CRFTask,
 }
 
 
@@ -254,16 +256,21 @@ class StructBoost(BaseEstimator):
 
     def _fit(self, X, y, y_numeric=False, **bind_params):
         self._validate_hyperparameters()
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=np.float64,
-            ensure_min_samples=1,
-            accept_sparse=["csr", "csc"],
-            y_numeric=y_numeric,
-        )
-        self.task_ = self._make_task(y).bind(X, y, **bind_params)
+        if getattr(self.task, "structured_inputs", False):
+            # inputs the task validates itself (e.g. a list of CRF graphs)
+            self.task_ = self._make_task(y).bind(X, y, **bind_params)
+            self.n_features_in_ = int(self.task_.weak_inputs().shape[1])
+        else:
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                dtype=np.float64,
+                ensure_min_samples=1,
+                accept_sparse=["csr", "csc"],
+                y_numeric=y_numeric,
+            )
+            self.task_ = self._make_task(y).bind(X, y, **bind_params)
 
         def report(record):
             if self.verbose:
@@ -340,6 +347,9 @@ class StructBoost(BaseEstimator):
 
     def _store_result(self, res) -> None:
         W = res.slot_weights() if len(res.w) else np.zeros((0, self.task_.n_slots))
+        if W.shape[1] < self.task_.n_slots:  # slots no column entered (slot_weights()
+            # sizes W by the largest slot used)
+            W = np.hstack([W, np.zeros((W.shape[0], self.task_.n_slots - W.shape[1]))])
         used = np.flatnonzero(np.any(W != 0, axis=1))
         self.hypotheses_ = res.hypotheses.take(used)
         self.slot_weights_ = W[used]
@@ -384,6 +394,13 @@ class StructBoost(BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "slot_weights_")
+        if getattr(self.task_, "structured_inputs", False):
+            layout, Z = self.task_.prediction_layout(X)
+            if len(self.hypotheses_) == 0:
+                F = np.zeros((Z.shape[0], self.task_.n_slots))
+            else:
+                F = self.hypotheses_.evaluate(Z).T @ self.slot_weights_
+            return self.task_.predict_from_scores(layout, F)
         return self.task_.decode(self.task_.predict_codes(self._slot_scores(X)))
 
     def staged_predict(self, X):

@@ -8,6 +8,7 @@ from maxmargin.weak.base import Hypotheses, WeakLearner
 from maxmargin.weak.hist_stump import HistogramStump
 from maxmargin.weak.linear import LinearClassifiers
 from maxmargin.weak.linear_svm import LinearSVMWeak
+from maxmargin.weak.nonneg import NonNegative, shifted_class
 from maxmargin.weak.perceptron import SigmoidPerceptron
 from maxmargin.weak.real_stump import RealAdaBoostStump, RealStump, RealStumps
 from maxmargin.weak.stump import DecisionStump, Stumps
@@ -29,6 +30,10 @@ HYPOTHESES: dict[str, type[Hypotheses]] = {
     "RealStumps": RealStumps,
     "Trees": Trees,
     "LinearClassifiers": LinearClassifiers,
+    # outputs (phi + 1) / 2 of NonNegative weak learners (CRF pairwise potentials)
+    "ShiftedStumps": shifted_class(Stumps),
+    "ShiftedRealStumps": shifted_class(RealStumps),
+    "ShiftedTrees": shifted_class(Trees),
 }
 
 
@@ -52,6 +57,7 @@ __all__ = [
     "Hypotheses",
     "LinearClassifiers",
     "LinearSVMWeak",
+    "NonNegative",
     "RealAdaBoostStump",
     "RealStump",
     "RealStumps",

@@ -51,16 +51,19 @@ class Hypotheses(ABC):
         """A batch with no classifiers."""
 
 
-def check_loaded(name: str, n_features: int, features=None, finite=(), rows=None) -> None:
+def check_loaded(
+    name: str, n_features: int, features=None, finite=(), rows=None, thresholds=()
+) -> None:
     """Validate arrays read from a model file before any kernel indexes with them.
 
     ``features`` (int array): every entry in ``[0, n_features)``; ``finite``: arrays that
-    must hold finite numbers; ``rows``: the number of classifiers every array must have
+    must hold finite numbers; ``thresholds``: arrays that may hold +-inf (a constant
+    classifier's threshold) but no NaN; ``rows``: the number of classifiers every array must have
     along its first axis.  Raises ValueError naming the problem.
     """
     if n_features < 0:
         raise ValueError(f"{name}: negative n_features {n_features}")
-    arrays = ([] if features is None else [features]) + list(finite)
+    arrays = ([] if features is None else [features]) + list(finite) + list(thresholds)
     if rows is not None and any(a.shape[:1] != (rows,) for a in arrays):
         raise ValueError(f"{name}: arrays of different lengths")
     if features is not None:
@@ -71,6 +74,9 @@ def check_loaded(name: str, n_features: int, features=None, finite=(), rows=None
     for a in finite:
         if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)):
             raise ValueError(f"{name}: non-finite or non-numeric parameters")
+    for a in thresholds:
+        if a.dtype.kind not in "fiu" or np.any(np.isnan(a)):
+            raise ValueError(f"{name}: NaN or non-numeric thresholds")
 
 
 class WeakLearner(ABC):

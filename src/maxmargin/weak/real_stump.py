@@ -96,7 +96,8 @@ class RealStumps(Hypotheses):
             "real stumps",
             out.n_features,
             np.asarray(arrays["feature"]),
-            (out.threshold, out.v_lo, out.v_hi),
+            (out.v_lo, out.v_hi),
+            thresholds=(out.threshold,),
             rows=len(out.feature),
         )
         return out

@@ -132,7 +132,8 @@ class Stumps(Hypotheses):
             "stumps",
             out.n_features,
             np.asarray(arrays["feature"]),
-            (out.threshold, out.polarity),
+            (out.polarity,),
+            thresholds=(out.threshold,),
             rows=len(out.feature),
         )
         if out.feature.ndim != 1 or not np.all(np.abs(out.polarity) == 1.0):

@@ -138,7 +138,8 @@ class Trees(Hypotheses):
             "trees",
             out.n_features,
             np.asarray(arrays["feature"]),
-            (out.threshold, out.leaf),
+            (out.leaf,),
+            thresholds=(out.threshold,),
             rows=T,
         )
         if (

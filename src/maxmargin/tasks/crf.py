@@ -1,0 +1,424 @@
+"""Binary pairwise CRFs over graphs: the CRF parameter learning task of StructBoost.
+
+Shen, Lin & van den Hengel, "StructBoost: Boosting methods for predicting structured
+output variables", IEEE TPAMI 36(10), 2014, Sec. 3.6 (eqs. 22-30).  An input ``x`` is a
+graph (:class:`CRFGraph`) with, per node ``p`` and label ``l``, a vector of unary
+potentials ``U(l, x_p)`` (d_u values), and per edge ``(p, q)`` a vector of pairwise
+potentials ``V_pq`` (d_v values, the value of ``V(y_p, y_q, x)`` when the labels
+differ; it is 0 when they agree, eqs. 33-34).  The energy (eq. 22) is
+
+    E(x, y) = sum_p sum_j w_j phi_j(U(y_p, x_p)) + sum_(p,q) [y_p != y_q] sum_j w'_j phi'_j(V_pq)
+
+and ``w.Psi(x, y) = -E(x, y)`` with ``Psi = -[sum_p Phi(U(y_p)), sum_pq [y_p!=y_q] Phi'(V_pq)]``.
+(The PDF's ``w = -w1 (.) w2`` should read ``w = [w1; w2]`` with the minus sign in Psi:
+StructBoost keeps ``w >= 0``.)  With ``phi' >= 0`` and ``w' >= 0`` every pairwise term
+``theta_pq(a, b) = [a != b] w'.phi'(V_pq)`` satisfies eq. 24 (``theta(0,0) + theta(1,1) =
+0 <= theta(0,1) + theta(1,0)``), so prediction (eq. 23) and the loss-augmented oracle
+(eq. 29/30) are exact graph cuts (:mod:`maxmargin.inference.graphcut`).  Use
+:class:`maxmargin.weak.nonneg.NonNegative` weak learners (outputs in [0, 1]); the task
+raises if a learned pairwise energy is negative.
+
+Weak-learner samples (eqs. 27-28): one row per (node, label) holding ``U(l, x_p)`` (the
+unary slot 0) and one row per edge holding ``V_pq`` (the pairwise slot 1), stacked with
+zero padding into one matrix ``Z`` of ``d_u + d_v`` columns.  A 1-slack cutting plane is
+a signed weight per row of ``Z`` (as for :class:`~maxmargin.tasks.ranking.RankingTask`):
+for the labelling ``y'`` of image i with weight ``c_i``, ``+c_i`` on row ``(p, y'_p)`` and
+``-c_i`` on row ``(p, y_ip)`` where they differ, and ``c_i ([y'_p != y'_q] - [y_ip !=
+y_iq])`` on edge rows; its gain for a weak classifier is exactly eqs. 27-28.
+
+Loss: the Hamming loss of eq. 26 (``loss="hamming"``) or its area-weighted form
+(``loss="area"``, node weights = superpixel sizes), divided by the image's total weight
+when ``normalize=True`` (so every image's loss is a fraction in [0, 1]; eq. 26 is
+``normalize=False``).
+
+The same task trains a linear structured SVM on the raw potentials (the paper's SSVM
+row, after Szummer, Kohli & Hoiem, "Learning CRFs using graph cuts", ECCV 2008) through
+:meth:`CRFTask.linear_model` and the 1-slack solver, ``Psi`` with ``phi`` the identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from maxmargin.inference.graphcut import binary_graphcut
+from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
+
+__all__ = ["CRFGraph", "CRFLinearModel", "CRFTask"]
+
+
+@dataclass
+class CRFGraph:
+    """One CRF input.
+
+    unary : (n, 2, d_u) array, ``unary[p, l]`` = the potentials ``U(l, x_p)``.
+    edges : (E, 2) int array of node pairs.
+    pairwise : (E, d_v) array, the potentials of an edge whose labels differ.
+    area : (n,) array or None, node sizes (for ``loss="area"``).
+    """
+
+    unary: np.ndarray
+    edges: np.ndarray
+    pairwise: np.ndarray
+    area: np.ndarray | None = None
+
+
+def _check_graph(g, d=None) -> CRFGraph:
+    if not isinstance(g, CRFGraph):
+        raise ValueError(f"CRF inputs must be CRFGraph instances, got {type(g).__name__}")
+    U = np.asarray(g.unary, dtype=np.float64)
+    if U.ndim == 2:
+        U = U[:, :, None]
+    if U.ndim != 3 or U.shape[1] != 2 or U.shape[0] < 1:
+        raise ValueError(f"unary must have shape (n_nodes, 2, d_u), got {U.shape}")
+    n = U.shape[0]
+    E = np.asarray(g.edges, dtype=np.int64).reshape(-1, 2)
+    if len(E) and (E.min() < 0 or E.max() >= n or np.any(E[:, 0] == E[:, 1])):
+        raise ValueError("edges must join two different nodes in 0..n_nodes-1")
+    V = np.asarray(g.pairwise, dtype=np.float64)
+    if V.ndim == 1:
+        V = V[:, None]
+    if V.ndim != 2 or V.shape[0] != len(E):
+        raise ValueError(f"pairwise must have shape ({len(E)}, d_v), got {V.shape}")
+    area = np.ones(n) if g.area is None else np.asarray(g.area, dtype=np.float64).ravel()
+    if area.shape != (n,) or np.any(area <= 0):
+        raise ValueError("area must hold one positive value per node")
+    if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
+        raise ValueError("potentials contain NaN or inf")
+    if d is not None and (U.shape[2], V.shape[1]) != d:
+        raise ValueError(f"graphs have (d_u, d_v) = {(U.shape[2], V.shape[1])}, expected {d}")
+    return CRFGraph(U, E, V, area)
+
+
+class _Stacked:
+    """Several graphs as one disconnected graph (one graph cut solves them all)."""
+
+    def __init__(self, graphs, d=None):
+        graphs = list(graphs)
+        if not graphs:
+            raise ValueError("need at least one graph")
+        gs = [_check_graph(g, d) for g in graphs]
+        d0 = (gs[0].unary.shape[2], gs[0].pairwise.shape[1])
+        gs = [_check_graph(g, d0) for g in gs]
+        self.d = d0
+        n = np.array([g.unary.shape[0] for g in gs])
+        ne = np.array([len(g.edges) for g in gs])
+        self.node_off = np.concatenate([[0], np.cumsum(n)])
+        self.edge_off = np.concatenate([[0], np.cumsum(ne)])
+        self.m = len(gs)
+        self.N = int(self.node_off[-1])
+        self.n_edges = int(self.edge_off[-1])
+        self.U = np.concatenate([g.unary for g in gs])  # (N, 2, d_u)
+        self.V = np.concatenate([g.pairwise for g in gs]) if self.n_edges else np.zeros((0, d0[1]))
+        self.edges = (
+            np.concatenate([g.edges + o for g, o in zip(gs, self.node_off[:-1])])
+            if self.n_edges
+            else np.zeros((0, 2), dtype=np.int64)
+        )
+        self.area = np.concatenate([g.area for g in gs])
+        self.node_img = np.repeat(np.arange(self.m), n)
+        self.edge_img = np.repeat(np.arange(self.m), ne)
+
+    def weak_inputs(self) -> np.ndarray:
+        du, dv = self.d
+        Z = np.zeros((2 * self.N + self.n_edges, du + dv))
+        Z[: 2 * self.N, :du] = self.U.reshape(2 * self.N, du)
+        Z[2 * self.N :, du:] = self.V
+        return Z
+
+    def split(self, labels) -> list[np.ndarray]:
+        return [labels[a:b] for a, b in zip(self.node_off[:-1], self.node_off[1:])]
+
+    def per_image(self, node_vals=None, edge_vals=None) -> np.ndarray:
+        out = np.zeros(self.m)
+        if node_vals is not None:
+            out += np.bincount(self.node_img, weights=node_vals, minlength=self.m)
+        if edge_vals is not None and self.n_edges:
+            out += np.bincount(self.edge_img, weights=edge_vals, minlength=self.m)
+        return out
+
+
+def _solve(st: _Stacked, Eu, Ep) -> np.ndarray:
+    """MAP labelling of all stacked graphs under unary (N, 2) and cut (E,) energies."""
+    return binary_graphcut(Eu, st.edges, Ep)[0]
+
+
+def _check_cut_weights(Ep):
+    if len(Ep) and Ep.min() < -1e-9 * max(1.0, float(np.abs(Ep).max())):
+        raise ValueError(
+            "a learned pairwise energy is negative, so the CRF is not submodular (eq. 24): "
+            "pairwise weak learners must have non-negative outputs (use "
+            "weak_learner=NonNegative('stump'))"
+        )
+    return np.maximum(Ep, 0.0)
+
+
+class CRFTask(StructuredTask):
+    """Binary CRF parameter learning over graphs (StructBoost Sec. 3.6).
+
+    Inputs are lists of :class:`CRFGraph`, outputs lists of 0/1 label arrays (one per
+    node).  Only the 1-slack formulation: the outputs of an image cannot be listed.
+
+    Parameters
+    ----------
+    loss : {"hamming", "area"}, default="hamming"
+        Hamming loss over nodes (eq. 26) or weighted by node area.
+    normalize : bool, default=True
+        Divide each image's loss by its number of nodes (or total area).
+    """
+
+    formulations = ("1-slack",)
+    #: inputs are lists of graphs, not a feature matrix
+    structured_inputs = True
+
+    def __init__(self, loss: str = "hamming", normalize: bool = True) -> None:
+        self.loss = loss
+        self.normalize = normalize
+
+    # -- binding ---------------------------------------------------------------------
+    def _node_loss(self, st: _Stacked, area) -> np.ndarray:
+        if self.loss not in ("hamming", "area"):
+            raise ValueError(f"loss must be 'hamming' or 'area', got {self.loss!r}")
+        lw = np.ones(st.N) if self.loss == "hamming" else np.asarray(area, dtype=np.float64)
+        if self.normalize:
+            lw = lw / np.bincount(st.node_img, weights=lw, minlength=st.m)[st.node_img]
+        return lw
+
+    def _bind(self, X, y) -> None:
+        if isinstance(X, CRFGraph):
+            raise ValueError("X must be a list of CRFGraph, not a single graph")
+        st = _Stacked(X)
+        ys = list(y)
+        if len(ys) != st.m:
+            raise ValueError(f"X has {st.m} graphs but y has {len(ys)} labellings")
+        labs = [np.asarray(v).ravel() for v in ys]
+        for k, v in enumerate(labs):
+            if len(v) != st.node_off[k + 1] - st.node_off[k]:
+                raise ValueError(
+                    f"labelling {k} has {len(v)} labels for a graph of "
+                    f"{st.node_off[k + 1] - st.node_off[k]} nodes"
+                )
+        flat = np.concatenate(labs)
+        if not np.all(np.isin(flat, (0, 1))):
+            raise ValueError("CRF labels must be 0 or 1")
+        self.st_ = st
+        self.y_ = flat.astype(np.int64)
+        self.lw_ = self._node_loss(st, st.area)
+        self.n_samples = st.m
+        self.n_slots = 2
+        self.d_ = st.d
+        self._Z = st.weak_inputs()
+        self.slot_of_row_ = np.concatenate(
+            [np.zeros(2 * st.N, dtype=np.int64), np.ones(st.n_edges, dtype=np.int64)]
+        )
+        e = st.edges
+        self._cut_true = (self.y_[e[:, 0]] != self.y_[e[:, 1]]).astype(np.float64)
+
+    # -- weak learners ---------------------------------------------------------------
+    def weak_inputs(self) -> np.ndarray:
+        return self._Z
+
+    def weak_weights(self, duals: DualPairs) -> np.ndarray:
+        a = np.bincount(duals.sample, weights=duals.value, minlength=len(self._Z))
+        A = np.zeros((len(self._Z), 2))
+        A[np.arange(len(a)), self.slot_of_row_] = a
+        return A
+
+    def select_columns(self, gains, threshold):
+        # one unary and one pairwise weak learner per iteration (Sec. 3.6)
+        return [(s, np.array([s])) for s in range(2) if gains[s] > threshold]
+
+    def joint_difference(self, outputs, slots, pairs):
+        slots = np.asarray(slots, dtype=np.int64)
+        mask = self.slot_of_row_[pairs.sample][None, :] == slots[:, None]
+        return outputs[:, pairs.sample] * mask
+
+    # -- energies --------------------------------------------------------------------
+    def energies(self, F):
+        """Unary energies (N, 2) and cut energies (E,) from slot scores F (n_z, 2)."""
+        st = self.st_
+        F = np.asarray(F)
+        Eu = F[: 2 * st.N, 0].reshape(st.N, 2)
+        Ep = _check_cut_weights(F[2 * st.N :, 1])
+        return Eu, Ep
+
+    def _energy_of(self, Eu, Ep, labels) -> np.ndarray:
+        st = self.st_
+        e = st.edges
+        cut = labels[e[:, 0]] != labels[e[:, 1]]
+        return st.per_image(Eu[np.arange(st.N), labels], Ep * cut)
+
+    # -- the 1-slack oracle ----------------------------------------------------------
+    def most_violated(self, F) -> OracleResult:
+        """Eq. 30 for every image: ``argmin_y E(y) - Delta(y_i, y)`` by one graph cut.
+
+        ``label`` holds the concatenated node labels; ``loss`` and ``margin`` are per
+        image (margin = E(y') - E(y_i) = w.dPsi_i(y'))."""
+        st = self.st_
+        Eu, Ep = self.energies(F)
+        aug = Eu.copy()
+        aug[np.arange(st.N), 1 - self.y_] -= self.lw_
+        lab = _solve(st, aug, Ep)
+        return self._result(Eu, Ep, lab)
+
+    def _result(self, Eu, Ep, lab) -> OracleResult:
+        st = self.st_
+        loss = st.per_image(self.lw_ * (lab != self.y_))
+        margin = self._energy_of(Eu, Ep, lab) - self._energy_of(Eu, Ep, self.y_)
+        return OracleResult(label=lab, loss=loss, margin=margin)
+
+    def _cut_from_labels(self, orc: OracleResult) -> Cut:
+        st = self.st_
+        m = st.m
+        c = (orc.hinge > 0).astype(np.float64) / m
+        lab = orc.label
+        cn = c[st.node_img]
+        wrong = np.flatnonzero((lab != self.y_) & (cn > 0))
+        rows = [2 * wrong + lab[wrong], 2 * wrong + self.y_[wrong]]
+        vals = [cn[wrong], -cn[wrong]]
+        e = st.edges
+        dcut = (lab[e[:, 0]] != lab[e[:, 1]]) - self._cut_true
+        ce = c[st.edge_img] * dcut
+        ed = np.flatnonzero(ce != 0)
+        rows.append(2 * st.N + ed)
+        vals.append(ce[ed])
+        sample = np.concatenate(rows).astype(np.int64)
+        pairs = DualPairs(sample, np.zeros(len(sample), dtype=np.int64), np.concatenate(vals))
+        rhs = float(np.sum(c * orc.loss))
+        return Cut(pairs, rhs, float(orc.hinge.mean()), orc)
+
+    def one_slack_cut(self, F) -> Cut:
+        return self._cut_from_labels(self.most_violated(F))
+
+    def initial_cut(self, rng) -> Cut:
+        return self.one_slack_cut(np.zeros((len(self._Z), 2)))
+
+    def cut_value(self, F, cut) -> float:
+        F = np.asarray(F)
+        s = cut.pairs.sample
+        return cut.rhs - float(cut.pairs.value @ F[s, self.slot_of_row_[s]])
+
+    # -- prediction ------------------------------------------------------------------
+    def prediction_layout(self, X):
+        """Stacked new graphs and their weak inputs (for :meth:`predict_from_scores`)."""
+        st = _Stacked([X] if isinstance(X, CRFGraph) else X, self.d_)
+        return st, st.weak_inputs()
+
+    def predict_from_scores(self, st, F) -> list[np.ndarray]:
+        """MAP labellings (eq. 23) of stacked graphs from slot scores on their inputs."""
+        F = np.asarray(F)
+        Eu = F[: 2 * st.N, 0].reshape(st.N, 2)
+        Ep = _check_cut_weights(F[2 * st.N :, 1])
+        return st.split(_solve(st, Eu, Ep))
+
+    def predict_linear(self, X, w) -> list[np.ndarray]:
+        """MAP labellings of new graphs under linear weights ``w = [w_u, w_v]`` (the
+        SSVM on raw potentials); cut weights below 0 are clipped (see CRFLinearModel)."""
+        st = _Stacked([X] if isinstance(X, CRFGraph) else X, self.d_)
+        du = self.d_[0]
+        Eu = st.U @ w[:du]
+        Ep = st.V @ w[du:] if st.n_edges else np.zeros(0)
+        return st.split(_solve(st, Eu, np.maximum(Ep, 0.0)))
+
+    def hamming(self, y_true, y_pred) -> float:
+        t = np.concatenate([np.asarray(v).ravel() for v in y_true])
+        p = np.concatenate([np.asarray(v).ravel() for v in y_pred])
+        return float(np.mean(t != p))
+
+    # -- not available for CRFs (m-slack / listed outputs) ---------------------------
+    def _no_m_slack(self, *args):
+        raise NotImplementedError(
+            "CRFTask has only the 1-slack oracle (use master='exact', formulation='1-slack')"
+        )
+
+    loss_augmented = evaluate_outputs = initial_violators = _no_m_slack
+    slot_scores_to_label_scores = predict_codes = _no_m_slack
+
+    # -- the linear structured SVM on raw potentials -------------------------------
+    def linear_model(self) -> CRFLinearModel:
+        return CRFLinearModel(self)
+
+    def _get_state(self):
+        return {"loss": self.loss, "normalize": bool(self.normalize)}, {
+            "d": np.asarray(self.d_, dtype=np.int64)
+        }
+
+    def _set_state(self, meta, arrays):
+        self.loss = meta["loss"]
+        self.normalize = bool(meta["normalize"])
+        self.d_ = tuple(int(v) for v in arrays["d"])
+        self.n_slots = 2
+
+
+class CRFLinearModel:
+    """Linear joint features of a bound :class:`CRFTask` for the 1-slack SSVM solver.
+
+    ``w = [w_u (d_u), w_v (d_v)]``, ``E(y) = sum_p w_u.U(y_p, x_p) + sum_pq [y_p != y_q]
+    w_v.V_pq``, ``w.Psi = -E``.  The QP does not constrain ``w_v >= 0``; inference uses
+    the cut weights ``max(0, w_v.V_pq)`` (exact whenever they are all non-negative, which
+    is the usual outcome for smoothness potentials), and losses and margins are always
+    evaluated with the true energies, so every plane is valid.
+    """
+
+    #: the estimator's layout bookkeeping: (n_features = dim, n_slots = 1, n_states = 2,
+    #: no transition block)
+    pairwise = False
+
+    def __init__(self, task: CRFTask) -> None:
+        self.task = task
+        st = task.st_
+        self.st = st
+        self.n_samples = st.m
+        self.n_positions = st.N
+        self.d_u, self.d_v = st.d
+        self.dim = self.d_u + self.d_v
+        self.y = task.y_
+        # the solver's bookkeeping of a layout (n_features, n_slots, n_states, pairwise)
+        self.n_features, self.n_slots, self.n_states = self.dim, 1, 2
+
+    def check_rescaling(self, rescaling):
+        if rescaling != "margin":
+            raise ValueError("CRF models support only rescaling='margin'")
+
+    def energies(self, w, st=None):
+        st = self.st if st is None else st
+        Eu = st.U @ w[: self.d_u]  # (N, 2)
+        Ep = st.V @ w[self.d_u :] if st.n_edges else np.zeros(0)
+        return Eu, Ep
+
+    def unary(self, w, X=None):
+        return self.energies(w)
+
+    def loss_augmented(self, w, rescaling="margin", U=None):
+        t = self.task
+        st = self.st
+        Eu, Ep = self.energies(w) if U is None else U
+        aug = Eu.copy()
+        aug[np.arange(st.N), 1 - t.y_] -= t.lw_
+        lab = _solve(st, aug, np.maximum(Ep, 0.0))
+        r = t._result(Eu, Ep, lab)
+        return lab, r.loss, r.margin
+
+    def evaluate(self, w, labels, U=None):
+        Eu, Ep = self.energies(w) if U is None else U
+        r = self.task._result(Eu, Ep, np.asarray(labels, dtype=np.int64))
+        return r.loss, r.margin
+
+    def plane(self, labels, coef):
+        """``sum_i coef_i dPsi_i(labels_i)``, dPsi = [sum_p U(y'_p) - U(y_p), sum_e V_e dcut]."""
+        st, y = self.st, self.y
+        c = np.asarray(coef, dtype=np.float64)[st.node_img]
+        rows = np.arange(st.N)
+        a_u = (c[:, None] * (st.U[rows, labels] - st.U[rows, y])).sum(axis=0)
+        e = st.edges
+        dcut = (labels[e[:, 0]] != labels[e[:, 1]]).astype(np.float64) - self.task._cut_true
+        ce = np.asarray(coef, dtype=np.float64)[st.edge_img] * dcut
+        a_v = ce @ st.V if st.n_edges else np.zeros(self.d_v)
+        return np.concatenate([a_u, a_v])
+
+    def objective(self, w, C, hinge):
+        return 0.5 * float(w @ w) + C * float(np.mean(hinge))
+
+    def predict(self, w, X) -> list[np.ndarray]:
+        return self.task.predict_linear(X, w)
