@@ -82,7 +82,11 @@ class LinearSVMWeak(WeakLearner):
             keep = w > 0
             if len(np.unique(y[keep])) < 2:
                 continue
-            svm = LinearSVC(C=C, loss="hinge", dual=True, max_iter=int(self.max_iter))
+            # fixed seed: liblinear shuffles its coordinates, and a weak learner must be
+            # deterministic (a fit is reproducible from random_state alone)
+            svm = LinearSVC(
+                C=C, loss="hinge", dual=True, max_iter=int(self.max_iter), random_state=0
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 svm.fit(Zs[keep], y[keep], sample_weight=w[keep])
