@@ -547,3 +547,27 @@ def test_segment_fit_predict(tmp_path, capsys):
         )
         == 2
     )
+
+
+@pytest.mark.parametrize("model", ["multiboost-cw", "adaboost-mh", "ssvm"])
+def test_fit_other_model_families(tmp_path, csv_data, capsys, model):
+    path, X, y = csv_data
+    out = tmp_path / f"{model}.mm"
+    args = ["fit", str(path), "-o", str(out), "--model", model, "--max-iter", "10", "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    est = mmio.load(out)
+    assert summary["estimator"] == type(est).__name__ != "StructBoostClassifier"
+    assert np.mean(est.predict(X) == y) > 0.8
+
+
+def test_fit_chooses_C_by_cross_validation(tmp_path, csv_data, capsys):
+    path, _, _ = csv_data
+    out = tmp_path / "cv.mm"
+    args = ["fit", str(path), "-o", str(out), "--C", "0.5,50", "--max-iter", "5", "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [r["C"] for r in summary["cv"]] == [0.5, 50.0]
+    # C = 0.5 admits no weak learner (constant model, accuracy 1/3): 50 must win
+    assert summary["C"] == 50.0 and mmio.load(out).C == 50.0
+    assert main(["fit", str(path), "-o", str(out), "--C", "1,-2"]) == 2

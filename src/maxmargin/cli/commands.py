@@ -243,6 +243,67 @@ def _check_output_path(path: str) -> None:
         raise ValueError(f"{parent}: not writable (for the model file {out})")
 
 
+#: --model choices for classifiers: (module, class)
+_CLASSIFIERS = {
+    "structboost": ("maxmargin.learners.structboost", "StructBoostClassifier"),
+    "multiboost-cw": ("maxmargin.learners.multiboost", "MultiBoostCW"),
+    "multiboost": ("maxmargin.learners.multiboost", "MultiBoost"),
+    "adaboost-mh": ("maxmargin.learners.adaboost", "AdaBoostMH"),
+    "adaboost-ecc": ("maxmargin.learners.adaboost", "AdaBoostECC"),
+    "adaboost-mo": ("maxmargin.learners.adaboost", "AdaBoostMO"),
+    "ssvm": ("maxmargin.learners.ssvm", "SSVMClassifier"),
+}
+_CLASSIFIER_LABELS = {k: v[1] for k, v in _CLASSIFIERS.items()}
+
+
+def _classifier(args: argparse.Namespace, C: float, callback: Any) -> Any:
+    """The --model estimator with every command-line option it accepts."""
+    import importlib
+
+    module, cls_name = _CLASSIFIERS[args.model]
+    cls = getattr(importlib.import_module(module), cls_name)
+    wanted = {
+        "C": C,
+        "max_iter": args.max_iter,
+        "weak_learner": args.weak_learner,
+        "sharing": args.sharing or "shared",
+        "formulation": args.formulation,
+        "master": args.master,
+        "tol": args.tol,
+        "eps_cp": args.eps_cp,
+        "eps_cg": args.eps_cg,
+        "max_time": args.max_time,
+        "random_state": args.seed,
+        "callback": callback,
+        **_taxonomy_params(args),
+    }
+    accepted = cls().get_params(deep=False)
+    given = {"--taxonomy": args.taxonomy, "--sharing": args.sharing}
+    for flag, value in given.items():
+        key = flag[2:]
+        if value is not None and key not in accepted:
+            raise ValueError(f"{flag} does not apply to --model {args.model}")
+    if "C" not in accepted and C != 100.0:
+        raise ValueError(f"--model {args.model} has no C parameter")
+    return cls(**{k: v for k, v in wanted.items() if k in accepted})
+
+
+def _select_C(args: argparse.Namespace, X: Any, y: np.ndarray) -> tuple[list[float], list]:
+    """Pick C from the --C list by stratified k-fold cross-validation (mean accuracy);
+    returns ([best C], one row per C)."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    cv = StratifiedKFold(n_splits=args.cv, shuffle=True, random_state=args.seed)
+    rows = []
+    for C in args.C:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scores = cross_val_score(_classifier(args, C, None), X, y, cv=cv)
+        rows.append({"C": C, "mean_score": float(scores.mean()), "std_score": float(scores.std())})
+    best = max(rows, key=lambda r: r["mean_score"])["C"]
+    return [best], rows
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Train a StructBoostClassifier (or with --rank a StructBoostRanker) on DATA and
     save it to MODEL."""
@@ -254,22 +315,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     X, y = _load_training_data(args)
     show = not (args.json or args.quiet)
-    with FitProgress(args.max_iter, "StructBoost", enabled=show) as progress:
-        est = _structboost_class()(
-            C=args.C,
-            max_iter=args.max_iter,
-            weak_learner=args.weak_learner,
-            sharing=args.sharing or "shared",
-            formulation=args.formulation,
-            master=args.master,
-            tol=args.tol,
-            eps_cp=args.eps_cp,
-            eps_cg=args.eps_cg,
-            max_time=args.max_time,
-            random_state=args.seed,
-            callback=progress,
-            **_taxonomy_params(args),
-        )
+    Cs = args.C
+    cv_table = None
+    if len(Cs) > 1:
+        Cs, cv_table = _select_C(args, X, y)
+    name = _CLASSIFIER_LABELS[args.model]
+    with FitProgress(args.max_iter, name, enabled=show) as progress:
+        est = _classifier(args, Cs[0], progress)
         seconds, seen = _fit_reporting(est, X, y)
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
@@ -287,11 +339,23 @@ def cmd_fit(args: argparse.Namespace) -> int:
         "objective": float(getattr(est, "objective_", float("nan"))),
         "train_error": train_error,
         "fit_seconds": round(seconds, 4),
+        "estimator": type(est).__name__,
+        "C": Cs[0],
     }
+    if cv_table is not None:
+        summary["cv"] = cv_table
     if args.json:
         print_json(summary)
     elif not args.quiet:
-        print_kv_table("StructBoost fit", summary)
+        if cv_table is not None:
+            print_kv_table(
+                f"C by {args.cv}-fold cross-validation (mean accuracy)",
+                {
+                    f"C = {r['C']:g}": f"{r['mean_score']:.4f} +- {r['std_score']:.4f}"
+                    for r in cv_table
+                },
+            )
+        print_kv_table(f"{name} fit", {k: v for k, v in summary.items() if k != "cv"})
     return _report_interrupted(seen, out) or EXIT_OK
 
 
@@ -300,11 +364,15 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     from maxmargin.io import save
 
     formulation = "1-slack" if args.formulation == "auto" else args.formulation
+    if len(args.C) > 1:
+        raise ValueError("--rank takes one --C value (C selection is for classifiers)")
+    if args.model != "structboost":
+        raise ValueError("--rank trains a StructBoostRanker: --model does not apply")
     X, y, qid = _load_ranking_data(args)
     show = not (args.json or args.quiet)
     with FitProgress(args.max_iter, "StructBoostRanker", enabled=show) as progress:
         est = _ranker_class()(
-            C=args.C,
+            C=args.C[0],
             max_iter=args.max_iter,
             weak_learner=args.weak_learner,
             formulation=formulation,

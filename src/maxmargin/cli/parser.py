@@ -14,6 +14,19 @@ def _version() -> str:
     return str(__version__)
 
 
+def _C_list(text: str) -> list[float]:
+    """``--C 100`` or ``--C 1,10,100``."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number or comma-separated list: {text!r}"
+        ) from None
+    if not values or any(not v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"C must be positive, got {text!r}")
+    return values
+
+
 def _label_column(text: str) -> int | str:
     """``--label-column`` accepts an index (``-1``, ``0``) or a header name."""
     try:
@@ -68,7 +81,29 @@ def build_parser() -> argparse.ArgumentParser:
         default=-1,
         help="CSV label column: index or header name (default: -1, the last)",
     )
-    fit.add_argument("--C", type=float, default=100.0, help="regularisation trade-off (100)")
+    fit.add_argument(
+        "--model",
+        choices=[
+            "structboost",
+            "multiboost-cw",
+            "multiboost",
+            "adaboost-mh",
+            "adaboost-ecc",
+            "adaboost-mo",
+            "ssvm",
+        ],
+        default="structboost",
+        help="classifier family (structboost; --rank always trains a StructBoostRanker)",
+    )
+    fit.add_argument(
+        "--C",
+        type=_C_list,
+        default=[100.0],
+        metavar="C[,C...]",
+        help="regularisation trade-off (100); a comma-separated list is chosen by "
+        "--cv-fold cross-validation",
+    )
+    fit.add_argument("--cv", type=int, default=3, help="folds for choosing C (3)")
     fit.add_argument("--max-iter", type=int, default=200, help="column-generation iterations")
     fit.add_argument(
         "--rank",
