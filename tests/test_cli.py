@@ -571,3 +571,14 @@ def test_fit_chooses_C_by_cross_validation(tmp_path, csv_data, capsys):
     # C = 0.5 admits no weak learner (constant model, accuracy 1/3): 50 must win
     assert summary["C"] == 50.0 and mmio.load(out).C == 50.0
     assert main(["fit", str(path), "-o", str(out), "--C", "1,-2"]) == 2
+
+
+def test_model_key_from_the_environment(tmp_path, csv_data, capsys, monkeypatch):
+    path, _, _ = csv_data
+    model = tmp_path / "signed.mm"
+    monkeypatch.setenv("MAXMARGIN_MODEL_KEY", "k1")
+    assert main(["fit", str(path), "-o", str(model), "--max-iter", "3", "--quiet"]) == 0
+    assert main(["predict", str(model), str(path)]) == 0
+    monkeypatch.setenv("MAXMARGIN_MODEL_KEY", "k2")
+    assert main(["predict", str(model), str(path)]) == 2
+    assert "bad signature" in capsys.readouterr().err

@@ -392,3 +392,24 @@ def test_consistent_hostile_edit_is_refused(tmp_path, weak_learner, name, change
     _edit(path, name, change)
     with pytest.raises(ValueError, match=message):
         mmio.load(path)
+
+
+def test_signed_model_files(tmp_path, monkeypatch):
+    X, y = _data()
+    est = DummyCentroid().fit(X, y)
+    signed, plain = tmp_path / "signed.mm", tmp_path / "plain.mm"
+    mmio.save(est, signed, key="team secret")
+    mmio.save(est, plain)
+    np.testing.assert_array_equal(mmio.load(signed, key="team secret").predict(X), est.predict(X))
+    mmio.load(signed)  # the checksum still guards integrity without a key
+    with pytest.raises(ValueError, match="bad signature"):
+        mmio.load(signed, key="another key")
+    with pytest.raises(ValueError, match="not signed"):
+        mmio.load(plain, key="team secret")
+    # a consistent edit with a recomputed checksum cannot recompute the signature
+    document, raw = _members(signed)
+    document["meta"]["params"]["shrink"] = 0.5
+    _rewrite(signed, _reseal(document, raw), raw)
+    mmio.load(signed)  # without a key the edit passes the checksum ...
+    with pytest.raises(ValueError, match="bad signature"):
+        mmio.load(signed, key="team secret")  # ... but not the signature

@@ -59,6 +59,21 @@ _REGISTRY: dict[str, type] = {}
 
 T = TypeVar("T", bound=type)
 
+#: header fields outside the checksum (the checksum itself and the signature over it)
+_UNHASHED = ("sha256", "signature")
+#: environment variable holding the key for signed model files (used by the CLI)
+KEY_ENV = "MAXMARGIN_MODEL_KEY"
+
+
+def _signature(key: bytes | str, sha256: str) -> str:
+    import hmac
+
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not key:
+        raise ValueError("the signing key is empty")
+    return hmac.new(key, sha256.encode("ascii"), "sha256").hexdigest()
+
 
 # --------------------------------------------------------------------------- registry
 def register_model(cls: T | None = None, *, name: str | None = None) -> Any:
@@ -154,7 +169,7 @@ def _checksum(document: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> 
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
 
-    chunk(_canonical_json({k: v for k, v in document.items() if k != "sha256"}))
+    chunk(_canonical_json({k: v for k, v in document.items() if k not in _UNHASHED}))
     for name in sorted(arrays):
         a = arrays[name]
         chunk(name.encode("utf-8"))
@@ -199,13 +214,16 @@ def _check_arrays(arrays: Any, where: str) -> dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- save
-def save(model: Any, path: str | os.PathLike[str]) -> Path:
+def save(model: Any, path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Path:
     """Write a fitted ``model`` to ``path`` (used as given; no suffix is appended).
 
     The file is written to a temporary file in the same directory, flushed and
     fsynced, then moved into place with ``os.replace``, so readers never see a
     half-written model.  Raises ``ValueError`` for unfitted or unregistered
     estimators, object arrays, or non-JSON metadata.  Returns the path.
+
+    ``key``: sign the file with HMAC-SHA256 over its checksum, for teams that share model
+    files; :func:`load` with the same key then refuses any file not signed with it.
     """
     path = Path(path)
     if not _is_fitted(model):
@@ -240,6 +258,8 @@ def save(model: Any, path: str | os.PathLike[str]) -> Path:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"model metadata is not JSON serialisable: {exc}") from exc
     document["sha256"] = _checksum(document, arrays)
+    if key is not None:
+        document["signature"] = _signature(key, document["sha256"])
     _write_npz(path, document, arrays)
     return path
 
@@ -295,18 +315,29 @@ def _fsync_dir(directory: Path) -> None:
 
 
 # --------------------------------------------------------------------------- load
-def load(path: str | os.PathLike[str]) -> Any:
+def load(path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any:
     """Read a model written by :func:`save` and rebuild the estimator.
 
     A missing file raises ``FileNotFoundError``; every other problem (not a model
     file, truncated, wrong format, newer format version, checksum mismatch,
-    unknown class, missing array, ...) raises ``ValueError`` naming the file.
+    unknown class, missing array, ...) raises ``ValueError`` naming the file.  With
+    ``key``, the file must carry a valid HMAC signature made with that key (see
+    :func:`save`); the signature is checked before the estimator is rebuilt.
     """
+    import hmac
+
     path = Path(path)
     document, arrays = _read_npz(path)
 
     def fail(problem: str) -> ValueError:
         return ValueError(f"{path}: {problem}")
+
+    if key is not None:
+        signature = document.get("signature")
+        if not isinstance(signature, str):
+            raise fail("the file is not signed, but a key was given")
+        if not hmac.compare_digest(signature, _signature(key, document["sha256"])):
+            raise fail("bad signature: the file was not signed with this key")
 
     name = document["class"]
     try:

@@ -24,6 +24,7 @@ from maxmargin.cli.output import (
     finite_or_none,
     fmt,
     label_text,
+    model_key,
     plain,
     print_json,
     print_kv_table,
@@ -153,7 +154,7 @@ def _load_data_for_model(
 def _load_model(path: str) -> Any:
     from maxmargin.io import load
 
-    return load(path)
+    return load(path, key=model_key())
 
 
 def _taxonomy_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -326,7 +327,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train_error = float(np.mean(est.predict(X) != y))
-    out = save(est, args.output)
+    out = save(est, args.output, key=model_key())
     history = _history(est)
     summary = {
         "model": str(out),
@@ -392,7 +393,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train = _ranking_metrics(y, est.decision_function(X), qid)
-    out = save(est, args.output)
+    out = save(est, args.output, key=model_key())
     history = _history(est)
     summary = {
         "model": str(out),

@@ -86,3 +86,13 @@ def print_kv_table(title: str, values: dict[str, Any], console: Any = None) -> N
         text = fmt(value) if isinstance(value, float) else str(value)
         table.add_row(key.replace("_", " "), text)
     (console or stdout_console()).print(table)
+
+
+def model_key() -> str | None:
+    """The model-signing key from ``$MAXMARGIN_MODEL_KEY`` (None when unset): models are
+    then saved signed and only files signed with that key are loaded."""
+    import os
+
+    from maxmargin.io import KEY_ENV
+
+    return os.environ.get(KEY_ENV) or None

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from maxmargin.cli.output import EXIT_OK, print_json, print_kv_table
+from maxmargin.cli.output import EXIT_OK, model_key, print_json, print_kv_table
 
 
 def _overlay(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ def cmd_segment_fit(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore")
         seg.fit(images, masks)
     seconds = time.perf_counter() - t0
-    save(seg, args.output)
+    save(seg, args.output, key=model_key())
     summary = {
         "model": str(args.output),
         "learner": args.learner,
@@ -69,7 +69,7 @@ def cmd_segment_predict(args: argparse.Namespace) -> int:
     from maxmargin.io import load
     from maxmargin.metrics import segmentation_scores
 
-    model = load(args.model)
+    model = load(args.model, key=model_key())
     if type(model).__name__ != "Segmenter":
         raise ValueError(f"{args.model} is a {type(model).__name__}, not a Segmenter model")
     paths: list[Path] = []
