@@ -226,3 +226,11 @@ def test_csv_query_id_is_none(tmp_path):
     assert qid is None
     np.testing.assert_array_equal(y, [0, 1])
     assert X.shape == (2, 2)
+
+
+def test_huge_svmlight_index_fails_fast(tmp_path):
+    from maxmargin.datasets import load_dataset
+
+    path = _write(tmp_path / "huge.svm", "1 1:0.5 3:1\n0 2:1 999999999:2\n1 1:0.3\n")
+    with pytest.raises(ValueError, match="implausibly large"):
+        load_dataset(path)

@@ -134,6 +134,13 @@ def load_dataset(
 
 
 # --------------------------------------------------------------------------- svmlight
+#: a file whose column count exceeds this many times its stored values (+1e6) is
+#: refused: one huge index would make every dense step allocate rows of that width
+MAX_SPARSE_WIDTH_RATIO = 100
+#: above this many cells a "dense" load stays sparse instead (8 bytes each: 2 GB)
+MAX_DENSE_CELLS = 250_000_000
+
+
 def load_svmlight(
     path: str | os.PathLike[str],
     n_features: int | None = None,
@@ -177,6 +184,16 @@ def load_svmlight(
     if not np.all(np.isfinite(y)):
         row = int(np.flatnonzero(~np.isfinite(y))[0])
         raise ValueError(f"{path}: NaN or infinite label in sample {row + 1}")
+    if n_features is None and X.shape[1] > MAX_SPARSE_WIDTH_RATIO * max(X.nnz, 1) + 1_000_000:
+        col = int(X.indices.max()) if X.nnz else X.shape[1] - 1
+        row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right"))
+        raise ValueError(
+            f"{path}: feature index {col + 1} (line {row}) is implausibly large for "
+            f"{X.nnz} stored values ({X.shape[1]} columns would be created); fix the "
+            "file or give n_features explicitly"
+        )
+    if dense and X.shape[0] * X.shape[1] > MAX_DENSE_CELLS:
+        dense = False  # too wide to densify: keep CSR (every estimator accepts it)
     X = X.toarray() if dense else X
     if not query_id:
         return X, _tidy_labels(y)
