@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["ConvergenceWarning", "EmptyModelWarning", "FitInterruptedWarning", "warn_interrupted"]
+__all__ = [
+    "ConvergenceWarning",
+    "EmptyModelWarning",
+    "FitInterruptedWarning",
+    "warn_interrupted",
+    "warn_unconverged",
+]
 
 
 class EmptyModelWarning(UserWarning):
@@ -24,5 +30,20 @@ def warn_interrupted(n_iter: int, stacklevel: int = 3) -> None:
         f"fit interrupted (KeyboardInterrupt): the model is the one of the last completed "
         f"iteration ({n_iter}); it has not converged",
         FitInterruptedWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def warn_unconverged(name: str, res, stacklevel: int = 3) -> None:
+    """ConvergenceWarning for a solver result that stopped on max_iter / max_time before
+    its relative duality gap reached ``tol``."""
+    import warnings
+
+    history = getattr(res, "history", None) or []
+    gap = history[-1].get("gap", float("nan")) if history else float("nan")
+    warnings.warn(
+        f"{name} stopped after {len(history)} iterations (max_iter or max_time) with a "
+        f"relative duality gap of {gap:.3g}, above tol: raise max_iter, or loosen tol",
+        ConvergenceWarning,
         stacklevel=stacklevel,
     )

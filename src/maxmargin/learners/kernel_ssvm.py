@@ -22,7 +22,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
-from maxmargin.exceptions import warn_interrupted
+from maxmargin.exceptions import warn_interrupted, warn_unconverged
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
@@ -197,6 +197,8 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
         self.n_iter_ = len(res.history)
         if res.interrupted:
             warn_interrupted(self.n_iter_)
+        elif not res.converged:
+            warn_unconverged(type(self).__name__, res)
         return self
 
     def _slot_scores(self, X):

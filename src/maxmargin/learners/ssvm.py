@@ -34,7 +34,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
-from maxmargin.exceptions import warn_interrupted
+from maxmargin.exceptions import warn_interrupted, warn_unconverged
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask
@@ -221,6 +221,8 @@ default="1-slack"
         self.n_iter_ = len(res.history)
         if res.interrupted:
             warn_interrupted(self.n_iter_, stacklevel=4)
+        elif not res.converged:
+            warn_unconverged(type(self).__name__, res, stacklevel=4)
         self._layout = (model.n_features, model.n_slots, model.n_states, model.pairwise)
 
     def fit(self, X, y):
