@@ -23,6 +23,7 @@ from maxmargin.learners import (
     StructBoostClassifier,
     StructBoostRanker,
     StructSVM,
+    SVMClassifier,
 )
 from maxmargin.tasks import (
     BinaryTask,
@@ -55,6 +56,7 @@ __all__ = [
     "RankSVM",
     "RankingTask",
     "SSVMClassifier",
+    "SVMClassifier",
     "StructBoost",
     "StructBoostClassifier",
     "StructBoostRanker",

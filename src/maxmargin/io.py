@@ -53,6 +53,7 @@ _BUILTIN_MODELS: dict[str, str] = {
     "AdaBoostMH": "maxmargin.learners.adaboost:AdaBoostMH",
     "AdaBoostECC": "maxmargin.learners.adaboost:AdaBoostECC",
     "AdaBoostMO": "maxmargin.learners.adaboost:AdaBoostMO",
+    "SVMClassifier": "maxmargin.learners.svm:SVMClassifier",
 }
 _REGISTRY: dict[str, type] = {}
 

@@ -8,6 +8,7 @@ from maxmargin.learners.ranksvm import RankSVM
 from maxmargin.learners.ssvm import SSVMClassifier, StructSVM
 from maxmargin.learners.structboost import StructBoost, StructBoostClassifier
 from maxmargin.learners.structboost_ranker import StructBoostRanker
+from maxmargin.learners.svm import SVMClassifier
 
 __all__ = [
     "AdaBoostECC",
@@ -19,6 +20,7 @@ __all__ = [
     "MultiBoostCW",
     "RankSVM",
     "SSVMClassifier",
+    "SVMClassifier",
     "StructBoost",
     "StructBoostClassifier",
     "StructBoostRanker",
