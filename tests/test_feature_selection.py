@@ -86,8 +86,8 @@ def test_restricted_problem_equals_the_problem_on_the_selected_columns(data, los
     assert sel.get_support().sum() == len(sel.order_) <= 4
     ref = _reference(X[:, sel.get_support()], y, C, loss, penalty)
     assert sel.objective_ == pytest.approx(ref, rel=1e-5)
-    objs = [r["objective"] for r in sel.history_]
-    assert all(b <= a * (1 + 1e-7) for a, b in zip(objs, objs[1:]))  # never worse
+    objs = np.array([r["objective"] for r in sel.history_])
+    assert np.all(objs[1:] <= objs[:-1] * (1 + 1e-7))  # never worse
     # every recorded dual bound is below the optimum over all columns
     full = _reference(X, y, C, loss, penalty)
     assert all(r["dual_bound"] <= full * (1 + 1e-6) for r in sel.history_)
