@@ -28,6 +28,7 @@ from maxmargin import (
     StructBoostRanker,
     StructSVM,
     SVMClassifier,
+    TCBoostClassifier,
 )
 
 
@@ -52,6 +53,8 @@ def estimators():
         SVMClassifier(solver="pegasos", max_iter=50, tol=0.5, random_state=0),
         SVMClassifier(solver="1-slack"),
         ForwardFeatureSelector(n_features_to_select=2),
+        TCBoostClassifier(max_iter=10),
+        TCBoostClassifier(loss="logistic", penalty="l2", max_iter=5),
         ForwardFeatureSelector(penalty="l1", loss="logistic"),
     ]
 
@@ -76,6 +79,8 @@ def _data(est):
     X, y = load_iris(return_X_y=True)
     if isinstance(est, (StructBoostRanker, RankSVM)):
         y = (y == 2).astype(float)
+    if isinstance(est, TCBoostClassifier):  # binary only
+        y = y == 2
     return X, y
 
 

@@ -25,6 +25,7 @@ from maxmargin.learners import (
     StructBoostRanker,
     StructSVM,
     SVMClassifier,
+    TCBoostClassifier,
 )
 from maxmargin.tasks import (
     BinaryTask,
@@ -63,6 +64,7 @@ __all__ = [
     "StructBoostClassifier",
     "StructBoostRanker",
     "StructSVM",
+    "TCBoostClassifier",
     "Taxonomy",
     "__version__",
     "load",

@@ -10,6 +10,7 @@ from maxmargin.learners.ssvm import SSVMClassifier, StructSVM
 from maxmargin.learners.structboost import StructBoost, StructBoostClassifier
 from maxmargin.learners.structboost_ranker import StructBoostRanker
 from maxmargin.learners.svm import SVMClassifier
+from maxmargin.learners.tcboost import TCBoostClassifier
 
 __all__ = [
     "AdaBoostECC",
@@ -27,4 +28,5 @@ __all__ = [
     "StructBoostClassifier",
     "StructBoostRanker",
     "StructSVM",
+    "TCBoostClassifier",
 ]
