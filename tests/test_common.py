@@ -15,6 +15,7 @@ from maxmargin import (
     AdaBoostECC,
     AdaBoostMH,
     AdaBoostMO,
+    BinaryAdaBoost,
     ForwardFeatureSelector,
     KernelSSVM,
     LatentSSVM,
@@ -54,6 +55,8 @@ def estimators():
         SVMClassifier(solver="1-slack"),
         ForwardFeatureSelector(n_features_to_select=2),
         TCBoostClassifier(max_iter=10),
+        BinaryAdaBoost(max_iter=10),
+        BinaryAdaBoost(variant="real", max_iter=10),
         TCBoostClassifier(loss="logistic", penalty="l2", max_iter=5),
         ForwardFeatureSelector(penalty="l1", loss="logistic"),
     ]
@@ -79,7 +82,7 @@ def _data(est):
     X, y = load_iris(return_X_y=True)
     if isinstance(est, (StructBoostRanker, RankSVM)):
         y = (y == 2).astype(float)
-    if isinstance(est, TCBoostClassifier):  # binary only
+    if isinstance(est, (TCBoostClassifier, BinaryAdaBoost)):  # binary only
         y = y == 2
     return X, y
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import linprog, minimize
 from sklearn.datasets import make_classification
 
-from maxmargin import StructBoostClassifier, TCBoostClassifier, load, save
+from maxmargin import BinaryAdaBoost, StructBoostClassifier, TCBoostClassifier, load, save
 from maxmargin.weak.reference import all_stumps
 
 
@@ -112,3 +112,48 @@ def test_multiclass_is_refused(data):
     X, _ = data
     with pytest.raises(ValueError, match="binary"):
         TCBoostClassifier().fit(X, np.arange(len(X)) % 3)
+
+
+def test_adaboost_first_rounds_by_hand(data):
+    X, y = data
+    s = np.where(y == 1, 1.0, -1.0)
+    n = len(y)
+    D = np.full(n, 1.0 / n)
+    H = all_stumps(X).evaluate(X)
+    # Discrete: the largest edge and alpha = 1/2 log((1 + r) / (1 - r))
+    r = float((H @ (D * s)).max())
+    est = BinaryAdaBoost(variant="discrete", max_iter=1).fit(X, y)
+    F = est.decision_function(X)
+    alpha = 0.5 * np.log((1 + r) / (1 - r))
+    assert est.coef_[0] == pytest.approx(alpha, rel=1e-12)
+    assert D @ (s * F) / alpha == pytest.approx(r, rel=1e-12)
+    assert est.history_[0]["objective"] == pytest.approx(np.mean(np.exp(-s * F)), rel=1e-12)
+    # Gentle: on each side of the split the weighted mean of y; the split maximises
+    # sum_sides (P - N)^2 / (P + N) over every threshold
+    est = BinaryAdaBoost(variant="gentle", max_iter=1).fit(X, y)
+    F = est.decision_function(X)
+    for v in np.unique(F):
+        assert v == pytest.approx(s[F == v].mean(), rel=1e-12)
+
+    def fit_value(side):
+        tot = 0.0
+        for part in (side, ~side):
+            if part.any():
+                tot += (D[part] @ s[part]) ** 2 / D[part].sum()
+        return tot
+
+    best = max(fit_value(h > 0) for h in H)
+    assert fit_value(F > F.min()) == pytest.approx(best, rel=1e-12)
+    # Real: 1/2 log((P + eps) / (N + eps)) on each side, eps = 1 / (2n)
+    est = BinaryAdaBoost(variant="real", max_iter=1).fit(X, y)
+    F = est.decision_function(X)
+    eps = 1 / (2 * n)
+    for v in np.unique(F):
+        part = F == v
+        P, N = D[part & (s > 0)].sum(), D[part & (s < 0)].sum()
+        assert v == pytest.approx(0.5 * np.log((P + eps) / (N + eps)), rel=1e-10)
+    # later rounds keep lowering the exponential loss
+    for variant in ("discrete", "real", "gentle"):
+        est = BinaryAdaBoost(variant=variant, max_iter=15).fit(X, y)
+        obj = np.array([h["objective"] for h in est.history_])
+        assert np.all(np.diff(obj) <= 1e-12) and est.score(X, y) > 0.8

@@ -1,6 +1,7 @@
 """User-facing estimators (scikit-learn API)."""
 
 from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH, AdaBoostMO
+from maxmargin.learners.binary_adaboost import BinaryAdaBoost
 from maxmargin.learners.feature_selection import ForwardFeatureSelector
 from maxmargin.learners.kernel_ssvm import KernelSSVM
 from maxmargin.learners.latent_ssvm import LatentSSVM
@@ -16,6 +17,7 @@ __all__ = [
     "AdaBoostECC",
     "AdaBoostMH",
     "AdaBoostMO",
+    "BinaryAdaBoost",
     "ForwardFeatureSelector",
     "KernelSSVM",
     "LatentSSVM",
