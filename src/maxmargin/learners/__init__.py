@@ -3,6 +3,7 @@
 from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH, AdaBoostMO
 from maxmargin.learners.binary_adaboost import BinaryAdaBoost
 from maxmargin.learners.feature_selection import ForwardFeatureSelector
+from maxmargin.learners.kernel_approx import AdditiveKernelMap, PiecewiseAdditiveScorer
 from maxmargin.learners.kernel_ssvm import KernelSSVM
 from maxmargin.learners.latent_ssvm import LatentSSVM
 from maxmargin.learners.multiboost import MultiBoost, MultiBoostCW
@@ -17,12 +18,14 @@ __all__ = [
     "AdaBoostECC",
     "AdaBoostMH",
     "AdaBoostMO",
+    "AdditiveKernelMap",
     "BinaryAdaBoost",
     "ForwardFeatureSelector",
     "KernelSSVM",
     "LatentSSVM",
     "MultiBoost",
     "MultiBoostCW",
+    "PiecewiseAdditiveScorer",
     "RankSVM",
     "SSVMClassifier",
     "SVMClassifier",

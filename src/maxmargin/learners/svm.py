@@ -25,12 +25,13 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
 from maxmargin.solvers.svm import fit_dual_cd, fit_one_slack_svm, fit_pegasos, fit_smo
 
 __all__ = ["SVMClassifier"]
 
 SOLVERS = ("smo", "dual_cd", "pegasos", "1-slack")
-KERNELS = ("linear", "rbf", "poly", "sigmoid")
+KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator):
@@ -62,8 +63,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     fit_intercept : bool, default=True
     intercept_scaling : float, default=1.0
         Value of the constant column of the linear solvers (ignored by SMO).
-    kernel : {"linear", "rbf", "poly", "sigmoid"}, default="linear"
-        SMO only (the other solvers are linear).
+    kernel : {"linear", "rbf", "poly", "sigmoid", "intersection", "chi2"}, default="linear"
+        SMO only (the other solvers are linear).  ``"intersection"`` (``sum min(x, y)``)
+        and ``"chi2"`` (``sum 2xy / (x + y)``) are the additive kernels of
+        :mod:`maxmargin.kernels` (non-negative features).
     gamma : "scale", "auto" or float, default="scale"
         As in ``SVC``: ``"scale"`` is ``1 / (n_features X.var())``.
     degree, coef0 : kernel parameters, as in ``SVC``.
@@ -180,6 +183,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"kernel={self.kernel!r} needs solver='smo', got {self.solver!r}")
 
     def _kernel(self, A, B):
+        if self.kernel in ADDITIVE_KERNELS:
+            return additive_kernel(A, B, self.kernel)
         params = {}
         if self.kernel in ("rbf", "poly", "sigmoid"):
             params["gamma"] = self._gamma
