@@ -64,6 +64,9 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
         Columns added per round (the highest scores).
     tol : float, default=1e-3
         See the stopping rule.
+    inner_tol : float, default=1e-7
+        Accuracy of each restricted problem (dual CD: relative duality gap; L-BFGS:
+        projected-gradient tolerance; the LP is solved exactly).
     max_time : float or None
     verbose : int, default=0
     callback : callable or None
@@ -108,6 +111,7 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
         "C": [POSITIVE],
         "features_per_step": [POSITIVE_INT],
         "tol": [POSITIVE],
+        "inner_tol": [POSITIVE],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
         "callback": CALLBACK,
@@ -122,6 +126,7 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
         C=1.0,
         features_per_step=1,
         tol=1e-3,
+        inner_tol=1e-7,
         max_time=None,
         verbose=0,
         callback=None,
@@ -132,6 +137,7 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
         self.C = C
         self.features_per_step = features_per_step
         self.tol = tol
+        self.inner_tol = inner_tol
         self.max_time = max_time
         self.verbose = verbose
         self.callback = callback
@@ -160,7 +166,8 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
         while True:
             Xs = X[:, order]
             sols = [
-                solve_restricted(Xs, yb, C, loss, penalty, warm=wm) for yb, wm in zip(ys, warms)
+                solve_restricted(Xs, yb, C, loss, penalty, tol=float(self.inner_tol), warm=wm)
+                for yb, wm in zip(ys, warms)
             ]
             S = np.vstack([column_scores(X, yb, a) for yb, (_, _, a, _) in zip(ys, sols)])
             objective = sum(s[3] for s in sols)
