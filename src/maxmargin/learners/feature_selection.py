@@ -89,8 +89,8 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> pipe = make_pipeline(StandardScaler(), ForwardFeatureSelector(n_features_to_select=5),
     ...                      LinearSVC()).fit(X, y)
-    >>> pipe[1].get_support().sum(), pipe.score(X, y) > 0.95
-    (np.int64(5), True)
+    >>> int(pipe[1].get_support().sum()), bool(pipe.score(X, y) > 0.95)
+    (5, True)
 
     References
     ----------

@@ -114,7 +114,7 @@ def hinge_objective(margins, sq_norm, C, loss="hinge") -> float:
 
 # ===================================================================================== SMO
 @njit(cache=True)
-def _smo_steps(K, y, C, alpha, G, tol, max_steps, wss2, tau):
+def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
     """At most ``max_steps`` SMO steps in place; returns (steps, violation, converged).
 
     ``G = Q alpha - e`` is the dual gradient.  I_up / I_low are the index sets where
@@ -122,7 +122,8 @@ def _smo_steps(K, y, C, alpha, G, tol, max_steps, wss2, tau):
     ``m - M = max_{I_up} -y G - min_{I_low} -y G`` (Keerthi et al. 2001), the stopping
     rule is ``m - M <= tol`` (libsvm's).  WSS1 takes the maximal violating pair, WSS2
     keeps ``i`` and picks ``j`` with the largest second-order decrease
-    ``b_ij^2 / a_ij`` (Fan, Chen & Lin 2005).
+    ``b_ij^2 / a_ij`` (Fan, Chen & Lin 2005).  ``Kd`` is the diagonal of ``K`` (contiguous,
+    for the WSS2 scan).
     """
     n = y.shape[0]
     steps = 0
@@ -140,7 +141,7 @@ def _smo_steps(K, y, C, alpha, G, tol, max_steps, wss2, tau):
         jmin = -1
         j2 = -1
         best = np.inf
-        Kii = K[i, i] if i >= 0 else 0.0
+        Kii = Kd[i] if i >= 0 else 0.0
         for t in range(n):
             if (y[t] > 0 and alpha[t] > 0) or (y[t] < 0 and alpha[t] < C):
                 v = -y[t] * G[t]
@@ -150,7 +151,7 @@ def _smo_steps(K, y, C, alpha, G, tol, max_steps, wss2, tau):
                 if wss2:
                     bb = gmax - v
                     if bb > 0.0:
-                        a = Kii + K[t, t] - 2.0 * K[i, t]
+                        a = Kii + Kd[t] - 2.0 * K[i, t]
                         if a <= 0.0:
                             a = tau
                         o = -bb * bb / a
@@ -161,7 +162,7 @@ def _smo_steps(K, y, C, alpha, G, tol, max_steps, wss2, tau):
         if i < 0 or jmin < 0 or viol <= tol:
             return steps, viol, True
         j = j2 if (wss2 and j2 >= 0) else jmin
-        a = Kii + K[j, j] - 2.0 * K[i, j]
+        a = Kii + Kd[j] - 2.0 * K[i, j]
         if a <= 0.0:
             a = tau
         t_step = (gmax + y[j] * G[j]) / a
@@ -228,6 +229,7 @@ def fit_smo(
     (no kernel cache or shrinking, unlike libsvm).
     """
     K = np.ascontiguousarray(K, dtype=np.float64)
+    Kd = np.ascontiguousarray(np.diag(K))
     y = np.asarray(y, dtype=np.float64)
     n = y.shape[0]
     alpha = np.zeros(n)
@@ -240,7 +242,7 @@ def fit_smo(
     while True:
         budget = min(chunk, max_iter - steps)
         done, viol, converged = _smo_steps(
-            K, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
+            K, Kd, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
         )
         steps += done
         b = _smo_bias(alpha, G, y, C)
