@@ -24,6 +24,7 @@ from maxmargin import (
     MultiBoostCW,
     MultiClassTask,
     RankSVM,
+    SparseKernelSVM,
     SSVMClassifier,
     StructBoost,
     StructBoostClassifier,
@@ -57,6 +58,7 @@ def estimators():
         ForwardFeatureSelector(n_features_to_select=2),
         TCBoostClassifier(max_iter=10),
         BinaryAdaBoost(max_iter=10),
+        SparseKernelSVM(n_basis=10),
         AdditiveKernelMap(),
         AdditiveKernelMap(kernel="intersection", sample_steps=3),
         BinaryAdaBoost(variant="real", max_iter=10),
@@ -85,7 +87,7 @@ def _data(est):
     X, y = load_iris(return_X_y=True)
     if isinstance(est, (StructBoostRanker, RankSVM)):
         y = (y == 2).astype(float)
-    if isinstance(est, (TCBoostClassifier, BinaryAdaBoost)):  # binary only
+    if isinstance(est, (TCBoostClassifier, BinaryAdaBoost, SparseKernelSVM)):  # binary only
         y = y == 2
     return X, y
 
