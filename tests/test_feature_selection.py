@@ -110,10 +110,10 @@ def test_l1_stopping_rule_reaches_the_full_optimum(data, loss):
 def test_l2_stopping_rule_bounds_the_full_gap(data):
     X, y = data
     C = 0.5
-    sel = ForwardFeatureSelector(C=C, tol=1e-2).fit(X, y)
+    sel = ForwardFeatureSelector(C=C, tol=3e-2, features_per_step=2).fit(X, y)
     full = _l2_hinge(X, y, C)
     rec = sel.history_[-1]
-    assert rec["gap"] <= 1e-2
+    assert rec["gap"] <= 3e-2
     assert (sel.objective_ - full) / sel.objective_ <= rec["gap"] + 1e-9
 
 
@@ -129,11 +129,11 @@ def test_pipeline_and_multiclass():
     X, y = make_classification(
         n_samples=150, n_features=20, n_informative=5, n_classes=3, random_state=0
     )
-    pipe = make_pipeline(ForwardFeatureSelector(n_features_to_select=6, features_per_step=2),
-                         LinearSVC()).fit(X, y)  # fmt: skip
+    sel = ForwardFeatureSelector(n_features_to_select=6, features_per_step=2, inner_tol=1e-3)
+    pipe = make_pipeline(sel, LinearSVC()).fit(X, y)
     sel = pipe[0]
     assert sel.get_support().sum() == 6 and sel.coef_.shape == (3, 20)
     assert sel.transform(X).shape == (150, 6)
     assert pipe.score(X, y) > 0.6
-    frac = ForwardFeatureSelector(n_features_to_select=0.25).fit(X, y)
+    frac = ForwardFeatureSelector(n_features_to_select=0.25, loss="logistic").fit(X, y)
     assert frac.get_support().sum() == 5

