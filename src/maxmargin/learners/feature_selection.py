@@ -163,10 +163,12 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
         history: list[dict] = []
         t0 = time.perf_counter()
         it = 0
-        while True:
+        inner = float(self.inner_tol)
+
+        def evaluate(tol_k):
             Xs = X[:, order]
             sols = [
-                solve_restricted(Xs, yb, C, loss, penalty, tol=float(self.inner_tol), warm=wm)
+                solve_restricted(Xs, yb, C, loss, penalty, tol=tol_k, warm=wm)
                 for yb, wm in zip(ys, warms)
             ]
             S = np.vstack([column_scores(X, yb, a) for yb, (_, _, a, _) in zip(ys, sols)])
@@ -181,6 +183,30 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
             score = np.where(free, score, -np.inf)
             viol = float(score.max()) if free.any() else 0.0
             rel = (objective - dual) / max(abs(objective), 1e-12)
+            return sols, objective, dual, free, score, viol, rel
+
+        def should_stop(free, viol, rel):
+            if len(order) >= limit or not free.any():
+                return True
+            if self.n_features_to_select is None:
+                if penalty == "l1" and viol <= 1.0 + self.tol:
+                    return True
+                if penalty == "l2" and rel <= self.tol:
+                    return True
+            return False
+
+        rel_prev = np.inf
+        while True:
+            # restricted problems are solved as accurately as the selection needs: a tenth
+            # of the last full-problem gap (any dual point gives a valid bound), and to
+            # inner_tol before stopping
+            tol_k = float(min(1e-2, max(inner, 0.1 * rel_prev)))
+            sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
+            stop = should_stop(free, viol, rel)
+            if stop and tol_k > inner:
+                sols, objective, dual, free, score, viol, rel = evaluate(inner)
+                stop = should_stop(free, viol, rel)
+            rel_prev = rel
             rec = {
                 "iteration": it,
                 "n_selected": len(order),
@@ -198,13 +224,8 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
                 )
             if self.callback is not None:
                 self.callback(rec)
-            if len(order) >= limit or not free.any():
+            if stop:
                 break
-            if self.n_features_to_select is None:
-                if penalty == "l1" and viol <= 1.0 + self.tol:
-                    break
-                if penalty == "l2" and rel <= self.tol:
-                    break
             if self.max_time is not None and rec["t_total"] >= self.max_time:
                 break
             if penalty == "l1":  # only violated constraints may enter (eq. 2.90)
