@@ -24,6 +24,7 @@ from maxmargin import (
     MultiBoostCW,
     MultiClassTask,
     RankSVM,
+    SimilarityFeatures,
     SparseKernelSVM,
     SSVMClassifier,
     StructBoost,
@@ -60,6 +61,7 @@ def estimators():
         BinaryAdaBoost(max_iter=10),
         SparseKernelSVM(n_basis=10),
         AdditiveKernelMap(),
+        SimilarityFeatures(n_exemplars=10, random_state=0),
         AdditiveKernelMap(kernel="intersection", sample_steps=3),
         BinaryAdaBoost(variant="real", max_iter=10),
         TCBoostClassifier(loss="logistic", penalty="l2", max_iter=5),
@@ -113,7 +115,7 @@ def test_save_load_round_trip(est, tmp_path):
 
 @pytest.mark.parametrize("est", estimators(), ids=lambda e: type(e).__name__)
 def test_history_schema(est):
-    if isinstance(est, AdditiveKernelMap):
+    if isinstance(est, (AdditiveKernelMap, SimilarityFeatures)):
         pytest.skip("a closed-form feature map: no iterations to record")
     X, y = _data(est)
     est.fit(X, y)

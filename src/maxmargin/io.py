@@ -54,6 +54,7 @@ _BUILTIN_MODELS: dict[str, str] = {
     "AdaBoostECC": "maxmargin.learners.adaboost:AdaBoostECC",
     "AdaBoostMO": "maxmargin.learners.adaboost:AdaBoostMO",
     "SVMClassifier": "maxmargin.learners.svm:SVMClassifier",
+    "SimilarityFeatures": "maxmargin.learners.similarity:SimilarityFeatures",
     "SparseKernelSVM": "maxmargin.learners.sparse_kernel_svm:SparseKernelSVM",
     "AdditiveKernelMap": "maxmargin.learners.kernel_approx:AdditiveKernelMap",
     "BinaryAdaBoost": "maxmargin.learners.binary_adaboost:BinaryAdaBoost",

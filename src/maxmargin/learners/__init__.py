@@ -8,6 +8,7 @@ from maxmargin.learners.kernel_ssvm import KernelSSVM
 from maxmargin.learners.latent_ssvm import LatentSSVM
 from maxmargin.learners.multiboost import MultiBoost, MultiBoostCW
 from maxmargin.learners.ranksvm import RankSVM
+from maxmargin.learners.similarity import SimilarityFeatures
 from maxmargin.learners.sparse_kernel_svm import SparseKernelSVM
 from maxmargin.learners.ssvm import SSVMClassifier, StructSVM
 from maxmargin.learners.structboost import StructBoost, StructBoostClassifier
@@ -30,6 +31,7 @@ __all__ = [
     "RankSVM",
     "SSVMClassifier",
     "SVMClassifier",
+    "SimilarityFeatures",
     "SparseKernelSVM",
     "StructBoost",
     "StructBoostClassifier",
