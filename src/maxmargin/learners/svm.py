@@ -1,0 +1,384 @@
+"""Binary (and one-vs-rest) SVM classifier with the thesis's solvers (seed 002, Sec. 2.3)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from maxmargin._validation import (
+    CALLBACK,
+    MAX_TIME,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    Interval,
+    Options,
+    as_generator,
+    json_params,
+    validate_params,
+)
+from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
+from maxmargin.solvers.svm import fit_dual_cd, fit_one_slack_svm, fit_pegasos, fit_smo
+
+__all__ = ["SVMClassifier"]
+
+SOLVERS = ("smo", "dual_cd", "pegasos", "1-slack")
+KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
+
+
+class SVMClassifier(ClassifierMixin, BaseEstimator):
+    """Support vector machine with a choice of the thesis's solvers.
+
+    Two problems, with ``C`` as in scikit-learn:
+
+    * ``solver="smo"``: the kernel SVM of ``sklearn.svm.SVC`` (libsvm),
+      ``1/2||w||^2 + C sum_i hinge_i`` with an unregularised intercept, solved in the
+      dual by decomposition with two-variable working sets (``wss="wss1"``: maximal
+      violating pair; ``"wss2"``: second-order selection);
+    * ``solver="dual_cd"`` (dual coordinate descent, ``loss="hinge"`` or
+      ``"squared_hinge"``), ``"pegasos"`` (stochastic sub-gradient, hinge) and
+      ``"1-slack"`` (cutting planes with the project's QP master, hinge): the linear SVM
+      of ``sklearn.svm.LinearSVC`` (liblinear), ``1/2||w||^2 + C sum_i loss_i``, where the
+      intercept is the weight of a constant column ``intercept_scaling`` and so is
+      regularised, as in liblinear.
+
+    More than two classes: one-vs-rest, one binary problem per class; ``objective_`` and
+    ``dual_objective_`` are then sums over the problems (the objective of the joint,
+    separable problem), ``history_`` rows carry ``problem`` (the class index).
+
+    Parameters
+    ----------
+    solver : {"smo", "dual_cd", "pegasos", "1-slack"}, default="dual_cd"
+    C : float, default=1.0
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        Only ``"dual_cd"`` accepts ``"squared_hinge"``.
+    fit_intercept : bool, default=True
+    intercept_scaling : float, default=1.0
+        Value of the constant column of the linear solvers (ignored by SMO).
+    kernel : {"linear", "rbf", "poly", "sigmoid", "intersection", "chi2"}, default="linear"
+        SMO only (the other solvers are linear).  ``"intersection"`` (``sum min(x, y)``)
+        and ``"chi2"`` (``sum 2xy / (x + y)``) are the additive kernels of
+        :mod:`maxmargin.kernels` (non-negative features).
+    gamma : "scale", "auto" or float, default="scale"
+        As in ``SVC``: ``"scale"`` is ``1 / (n_features X.var())``.
+    degree, coef0 : kernel parameters, as in ``SVC``.
+    wss : {"wss1", "wss2"}, default="wss2"
+        SMO working-set selection.
+    tol : float, default=1e-3
+        SMO: maximal KKT violation (libsvm's ``eps``); other solvers: relative duality gap.
+    max_iter : int, default=1000
+        SMO: pair updates are capped at ``max_iter * n_samples``; dual_cd, pegasos: epochs;
+        1-slack: cutting-plane rounds.
+    max_time : float or None
+    random_state : int, RandomState, Generator or None
+        Sample orders of dual_cd and pegasos.
+    verbose : int, default=0
+    callback : callable or None
+        Called with each history record.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        Not available for a non-linear kernel.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    support_vectors_, dual_coef_ : SMO only; ``dual_coef_[k, s] = alpha_s y_s`` of
+        problem k (zero where the vector is not a support vector of problem k).
+    objective_, dual_objective_ : float
+        Primal objective and a dual lower bound (summed over one-vs-rest problems).
+    history_ : list of dict
+        ``iteration``, ``objective``, ``dual_bound``, ``gap`` (relative), ``t_total``.
+    n_iter_ : int
+    converged_ : bool
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from maxmargin import SVMClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> SVMClassifier(solver="dual_cd", C=1.0).fit(X, y).score(X, y) > 0.97
+    True
+
+    References
+    ----------
+    R.-E. Fan, P.-H. Chen, C.-J. Lin, "Working set selection using second order
+    information for training support vector machines", JMLR 6 (2005).
+    C.-J. Hsieh et al., "A dual coordinate descent method for large-scale linear SVM",
+    ICML 2008.  S. Shalev-Shwartz, Y. Singer, N. Srebro, "Pegasos: primal estimated
+    sub-gradient solver for SVM", ICML 2007.  T. Joachims, "Training linear SVMs in
+    linear time", KDD 2006.  (See :mod:`maxmargin.solvers.svm`.)
+    """
+
+    _parameter_constraints = {
+        "solver": [Options(*SOLVERS)],
+        "C": [POSITIVE],
+        "loss": [Options("hinge", "squared_hinge")],
+        "fit_intercept": [bool],
+        "intercept_scaling": [POSITIVE],
+        "kernel": [Options(*KERNELS)],
+        "gamma": [Options("scale", "auto"), POSITIVE],
+        "degree": [POSITIVE_INT],
+        "coef0": [Interval(float, None, None)],
+        "wss": [Options("wss1", "wss2")],
+        "tol": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "max_time": MAX_TIME,
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+        "callback": CALLBACK,
+    }
+
+    def __init__(
+        self,
+        *,
+        solver="dual_cd",
+        C=1.0,
+        loss="hinge",
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        kernel="linear",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        wss="wss2",
+        tol=1e-3,
+        max_iter=1000,
+        max_time=None,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
+        self.solver = solver
+        self.C = C
+        self.loss = loss
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.wss = wss
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    # ------------------------------------------------------------------ helpers
+    def _check_combination(self):
+        if self.loss == "squared_hinge" and self.solver != "dual_cd":
+            raise ValueError(f"loss='squared_hinge' needs solver='dual_cd', got {self.solver!r}")
+        if self.kernel != "linear" and self.solver != "smo":
+            raise ValueError(f"kernel={self.kernel!r} needs solver='smo', got {self.solver!r}")
+
+    def _kernel(self, A, B):
+        if self.kernel in ADDITIVE_KERNELS:
+            return additive_kernel(A, B, self.kernel)
+        params = {}
+        if self.kernel in ("rbf", "poly", "sigmoid"):
+            params["gamma"] = self._gamma
+        if self.kernel in ("poly", "sigmoid"):
+            params["coef0"] = float(self.coef0)
+        if self.kernel == "poly":
+            params["degree"] = int(self.degree)
+        return pairwise_kernels(A, B, metric=self.kernel, **params)
+
+    def _augment(self, X):
+        if not self.fit_intercept:
+            return X
+        col = np.full((X.shape[0], 1), float(self.intercept_scaling))
+        if sp.issparse(X):
+            return sp.hstack([X, sp.csr_matrix(col)], format="csr")
+        return np.hstack([X, col])
+
+    def _solve(self, X, Xa, K, yb, rng, problem):
+        common = {
+            "max_time": self.max_time,
+            "callback": self.callback,
+            "verbose": self.verbose,
+        }
+        C = float(self.C)
+        if self.solver == "smo":
+            n = yb.shape[0]
+            sol = fit_smo(
+                K,
+                yb,
+                C,
+                wss=self.wss,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter) * max(n, 1),
+                **common,
+            )
+            return sol, None, sol.b
+        if self.solver == "dual_cd":
+            sol = fit_dual_cd(
+                Xa, yb, C, loss=self.loss, tol=float(self.tol), max_iter=int(self.max_iter),
+                rng=rng, **common,
+            )  # fmt: skip
+        elif self.solver == "pegasos":
+            sol = fit_pegasos(
+                Xa, yb, C, tol=float(self.tol), max_iter=int(self.max_iter), rng=rng, **common
+            )
+        else:
+            sol = fit_one_slack_svm(
+                Xa, yb, C, tol=float(self.tol), max_iter=int(self.max_iter), **common
+            )
+        w = sol.w
+        if self.fit_intercept:
+            return sol, w[:-1], float(w[-1] * self.intercept_scaling)
+        return sol, w, 0.0
+
+    # ---------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit on X (dense or CSR) and class labels y."""
+        validate_params(self)
+        self._check_combination()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, yi = np.unique(y, return_inverse=True)
+        k = len(self.classes_)
+        if k < 2:
+            raise ValueError(f"y has {k} class; SVMClassifier needs at least 2 classes")
+        if isinstance(self.gamma, str):
+            var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
+            self._gamma = (
+                1.0 / X.shape[1] if self.gamma == "auto" or var == 0 else 1.0 / (X.shape[1] * var)
+            )
+        else:
+            self._gamma = float(self.gamma)
+        rng = as_generator(self.random_state)
+        K = Xa = None
+        if self.solver == "smo":
+            K = self._kernel(X, X)
+        else:
+            Xa = self._augment(X)
+        problems = [1] if k == 2 else list(range(k))
+        coefs, intercepts, alphas, history = [], [], [], []
+        primal = dual = 0.0
+        converged = True
+        n_iter = 0
+        for p, cls in enumerate(problems):
+            yb = np.where(yi == cls, 1.0, -1.0)
+            sol, w, b = self._solve(X, Xa, K, yb, rng, p)
+            for rec in sol.history:
+                if k > 2:
+                    rec["problem"] = p
+                history.append(rec)
+            primal += sol.primal
+            dual += sol.dual
+            converged &= sol.converged
+            n_iter = max(n_iter, sol.n_iter)
+            intercepts.append(b)
+            if self.solver == "smo":
+                alphas.append(sol.alpha * yb)
+            else:
+                coefs.append(w)
+        if not converged:
+            warnings.warn(
+                f"SVMClassifier ({self.solver}) did not reach tol={self.tol:g} "
+                f"(relative gap {history[-1]['gap']:.3g}); increase max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.intercept_ = np.asarray(intercepts, dtype=np.float64)
+        if self.solver == "smo":
+            A = np.vstack(alphas)
+            sv = np.flatnonzero(np.any(A != 0, axis=0))
+            self.support_ = sv
+            svx = X[sv]
+            self.support_vectors_ = svx.toarray() if sp.issparse(svx) else np.asarray(svx)
+            self.dual_coef_ = A[:, sv]
+        self._set_coef(None if self.solver == "smo" else np.vstack(coefs))
+        self.objective_ = float(primal)
+        self.dual_objective_ = float(dual)
+        self.history_ = history
+        self.n_iter_ = int(n_iter)
+        self.converged_ = bool(converged)
+        return self
+
+    def _set_coef(self, coef):
+        if coef is None and self.kernel == "linear":
+            coef = self.dual_coef_ @ self.support_vectors_
+        if coef is not None:
+            self.coef_ = np.asarray(coef, dtype=np.float64)
+
+    # ------------------------------------------------------------------ predict
+    def decision_function(self, X):
+        """Scores: (n,) for two classes (positive: ``classes_[1]``), else (n, n_classes)."""
+        check_is_fitted(self, "intercept_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        if hasattr(self, "coef_"):
+            s = X @ self.coef_.T
+        else:
+            s = self._kernel(X, self.support_vectors_) @ self.dual_coef_.T
+        s = np.asarray(s) + self.intercept_
+        return s[:, 0] if s.shape[1] == 1 else s
+
+    def predict(self, X):
+        s = self.decision_function(X)
+        if s.ndim == 1:
+            return self.classes_[(s > 0).astype(int)]
+        return self.classes_[np.argmax(s, axis=1)]
+
+    # -------------------------------------------------------------- persistence
+    def _get_state(self):
+        check_is_fitted(self, "intercept_")
+        meta = {
+            "params": json_params(self),
+            "n_features_in": int(self.n_features_in_),
+            "gamma": float(self._gamma),
+            "history": self.history_,
+            "objective": self.objective_,
+            "dual_objective": self.dual_objective_,
+            "n_iter": self.n_iter_,
+            "converged": self.converged_,
+        }
+        arrays = {"classes": self.classes_, "intercept": self.intercept_}
+        if self.solver == "smo":
+            arrays.update(
+                support=self.support_,
+                support_vectors=self.support_vectors_,
+                dual_coef=self.dual_coef_,
+            )
+        else:
+            arrays["coef"] = self.coef_
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        est = cls(**meta["params"])
+        est.n_features_in_ = int(meta["n_features_in"])
+        est._gamma = float(meta["gamma"])
+        est.classes_ = np.asarray(arrays["classes"])
+        est.intercept_ = np.asarray(arrays["intercept"], dtype=np.float64)
+        if est.solver == "smo":
+            est.support_ = np.asarray(arrays["support"])
+            est.support_vectors_ = np.asarray(arrays["support_vectors"], dtype=np.float64)
+            est.dual_coef_ = np.asarray(arrays["dual_coef"], dtype=np.float64)
+            est._set_coef(None)
+        else:
+            est._set_coef(arrays["coef"])
+        if est.intercept_.shape[0] != (1 if len(est.classes_) == 2 else len(est.classes_)):
+            raise ValueError("model file is inconsistent: intercepts do not match the classes")
+        est.history_ = list(meta["history"])
+        est.objective_ = float(meta["objective"])
+        est.dual_objective_ = float(meta["dual_objective"])
+        est.n_iter_ = int(meta["n_iter"])
+        est.converged_ = bool(meta["converged"])
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,640 @@
+"""Binary SVM solvers (thesis seed 002, Sec. 2.3): SMO, dual coordinate descent, Pegasos
+and the 1-slack cutting plane.
+
+Labels are ``y in {-1, +1}``.  Two problems are solved, both with scikit-learn's ``C``:
+
+* kernel SVM with an unregularised intercept (``sklearn.svm.SVC``, libsvm)::
+
+      min_{w, b} 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (<w, phi(x_i)> + b))
+
+  dual: ``min_a 1/2 a^T Q a - e^T a``, ``0 <= a <= C``, ``y^T a = 0``,
+  ``Q_ij = y_i y_j K(x_i, x_j)`` -- :func:`fit_smo`;
+
+* linear SVM without a separate intercept (``sklearn.svm.LinearSVC``, liblinear; an
+  intercept is a constant column appended by the caller, so it is regularised as in
+  liblinear)::
+
+      min_w 1/2 ||w||^2 + C sum_i loss(y_i <w, x_i>),   loss = hinge or squared hinge
+
+  -- :func:`fit_dual_cd`, :func:`fit_pegasos` (hinge) and :func:`fit_one_slack_svm`
+  (hinge).
+
+Every solver returns an :class:`SVMSolution` with the primal objective of its iterate, a
+valid lower bound (a dual objective at a feasible dual point) and a history whose rows
+carry ``iteration``, ``objective``, ``dual_bound``, ``gap`` (relative: ``(objective -
+dual_bound) / objective``) and ``t_total``.
+
+References
+----------
+J. Platt, "Fast training of support vector machines using sequential minimal
+optimization", Advances in Kernel Methods, MIT Press 1999.
+S. S. Keerthi, S. K. Shevade, C. Bhattacharyya, K. R. K. Murthy, "Improvements to Platt's
+SMO algorithm for SVM classifier design", Neural Computation 13 (2001) -- WSS1, the
+maximal violating pair.
+R.-E. Fan, P.-H. Chen, C.-J. Lin, "Working set selection using second order information
+for training support vector machines", JMLR 6 (2005) -- WSS2.
+C.-J. Hsieh, K.-W. Chang, C.-J. Lin, S. S. Keerthi, S. Sundararajan, "A dual coordinate
+descent method for large-scale linear SVM", ICML 2008.
+S. Shalev-Shwartz, Y. Singer, N. Srebro, "Pegasos: primal estimated sub-gradient solver
+for SVM", ICML 2007.
+T. Joachims, "Training linear SVMs in linear time", KDD 2006; T. Joachims, T. Finley,
+C.-N. J. Yu, "Cutting-plane training of structural SVMs", Machine Learning 77 (2009).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
+from maxmargin.solvers.qp_master import OneSlackQPMaster
+from maxmargin.solvers.ssvm_base import Tracker
+
+__all__ = [
+    "SVMSolution",
+    "fit_dual_cd",
+    "fit_one_slack_svm",
+    "fit_pegasos",
+    "fit_smo",
+    "hinge_objective",
+]
+
+
+@dataclass
+class SVMSolution:
+    """A solver's result: ``w`` (linear solvers) or ``alpha``/``b`` (SMO), the primal
+    objective, a dual lower bound and the history."""
+
+    w: np.ndarray | None
+    b: float
+    alpha: np.ndarray | None
+    primal: float
+    dual: float
+    converged: bool
+    n_iter: int
+    history: list = field(default_factory=list)
+
+    @property
+    def gap(self) -> float:
+        return self.primal - self.dual
+
+
+def _record(history, t0, iteration, primal, dual, callback, verbose, name, **extra):
+    rel = (primal - dual) / max(abs(primal), 1e-12)
+    rec = {
+        "iteration": int(iteration),
+        "objective": float(primal),
+        "dual_bound": float(dual),
+        "gap": float(rel),
+        "t_total": time.perf_counter() - t0,
+    }
+    rec.update(extra)
+    history.append(rec)
+    if verbose:
+        print(
+            f"[{name}] iter {iteration:7d} primal {primal:.8g} dual {dual:.8g} rel_gap {rel:.3g}",
+            flush=True,
+        )
+    if callback is not None:
+        callback(rec)
+    return rel
+
+
+def hinge_objective(margins, sq_norm, C, loss="hinge") -> float:
+    """``1/2 ||w||^2 + C sum loss(margin_i)`` from the margins ``y_i f(x_i)``."""
+    h = np.maximum(0.0, 1.0 - margins)
+    if loss == "squared_hinge":
+        h = h * h
+    return 0.5 * float(sq_norm) + C * float(h.sum())
+
+
+# ===================================================================================== SMO
+@njit(cache=True)
+def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
+    """At most ``max_steps`` SMO steps in place; returns (steps, violation, converged).
+
+    ``G = Q alpha - e`` is the dual gradient.  I_up / I_low are the index sets where
+    ``alpha_t`` may move up / down along ``y_t``; the maximal violation is
+    ``m - M = max_{I_up} -y G - min_{I_low} -y G`` (Keerthi et al. 2001), the stopping
+    rule is ``m - M <= tol`` (libsvm's).  WSS1 takes the maximal violating pair, WSS2
+    keeps ``i`` and picks ``j`` with the largest second-order decrease
+    ``b_ij^2 / a_ij`` (Fan, Chen & Lin 2005).  ``Kd`` is the diagonal of ``K`` (contiguous,
+    for the WSS2 scan).
+    """
+    n = y.shape[0]
+    steps = 0
+    viol = np.inf
+    while steps < max_steps:
+        gmax = -np.inf
+        i = -1
+        for t in range(n):
+            if (y[t] > 0 and alpha[t] < C) or (y[t] < 0 and alpha[t] > 0):
+                v = -y[t] * G[t]
+                if v >= gmax:
+                    gmax = v
+                    i = t
+        gmin = np.inf
+        jmin = -1
+        j2 = -1
+        best = np.inf
+        Kii = Kd[i] if i >= 0 else 0.0
+        for t in range(n):
+            if (y[t] > 0 and alpha[t] > 0) or (y[t] < 0 and alpha[t] < C):
+                v = -y[t] * G[t]
+                if v <= gmin:
+                    gmin = v
+                    jmin = t
+                if wss2:
+                    bb = gmax - v
+                    if bb > 0.0:
+                        a = Kii + Kd[t] - 2.0 * K[i, t]
+                        if a <= 0.0:
+                            a = tau
+                        o = -bb * bb / a
+                        if o <= best:
+                            best = o
+                            j2 = t
+        viol = gmax - gmin
+        if i < 0 or jmin < 0 or viol <= tol:
+            return steps, viol, True
+        j = j2 if (wss2 and j2 >= 0) else jmin
+        a = Kii + Kd[j] - 2.0 * K[i, j]
+        if a <= 0.0:
+            a = tau
+        t_step = (gmax + y[j] * G[j]) / a
+        # alpha_i += y_i t, alpha_j -= y_j t, both kept in [0, C]
+        cap_i = C - alpha[i] if y[i] > 0 else alpha[i]
+        cap_j = alpha[j] if y[j] > 0 else C - alpha[j]
+        if t_step >= cap_i:
+            t_step = cap_i
+        if t_step >= cap_j:
+            t_step = cap_j
+        alpha[i] += y[i] * t_step
+        alpha[j] -= y[j] * t_step
+        if t_step == cap_i:
+            alpha[i] = C if y[i] > 0 else 0.0
+        if t_step == cap_j:
+            alpha[j] = 0.0 if y[j] > 0 else C
+        for k in range(n):
+            G[k] += t_step * y[k] * (K[i, k] - K[j, k])
+        steps += 1
+    return steps, viol, False
+
+
+def _smo_bias(alpha, G, y, C):
+    """Intercept: mean of ``-y_t G_t`` over free multipliers (exact by KKT), else the
+    midpoint of the feasible interval (as libsvm)."""
+    free = (alpha > 0) & (alpha < C)
+    v = -y * G
+    if np.any(free):
+        return float(v[free].mean())
+    up = ((y > 0) & (alpha < C)) | ((y < 0) & (alpha > 0))
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
+    hi = v[up].max() if np.any(up) else 0.0
+    lo = v[low].min() if np.any(low) else 0.0
+    return 0.5 * float(hi + lo)
+
+
+def _smo_objectives(alpha, G, y, b, C):
+    """Primal at ``(w(alpha), b)`` and the dual value, from the gradient only.
+
+    ``Q alpha = G + e``, so ``||w||^2 = alpha^T (G + e)``, the margin of sample ``t`` is
+    ``G_t + 1 + y_t b`` and the dual is ``e^T alpha - 1/2 ||w||^2``.
+    """
+    sq = float(alpha @ (G + 1.0))
+    hinge = np.maximum(0.0, -G - y * b).sum()
+    return 0.5 * sq + C * float(hinge), float(alpha.sum()) - 0.5 * sq
+
+
+def fit_smo(
+    K,
+    y,
+    C,
+    *,
+    wss="wss2",
+    tol=1e-3,
+    max_iter=1_000_000,
+    max_time=None,
+    callback=None,
+    verbose=0,
+) -> SVMSolution:
+    """Decomposition (SMO) on the kernel matrix ``K`` (n x n, precomputed).
+
+    ``tol``: the maximal KKT violation ``m - M`` at which to stop (libsvm's ``eps``);
+    ``max_iter``: total pair updates.  Memory is O(n^2): the whole kernel matrix is held
+    (no kernel cache or shrinking, unlike libsvm).
+    """
+    K = np.ascontiguousarray(K, dtype=np.float64)
+    Kd = np.ascontiguousarray(np.diag(K))
+    y = np.asarray(y, dtype=np.float64)
+    n = y.shape[0]
+    alpha = np.zeros(n)
+    G = -np.ones(n)
+    t0 = time.perf_counter()
+    history: list[dict] = []
+    chunk = max(1000, n)
+    steps = 0
+    converged = False
+    while True:
+        budget = min(chunk, max_iter - steps)
+        done, viol, converged = _smo_steps(
+            K, Kd, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
+        )
+        steps += done
+        b = _smo_bias(alpha, G, y, C)
+        primal, dual = _smo_objectives(alpha, G, y, b, C)
+        _record(
+            history, t0, steps, primal, dual, callback, verbose, "smo", kkt_violation=float(viol)
+        )
+        if converged or steps >= max_iter:
+            break
+        if max_time is not None and time.perf_counter() - t0 >= max_time:
+            break
+    return SVMSolution(
+        w=None,
+        b=b,
+        alpha=alpha,
+        primal=primal,
+        dual=dual,
+        converged=bool(converged),
+        n_iter=steps,
+        history=history,
+    )
+
+
+# ============================================================ dual coordinate descent
+@njit(cache=True)
+def _dcd_epoch(indptr, indices, data, y, alpha, w, Qd, diag, U, perm):
+    """One pass of dual coordinate descent (Hsieh et al. 2008, Alg. 1) in place;
+    returns the spread of the projected gradient (liblinear's stopping measure)."""
+    pgmax = -np.inf
+    pgmin = np.inf
+    for s in range(perm.shape[0]):
+        i = perm[s]
+        if Qd[i] <= 0.0:
+            continue
+        g = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            g += w[indices[k]] * data[k]
+        g = y[i] * g - 1.0 + diag * alpha[i]
+        pg = g
+        if alpha[i] <= 0.0:
+            pg = min(g, 0.0)
+        elif alpha[i] >= U:
+            pg = max(g, 0.0)
+        if pg > pgmax:
+            pgmax = pg
+        if pg < pgmin:
+            pgmin = pg
+        if pg != 0.0:
+            old = alpha[i]
+            new = old - g / Qd[i]
+            if new < 0.0:
+                new = 0.0
+            elif new > U:
+                new = U
+            alpha[i] = new
+            d = (new - old) * y[i]
+            if d != 0.0:
+                for k in range(indptr[i], indptr[i + 1]):
+                    w[indices[k]] += d * data[k]
+    return pgmax - pgmin
+
+
+@njit(cache=True)
+def _dcd_epoch_shrink(indptr, indices, data, y, alpha, w, Qd, diag, U, index, active, pmax, pmin):
+    """One pass over the ``active`` first entries of ``index`` with liblinear's shrinking
+    (Hsieh et al. 2008, Sec. 3.2): a variable at a bound whose gradient lies beyond the
+    previous pass's projected-gradient extremes ``pmax`` / ``pmin`` leaves the active set
+    (swapped behind it).  Returns (active, new max PG, new min PG)."""
+    pgmax = -np.inf
+    pgmin = np.inf
+    s = 0
+    while s < active:
+        i = index[s]
+        if Qd[i] <= 0.0:
+            s += 1
+            continue
+        g = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            g += w[indices[k]] * data[k]
+        g = y[i] * g - 1.0 + diag * alpha[i]
+        pg = 0.0
+        if alpha[i] <= 0.0:
+            if g > pmax:
+                active -= 1
+                index[s], index[active] = index[active], index[s]
+                continue
+            if g < 0.0:
+                pg = g
+        elif alpha[i] >= U:
+            if g < pmin:
+                active -= 1
+                index[s], index[active] = index[active], index[s]
+                continue
+            if g > 0.0:
+                pg = g
+        else:
+            pg = g
+        if pg > pgmax:
+            pgmax = pg
+        if pg < pgmin:
+            pgmin = pg
+        if pg != 0.0:
+            old = alpha[i]
+            new = old - g / Qd[i]
+            if new < 0.0:
+                new = 0.0
+            elif new > U:
+                new = U
+            alpha[i] = new
+            d = (new - old) * y[i]
+            if d != 0.0:
+                for k in range(indptr[i], indptr[i + 1]):
+                    w[indices[k]] += d * data[k]
+        s += 1
+    return active, pgmax, pgmin
+
+
+def _csr(X):
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.sort_indices()
+    return X
+
+
+def fit_dual_cd(
+    X,
+    y,
+    C,
+    *,
+    loss="hinge",
+    tol=1e-4,
+    max_iter=1000,
+    max_time=None,
+    rng=None,
+    alpha0=None,
+    shrinking=True,
+    callback=None,
+    verbose=0,
+) -> SVMSolution:
+    """Dual coordinate descent for the L1- (``"hinge"``) or L2-loss (``"squared_hinge"``)
+    linear SVM, one random permutation of the active samples per epoch, with liblinear's
+    shrinking (``shrinking=False``: every sample every epoch).
+
+    Stops when the relative duality gap ``(P(w) - D(alpha)) / P(w) <= tol`` or after
+    ``max_iter`` epochs.  The gap takes a pass over all samples, so with shrinking it is
+    evaluated every 5 epochs, on a full active set, and whenever the active set is restored
+    (its projected-gradient spread fell to a threshold, halved at each restore).  The dual
+    is ``D(alpha) = e^T alpha - 1/2 ||w(alpha)||^2 - diag/2 ||alpha||^2`` with
+    ``diag = 0``, ``U = C`` (hinge) or ``diag = 1/(2C)``, ``U = inf`` (squared hinge).
+    """
+    X = _csr(X)
+    y = np.asarray(y, dtype=np.float64)
+    n = X.shape[0]
+    rng = np.random.default_rng(rng)
+    if loss == "hinge":
+        diag, U = 0.0, float(C)
+    else:
+        diag, U = 0.5 / C, np.inf
+    alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=np.float64)
+    w = np.asarray(X.T @ (alpha * y)).ravel()
+    Qd = np.asarray(X.multiply(X).sum(axis=1)).ravel() + diag
+    t0 = time.perf_counter()
+    history: list[dict] = []
+    converged = False
+    best = (np.inf, None)
+    dual = -np.inf
+    ep = 0
+    index = np.arange(n, dtype=np.int64)
+    active = n
+    pmax, pmin = np.inf, -np.inf
+    eps_pg = None  # unshrink threshold on the active set's projected-gradient spread
+    for ep in range(1, max_iter + 1):
+        if shrinking:
+            index[:active] = index[:active][rng.permutation(active)]
+            active, gmax, gmin = _dcd_epoch_shrink(
+                X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, index, active, pmax, pmin
+            )
+            spread = gmax - gmin if active else 0.0
+            if eps_pg is None:
+                eps_pg = 0.1 * spread
+            pmax = gmax if gmax > 0 else np.inf
+            pmin = gmin if gmin < 0 else -np.inf
+            unshrink = spread <= eps_pg
+            # the gap needs a pass over every sample: after an unshrink, on a full active
+            # set, or every 5 epochs
+            check = unshrink or active == n or ep % 5 == 0
+            if unshrink:
+                active, pmax, pmin = n, np.inf, -np.inf
+                eps_pg *= 0.5
+        else:
+            perm = rng.permutation(n).astype(np.int64)
+            spread = _dcd_epoch(X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, perm)
+            check = True
+        if check:
+            sq = float(w @ w)
+            primal = hinge_objective(y * (X @ w), sq, C, loss)
+            dual = max(dual, float(alpha.sum()) - 0.5 * sq - 0.5 * diag * float(alpha @ alpha))
+            if primal < best[0]:
+                best = (primal, w.copy())
+            rel = _record(
+                history,
+                t0,
+                ep,
+                best[0],
+                dual,
+                callback,
+                verbose,
+                "dual_cd",
+                pg_spread=float(spread),
+            )
+            if rel <= tol:
+                converged = True
+                break
+        if max_time is not None and time.perf_counter() - t0 >= max_time:
+            break
+    if not history or history[-1]["iteration"] != ep:  # always end on a checked epoch
+        sq = float(w @ w)
+        primal = hinge_objective(y * (X @ w), sq, C, loss)
+        dual = max(dual, float(alpha.sum()) - 0.5 * sq - 0.5 * diag * float(alpha @ alpha))
+        if primal < best[0]:
+            best = (primal, w.copy())
+        _record(
+            history, t0, ep, best[0], dual, callback, verbose, "dual_cd", pg_spread=float(spread)
+        )
+    return SVMSolution(
+        w=best[1],
+        b=0.0,
+        alpha=alpha,
+        primal=best[0],
+        dual=dual,
+        converged=converged,
+        n_iter=ep,
+        history=history,
+    )
+
+
+# ================================================================================ Pegasos
+@njit(cache=True)
+def _pegasos_epoch(indptr, indices, data, y, v, scale, t, lam, idx, counts):
+    """``len(idx)`` Pegasos steps (batch size 1, no projection) on ``w = scale * v``.
+
+    Step ``t`` (1-based): ``w <- (1 - 1/t) w + 1/(lam t) [y_i <w, x_i> < 1] y_i x_i``.
+    Returns the new (scale, t).
+    """
+    for s in range(idx.shape[0]):
+        i = idx[s]
+        m = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            m += v[indices[k]] * data[k]
+        m *= scale * y[i]
+        if t == 1:
+            v[:] = 0.0
+            scale = 1.0
+        else:
+            scale *= 1.0 - 1.0 / t
+        if m < 1.0:
+            c = y[i] / (lam * t * scale)
+            for k in range(indptr[i], indptr[i + 1]):
+                v[indices[k]] += c * data[k]
+            counts[i] += 1.0
+        if scale < 1e-9:
+            for k in range(v.shape[0]):
+                v[k] *= scale
+            scale = 1.0
+        t += 1
+    return scale, t
+
+
+def _box_dual(X, y, alpha, C):
+    """Best dual value along the ray ``s alpha`` inside ``0 <= s alpha <= C``:
+    ``D(s alpha) = s e^T alpha - s^2/2 ||X^T (alpha y)||^2`` -- a valid lower bound."""
+    alpha = np.clip(alpha, 0.0, C)
+    if alpha.max() <= 0:
+        return 0.0
+    u = np.asarray(X.T @ (alpha * y)).ravel()
+    q = float(u @ u)
+    s_max = C / alpha.max()
+    s = s_max if q <= 0 else min(s_max, float(alpha.sum()) / q)
+    return s * float(alpha.sum()) - 0.5 * s * s * q
+
+
+def fit_pegasos(
+    X,
+    y,
+    C,
+    *,
+    tol=1e-3,
+    max_iter=1000,
+    max_time=None,
+    rng=None,
+    callback=None,
+    verbose=0,
+) -> SVMSolution:
+    """Pegasos (stochastic sub-gradient, batch 1) on ``lam/2 ||w||^2 + 1/n sum hinge``
+    with ``lam = 1 / (C n)``, i.e. the ``C`` problem divided by ``C n``.
+
+    Without the optional projection step the iterate after T steps is exactly
+    ``w = sum_i (count_i / (lam T)) y_i x_i`` (``count_i``: sub-gradient steps on sample
+    i), so ``alpha_i = C n count_i / T`` is a dual point; clipped to the box and scaled
+    optimally (:func:`_box_dual`) it gives a valid lower bound.  The bound is also formed
+    from the last epoch's counts alone (closer to the current sub-gradient) and the
+    better one is kept.  Objectives are reported in the ``C`` scaling.  One epoch is n
+    steps with samples drawn uniformly with replacement; ``max_iter`` counts epochs.
+    """
+    X = _csr(X)
+    y = np.asarray(y, dtype=np.float64)
+    n, d = X.shape
+    rng = np.random.default_rng(rng)
+    lam = 1.0 / (C * n)
+    v = np.zeros(d)
+    scale, t = 1.0, 1
+    counts = np.zeros(n)
+    t0 = time.perf_counter()
+    history: list[dict] = []
+    best = (np.inf, np.zeros(d))
+    dual = -np.inf
+    converged = False
+    ep = 0
+    for ep in range(1, max_iter + 1):
+        idx = rng.integers(0, n, size=n).astype(np.int64)
+        before = counts.copy()
+        scale, t = _pegasos_epoch(X.indptr, X.indices, X.data, y, v, scale, t, lam, idx, counts)
+        w = scale * v
+        primal = hinge_objective(y * (X @ w), float(w @ w), C)
+        if primal < best[0]:
+            best = (primal, w.copy())
+        steps = t - 1
+        dual = max(
+            dual,
+            _box_dual(X, y, C * n * counts / steps, C),
+            _box_dual(X, y, C * (counts - before), C),
+        )
+        rel = _record(history, t0, ep, best[0], dual, callback, verbose, "pegasos")
+        if rel <= tol:
+            converged = True
+            break
+        if max_time is not None and time.perf_counter() - t0 >= max_time:
+            break
+    return SVMSolution(
+        w=best[1],
+        b=0.0,
+        alpha=None,
+        primal=best[0],
+        dual=dual,
+        converged=converged,
+        n_iter=ep,
+        history=history,
+    )
+
+
+# ========================================================================== 1-slack
+def fit_one_slack_svm(
+    X,
+    y,
+    C,
+    *,
+    tol=1e-4,
+    max_iter=1000,
+    max_time=None,
+    callback=None,
+    verbose=0,
+) -> SVMSolution:
+    """1-slack cutting planes (Joachims 2006) with the project's QP master.
+
+    ``1/2||w||^2 + C sum_i hinge_i = 1/2||w||^2 + (C n) xi`` with
+    ``xi = max_{c in {0,1}^n} 1/n sum_i c_i (1 - y_i <w, x_i>)``; the most violated plane
+    at ``w`` has ``c_i = [y_i <w, x_i> < 1]``, ``a = 1/n sum_i c_i y_i x_i``,
+    ``b = 1/n sum_i c_i``.  Stops at relative duality gap ``tol`` (master dual as bound).
+    """
+    X = _csr(X)
+    y = np.asarray(y, dtype=np.float64)
+    n, d = X.shape
+    XT = X.T.tocsr()
+    master = OneSlackQPMaster(C * n, d)
+    tracker = Tracker(tol, max_iter, max_time, callback=callback, verbose=verbose, name="1-slack")
+
+    def find_plane(sol):
+        w = sol.w
+        m = y * (X @ w)
+        c = (m < 1.0).astype(np.float64)
+        a = np.asarray(XT @ (c * y)).ravel() / n
+        primal = hinge_objective(m, float(w @ w), C)
+        return Plane(b=float(c.sum()) / n, a=a, primal=primal, state=w)
+
+    sol = one_slack_cutting_planes(find_plane, master, tracker, tol=tol, max_iter=max_iter)
+    res = tracker.result(sol.w)
+    return SVMSolution(
+        w=res.w,
+        b=0.0,
+        alpha=None,
+        primal=res.primal,
+        dual=res.dual,
+        converged=res.converged,
+        n_iter=len(res.history),
+        history=res.history,
+    )

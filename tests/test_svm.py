@@ -1,0 +1,187 @@
+"""SVMClassifier and the binary SVM solvers (issue 14): each solver against the QP written
+out and solved independently with scipy, and against scikit-learn's SVC / LinearSVC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.svm import SVC, LinearSVC
+
+from maxmargin import SVMClassifier, load, save
+from maxmargin.solvers.svm import (
+    fit_dual_cd,
+    fit_one_slack_svm,
+    fit_pegasos,
+    fit_smo,
+    hinge_objective,
+)
+
+
+def _small(n=40, d=5, seed=0):
+    X, y = make_classification(
+        n_samples=n, n_features=d, n_informative=3, n_redundant=0, flip_y=0.1, random_state=seed
+    )
+    return X, np.where(y == 1, 1.0, -1.0)
+
+
+def _dual_qp_with_bias(K, y, C):
+    """min 1/2 a^T Q a - e^T a, 0 <= a <= C, y^T a = 0 (SLSQP)."""
+    Q = (y[:, None] * y[None, :]) * K
+    n = len(y)
+    res = minimize(
+        lambda a: 0.5 * a @ Q @ a - a.sum(),
+        np.zeros(n),
+        jac=lambda a: Q @ a - 1.0,
+        bounds=[(0.0, C)] * n,
+        constraints=[{"type": "eq", "fun": lambda a: y @ a, "jac": lambda a: y}],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
+    return -res.fun
+
+
+def _dual_qp_box(X, y, C):
+    """min 1/2 a^T Q a - e^T a, 0 <= a <= C (no bias: L-BFGS-B)."""
+    Q = (y[:, None] * y[None, :]) * (X @ X.T)
+    res = minimize(
+        lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0),
+        np.zeros(len(y)),
+        jac=True,
+        bounds=[(0.0, C)] * len(y),
+        method="L-BFGS-B",
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000},
+    )
+    return -res.fun
+
+
+@pytest.mark.parametrize("wss", ["wss1", "wss2"])
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_smo_reaches_the_qp_optimum(wss, kernel):
+    X, y = _small()
+    K = X @ X.T if kernel == "linear" else np.exp(-0.2 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    ref = _dual_qp_with_bias(K, y, 1.0)
+    sol = fit_smo(K, y, 1.0, wss=wss, tol=1e-9)
+    assert sol.converged
+    assert sol.primal == pytest.approx(ref, rel=1e-6)
+    assert sol.dual == pytest.approx(ref, rel=1e-6)
+    assert abs(y @ sol.alpha) < 1e-9 and sol.alpha.min() >= 0 and sol.alpha.max() <= 1.0
+    assert sol.history[-1]["gap"] < 1e-6
+
+
+def test_linear_solvers_reach_the_qp_optimum():
+    X, y = _small()
+    Xa = np.hstack([X, np.ones((len(X), 1))])
+    C = 0.5
+    ref = _dual_qp_box(Xa, y, C)
+    for sol, rel in [
+        (fit_dual_cd(Xa, y, C, tol=1e-9, max_iter=20000, rng=0), 1e-7),
+        (fit_one_slack_svm(Xa, y, C, tol=1e-8, max_iter=2000), 1e-7),
+        (fit_pegasos(Xa, y, C, tol=1e-3, max_iter=3000, rng=0), 2e-2),
+    ]:
+        assert sol.primal == pytest.approx(ref, rel=rel)
+        assert sol.dual <= ref * (1 + 1e-9)  # a valid lower bound
+        assert sol.primal >= ref * (1 - 1e-9)
+        w = sol.w
+        assert hinge_objective(y * (Xa @ w), w @ w, C) == pytest.approx(sol.primal, rel=1e-12)
+
+
+def test_squared_hinge_dual_cd_reaches_the_primal_optimum():
+    X, y = _small()
+    C = 0.5
+
+    def f(w):
+        h = np.maximum(0.0, 1.0 - y * (X @ w))
+        return 0.5 * w @ w + C * h @ h, w - 2 * C * X.T @ (h * y)
+
+    ref = minimize(f, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": 1e-12})
+    sol = fit_dual_cd(X, y, C, loss="squared_hinge", tol=1e-10, max_iter=20000, rng=0)
+    assert sol.primal == pytest.approx(ref.fun, rel=1e-8)
+    np.testing.assert_allclose(sol.w, ref.x, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _objective(est, X, y, loss="hinge", regularised_bias=True):
+    s = np.where(y == 1, 1.0, -1.0)
+    w = est.coef_.ravel()
+    b = float(est.intercept_[0])
+    sq = w @ w + (b * b if regularised_bias else 0.0)
+    return hinge_objective(s * (X @ w + b), sq, est.C, loss)
+
+
+@pytest.mark.parametrize("wss", ["wss1", "wss2"])
+def test_smo_matches_svc_objective(cancer, wss):
+    X, y = cancer
+    ref = SVC(kernel="linear", C=1.0, tol=1e-6).fit(X, y)
+    ours = SVMClassifier(solver="smo", C=1.0, wss=wss, tol=1e-6).fit(X, y)
+    a = _objective(ours, X, y, regularised_bias=False)
+    b = _objective(ref, X, y, regularised_bias=False)
+    assert a == pytest.approx(b, rel=1e-4)
+    assert ours.objective_ == pytest.approx(a, rel=1e-6)
+    rbf = SVC(C=1.0, tol=1e-6).fit(X, y)
+    ours = SVMClassifier(solver="smo", kernel="rbf", C=1.0, wss=wss, tol=1e-6).fit(X, y)
+    assert np.mean(ours.predict(X) == rbf.predict(X)) > 0.99
+    np.testing.assert_allclose(ours.decision_function(X), rbf.decision_function(X), atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "solver,loss,tol",
+    [
+        ("dual_cd", "hinge", 1e-6),
+        ("dual_cd", "squared_hinge", 1e-6),
+        ("1-slack", "hinge", 1e-6),
+    ],
+)
+def test_linear_solvers_match_linearsvc_objective(cancer, solver, loss, tol):
+    X, y = cancer
+    ref = LinearSVC(C=1.0, loss=loss, tol=1e-10, max_iter=200_000).fit(X, y)
+    ours = SVMClassifier(solver=solver, loss=loss, C=1.0, tol=tol, max_iter=5000, random_state=0)
+    ours.fit(X, y)
+    a, b = _objective(ours, X, y, loss), _objective(ref, X, y, loss)
+    assert a == pytest.approx(b, rel=1e-4)
+    assert ours.converged_ and ours.history_[-1]["gap"] <= tol
+
+
+def test_pegasos_gets_close_and_reports_a_valid_gap(cancer):
+    X, y = cancer
+    ref = LinearSVC(C=1.0, loss="hinge", tol=1e-10, max_iter=200_000).fit(X, y)
+    opt = _objective(ref, X, y)
+    est = SVMClassifier(solver="pegasos", C=1.0, max_iter=300, tol=1e-9, random_state=0)
+    with pytest.warns(UserWarning):
+        est.fit(X, y)
+    assert opt <= est.objective_ <= opt * 1.05
+    assert est.dual_objective_ <= opt * (1 + 1e-9)
+    for rec in est.history_:
+        assert rec["dual_bound"] <= opt * (1 + 1e-9) and rec["objective"] >= opt * (1 - 1e-9)
+
+
+def test_multiclass_one_vs_rest_and_sparse_round_trip(tmp_path):
+    X, y = make_classification(
+        n_samples=120, n_features=6, n_informative=4, n_classes=3, random_state=1
+    )
+    est = SVMClassifier(solver="dual_cd", tol=1e-4, random_state=0).fit(X, y)
+    assert est.coef_.shape == (3, 6) and est.intercept_.shape == (3,)
+    assert {r["problem"] for r in est.history_} == {0, 1, 2}
+    sparse = SVMClassifier(solver="dual_cd", tol=1e-4, random_state=0).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.coef_, est.coef_, atol=1e-10)
+    smo = SVMClassifier(solver="smo", kernel="poly", degree=2, tol=1e-6).fit(X, y)
+    back = load(save(smo, tmp_path / "m.npz"))
+    np.testing.assert_array_equal(back.decision_function(X), smo.decision_function(X))
+    assert not hasattr(smo, "coef_")
+
+
+def test_invalid_combinations():
+    X, y = _small()
+    with pytest.raises(ValueError, match="squared_hinge"):
+        SVMClassifier(solver="pegasos", loss="squared_hinge").fit(X, y)
+    with pytest.raises(ValueError, match="kernel"):
+        SVMClassifier(solver="dual_cd", kernel="rbf").fit(X, y)
+    with pytest.raises(ValueError, match="solver"):
+        SVMClassifier(solver="liblinear").fit(X, y)
