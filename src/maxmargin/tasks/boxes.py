@@ -97,9 +97,10 @@ def sample_boxes(
     Every returned box lies inside the image (``image_shape = (height, width, ...)``)
     and has integer ``x, y``; widths and heights are ``box``'s times each of ``scales``
     (rounded, kept at least 1).  ``method="grid"``: translations on a regular grid of
-    step ``max(1, sqrt(pi r^2 |scales| / n))`` (rounded to whole pixels) inside the disc (Struck's dense search,
-    deterministic); ``"random"``: translations drawn uniformly in the disc.  With
-    ``include_center`` the box itself (rounded and clipped into the image) comes first.
+    step ``max(1, sqrt(pi r^2 |scales| / n))`` (rounded to whole pixels) inside the disc
+    (Struck's dense search, deterministic); ``"random"``: translations drawn uniformly in
+    the disc.  With ``include_center`` the box itself (rounded and clipped into the image)
+    comes first.
     Returns (k, 4), k <= about n, without duplicates.
     """
     b = _as_boxes(box, "box")[0]
