@@ -143,3 +143,18 @@ def test_linear_ssvm_on_boxes():
     Xt, _ = _separable(seed=5)
     ov = [box_overlap(p, [20, 20, 10, 10])[0] for p in model.predict(res.w, Xt)]
     assert np.mean(ov) > 0.8
+
+
+def test_warm_start_keeps_columns_and_adds_few():
+    X, y = _separable(m=8)
+    est = StructBoost(task=BoxTask(), C=30.0, max_iter=30, random_state=0, warm_start=True)
+    est.fit(X, y)
+    n0, obj0 = len(est.hypotheses_), est.objective_
+    X2, y2 = _separable(m=8, seed=3)
+    est.fit(X[4:] + X2[:4], np.concatenate([y[4:], y2[:4]]))
+    assert est.n_iter_ <= 30 and len(est.hypotheses_) >= 1
+    cold = StructBoost(task=BoxTask(), C=30.0, max_iter=30, random_state=0)
+    cold.fit(X[4:] + X2[:4], np.concatenate([y[4:], y2[:4]]))
+    # the warm fit starts from the earlier weak learners: few new iterations are needed
+    assert est.objective_ <= cold.objective_ * (1 + 1e-6) or est.n_iter_ < cold.n_iter_
+    assert n0 >= 1 and np.isfinite(obj0)
