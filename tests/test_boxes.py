@@ -41,7 +41,7 @@ def test_overlap_equals_pixel_count():
     assert box_overlap([0, 0, 0, 3], [0, 0, 0, 3])[0] == 0.0
 
 
-@pytest.mark.parametrize("method", ["grid", "random"])
+@pytest.mark.parametrize("method", ["grid", "random", "polar"])
 def test_sampling_within_radius_and_image(method):
     box = np.array([50.0, 30.0, 20.0, 30.0])
     for shape, radius in [((100, 120), 15.0), ((70, 80), 40.0), ((31, 21), 5.0)]:

@@ -99,8 +99,9 @@ def sample_boxes(
     (rounded, kept at least 1).  ``method="grid"``: translations on a regular grid of
     step ``max(1, sqrt(pi r^2 |scales| / n))`` (rounded to whole pixels) inside the disc
     (Struck's dense search, deterministic); ``"random"``: translations drawn uniformly in
-    the disc.  With ``include_center`` the box itself (rounded and clipped into the image)
-    comes first.
+    the disc; ``"polar"``: uniform angle and uniform distance from the centre, so denser
+    near the box (like Struck's polar training grid).  With ``include_center`` the box
+    itself (rounded and clipped into the image) comes first.
     Returns (k, 4), k <= about n, without duplicates.
     """
     b = _as_boxes(box, "box")[0]
@@ -121,14 +122,15 @@ def sample_boxes(
         dx, dy = dx.ravel(), dy.ravel()
         keep = dx**2 + dy**2 <= radius**2 + 1e-9
         dx, dy = dx[keep], dy[keep]
-    elif method == "random":
+    elif method in ("random", "polar"):
         rng = np.random.default_rng(rng)
         k = 2 * per_scale + 8
-        rho = radius * np.sqrt(rng.random(k))
+        u = rng.random(k)
+        rho = radius * (np.sqrt(u) if method == "random" else u)
         th = 2 * np.pi * rng.random(k)
         dx, dy = rho * np.cos(th), rho * np.sin(th)
     else:
-        raise ValueError(f"method must be 'grid' or 'random', got {method!r}")
+        raise ValueError(f"method must be 'grid', 'random' or 'polar', got {method!r}")
     out = []
     for s in scales:
         w = max(1.0, float(np.round(b[2] * s)))
@@ -141,7 +143,7 @@ def sample_boxes(
         d2 = (x + w / 2.0 - cx) ** 2 + (y + h / 2.0 - cy) ** 2
         ok = (x >= 0) & (y >= 0) & (x + w <= W) & (y + h <= H) & (d2 <= radius**2 + 1e-9)
         cand = np.stack([x[ok], y[ok], np.full(ok.sum(), w), np.full(ok.sum(), h)], axis=1)
-        out.append(cand[:per_scale] if method == "random" else cand)
+        out.append(cand if method == "grid" else cand[:per_scale])
     cand = np.concatenate(out) if out else np.zeros((0, 4))
     if include_center:
         w = min(max(1.0, float(np.round(b[2]))), W)
