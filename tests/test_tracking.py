@@ -170,3 +170,29 @@ def test_metrics():
     # success AUC: thresholds 0, 0.05, ..., 1; overlap 1 passes all but t = 1
     assert success_auc([1.0]) == pytest.approx(20 / 21)
     assert success_auc([0.0]) == 0.0
+
+
+# -- CLI ---------------------------------------------------------------------------------
+def test_cli_track(tmp_path, capsys):
+    import json
+
+    import imageio.v3 as iio
+
+    from maxmargin.cli import main
+
+    frames, boxes = synthetic_video(n=8)
+    seq = tmp_path / "Square"
+    (seq / "img").mkdir(parents=True)
+    for k, f in enumerate(frames):
+        iio.imwrite(seq / "img" / f"{k + 1:04d}.png", f)
+    write_boxes(seq / "groundtruth_rect.txt", boxes)
+    out = tmp_path / "out"
+    rc = main(["track", str(seq), "--tracker", "ssvm", "--out", str(out), "--json", "--gif"])
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["frames"] == 8 and res["overlap"] > 0.5
+    np.testing.assert_array_equal(read_boxes(out / "Square_ssvm.txt")[:3], boxes[:3])
+    assert (out / "Square_ssvm.png").stat().st_size > 0
+    assert (out / "Square_ssvm.gif").stat().st_size > 0
+    assert main(["track", str(tmp_path / "missing")]) == 2
+    assert main(["track", str(seq), "--scales", "0,1"]) == 2

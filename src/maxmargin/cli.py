@@ -1015,6 +1015,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="split and model seed (0)")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
     demo.set_defaults(handler=cmd_demo)
+
+    from maxmargin.apps.tracking.command import add_track_parser
+
+    add_track_parser(sub, parents=[common])
     return parser
 
 
