@@ -17,8 +17,8 @@ Feature kinds (combine with ``+``, e.g. ``"raw+hog"``, the paper's choice, Sec. 
   gradient orientation in ``hog_bins`` bins with hard assignment, magnitude-weighted
   sums over a ``hog_cells x hog_cells`` grid, the whole descriptor L2-normalised.  This
   is not scikit-image's HOG (no orientation interpolation, no overlapping-block
-  normalisation): scikit-image resamples each patch and costs about a millisecond per
-  box, far too slow for 2000 candidates a frame (see docs/tracking.md).
+  normalisation): scikit-image works patch by patch, about 2 ms per box, far too slow
+  for 2000 candidates a frame (see docs/tracking.md).
 * ``haar`` -- Haar-like features (as Struck uses, Hare et al., ICCV 2011): differences
   of horizontally, vertically and diagonally adjacent cell means of a ``haar_cells``
   grid, i.e. two- and four-rectangle features at one scale, normalised by the patch's

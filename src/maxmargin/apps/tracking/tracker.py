@@ -185,11 +185,13 @@ class StructBoostTracker(_OnlineBoxTracker):
 
     Parameters
     ----------
-    C : float, default=10**1.5
-        StructBoost's C (the paper selects it from 10**0.5 to 10**2).
+    C : float, default=10**0.5
+        StructBoost's C (the paper selects it from 10**0.5 to 10**2; the low end tracked
+        best on the first 80 frames of Coke -- larger C fits the tracker's own, possibly
+        shifted, boxes too closely and drifts; docs/benchmarks.md).
     max_iter : int, default=300
         Boosting iterations of the first training (the paper's 300).
-    update_iter : int, default=30
+    update_iter : int, default=10
         Boosting iterations added by each warm-started re-training.
     weak_learner : str, default="hist_stump"
         Decision stumps (``"stump"``: exact thresholds; ``"hist_stump"``: 255 bins).
@@ -214,9 +216,9 @@ class StructBoostTracker(_OnlineBoxTracker):
     def __init__(
         self,
         *,
-        C: float = 10**1.5,
+        C: float = 10**0.5,
         max_iter: int = 300,
-        update_iter: int = 30,
+        update_iter: int = 10,
         weak_learner: str = "hist_stump",
         warm_start: bool = True,
         features: str = "raw+hog",
@@ -353,9 +355,9 @@ class SSVMTracker(_OnlineBoxTracker):
     def __init__(
         self,
         *,
-        C: float = 100.0,
+        C: float = 1.0,
         tol: float = 1e-3,
-        max_iter: int = 200,
+        max_iter: int = 100,
         features: str = "raw+hog",
         n_predict: int = 2000,
         n_train: int = 200,
