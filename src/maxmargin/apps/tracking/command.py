@@ -33,7 +33,12 @@ def add_track_parser(sub, parents=()) -> argparse.ArgumentParser:
     p.add_argument("--max-frames", type=int, default=None, help="only the first N frames")
     p.add_argument("--n-init", type=int, default=3, help="labelled frames used to initialise (3)")
     p.add_argument("--scales", default="1", help="comma-separated box scales searched (1)")
-    p.add_argument("--features", default="raw+hog", help="raw, hog, haar joined by + (raw+hog)")
+    p.add_argument(
+        "--features",
+        default=None,
+        help="raw, hog, haar joined by + (default: the tracker's, hog for structboost, "
+        "raw+hog for the baselines)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (0)")
     p.add_argument("--gif", action="store_true", help="also write an animated GIF overlay")
     p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -60,8 +65,9 @@ def cmd_track(args: argparse.Namespace) -> int:
     if args.n_init < 1:
         raise ValueError("--n-init must be at least 1")
     seq = load_sequence(args.seq_dir, max_frames=args.max_frames)
+    extra = {} if args.features is None else {"features": args.features}
     tracker = make_tracker(
-        args.tracker, random_state=args.seed, scales=_scales(args.scales), features=args.features
+        args.tracker, random_state=args.seed, scales=_scales(args.scales), **extra
     )
     show = not args.quiet and sys.stderr.isatty()
 
