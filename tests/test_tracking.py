@@ -196,3 +196,13 @@ def test_cli_track(tmp_path, capsys):
     assert (out / "Square_ssvm.gif").stat().st_size > 0
     assert main(["track", str(tmp_path / "missing")]) == 2
     assert main(["track", str(seq), "--scales", "0,1"]) == 2
+
+
+def test_keep_labelled_frames_stay_in_training():
+    frames, boxes = synthetic_video(n=8)
+    tr = SSVMTracker(keep_labelled=True, random_state=0, **{**FAST, "window": 2})
+    tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
+    for k in range(3, 8):
+        tr.update(frames[k])
+    assert len(tr._anchors) == 3 and len(tr._data) == 2
+    np.testing.assert_array_equal(tr._anchors[0].boxes[0], boxes[0])

@@ -55,9 +55,11 @@ class _OnlineBoxTracker:
         window: int = 60,
         retrain_every: int = 2,
         scales=(1.0,),
+        keep_labelled: bool = False,
         random_state=None,
     ) -> None:
         self.features = features
+        self.keep_labelled = keep_labelled
         self.n_predict = n_predict
         self.n_train = n_train
         self.search_radius = search_radius
@@ -107,10 +109,14 @@ class _OnlineBoxTracker:
         grey = to_grey(frame)
         b = check_box(box, grey.shape)
         self.box_ = sample_boxes(b, 1, 0.0, grey.shape)[0]  # rounded, clipped inside
-        self._add(grey, self.box_)
+        self._anchors = []
         for f, lb in labelled:
             g = to_grey(f)
             self._add(g, sample_boxes(check_box(lb, g.shape), 1, 0.0, g.shape)[0])
+        self._add(grey, self.box_)
+        if self.keep_labelled:  # the labelled frames stay in every training set
+            self._anchors = list(self._data)
+            self._data.clear()
         self._train(initial=True)
         return self
 
@@ -169,7 +175,7 @@ class _OnlineBoxTracker:
 
     def _train(self, initial: bool) -> None:
         t0 = time.perf_counter()
-        self._fit(list(self._data), initial)
+        self._fit(self._anchors + list(self._data), initial)
         self.timing_["train"] += time.perf_counter() - t0
         self.n_trainings_ += 1
 
@@ -209,6 +215,8 @@ class StructBoostTracker(_OnlineBoxTracker):
         training frame (~200, denser near the box, within ``train_radius``, default twice
         the search radius), frames kept for training (60), re-training period (2 frames),
         relative box scales searched (``(1.0,)``: the paper's fixed size).
+    keep_labelled : bool, default=False
+        Keep the labelled initial frames in every training set (beside the window).
 
     Attributes
     ----------
@@ -233,6 +241,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         window: int = 60,
         retrain_every: int = 2,
         scales=(1.0,),
+        keep_labelled: bool = False,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -244,6 +253,7 @@ class StructBoostTracker(_OnlineBoxTracker):
             window=window,
             retrain_every=retrain_every,
             scales=scales,
+            keep_labelled=keep_labelled,
             random_state=random_state,
         )
         self.C = C
@@ -300,6 +310,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
         window: int = 60,
         retrain_every: int = 2,
         scales=(1.0,),
+        keep_labelled: bool = False,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -311,6 +322,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
             window=window,
             retrain_every=retrain_every,
             scales=scales,
+            keep_labelled=keep_labelled,
             random_state=random_state,
         )
         self.n_estimators = n_estimators
@@ -370,6 +382,7 @@ class SSVMTracker(_OnlineBoxTracker):
         window: int = 50,
         retrain_every: int = 2,
         scales=(1.0,),
+        keep_labelled: bool = False,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -381,6 +394,7 @@ class SSVMTracker(_OnlineBoxTracker):
             window=window,
             retrain_every=retrain_every,
             scales=scales,
+            keep_labelled=keep_labelled,
             random_state=random_state,
         )
         self.C = C
