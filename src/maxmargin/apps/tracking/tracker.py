@@ -110,13 +110,12 @@ class _OnlineBoxTracker:
         b = check_box(box, grey.shape)
         self.box_ = sample_boxes(b, 1, 0.0, grey.shape)[0]  # rounded, clipped inside
         self._anchors = []
+        # with keep_labelled the labelled frames stay in every training set
+        into = self._anchors if self.keep_labelled else None
         for f, lb in labelled:
             g = to_grey(f)
-            self._add(g, sample_boxes(check_box(lb, g.shape), 1, 0.0, g.shape)[0])
-        self._add(grey, self.box_)
-        if self.keep_labelled:  # the labelled frames stay in every training set
-            self._anchors = list(self._data)
-            self._data.clear()
+            self._add(g, sample_boxes(check_box(lb, g.shape), 1, 0.0, g.shape)[0], into)
+        self._add(grey, self.box_, into)
         self._train(initial=True)
         return self
 
@@ -156,7 +155,7 @@ class _OnlineBoxTracker:
             return float(self.train_radius)
         return 2.0 * float(self.search_radius)
 
-    def _add(self, grey, box) -> None:
+    def _add(self, grey, box, into=None) -> None:
         t0 = time.perf_counter()
         cand = sample_boxes(
             box,
@@ -171,7 +170,7 @@ class _OnlineBoxTracker:
         Z = self._feat(grey, cand)
         self.timing_["sampling"] += t1 - t0
         self.timing_["features"] += time.perf_counter() - t1
-        self._data.append(BoxCandidates(cand, Z))
+        (self._data if into is None else into).append(BoxCandidates(cand, Z))
 
     def _train(self, initial: bool) -> None:
         t0 = time.perf_counter()
