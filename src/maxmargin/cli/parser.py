@@ -301,4 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     spred.add_argument("--threshold", type=int, default=128, help="mask threshold (128)")
     spred.set_defaults(handler=cmd_segment_predict)
+    from maxmargin.cli.track import add_track_parser
+
+    add_track_parser(sub, parents=[common])
     return parser

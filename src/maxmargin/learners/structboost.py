@@ -116,6 +116,11 @@ class StructBoost(BaseEstimator):
         Print one line per iteration when > 0.
     callback : callable or None, default=None
         Called with each iteration's record (the dict appended to ``history_``).
+    warm_start : bool, default=False
+        When fitted already, start the next ``fit`` from the current weak learners and
+        weights (they enter the new master as columns, re-evaluated on the new data;
+        ``max_iter`` then counts the iterations added).  For re-training on data that
+        changes a little, such as a tracker's sliding window of frames.
 
     Attributes
     ----------
@@ -186,8 +191,10 @@ class StructBoost(BaseEstimator):
         random_state=None,
         verbose: int = 0,
         callback=None,
+        warm_start: bool = False,
     ):
         self.task = task
+        self.warm_start = warm_start
         self.master = master
         self.tol = tol
         self.max_cp_rounds = max_cp_rounds
@@ -218,6 +225,7 @@ class StructBoost(BaseEstimator):
         "random_state": RANDOM_STATE,
         "verbose": VERBOSE,
         "callback": CALLBACK,
+        "warm_start": [bool, np.bool_],
     }
 
     def _validate_hyperparameters(self) -> None:
@@ -286,6 +294,17 @@ class StructBoost(BaseEstimator):
                 self.callback(record)
 
         weak = make_weak_learner(self.weak_learner)
+        init = {}
+        prev = getattr(self, "hypotheses_", None)
+        if (
+            self.warm_start
+            and prev is not None
+            and len(prev)
+            and isinstance(prev, weak.hypotheses_class)
+            and prev.n_features == self.task_.weak_inputs().shape[1]
+            and self.slot_weights_.shape[1] == self.task_.n_slots
+        ):
+            init = {"init_hypotheses": prev, "init_slot_weights": self.slot_weights_}
         dense = self.task_.dense_outputs
         master = self.master
         if master == "auto":
@@ -310,6 +329,7 @@ class StructBoost(BaseEstimator):
             rng=as_generator(self.random_state),
             callback=report,
             max_cp_rounds=self.max_cp_rounds,
+            **init,
         )
         self._store_result(res)
         self._warn_about_result(res)

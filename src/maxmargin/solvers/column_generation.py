@@ -537,6 +537,29 @@ def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
         return _fit_structboost(*args, **kwargs)
 
 
+def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) -> None:
+    """Warm start: earlier weak classifiers enter as columns, the master is solved."""
+    W0 = np.asarray(W0, dtype=np.float64).reshape(len(hyps), store.n_slots)
+    keep = np.flatnonzero(np.any(W0 > 0, axis=1))
+    if len(keep) == 0:
+        return
+    hyps, W0 = hyps.take(keep), W0[keep]
+    out = hyps.evaluate(Z)
+    slots = [np.flatnonzero(row > 0) for row in W0]
+    cols = store.add(hyps, out, slots)
+    if len(cols) == 0:
+        return
+    w = np.zeros(store.n_columns)
+    for k in range(len(hyps)):  # one step per earlier weak classifier (not per sample)
+        h = store.find(out[k])
+        for s in slots[k]:
+            w[store.index[h, s]] += W0[k, s]
+    mst.add_columns(cols)
+    if isinstance(mst, FastMaster):
+        mst.smooth.set_weights(w)
+    mst.solve(deadline)
+
+
 def _fit_structboost(
     task: StructuredTask,
     weak_learner: WeakLearner,
@@ -556,6 +579,8 @@ def _fit_structboost(
     max_cp_rounds: int | None = None,
     max_inner: int = 100,
     truncate_gap: float = TRUNCATE_GAP,
+    init_hypotheses: Hypotheses | None = None,
+    init_slot_weights: np.ndarray | None = None,
 ) -> ColumnGenerationResult:
     """Alg. 1: column generation over weak structured learners around a master.
 
@@ -566,6 +591,13 @@ def _fit_structboost(
     ``prune_after``, ``truncate_gap``).  Every run ends with the exact optimum over its
     final columns (``certified``) unless ``max_time`` ran out first; ``max_time`` covers
     that final solve too.
+
+    Warm start: ``init_hypotheses`` (weak classifiers of an earlier model) with
+    ``init_slot_weights`` (their (n, n_slots) weights) enter the master as columns before
+    the first pricing step -- re-evaluated on this task's weak inputs, one column per
+    slot of positive weight -- and the master is solved over them first (the fast master
+    starting from the given weights), so column generation only adds what the new data
+    needs (e.g. an online tracker re-trained on a sliding window of frames).
     """
     if master not in MASTERS:
         raise ValueError(f"master must be one of {MASTERS}, got {master!r}")
@@ -615,6 +647,8 @@ def _fit_structboost(
 
     history: list[dict] = []
     w_path: list[np.ndarray] = []
+    if init_hypotheses is not None and len(init_hypotheses):
+        _seed_columns(mst, store, Z, init_hypotheses, init_slot_weights, loop_deadline())
 
     t_oracle_seen = 0.0
 

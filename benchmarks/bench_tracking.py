@@ -1,0 +1,108 @@
+"""Visual tracking on OTB sequences: StructBoost vs AdaBoost vs a linear SSVM tracker
+(StructBoost, Shen et al., TPAMI 2014, Sec. 4.4, Tables 4 and 5).
+
+Every tracker is initialised on the first 3 labelled frames and tracks the rest; the
+metrics are over the tracked frames (the labelled ones excluded).  Reports mean Pascal
+overlap (Table 4), centre error (Table 5), OTB success AUC and precision@20, frames per
+second of ``update`` (frame decoding excluded) and where the time goes.
+
+Usage: python benchmarks/bench_tracking.py [--sequences Coke Tiger1 Girl]
+       [--trackers structboost adaboost ssvm] [--frames N] [--set key=value ...]
+Writes benchmarks/results/tracking.json (or --out).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # "one core", as the issue's speed goal
+
+import argparse
+import ast
+import time
+
+from _common import DEFAULT_DATA, write_result
+from maxmargin.apps.tracking import load_sequence, make_tracker, track_sequence
+
+#: the paper's Table 4 (overlap) / Table 5 (centre error, px): StructBoost, AdaBoost, Struck50
+PAPER = {
+    "Coke": {"structboost": (0.79, 3.7), "adaboost": (0.47, 9.3), "struck50": (0.55, 8.3)},
+    "Tiger1": {"structboost": (0.75, 5.4), "adaboost": (0.64, 7.8), "struck50": (0.68, 7.8)},
+    "Girl": {"structboost": (0.74, 14.3), "adaboost": (0.41, 47.1), "struck50": (0.80, 10.1)},
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sequences", nargs="+", default=["Coke", "Tiger1", "Girl"])
+    ap.add_argument("--trackers", nargs="+", default=["structboost", "adaboost", "ssvm"])
+    ap.add_argument("--frames", type=int, default=None, help="only the first N frames")
+    ap.add_argument("--data", default=str(DEFAULT_DATA / "tracking"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="TRACKER.KEY=VALUE",
+        help="tracker parameters, e.g. adaboost.n_estimators=100 structboost.C=100",
+    )
+    ap.add_argument("--out", default="benchmarks/results/tracking.json")
+    args = ap.parse_args()
+    overrides: dict[str, dict] = {}
+    for item in args.set:
+        key, val = item.split("=", 1)
+        name, param = key.split(".", 1)
+        overrides.setdefault(name, {})[param] = ast.literal_eval(val)
+
+    rows = []
+    for sname in args.sequences:
+        seq = load_sequence(os.path.join(args.data, sname), max_frames=args.frames)
+        for tname in args.trackers:
+            params = {"random_state": args.seed, **overrides.get(tname, {})}
+            tracker = make_tracker(tname, **params)
+            t0 = time.perf_counter()
+            _pred, info = track_sequence(tracker, seq)
+            wall = time.perf_counter() - t0
+            m = info["metrics"]
+            paper = PAPER.get(sname, {}).get(tname, (None, None))
+            row = {
+                "sequence": sname,
+                "tracker": tname,
+                "params": params,
+                "frames": len(seq),
+                "tracked_frames": m["n_frames"],
+                "overlap": m["overlap"],
+                "overlap_std": m["overlap_std"],
+                "centre_error": m["centre_error"],
+                "centre_error_std": m["centre_error_std"],
+                "success_auc": m["success_auc"],
+                "precision_20": m["precision_20"],
+                "fps": info["fps"],
+                "seconds_init": info["seconds_init"],
+                "seconds_per_frame": {
+                    k: v / max(m["n_frames"], 1) for k, v in info["timing"].items()
+                },
+                "wall_seconds": wall,
+                "paper_overlap": paper[0],
+                "paper_centre_error": paper[1],
+            }
+            rows.append(row)
+            spf = row["seconds_per_frame"]
+            print(
+                f"{sname:7s} {tname:12s} overlap {m['overlap']:.3f} (paper {paper[0]})  "
+                f"centre {m['centre_error']:6.1f} px (paper {paper[1]})  "
+                f"AUC {m['success_auc']:.3f}  P@20 {m['precision_20']:.3f}  "
+                f"{info['fps']:.2f} fps  ms/frame: "
+                + " ".join(f"{k} {1e3 * v:.1f}" for k, v in spf.items()),
+                flush=True,
+            )
+    path = write_result(
+        args.out,
+        {"frames_limit": args.frames, "paper": PAPER, "results": rows},
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Box task (issue 11): overlap, candidate sampling, oracles, StructBoost / SSVM training."""
+
+import numpy as np
+import pytest
+
+from maxmargin.learners.structboost import StructBoost
+from maxmargin.solvers.ssvm import solve_ssvm
+from maxmargin.tasks.base import DualPairs
+from maxmargin.tasks.boxes import (
+    BoxCandidates,
+    BoxTask,
+    box_overlap,
+    pairwise_overlap,
+    sample_boxes,
+)
+
+
+def _pixel_iou(a, b, size=40):
+    def mask(box):
+        m = np.zeros((size, size), bool)
+        x, y, w, h = (int(v) for v in box)
+        m[max(y, 0) : max(y + h, 0), max(x, 0) : max(x + w, 0)] = True
+        return m
+
+    ma, mb = mask(a), mask(b)
+    u = (ma | mb).sum()
+    return (ma & mb).sum() / u if u else 0.0
+
+
+def test_overlap_equals_pixel_count():
+    rng = np.random.default_rng(0)
+    a = np.column_stack([rng.integers(0, 20, (300, 2)), rng.integers(1, 15, (300, 2))])
+    b = np.column_stack([rng.integers(0, 20, (300, 2)), rng.integers(1, 15, (300, 2))])
+    got = box_overlap(a, b)
+    want = np.array([_pixel_iou(p, q) for p, q in zip(a, b)])
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    np.testing.assert_allclose(
+        pairwise_overlap(a[:7], b[:5]), [[_pixel_iou(p, q) for q in b[:5]] for p in a[:7]]
+    )
+    assert box_overlap([0, 0, 3, 3], [0, 0, 3, 3])[0] == 1.0
+    assert box_overlap([0, 0, 0, 3], [0, 0, 0, 3])[0] == 0.0
+
+
+@pytest.mark.parametrize("method", ["grid", "random", "polar"])
+def test_sampling_within_radius_and_image(method):
+    box = np.array([50.0, 30.0, 20.0, 30.0])
+    for shape, radius in [((100, 120), 15.0), ((70, 80), 40.0), ((31, 21), 5.0)]:
+        b = box if shape[0] > 70 else np.array([0.0, 0.0, 20.0, 30.0])
+        c = sample_boxes(b, 500, radius, shape, method=method, rng=0, scales=(0.9, 1.0, 1.1))
+        assert len(c) >= 1 and len(np.unique(c, axis=0)) == len(c)
+        assert np.all(c[:, 0] >= 0) and np.all(c[:, 1] >= 0)
+        assert np.all(c[:, 0] + c[:, 2] <= shape[1]) and np.all(c[:, 1] + c[:, 3] <= shape[0])
+        d = np.hypot(
+            c[1:, 0] + c[1:, 2] / 2 - b[0] - b[2] / 2, c[1:, 1] + c[1:, 3] / 2 - b[1] - b[3] / 2
+        )
+        assert np.all(d <= radius + 1e-9)
+    box = np.array([300.0, 200.0, 40.0, 60.0])
+    c = sample_boxes(box, 2000, 30.0, (480, 640))
+    assert 1500 <= len(c) <= 2600
+    np.testing.assert_array_equal(c[0], box)
+
+
+def _random_task(m=6, K=9, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for i in range(m):
+        k = K - (i % 3)  # unequal sizes exercise the padding
+        boxes = np.column_stack([rng.integers(0, 10, (k, 2)), rng.integers(2, 8, (k, 2))])
+        X.append(BoxCandidates(boxes, rng.normal(size=(k, d))))
+        y.append(int(rng.integers(k)))
+    return X, np.array(y), BoxTask().bind(X, np.array(y))
+
+
+def test_oracles_equal_brute_force():
+    X, y, t = _random_task()
+    rng = np.random.default_rng(1)
+    F = rng.normal(size=(t.weak_inputs().shape[0], 1))
+    S = F[:, 0].reshape(t.n_samples, -1)
+    orc = t.loss_augmented(F)
+    for i, c in enumerate(X):
+        k = len(c.boxes)
+        vals = [
+            1 - box_overlap(c.boxes[j], c.boxes[y[i]])[0] + S[i, j] - S[i, y[i]] for j in range(k)
+        ]
+        assert orc.loss[i] - orc.margin[i] == pytest.approx(max(vals))
+        assert t.predict_codes(F)[i] == np.argmax(S[i])  # padded copies never win a tie first
+    # dense hooks agree with the generic per-output definitions
+    A = t.dense_margins(F)
+    np.testing.assert_allclose(A.max(axis=1), orc.loss - orc.margin)
+    Mu = rng.random(A.shape)
+    i, k = np.nonzero(Mu)
+    np.testing.assert_allclose(t.dense_weak_weights(Mu), t.weak_weights(DualPairs(i, k, Mu[i, k])))
+    # gain of a weak classifier = sum mu dpsi
+    h = rng.normal(size=(1, F.shape[0]))
+    d = t.joint_difference(h, np.array([0]), DualPairs(i, k, Mu[i, k]))
+    assert (d @ Mu[i, k]).sum() == pytest.approx(
+        (h @ t.weak_weights(DualPairs(i, k, Mu[i, k]))).sum()
+    )
+
+
+def test_bind_errors():
+    X, y, _ = _random_task()
+    with pytest.raises(ValueError, match="out of range"):
+        BoxTask().bind(X, y + 20)
+    with pytest.raises(ValueError, match="integer"):
+        BoxTask().bind(X, y.astype(float))
+    with pytest.raises(ValueError, match="list"):
+        BoxTask().bind(X[0], y[:1])
+
+
+def _separable(m=8, K=30, seed=0):
+    """Features that reveal the overlap with the truth: a box task StructBoost can fit."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(m):
+        truth = np.array([20.0, 20.0, 10.0, 10.0])
+        boxes = sample_boxes(truth, K, 8.0, (50, 50), method="random", rng=rng)
+        ov = box_overlap(boxes, truth)
+        feats = np.column_stack(
+            [ov + 0.05 * rng.normal(size=len(ov)), rng.normal(size=(len(ov), 3))]
+        )
+        X.append(BoxCandidates(boxes, feats))
+        y.append(0)
+    return X, np.array(y)
+
+
+@pytest.mark.parametrize("master", ["fast", "exact"])
+def test_structboost_trains_on_boxes(master):
+    X, y = _separable()
+    est = StructBoost(task=BoxTask(), C=30.0, max_iter=20, master=master, random_state=0)
+    est.fit(X, y)
+    assert len(est.hypotheses_) >= 1
+    Xt, _ = _separable(seed=5)
+    pred = est.predict(Xt)
+    ov = [box_overlap(p, [20, 20, 10, 10])[0] for p in pred]
+    assert np.mean(ov) > 0.8
+
+
+def test_linear_ssvm_on_boxes():
+    X, y = _separable()
+    model = BoxTask().bind(X, y).linear_model()
+    res = solve_ssvm(model, 10.0, "1-slack", tol=1e-3, max_iter=200)
+    Xt, _ = _separable(seed=5)
+    ov = [box_overlap(p, [20, 20, 10, 10])[0] for p in model.predict(res.w, Xt)]
+    assert np.mean(ov) > 0.8
+
+
+def test_warm_start_keeps_columns_and_adds_few():
+    X, y = _separable(m=8)
+    est = StructBoost(task=BoxTask(), C=30.0, max_iter=30, random_state=0, warm_start=True)
+    est.fit(X, y)
+    n0, obj0 = len(est.hypotheses_), est.objective_
+    X2, y2 = _separable(m=8, seed=3)
+    est.fit(X[4:] + X2[:4], np.concatenate([y[4:], y2[:4]]))
+    assert est.n_iter_ <= 30 and len(est.hypotheses_) >= 1
+    cold = StructBoost(task=BoxTask(), C=30.0, max_iter=30, random_state=0)
+    cold.fit(X[4:] + X2[:4], np.concatenate([y[4:], y2[:4]]))
+    # the warm fit starts from the earlier weak learners: few new iterations are needed
+    assert est.objective_ <= cold.objective_ * (1 + 1e-6) or est.n_iter_ < cold.n_iter_
+    assert n0 >= 1 and np.isfinite(obj0)

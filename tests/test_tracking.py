@@ -1,0 +1,208 @@
+"""Tracking app (issue 11): features, OTB loader, metrics, trackers on a synthetic video."""
+
+import numpy as np
+import pytest
+
+from maxmargin.apps.tracking import (
+    AdaBoostTracker,
+    PatchFeatures,
+    SSVMTracker,
+    StructBoostTracker,
+    centre_errors,
+    load_sequence,
+    make_tracker,
+    precision_at,
+    read_boxes,
+    success_auc,
+    summary,
+    to_grey,
+    track_sequence,
+    write_boxes,
+)
+
+
+# -- synthetic video: a textured square moving over clutter ------------------------------
+def synthetic_video(n=24, size=(72, 96), side=16, seed=0):
+    rng = np.random.default_rng(seed)
+    H, W = size
+    # smooth clutter: blocky random background
+    bg = np.kron(rng.random((H // 4, W // 4)), np.ones((4, 4)))
+    tex = np.kron(rng.random((side // 2, side // 2)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
+    t = np.arange(n)
+    xs = np.round(W / 2 - side / 2 + 22 * np.sin(2 * np.pi * t / n)).astype(int)
+    ys = np.round(H / 2 - side / 2 + 14 * np.sin(4 * np.pi * t / n)).astype(int)
+    frames, boxes = [], []
+    for x, y in zip(xs, ys):
+        f = bg.copy()
+        f[y : y + side, x : x + side] = tex
+        f = f + 0.03 * rng.normal(size=f.shape)
+        frames.append((np.clip(f, 0, 1) * 255).astype(np.uint8))
+        boxes.append([x, y, side, side])
+    return frames, np.array(boxes, dtype=float)
+
+
+FAST = dict(n_predict=400, n_train=100, search_radius=12.0, train_radius=20.0, window=12)
+
+
+@pytest.mark.parametrize(
+    "tracker",
+    [
+        StructBoostTracker(max_iter=40, update_iter=10, random_state=0, **FAST),
+        AdaBoostTracker(n_estimators=40, random_state=0, **FAST),
+        SSVMTracker(random_state=0, **FAST),
+    ],
+    ids=["structboost", "adaboost", "ssvm"],
+)
+def test_trackers_follow_synthetic_square(tracker):
+    frames, boxes = synthetic_video()
+    _pred, info = track_sequence(tracker, frames, boxes)
+    m = info["metrics"]
+    assert m["overlap"] > 0.8, m
+    assert np.isfinite(tracker.score_)
+    assert set(info["timing"]) >= {"features", "predict", "train"}
+
+
+def test_tracker_api_and_errors():
+    frames, boxes = synthetic_video(n=4)
+    tr = StructBoostTracker(max_iter=10, update_iter=5, random_state=0, **FAST)
+    with pytest.raises(RuntimeError):
+        tr.update(frames[0])
+    tr.init(frames[0], boxes[0])
+    b = tr.update(frames[1])
+    assert b.shape == (4,) and np.all(b[2:] == 16)
+    with pytest.raises(ValueError, match="size"):
+        StructBoostTracker(**FAST).init(frames[0], [3, 3, 0, 5])
+    with pytest.raises(ValueError, match="outside"):
+        StructBoostTracker(**FAST).init(frames[0], [500, 3, 10, 5])
+    with pytest.raises(ValueError, match="unknown tracker"):
+        make_tracker("kcf")
+    with pytest.raises(ValueError, match="positive integer"):
+        StructBoostTracker(n_predict=0).init(frames[0], boxes[0])
+
+
+def test_scales_track_size_changes():
+    frames, boxes = synthetic_video(n=3)
+    tr = SSVMTracker(scales=(0.9, 1.0, 1.1), random_state=0, **FAST).init(frames[0], boxes[0])
+    tr.update(frames[1])
+    assert len(np.unique(tr.candidates_[:, 2])) == 3
+
+
+# -- features ----------------------------------------------------------------------------
+def test_features_match_direct_computation():
+    rng = np.random.default_rng(0)
+    img = rng.random((40, 50)).astype(np.float32)
+    boxes = np.array([[3, 5, 12, 8], [20, 10, 16, 16], [0, 0, 48, 40]], float)
+    raw = PatchFeatures("raw", raw_cells=4)(img, boxes)
+    for b, v in zip(boxes.astype(int), raw):
+        p = img[b[1] : b[1] + b[3], b[0] : b[0] + b[2]].astype(float)
+        cells = p.reshape(4, b[3] // 4, 4, b[2] // 4).mean(axis=(1, 3)).ravel()
+        np.testing.assert_allclose(v, (cells - p.mean()) / (p.std() + 1e-3), atol=1e-4)
+    pf = PatchFeatures("raw+hog+haar")
+    Z = pf(img, boxes)
+    assert Z.shape == (3, pf.n_features) and np.all(np.isfinite(Z))
+    hog = PatchFeatures("hog")(img, boxes)
+    np.testing.assert_allclose(np.linalg.norm(hog, axis=1), 1.0, atol=1e-5)
+    # a patch's features do not depend on the other boxes (the region cropped)
+    np.testing.assert_allclose(pf(img, boxes[:1]), Z[:1], atol=1e-6)
+    with pytest.raises(ValueError, match="inside"):
+        pf(img, [[45, 0, 10, 10]])
+    with pytest.raises(ValueError, match="kind"):
+        PatchFeatures("sift")
+    assert to_grey(np.zeros((4, 4, 3), np.uint8)).shape == (4, 4)
+
+
+# -- data --------------------------------------------------------------------------------
+def _write_seq(root, boxes_text, n_frames=3, size=(20, 30)):
+    import imageio.v3 as iio
+
+    (root / "img").mkdir(parents=True)
+    for k in range(n_frames):
+        iio.imwrite(root / "img" / f"{k + 1:04d}.jpg", np.full((*size, 3), 100, np.uint8))
+    (root / "groundtruth_rect.txt").write_text(boxes_text)
+    return root
+
+
+@pytest.mark.parametrize("sep", [",", "\t", " "])
+def test_loader_reads_all_separators(tmp_path, sep):
+    rows = ["2,3,5,6", "3,3,5,6", "4,4,5,6"]
+    seq = load_sequence(_write_seq(tmp_path / "s", "\n".join(r.replace(",", sep) for r in rows)))
+    assert len(seq) == 3 and seq.shape == (20, 30)
+    np.testing.assert_array_equal(seq.boxes[0], [1, 2, 5, 6])  # 1-based -> 0-based
+    assert seq.frame(0).shape == (20, 30, 3)
+    write_boxes(tmp_path / "out.txt", seq.boxes)
+    np.testing.assert_array_equal(read_boxes(tmp_path / "out.txt"), seq.boxes)
+
+
+@pytest.mark.parametrize(
+    "text, n_frames, match",
+    [
+        ("2,3,5,6\n3,3,0,6\n4,4,5,6", 3, "zero or negative"),
+        ("2,3,5,6\n3,3,-5,6\n4,4,5,6", 3, "zero or negative"),
+        ("2,3,5,6\n300,3,5,6\n4,4,5,6", 3, "outside"),
+        ("2,3,5,6\n3,3,5,6", 3, "3 frames but 2 boxes"),
+        ("2,3,5\n", 1, "4 values"),
+        ("2,3,5,6", 0, "no frames"),
+    ],
+)
+def test_loader_errors(tmp_path, text, n_frames, match):
+    root = _write_seq(tmp_path / "s", text, n_frames=n_frames)
+    with pytest.raises(ValueError, match=match):
+        load_sequence(root)
+
+
+def test_loader_missing(tmp_path):
+    with pytest.raises(ValueError, match="not a folder"):
+        load_sequence(tmp_path / "nope")
+    (tmp_path / "a").mkdir()
+    with pytest.raises(ValueError, match="img"):
+        load_sequence(tmp_path / "a")
+
+
+# -- metrics -----------------------------------------------------------------------------
+def test_metrics():
+    t = np.array([[0, 0, 10, 10], [0, 0, 10, 10], [0, 0, 10, 10]], float)
+    p = np.array([[0, 0, 10, 10], [5, 0, 10, 10], [30, 40, 10, 10]], float)
+    np.testing.assert_allclose(centre_errors(p, t), [0, 5, 50])
+    s = summary(p, t)
+    assert s["overlap"] == pytest.approx((1 + 1 / 3 + 0) / 3)
+    assert s["precision_20"] == pytest.approx(2 / 3)
+    assert precision_at([0, 5, 50], 4) == pytest.approx(1 / 3)
+    # success AUC: thresholds 0, 0.05, ..., 1; overlap 1 passes all but t = 1
+    assert success_auc([1.0]) == pytest.approx(20 / 21)
+    assert success_auc([0.0]) == 0.0
+
+
+# -- CLI ---------------------------------------------------------------------------------
+def test_cli_track(tmp_path, capsys):
+    import json
+
+    import imageio.v3 as iio
+
+    from maxmargin.cli import main
+
+    frames, boxes = synthetic_video(n=8)
+    seq = tmp_path / "Square"
+    (seq / "img").mkdir(parents=True)
+    for k, f in enumerate(frames):
+        iio.imwrite(seq / "img" / f"{k + 1:04d}.png", f)
+    write_boxes(seq / "groundtruth_rect.txt", boxes)
+    out = tmp_path / "out"
+    rc = main(["track", str(seq), "--tracker", "ssvm", "--out", str(out), "--json", "--gif"])
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["frames"] == 8 and res["overlap"] > 0.5
+    np.testing.assert_array_equal(read_boxes(out / "Square_ssvm.txt")[:3], boxes[:3])
+    assert (out / "Square_ssvm.png").stat().st_size > 0
+    assert (out / "Square_ssvm.gif").stat().st_size > 0
+    assert main(["track", str(tmp_path / "missing")]) == 2
+    assert main(["track", str(seq), "--scales", "0,1"]) == 2
+
+
+def test_keep_labelled_frames_stay_in_training():
+    frames, boxes = synthetic_video(n=8)
+    tr = SSVMTracker(keep_labelled=True, random_state=0, **{**FAST, "window": 2})
+    tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
+    for k in range(3, 8):
+        tr.update(frames[k])
+    assert len(tr._anchors) == 3 and len(tr._data) == 2
+    np.testing.assert_array_equal(tr._anchors[0].boxes[0], boxes[0])
