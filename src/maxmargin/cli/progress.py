@@ -15,6 +15,7 @@ class FitProgress:
         self.description = description
         self.enabled = enabled
         self.n_records = 0
+        self._last: Any = None
         self._progress: Any = None
         self._task: Any = None
 
@@ -26,6 +27,7 @@ class FitProgress:
                 Progress,
                 TextColumn,
                 TimeElapsedColumn,
+                TimeRemainingColumn,
             )
 
             self._progress = Progress(
@@ -36,6 +38,8 @@ class FitProgress:
                 TextColumn("xi {task.fields[xi]}"),
                 TextColumn("weak {task.fields[n_weak]}"),
                 TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
                 console=stderr_console(),
                 refresh_per_second=8,
             )
@@ -46,9 +50,19 @@ class FitProgress:
         return self
 
     def __call__(self, record: dict[str, Any]) -> None:
-        self.n_records += 1
+        # StructBoost re-sends its last iteration's record after the final exact polish
+        repeat = record.get("iteration") is not None and record.get("iteration") == self._last
+        self._last = record.get("iteration")
+        if not repeat:
+            self.n_records += 1
         if self._progress is None:
             return
+        if repeat:
+            gap = record.get("gap")
+            self._progress.update(
+                self._task,
+                description=f"{self.description} (exact polish: gap {fmt(gap, '.1e')})",
+            )
         self._progress.update(
             self._task,
             completed=min(self.n_records, self.total),
