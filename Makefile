@@ -17,7 +17,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(JOBS)
 
 demo: $(STAMP)
-	$(VENV)/bin/maxmargin demo
+	$(VENV)/bin/maxmargin demo --out build/demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
