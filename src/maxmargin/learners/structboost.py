@@ -366,10 +366,7 @@ class StructBoost(BaseEstimator):
             )
 
     def _store_result(self, res) -> None:
-        W = res.slot_weights() if len(res.w) else np.zeros((0, self.task_.n_slots))
-        if W.shape[1] < self.task_.n_slots:  # slots no column entered (slot_weights()
-            # sizes W by the largest slot used)
-            W = np.hstack([W, np.zeros((W.shape[0], self.task_.n_slots - W.shape[1]))])
+        W = res.slot_weights(self.task_.n_slots)
         used = np.flatnonzero(np.any(W != 0, axis=1))
         self.hypotheses_ = res.hypotheses.take(used)
         self.slot_weights_ = W[used]

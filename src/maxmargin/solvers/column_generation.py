@@ -104,9 +104,11 @@ class ColumnGenerationResult:
     def gap(self) -> float:
         return _relative_gap(self.objective, self.dual_bound)
 
-    def slot_weights(self) -> np.ndarray:
-        """Weights as a (n_hypotheses, n_slots) matrix: F(z) = phi(z) @ W."""
-        n_slots = int(self.column_slot.max()) + 1 if len(self.column_slot) else 1
+    def slot_weights(self, n_slots: int | None = None) -> np.ndarray:
+        """Weights as a (n_hypotheses, n_slots) matrix: F(z) = phi(z) @ W.  ``n_slots``:
+        the task's slot count (default: the largest slot any column uses, plus one)."""
+        if n_slots is None:
+            n_slots = int(self.column_slot.max()) + 1 if len(self.column_slot) else 1
         W = np.zeros((len(self.hypotheses), n_slots))
         np.add.at(W, (self.column_hyp, self.column_slot), self.w)
         return W
