@@ -49,7 +49,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
     hinge this is LPBoost, and the optimum equals
     :class:`~maxmargin.StructBoostClassifier`'s on two classes (same ``C``).
 
-    L1 stops when no weak learner has ``gain > 1 + eps`` (no violated dual constraint);
+    L1 stops when no weak learner has ``gain > 1 + eps_cg`` (no violated dual constraint);
     the recorded ``dual_bound`` then holds for the problem over the whole weak-learner
     class (for exact searches such as ``"stump"``).  L2 has no such rule: it runs
     ``max_iter`` rounds, and its ``gap`` is that of the restricted master.
@@ -66,7 +66,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
     weak_learner : str or WeakLearner, default="stump"
     max_iter : int, default=100
         Maximum number of weak learners.
-    eps : float, default=1e-6
+    eps_cg : float, default=1e-6
         L1 column-generation tolerance.
     max_time : float or None
     verbose : int, default=0
@@ -93,7 +93,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         "C": [POSITIVE],
         "weak_learner": [str, WeakLearner],
         "max_iter": [POSITIVE_INT],
-        "eps": [POSITIVE],
+        "eps_cg": [POSITIVE],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
         "callback": CALLBACK,
@@ -107,7 +107,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         C=10.0,
         weak_learner="stump",
         max_iter=100,
-        eps=1e-6,
+        eps_cg=1e-6,
         max_time=None,
         verbose=0,
         callback=None,
@@ -117,7 +117,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         self.C = C
         self.weak_learner = weak_learner
         self.max_iter = max_iter
-        self.eps = eps
+        self.eps_cg = eps_cg
         self.max_time = max_time
         self.verbose = verbose
         self.callback = callback
@@ -171,7 +171,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
                 )
             if self.callback is not None:
                 self.callback(rec)
-            if penalty == "l1" and gain <= 1.0 + self.eps:
+            if penalty == "l1" and gain <= 1.0 + self.eps_cg:
                 converged = True
                 break
             if gain <= 1e-12:  # nothing left to gain (data fitted exactly)
