@@ -151,8 +151,6 @@ class _CtrlC:
 _NO_CTRL_C_YET = {
     "SVMClassifier",
     "ForwardFeatureSelector",
-    "TCBoostClassifier",
-    "BinaryAdaBoost",
     "SparseKernelSVM",
     "SimilarityFeatures",
 }
@@ -174,7 +172,7 @@ def test_ctrl_c_keeps_the_model_of_the_last_completed_iteration(est, tmp_path):
     est = type(est)(**{**est.get_params(), "callback": _CtrlC(2)})
     with pytest.warns(FitInterruptedWarning, match="interrupted"):
         est.fit(X, y)
-    assert not est.converged_
+    assert not getattr(est, "converged_", False)
     assert len(est.history_) >= 1
     out = _outputs(est, X)
     assert all(np.all(np.isfinite(np.asarray(o, dtype=float))) for o in out[1:])

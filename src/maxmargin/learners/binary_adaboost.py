@@ -18,6 +18,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.weak import HYPOTHESES, DecisionStump, RealStump
 
 __all__ = ["BinaryAdaBoost"]
@@ -101,38 +102,46 @@ class BinaryAdaBoost(ClassifierMixin, BaseEstimator):
         coefs: list[float] = []
         history: list[dict] = []
         t0 = time.perf_counter()
-        for it in range(int(self.max_iter)):
-            z = -ys * F
-            D = np.exp(z - z.max())
-            D /= D.sum()
-            h, _ = weak.best(prepared, (D * ys)[:, None])
-            out = np.asarray(h.evaluate(X)[0], dtype=np.float64)
-            if self.variant == "discrete":
-                edge = float(np.clip(D @ (ys * out), -_EDGE_CAP, _EDGE_CAP))
-                alpha = 0.5 * np.log((1.0 + edge) / (1.0 - edge))
-            elif self.variant == "real":
-                alpha = self._real_scale(out, D, ys, n)
-            else:
-                alpha = 1.0
-            F += alpha * out
-            hyps = h if hyps is None else hyps.concat(h)
-            coefs.append(float(alpha))
-            z = -ys * F
-            objective = float(np.exp(z - z.max()).mean() * np.exp(z.max()))
-            rec = {
-                "iteration": it,
-                "objective": objective,
-                "dual_bound": float("nan"),
-                "gap": float("nan"),
-                "t_total": time.perf_counter() - t0,
-            }
-            history.append(rec)
-            if self.verbose:
-                print(f"[adaboost] {it:4d} exp loss {objective:.6g}", flush=True)
-            if self.callback is not None:
-                self.callback(rec)
-            if self.max_time is not None and rec["t_total"] >= self.max_time:
-                break
+        try:
+            for it in range(int(self.max_iter)):
+                z = -ys * F
+                D = np.exp(z - z.max())
+                D /= D.sum()
+                h, _ = weak.best(prepared, (D * ys)[:, None])
+                out = np.asarray(h.evaluate(X)[0], dtype=np.float64)
+                if self.variant == "discrete":
+                    edge = float(np.clip(D @ (ys * out), -_EDGE_CAP, _EDGE_CAP))
+                    alpha = 0.5 * np.log((1.0 + edge) / (1.0 - edge))
+                elif self.variant == "real":
+                    alpha = self._real_scale(out, D, ys, n)
+                else:
+                    alpha = 1.0
+                F += alpha * out
+                hyps = h if hyps is None else hyps.concat(h)
+                coefs.append(float(alpha))
+                z = -ys * F
+                objective = float(np.exp(z - z.max()).mean() * np.exp(z.max()))
+                rec = {
+                    "iteration": it,
+                    "objective": objective,
+                    "dual_bound": float("nan"),
+                    "gap": float("nan"),
+                    "t_total": time.perf_counter() - t0,
+                }
+                history.append(rec)
+                if self.verbose:
+                    print(f"[adaboost] {it:4d} exp loss {objective:.6g}", flush=True)
+                if self.callback is not None:
+                    self.callback(rec)
+                if self.max_time is not None and rec["t_total"] >= self.max_time:
+                    break
+        except KeyboardInterrupt:
+            if not history:
+                raise  # nothing completed: nothing to keep
+            # keep the rounds that were recorded (a half-done round is dropped)
+            hyps = hyps.take(np.arange(len(history)))
+            coefs = coefs[: len(history)]
+            warn_interrupted(len(history))
         self.hypotheses_ = hyps
         self.coef_ = np.asarray(coefs)
         self.history_ = history

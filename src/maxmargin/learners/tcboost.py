@@ -22,6 +22,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.tc_boost import (
     LOSSES,
     dual_objective,
@@ -147,46 +148,56 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         t0 = time.perf_counter()
         converged = False
         it = 0
-        while True:
-            new, gain = weak.best(prepared, (a * ys)[:, None])
-            gain = float(gain[0])
-            g = M.T @ a
-            objective = primal_objective(M, w, c, loss, penalty)
-            dual = dual_objective(a, g, c, loss, penalty, gain_max=gain)
-            rec = {
-                "iteration": it,
-                "objective": objective,
-                "dual_bound": dual,
-                "gap": (objective - dual) / max(abs(objective), 1e-12),
-                "gain": gain,
-                "n_weak": int(M.shape[1]),
-                "t_total": time.perf_counter() - t0,
-            }
-            history.append(rec)
-            if self.verbose:
-                print(
-                    f"[tcboost] {it:4d} objective {objective:.6g} gap {rec['gap']:.3g} "
-                    f"gain {gain:.4g}",
-                    flush=True,
-                )
-            if self.callback is not None:
-                self.callback(rec)
-            if penalty == "l1" and gain <= 1.0 + self.eps_cg:
-                converged = True
-                break
-            if gain <= 1e-12:  # nothing left to gain (data fitted exactly)
-                converged = True
-                break
-            if it >= self.max_iter:
-                break
-            if self.max_time is not None and rec["t_total"] >= self.max_time:
-                break
-            col = new.evaluate(X)[0]
-            hyps = new if hyps is None else hyps.concat(new)
-            M = np.column_stack([M, ys * col])
-            w, a = solve_master(M, c, loss, penalty, w0=w, a0=a)
-            it += 1
-        if penalty == "l1" and not converged:
+        interrupted = False
+        try:
+            while True:
+                new, gain = weak.best(prepared, (a * ys)[:, None])
+                gain = float(gain[0])
+                g = M.T @ a
+                objective = primal_objective(M, w, c, loss, penalty)
+                dual = dual_objective(a, g, c, loss, penalty, gain_max=gain)
+                rec = {
+                    "iteration": it,
+                    "objective": objective,
+                    "dual_bound": dual,
+                    "gap": (objective - dual) / max(abs(objective), 1e-12),
+                    "gain": gain,
+                    "n_weak": int(M.shape[1]),
+                    "t_total": time.perf_counter() - t0,
+                }
+                history.append(rec)
+                if self.verbose:
+                    print(
+                        f"[tcboost] {it:4d} objective {objective:.6g} gap {rec['gap']:.3g} "
+                        f"gain {gain:.4g}",
+                        flush=True,
+                    )
+                if self.callback is not None:
+                    self.callback(rec)
+                if penalty == "l1" and gain <= 1.0 + self.eps_cg:
+                    converged = True
+                    break
+                if gain <= 1e-12:  # nothing left to gain (data fitted exactly)
+                    converged = True
+                    break
+                if it >= self.max_iter:
+                    break
+                if self.max_time is not None and rec["t_total"] >= self.max_time:
+                    break
+                col = new.evaluate(X)[0]
+                hyps = new if hyps is None else hyps.concat(new)
+                M = np.column_stack([M, ys * col])
+                w, a = solve_master(M, c, loss, penalty, w0=w, a0=a)
+                it += 1
+        except KeyboardInterrupt:
+            if not history:
+                raise  # nothing completed: nothing to keep
+            interrupted, converged = True, False
+            # keep the last solved master: its weights cover the first len(w) learners
+            if hyps is not None and len(hyps) > len(w):
+                hyps = hyps.take(np.arange(len(w)))
+            warn_interrupted(len(history))
+        if penalty == "l1" and not converged and not interrupted:
             warnings.warn(
                 f"TCBoostClassifier stopped after {it} weak learners with a violated dual "
                 f"constraint (gain {history[-1]['gain']:.4g} > 1)",
@@ -199,7 +210,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = np.asarray(w, dtype=np.float64)
         self.objective_ = float(history[-1]["objective"])
         self.history_ = history
-        self.n_iter_ = it
+        self.n_iter_ = len(w)
         self.converged_ = bool(converged)
         return self
 
