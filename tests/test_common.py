@@ -151,7 +151,6 @@ class _CtrlC:
 _NO_CTRL_C_YET = {
     "SVMClassifier",
     "ForwardFeatureSelector",
-    "SparseKernelSVM",
     "SimilarityFeatures",
 }
 

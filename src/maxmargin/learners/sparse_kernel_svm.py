@@ -21,6 +21,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners.svm import KERNELS, SVMClassifier
 from maxmargin.solvers.sparse_kernel_svm import fit_sparse_kernel_svm
 
@@ -157,6 +158,8 @@ class SparseKernelSVM(ClassifierMixin, BaseEstimator):
         self.objective_ = float(sol.primal)
         self.history_ = sol.history
         self.n_iter_ = len(sol.history)
+        if sol.interrupted:
+            warn_interrupted(self.n_iter_)
         return self
 
     def decision_function(self, X):

@@ -38,6 +38,7 @@ class SparseKernelSolution:
     coef: np.ndarray  # alpha*
     primal: float
     history: list = field(default_factory=list)
+    interrupted: bool = False  # Ctrl-C: the best model scored before the interrupt
 
 
 def fit_sparse_kernel_svm(
@@ -70,65 +71,80 @@ def fit_sparse_kernel_svm(
     best = (np.inf, np.empty(0), [])
     lam_prev = None
     chol = None  # Cholesky factor of the basis Gram matrix
-    for it in range(max_iter):
-        scores = coef @ KBX if len(basis) else np.zeros(n)
-        m = y * scores
-        pi = (m < 1.0).astype(np.float64)
-        G = KBX[:, basis] if basis else np.empty((0, 0))
-        primal = hinge_objective(m, float(coef @ G @ coef) if basis else 0.0, C)
-        if primal < best[0]:
-            best = (primal, coef.copy(), list(basis))
-        v = pi * y / n
-        planes.append(v)
-        deltas.append(float(pi.sum()) / n)
-        # new basis: the candidate most correlated with the new plane's residual (5.74)
-        corr = Kcand @ v  # <phi(b), Psi> for every candidate
-        if basis:
-            beta_new = cho_solve(chol, KBX @ v)
-            corr = corr - Kcand[:, basis] @ beta_new
-        gain = corr**2 / np.maximum(diag_c, 1e-300)
-        gain[np.isin(cand, basis)] = -np.inf
-        rec = {
-            "iteration": it,
-            "objective": primal,
-            "n_basis": len(basis),
-            "n_planes": len(planes),
-            "t_total": time.perf_counter() - t0,
-        }
-        stop = len(basis) >= n_basis or not np.isfinite(gain.max())
-        if not stop:
-            j = int(cand[np.argmax(gain)])
-            basis.append(j)
-            KBX = np.vstack([KBX, kernel(np.array([j]))])
-            G = KBX[:, basis]
-            G = 0.5 * (G + G.T) + ridge * max(1.0, float(np.max(np.diag(G)))) * np.eye(len(basis))
-            chol = (cholesky(G, lower=True), True)
-            L = chol[0]
-            # re-project every plane on the basis and write it in Cholesky coordinates
-            V = np.vstack(planes)  # (T, n)
-            beta = cho_solve(chol, KBX @ V.T).T  # (T, K)
-            A = beta @ L  # a_t = L^T beta_t, so <a_s, a_t> = beta_s^T G beta_t
-            master = OneSlackQPMaster(C * n, len(basis))
-            for a, d in zip(A, deltas):
-                master.add_plane(a, d)
-            if lam_prev is not None:
-                master._lam[: len(lam_prev)] = lam_prev
-            sol = master.solve()
-            lam_prev = sol.lam
-            coef = beta.T @ sol.lam
-            rec["master_objective"] = sol.primal
-            rec["master_gap"] = sol.gap
-        # the planes are projections, so the master's dual is no bound for the true
-        # problem: no certified gap (nan, as the stage-wise learners)
-        rec["dual_bound"] = float("nan")
-        rec["gap"] = float("nan")
-        history.append(rec)
-        if verbose:
-            print(f"[sparse-ksvm] {it:4d} basis {len(basis)} objective {primal:.6g}", flush=True)
-        if callback is not None:
-            callback(rec)
-        if stop or (max_time is not None and rec["t_total"] >= max_time):
-            break
+    try:
+        for it in range(max_iter):
+            scores = coef @ KBX if len(basis) else np.zeros(n)
+            m = y * scores
+            pi = (m < 1.0).astype(np.float64)
+            G = KBX[:, basis] if basis else np.empty((0, 0))
+            primal = hinge_objective(m, float(coef @ G @ coef) if basis else 0.0, C)
+            if primal < best[0]:
+                best = (primal, coef.copy(), list(basis))
+            v = pi * y / n
+            planes.append(v)
+            deltas.append(float(pi.sum()) / n)
+            # new basis: the candidate most correlated with the new plane's residual (5.74)
+            corr = Kcand @ v  # <phi(b), Psi> for every candidate
+            if basis:
+                beta_new = cho_solve(chol, KBX @ v)
+                corr = corr - Kcand[:, basis] @ beta_new
+            gain = corr**2 / np.maximum(diag_c, 1e-300)
+            gain[np.isin(cand, basis)] = -np.inf
+            rec = {
+                "iteration": it,
+                "objective": primal,
+                "n_basis": len(basis),
+                "n_planes": len(planes),
+                "t_total": time.perf_counter() - t0,
+            }
+            stop = len(basis) >= n_basis or not np.isfinite(gain.max())
+            if not stop:
+                j = int(cand[np.argmax(gain)])
+                basis.append(j)
+                KBX = np.vstack([KBX, kernel(np.array([j]))])
+                G = KBX[:, basis]
+                scale = ridge * max(1.0, float(np.max(np.diag(G))))
+                G = 0.5 * (G + G.T) + scale * np.eye(len(basis))
+                chol = (cholesky(G, lower=True), True)
+                L = chol[0]
+                # re-project every plane on the basis and write it in Cholesky coordinates
+                V = np.vstack(planes)  # (T, n)
+                beta = cho_solve(chol, KBX @ V.T).T  # (T, K)
+                A = beta @ L  # a_t = L^T beta_t, so <a_s, a_t> = beta_s^T G beta_t
+                master = OneSlackQPMaster(C * n, len(basis))
+                for a, d in zip(A, deltas):
+                    master.add_plane(a, d)
+                if lam_prev is not None:
+                    master._lam[: len(lam_prev)] = lam_prev
+                sol = master.solve()
+                lam_prev = sol.lam
+                coef = beta.T @ sol.lam
+                rec["master_objective"] = sol.primal
+                rec["master_gap"] = sol.gap
+            # the planes are projections, so the master's dual is no bound for the true
+            # problem: no certified gap (nan, as the stage-wise learners)
+            rec["dual_bound"] = float("nan")
+            rec["gap"] = float("nan")
+            history.append(rec)
+            if verbose:
+                print(
+                    f"[sparse-ksvm] {it:4d} basis {len(basis)} objective {primal:.6g}",
+                    flush=True,
+                )
+            if callback is not None:
+                callback(rec)
+            if stop or (max_time is not None and rec["t_total"] >= max_time):
+                break
+    except KeyboardInterrupt:
+        if not np.isfinite(best[0]):
+            raise  # nothing scored yet: nothing to keep
+        return SparseKernelSolution(
+            basis=np.asarray(best[2], dtype=np.int64),
+            coef=best[1],
+            primal=best[0],
+            history=history,
+            interrupted=True,
+        )
     # final model: the last basis and coefficients, scored once more
     scores = coef @ KBX if len(basis) else np.zeros(n)
     G = KBX[:, basis] if basis else np.empty((0, 0))
