@@ -150,7 +150,6 @@ class _CtrlC:
 #: thesis learners (issue 14) whose loops do not yet keep their work on Ctrl-C
 _NO_CTRL_C_YET = {
     "SVMClassifier",
-    "ForwardFeatureSelector",
     "SimilarityFeatures",
 }
 

@@ -21,6 +21,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.feature_selection import column_scores, dual_value, solve_restricted
 
 __all__ = ["ForwardFeatureSelector"]
@@ -196,46 +197,55 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
             return False
 
         rel_prev = np.inf
-        while True:
-            # restricted problems are solved as accurately as the selection needs: a tenth
-            # of the last full-problem gap (any dual point gives a valid bound), and to
-            # inner_tol before stopping
-            tol_k = float(min(1e-2, max(inner, 0.1 * rel_prev)))
-            sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
-            stop = should_stop(free, viol, rel)
-            if stop and tol_k > inner:
-                sols, objective, dual, free, score, viol, rel = evaluate(inner)
+        kept = None  # (order, sols, objective, dual, it) of the last recorded round
+        try:
+            while True:
+                # restricted problems are solved as accurately as the selection needs: a tenth
+                # of the last full-problem gap (any dual point gives a valid bound), and to
+                # inner_tol before stopping
+                tol_k = float(min(1e-2, max(inner, 0.1 * rel_prev)))
+                sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
                 stop = should_stop(free, viol, rel)
-            rel_prev = rel
-            rec = {
-                "iteration": it,
-                "n_selected": len(order),
-                "objective": float(objective),
-                "dual_bound": float(dual),
-                "gap": float(rel),
-                "max_violation": viol,
-                "t_total": time.perf_counter() - t0,
-            }
-            history.append(rec)
-            if self.verbose:
-                print(
-                    f"[ffs] {len(order):5d} features objective {objective:.6g} gap {rel:.3g}",
-                    flush=True,
-                )
-            if self.callback is not None:
-                self.callback(rec)
-            if stop:
-                break
-            if self.max_time is not None and rec["t_total"] >= self.max_time:
-                break
-            if penalty == "l1":  # only violated constraints may enter (eq. 2.90)
-                score = np.where(score > 1.0, score, -np.inf)
-                if not np.isfinite(score.max()):
+                if stop and tol_k > inner:
+                    sols, objective, dual, free, score, viol, rel = evaluate(inner)
+                    stop = should_stop(free, viol, rel)
+                rel_prev = rel
+                rec = {
+                    "iteration": it,
+                    "n_selected": len(order),
+                    "objective": float(objective),
+                    "dual_bound": float(dual),
+                    "gap": float(rel),
+                    "max_violation": viol,
+                    "t_total": time.perf_counter() - t0,
+                }
+                history.append(rec)
+                kept = (list(order), sols, objective, dual, it)
+                if self.verbose:
+                    print(
+                        f"[ffs] {len(order):5d} features objective {objective:.6g} gap {rel:.3g}",
+                        flush=True,
+                    )
+                if self.callback is not None:
+                    self.callback(rec)
+                if stop:
                     break
-            m = min(int(self.features_per_step), limit - len(order), int(np.isfinite(score).sum()))
-            new = np.argsort(-score, kind="stable")[:m]
-            order.extend(int(j) for j in new)
-            it += 1
+                if self.max_time is not None and rec["t_total"] >= self.max_time:
+                    break
+                if penalty == "l1":  # only violated constraints may enter (eq. 2.90)
+                    score = np.where(score > 1.0, score, -np.inf)
+                    if not np.isfinite(score.max()):
+                        break
+                n_left = int(np.isfinite(score).sum())
+                m = min(int(self.features_per_step), limit - len(order), n_left)
+                new = np.argsort(-score, kind="stable")[:m]
+                order.extend(int(j) for j in new)
+                it += 1
+        except KeyboardInterrupt:
+            if kept is None:
+                raise  # nothing recorded: nothing to keep
+            order, sols, objective, dual, it = kept
+            warn_interrupted(len(history))
         coef = np.zeros((len(ys), d))
         for r, (w, _, _, _) in enumerate(sols):
             coef[r, order] = w
