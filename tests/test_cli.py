@@ -169,7 +169,10 @@ def test_wrong_width_at_predict_time(tmp_path, fitted, capsys):
     path = tmp_path / "wide.csv"
     path.write_text("1,2,3,4,5,0\n")
     assert main(["predict", str(fitted), str(path)]) == 2
-    _assert_clean_error(capsys, "expected 3")
+    err = capsys.readouterr().err
+    # the model was trained on a file with a header: a headerless file gets a warning first
+    assert "warning: " in err and "no header" in err
+    assert "error: " in err and "expected 3" in err and "Traceback" not in err
 
 
 def test_version_and_usage(capsys):
@@ -582,3 +585,59 @@ def test_model_key_from_the_environment(tmp_path, csv_data, capsys, monkeypatch)
     monkeypatch.setenv("MAXMARGIN_MODEL_KEY", "k2")
     assert main(["predict", str(model), str(path)]) == 2
     assert "bad signature" in capsys.readouterr().err
+
+
+def test_csv_columns_matched_by_name_against_the_training_file(tmp_path, fitted, csv_data, capsys):
+    _, X, y = csv_data
+    reordered = tmp_path / "reordered.csv"
+    rows = [",".join(f"{v:.6f}" for v in row[[1, 0, 2]]) + f",{c}" for row, c in zip(X, y)]
+    reordered.write_text("f2,f1,f3,label\n" + "\n".join(rows) + "\n")
+    assert main(["predict", str(fitted), str(reordered)]) == 2
+    assert "reordered" in capsys.readouterr().err
+    # label column moved to the front, features in order: found by name, same predictions
+    moved = tmp_path / "moved.csv"
+    rows = [f"{c}," + ",".join(f"{v:.6f}" for v in row) for row, c in zip(X, y)]
+    moved.write_text("label,f1,f2,f3\n" + "\n".join(rows) + "\n")
+    assert main(["evaluate", str(fitted), str(moved), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] > 0.8
+    # unlabelled file with the same header: predict works, evaluate says what is missing
+    nolabel = tmp_path / "nolabel.csv"
+    nolabel.write_text("f1,f2,f3\n" + "\n".join(",".join(map(str, r)) for r in X) + "\n")
+    assert main(["predict", str(fitted), str(nolabel)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(fitted), str(nolabel)]) == 2
+    assert "'label'" in capsys.readouterr().err
+
+
+def test_svmlight_index_base_recorded_at_fit(tmp_path, capsys):
+    X, y = _blobs(seed=3)
+    train = tmp_path / "train0.svm"  # zero-based: feature 0 present
+    train.write_text(
+        "\n".join(f"{c} " + " ".join(f"{j}:{v:.6f}" for j, v in enumerate(r)) for r, c in zip(X, y))
+        + "\n"
+    )
+    model = tmp_path / "m.mm"
+    assert main(["fit", str(train), "-o", str(model), "--max-iter", "10", "--quiet"]) == 0
+    # a test file without any feature-0 entry would be read one-based by detection
+    test = tmp_path / "test.svm"
+    test.write_text(
+        "\n".join(
+            f"{c} " + " ".join(f"{j}:{v:.6f}" for j, v in enumerate(r) if j) for r, c in zip(X, y)
+        )
+        + "\n"
+    )
+    out = tmp_path / "p.txt"
+    assert main(["predict", str(model), str(test), "-o", str(out)]) == 0
+    ref = mmio.load(model).predict(np.column_stack([np.zeros(len(X)), X[:, 1:]]))
+    np.testing.assert_array_equal(np.loadtxt(out), ref)
+
+
+def test_index_like_first_column_is_refused(tmp_path, capsys):
+    X, y = _blobs()
+    path = tmp_path / "indexed.csv"
+    rows = [
+        f"{i}," + ",".join(f"{v:.6f}" for v in r) + f",{c}" for i, (r, c) in enumerate(zip(X, y))
+    ]
+    path.write_text(",f1,f2,f3,label\n" + "\n".join(rows) + "\n")
+    assert main(["fit", str(path), "-o", str(tmp_path / "m.mm"), "--quiet"]) == 2
+    assert "row index" in capsys.readouterr().err

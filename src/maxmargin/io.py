@@ -221,7 +221,13 @@ def _check_arrays(arrays: Any, where: str) -> dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- save
-def save(model: Any, path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Path:
+def save(
+    model: Any,
+    path: str | os.PathLike[str],
+    *,
+    key: bytes | str | None = None,
+    annotations: Mapping[str, Any] | None = None,
+) -> Path:
     """Write a fitted ``model`` to ``path`` (used as given; no suffix is appended).
 
     The file is written to a temporary file in the same directory, flushed and
@@ -231,6 +237,8 @@ def save(model: Any, path: str | os.PathLike[str], *, key: bytes | str | None = 
 
     ``key``: sign the file with HMAC-SHA256 over its checksum, for teams that share model
     files; :func:`load` with the same key then refuses any file not signed with it.
+    ``annotations``: JSON metadata about the model's use (the command line records the
+    training file's column layout there); read back with :func:`file_info`.
     """
     path = Path(path)
     if not _is_fitted(model):
@@ -256,6 +264,8 @@ def save(model: Any, path: str | os.PathLike[str], *, key: bytes | str | None = 
         "meta": dict(meta),
         "arrays": _array_spec(arrays),
     }
+    if annotations is not None:
+        document["annotations"] = dict(annotations)
     names = getattr(model, "feature_names_in_", None)
     if names is not None:  # scikit-learn's column-name check survives the round trip
         document["feature_names_in"] = [str(v) for v in names]

@@ -124,31 +124,110 @@ def _check_relevance(data: str, y: np.ndarray | None) -> None:
         )
 
 
+def _zero_based(args: argparse.Namespace, layout: dict | None) -> bool | str:
+    flag = getattr(args, "zero_based", None)
+    if flag is not None and flag != "auto":
+        return flag == "yes"
+    if flag is None and layout and layout.get("format") == "svmlight":
+        return bool(layout["zero_based"])
+    return "auto"
+
+
+def _training_layout(model_path: str) -> dict | None:
+    """The column layout of the model's training file, as recorded by ``fit``."""
+    from maxmargin.io import file_info
+
+    return (file_info(model_path).get("annotations") or {}).get("data")
+
+
 def _load_data_for_model(
     args: argparse.Namespace, model: Any, need_labels: bool, query_id: bool = False
 ) -> tuple[Any, ...]:
-    """Load DATA at the model's width; CSV files without a label column are accepted.
+    """Load DATA at the model's width, with the training file's layout (recorded at
+    fit): the same svmlight index base, and CSV columns matched by header name (label
+    column and feature order) -- a mismatch is an error, never a silent shift.  CSV files
+    without a label column are accepted for predict.
 
     Returns ``(X, y)``, or ``(X, y, qid)`` with ``query_id=True``."""
     from maxmargin.datasets import detect_format, load_dataset, peek_n_columns
 
     n_features = getattr(model, "n_features_in_", None)
+    layout = _training_layout(args.model)
     label_column = args.label_column
     fmt = args.format
+    path = Path(args.data)
+    is_csv = path.is_file() and (fmt == "csv" or (fmt == "auto" and detect_format(path) == "csv"))
+    if is_csv and label_column is None and layout and layout.get("format") == "csv":
+        label_column = _match_csv_columns(path, layout, need_labels)
     if label_column is None:
         label_column = -1
-        path = Path(args.data)
-        if not need_labels and path.is_file() and fmt in {"auto", "csv"}:
-            if fmt == "csv" or detect_format(path) == "csv":
-                if n_features is not None and peek_n_columns(path) == n_features:
-                    label_column = None  # unlabelled: every column is a feature
+        if not need_labels and is_csv:
+            if n_features is not None and peek_n_columns(path) == n_features:
+                label_column = None  # unlabelled: every column is a feature
+    elif label_column == _UNLABELLED:
+        label_column = None
     return load_dataset(
         args.data,
         format=fmt,
         n_features=n_features,
         label_column=label_column,
         query_id=query_id,
+        zero_based=_zero_based(args, layout),
     )
+
+
+#: _match_csv_columns: the file has the training features and no label column
+_UNLABELLED = "\0unlabelled"
+
+
+def _match_csv_columns(path: Path, layout: dict, need_labels: bool):
+    """The label column of a CSV file whose header must match the training file's."""
+    from maxmargin.datasets import describe_data_file
+
+    features, label = layout.get("features"), layout.get("label")
+    if not features:  # the training file had no header: columns by position
+        return label if isinstance(label, int) else None
+    header = describe_data_file(path, "csv", None)["features"]
+    if header is None:
+        print(
+            f"warning: {path} has no header; its columns are taken by position "
+            f"(the model was trained on {', '.join(features)})",
+            file=sys.stderr,
+        )
+        return None
+    if label in header:
+        rest = [h for h in header if h != label]
+        column = label
+    elif need_labels:
+        raise ValueError(
+            f"{path}: no column {label!r}, the label column of the model's training file "
+            "(give --label-column to use another)"
+        )
+    else:
+        rest, column = header, _UNLABELLED
+    if rest != features:
+        missing = [f for f in features if f not in rest]
+        extra = [h for h in rest if h not in features]
+        what = f"missing {missing}" if missing else f"unexpected {extra}" if extra else "reordered"
+        raise ValueError(
+            f"{path}: feature columns differ from the model's training file ({what}); "
+            f"expected, in order: {', '.join(features)}"
+        )
+    return column
+
+
+def _layout_of(args: argparse.Namespace) -> dict:
+    """The training file's column layout, recorded in the model file."""
+    from maxmargin.datasets import describe_data_file
+
+    layout = describe_data_file(args.data, args.format, args.label_column)
+    names = layout.get("features") or []
+    if names and names[0].strip() in {"", "Unnamed: 0", "row.names", "index"}:
+        raise ValueError(
+            f"{args.data}: the first column ({names[0]!r}) looks like a row index, not a "
+            "feature; remove it from the file"
+        )
+    return layout
 
 
 def _load_model(path: str) -> Any:
@@ -315,6 +394,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from maxmargin.io import save
 
     X, y = _load_training_data(args)
+    layout = _layout_of(args)
     show = not (args.json or args.quiet)
     Cs = args.C
     cv_table = None
@@ -327,7 +407,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train_error = float(np.mean(est.predict(X) != y))
-    out = save(est, args.output, key=model_key())
+    out = save(est, args.output, key=model_key(), annotations={"data": layout})
     history = _history(est)
     summary = {
         "model": str(out),
@@ -370,6 +450,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     if args.model != "structboost":
         raise ValueError("--rank trains a StructBoostRanker: --model does not apply")
     X, y, qid = _load_ranking_data(args)
+    layout = _layout_of(args)
     show = not (args.json or args.quiet)
     with FitProgress(args.max_iter, "StructBoostRanker", enabled=show) as progress:
         est = _ranker_class()(
@@ -393,7 +474,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train = _ranking_metrics(y, est.decision_function(X), qid)
-    out = save(est, args.output, key=model_key())
+    out = save(est, args.output, key=model_key(), annotations={"data": layout})
     history = _history(est)
     summary = {
         "model": str(out),

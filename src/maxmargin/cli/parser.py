@@ -51,6 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="data file format (default: by extension, then by content)",
     )
+    data_opts.add_argument(
+        "--zero-based",
+        choices=["auto", "yes", "no"],
+        default=None,
+        help="svmlight feature indices start at 0 (yes) or 1 (no); default: as the model's "
+        "training file (recorded at fit), else detected",
+    )
     json_opt = argparse.ArgumentParser(add_help=False)
     json_opt.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 

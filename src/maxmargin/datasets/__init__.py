@@ -1,6 +1,7 @@
 """Data set loaders for the command line and examples (svmlight/LIBSVM and CSV)."""
 
 from maxmargin.datasets.loaders import (
+    describe_data_file,
     detect_format,
     load_csv,
     load_dataset,
@@ -11,6 +12,7 @@ from maxmargin.datasets.ocr import load_ocr
 from maxmargin.datasets.synthetic import make_gaussian_mixture_toy
 
 __all__ = [
+    "describe_data_file",
     "detect_format",
     "load_csv",
     "load_dataset",

@@ -26,7 +26,14 @@ from typing import IO, Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["detect_format", "load_csv", "load_dataset", "load_svmlight", "peek_n_columns"]
+__all__ = [
+    "describe_data_file",
+    "detect_format",
+    "load_csv",
+    "load_dataset",
+    "load_svmlight",
+    "peek_n_columns",
+]
 
 _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _SVMLIGHT_TOKEN = re.compile(r"^(?:qid:[-+]?[0-9]+|[0-9]+:\S+)$")  # qid:3 or 12:0.5
@@ -351,3 +358,36 @@ def _parse_labels(path: Path, rows: list[tuple[int, list[str]]], idx: int) -> np
                 raise ValueError(f"{path}: NaN or infinite label at line {lineno}")
         return _tidy_labels(np.asarray(values, dtype=np.float64))
     return np.asarray(raw, dtype=str)
+
+
+_ZERO_INDEX = re.compile(r"(?:^|\s)0:")
+
+
+def describe_data_file(
+    path: str | os.PathLike[str], format: str = "auto", label_column: int | str | None = -1
+) -> dict[str, Any]:
+    """How a data file lays out its columns, to record with a model trained on it.
+
+    svmlight: ``{"format": "svmlight", "zero_based": bool}`` (whether the file uses
+    feature index 0; later files must use the same convention).  CSV: ``{"format":
+    "csv", "label": header name or index, "features": [header names] or None}``.
+    """
+    path = Path(path)
+    fmt = detect_format(path) if format == "auto" else format.lower()
+    if fmt in {"svmlight", "libsvm", "svm"}:
+        zero = any(_ZERO_INDEX.search(line.split("#", 1)[0]) for _, line in _content_lines(path))
+        return {"format": "svmlight", "zero_based": bool(zero)}
+    rows = list(_split_rows(path))
+    width = len(rows[0][1]) if rows else 0
+    if isinstance(label_column, str) and not _is_int_text(label_column):
+        idx: int | None = rows[0][1].index(label_column)
+        has_header = True
+    else:
+        idx = None if label_column is None else _column_index(path, label_column, width)
+        has_header = bool(rows) and _has_header(rows, idx)
+    names = rows[0][1] if has_header else None
+    return {
+        "format": "csv",
+        "label": (names[idx] if names else idx) if idx is not None else None,
+        "features": [n for j, n in enumerate(names) if j != idx] if names else None,
+    }
