@@ -234,3 +234,9 @@ def test_huge_svmlight_index_fails_fast(tmp_path):
     path = _write(tmp_path / "huge.svm", "1 1:0.5 3:1\n0 2:1 999999999:2\n1 1:0.3\n")
     with pytest.raises(ValueError, match="implausibly large"):
         load_dataset(path)
+
+
+def test_labels_without_features_are_refused(tmp_path):
+    path = _write(tmp_path / "labels.svm", "1\n0\n1\n")
+    with pytest.raises(ValueError, match="no feature values"):
+        load_dataset(path)

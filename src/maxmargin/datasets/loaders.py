@@ -184,6 +184,11 @@ def load_svmlight(
     if X.shape[0] == 0:
         raise ValueError(f"{path}: empty file (no data lines)")
     X = sp.csr_matrix(X)
+    if X.nnz == 0:
+        raise ValueError(
+            f"{path}: no feature values at all (every line has only a label): nothing to "
+            "learn from"
+        )
     bad = np.flatnonzero(~np.isfinite(X.data))
     if bad.size:
         row = int(np.searchsorted(X.indptr, bad[0], side="right")) - 1
