@@ -186,8 +186,7 @@ def load_svmlight(
     X = sp.csr_matrix(X)
     if X.nnz == 0:
         raise ValueError(
-            f"{path}: no feature values at all (every line has only a label): nothing to "
-            "learn from"
+            f"{path}: no feature values at all (every line has only a label): nothing to learn from"
         )
     bad = np.flatnonzero(~np.isfinite(X.data))
     if bad.size:
