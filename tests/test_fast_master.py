@@ -217,9 +217,8 @@ def test_polish_with_no_time_left_returns_at_once_and_keeps_its_state():
     lp = MSlackLP(task, store, 20.0)
     lp.activate(np.arange(store.n_columns))
     lp.add_rows(np.arange(len(y)), (task.y_ + 1) % 4)
-    t = time.perf_counter()
     assert lp.run(row_tol=1e-9, col_tol=1e-9, deadline=time.perf_counter() - 1.0) is False
-    assert time.perf_counter() - t < 5.0  # no solve was attempted (a generous bound)
+    assert lp.n_solves == 0  # the deadline had passed: no HiGHS solve was attempted
     assert lp.n_solves == 0 and not lp.w.any()
 
 

@@ -185,3 +185,18 @@ def test_invalid_combinations():
         SVMClassifier(solver="dual_cd", kernel="rbf").fit(X, y)
     with pytest.raises(ValueError, match="solver"):
         SVMClassifier(solver="liblinear").fit(X, y)
+
+
+def test_dual_cd_with_and_without_shrinking_reach_the_same_optimum():
+    from sklearn.datasets import load_breast_cancer
+
+    from maxmargin.solvers.svm import fit_dual_cd
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    y = np.where(y == 1, 1.0, -1.0)
+    for loss in ("hinge", "squared_hinge"):
+        a = fit_dual_cd(X, y, 1.0, loss=loss, tol=1e-6, max_iter=5000, rng=0, shrinking=True)
+        b = fit_dual_cd(X, y, 1.0, loss=loss, tol=1e-6, max_iter=5000, rng=0, shrinking=False)
+        assert a.converged and b.converged
+        np.testing.assert_allclose(a.primal, b.primal, rtol=1e-5)

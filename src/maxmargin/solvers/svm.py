@@ -268,46 +268,9 @@ def fit_smo(
 
 # ============================================================ dual coordinate descent
 @njit(cache=True)
-def _dcd_epoch(indptr, indices, data, y, alpha, w, Qd, diag, U, perm):
-    """One pass of dual coordinate descent (Hsieh et al. 2008, Alg. 1) in place;
-    returns the spread of the projected gradient (liblinear's stopping measure)."""
-    pgmax = -np.inf
-    pgmin = np.inf
-    for s in range(perm.shape[0]):
-        i = perm[s]
-        if Qd[i] <= 0.0:
-            continue
-        g = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            g += w[indices[k]] * data[k]
-        g = y[i] * g - 1.0 + diag * alpha[i]
-        pg = g
-        if alpha[i] <= 0.0:
-            pg = min(g, 0.0)
-        elif alpha[i] >= U:
-            pg = max(g, 0.0)
-        if pg > pgmax:
-            pgmax = pg
-        if pg < pgmin:
-            pgmin = pg
-        if pg != 0.0:
-            old = alpha[i]
-            new = old - g / Qd[i]
-            if new < 0.0:
-                new = 0.0
-            elif new > U:
-                new = U
-            alpha[i] = new
-            d = (new - old) * y[i]
-            if d != 0.0:
-                for k in range(indptr[i], indptr[i + 1]):
-                    w[indices[k]] += d * data[k]
-    return pgmax - pgmin
-
-
-@njit(cache=True)
 def _dcd_epoch_shrink(indptr, indices, data, y, alpha, w, Qd, diag, U, index, active, pmax, pmin):
-    """One pass over the ``active`` first entries of ``index`` with liblinear's shrinking
+    """One pass of dual coordinate descent (Hsieh et al. 2008, Alg. 1) over the
+    ``active`` first entries of ``index`` with liblinear's shrinking
     (Hsieh et al. 2008, Sec. 3.2): a variable at a bound whose gradient lies beyond the
     previous pass's projected-gradient extremes ``pmax`` / ``pmin`` leaves the active set
     (swapped behind it).  Returns (active, new max PG, new min PG)."""
@@ -433,7 +396,12 @@ def fit_dual_cd(
                 eps_pg *= 0.5
         else:
             perm = rng.permutation(n).astype(np.int64)
-            spread = _dcd_epoch(X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, perm)
+            # one pass of Hsieh et al. 2008, Alg. 1: the shrinking pass with nothing to
+            # shrink (infinite projected-gradient bounds)
+            _, gmax, gmin = _dcd_epoch_shrink(
+                X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, perm, n, np.inf, -np.inf
+            )
+            spread = gmax - gmin
             check = True
         if check:
             sq = float(w @ w)
