@@ -39,10 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    # argparse lets a subcommand's defaults overwrite an option given before it, so
-    # "--debug" counts wherever it stands
-    argv_list = sys.argv[1:] if argv is None else list(argv)
-    args.debug = bool(getattr(args, "debug", False)) or "--debug" in argv_list
+    # --debug before the subcommand (debug_top) or after it (debug)
+    args.debug = bool(getattr(args, "debug", False) or getattr(args, "debug_top", False))
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

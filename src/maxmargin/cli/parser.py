@@ -64,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="maxmargin",
         description="Large-margin structured output learning (StructBoost).",
-        parents=[common],
+    )
+    # before the subcommand: its own dest (a subcommand's defaults would overwrite "debug")
+    parser.add_argument(
+        "--debug", dest="debug_top", action="store_true", help="show full tracebacks"
     )
     parser.set_defaults(debug=False)
     parser.add_argument("--version", action="version", version=f"maxmargin {_version()}")
