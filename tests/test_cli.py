@@ -641,3 +641,22 @@ def test_index_like_first_column_is_refused(tmp_path, capsys):
     path.write_text(",f1,f2,f3,label\n" + "\n".join(rows) + "\n")
     assert main(["fit", str(path), "-o", str(tmp_path / "m.mm"), "--quiet"]) == 2
     assert "row index" in capsys.readouterr().err
+
+
+def test_headerless_csv_label_position_recorded_at_fit(tmp_path, capsys):
+    X, y = _blobs(seed=4)
+    train = tmp_path / "train.csv"  # no header, label first
+    train.write_text(
+        "\n".join(f"{c}," + ",".join(f"{v:.6f}" for v in r) for r, c in zip(X, y)) + "\n"
+    )
+    model = tmp_path / "m.mm"
+    args = ["fit", str(train), "-o", str(model), "--label-column", "0", "--max-iter", "10"]
+    assert main([*args, "--quiet"]) == 0
+    # evaluate on the same file without --label-column: the label is column 0, as at fit
+    assert main(["evaluate", str(model), str(train), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] > 0.8
+    # an unlabelled file (features only) still predicts
+    feats = tmp_path / "feats.csv"
+    feats.write_text("\n".join(",".join(f"{v:.6f}" for v in r) for r in X) + "\n")
+    assert main(["predict", str(model), str(feats)]) == 0
+    assert len(capsys.readouterr().out.split()) == len(X)

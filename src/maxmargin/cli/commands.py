@@ -157,15 +157,16 @@ def _load_data_for_model(
     fmt = args.format
     path = Path(args.data)
     is_csv = path.is_file() and (fmt == "csv" or (fmt == "auto" and detect_format(path) == "csv"))
-    if is_csv and label_column is None and layout and layout.get("format") == "csv":
-        label_column = _match_csv_columns(path, layout, need_labels)
-    if label_column is None:
-        label_column = -1
-        if not need_labels and is_csv:
-            if n_features is not None and peek_n_columns(path) == n_features:
-                label_column = None  # unlabelled: every column is a feature
-    elif label_column == _UNLABELLED:
+    unlabelled = False
+    if label_column is None and is_csv:
+        if not need_labels and n_features is not None and peek_n_columns(path) == n_features:
+            unlabelled = True  # every column is a feature
+        if layout and layout.get("format") == "csv":
+            label_column, unlabelled = _match_csv_columns(path, layout, need_labels, unlabelled)
+    if unlabelled:
         label_column = None
+    elif label_column is None:
+        label_column = -1
     return load_dataset(
         args.data,
         format=fmt,
@@ -176,17 +177,15 @@ def _load_data_for_model(
     )
 
 
-#: _match_csv_columns: the file has the training features and no label column
-_UNLABELLED = "\0unlabelled"
-
-
-def _match_csv_columns(path: Path, layout: dict, need_labels: bool):
-    """The label column of a CSV file whose header must match the training file's."""
+def _match_csv_columns(path: Path, layout: dict, need_labels: bool, unlabelled: bool):
+    """``(label column, unlabelled)`` of a CSV file read for a model trained on a CSV file
+    with ``layout``: by header name (which must match the training file's), else by the
+    training file's label position."""
     from maxmargin.datasets import describe_data_file
 
     features, label = layout.get("features"), layout.get("label")
-    if not features:  # the training file had no header: columns by position
-        return label if isinstance(label, int) else None
+    if not features:  # the training file had no header: the label at the same position
+        return (None, True) if unlabelled else (label, False)
     header = describe_data_file(path, "csv", None)["features"]
     if header is None:
         print(
@@ -194,7 +193,7 @@ def _match_csv_columns(path: Path, layout: dict, need_labels: bool):
             f"(the model was trained on {', '.join(features)})",
             file=sys.stderr,
         )
-        return None
+        return (None, True) if unlabelled else (None, False)
     if label in header:
         rest = [h for h in header if h != label]
         column = label
@@ -204,7 +203,7 @@ def _match_csv_columns(path: Path, layout: dict, need_labels: bool):
             "(give --label-column to use another)"
         )
     else:
-        rest, column = header, _UNLABELLED
+        rest, column = header, None
     if rest != features:
         missing = [f for f in features if f not in rest]
         extra = [h for h in rest if h not in features]
@@ -213,7 +212,7 @@ def _match_csv_columns(path: Path, layout: dict, need_labels: bool):
             f"{path}: feature columns differ from the model's training file ({what}); "
             f"expected, in order: {', '.join(features)}"
         )
-    return column
+    return column, column is None
 
 
 def _layout_of(args: argparse.Namespace) -> dict:
