@@ -147,20 +147,9 @@ class _CtrlC:
             raise KeyboardInterrupt
 
 
-#: thesis learners (issue 14) whose loops do not yet keep their work on Ctrl-C
-_NO_CTRL_C_YET = {
-    "SVMClassifier",
-    "SimilarityFeatures",
-}
-
-
 @pytest.mark.parametrize(
     "est",
-    [
-        e
-        for e in estimators()
-        if "callback" in e.get_params() and type(e).__name__ not in _NO_CTRL_C_YET
-    ],
+    [e for e in estimators() if "callback" in e.get_params()],
     ids=lambda e: type(e).__name__,
 )
 def test_ctrl_c_keeps_the_model_of_the_last_completed_iteration(est, tmp_path):

@@ -200,3 +200,69 @@ def test_dual_cd_with_and_without_shrinking_reach_the_same_optimum():
         b = fit_dual_cd(X, y, 1.0, loss=loss, tol=1e-6, max_iter=5000, rng=0, shrinking=False)
         assert a.converged and b.converged
         np.testing.assert_allclose(a.primal, b.primal, rtol=1e-5)
+
+
+class _CtrlCAt:
+    """A callback that raises KeyboardInterrupt (as Ctrl-C would) at its n-th call."""
+
+    def __init__(self, at):
+        self.at, self.calls = at, 0
+
+    def __call__(self, record):
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("solver", ["smo", "dual_cd", "pegasos", "1-slack"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_ctrl_c_keeps_the_solved_part_of_every_solver(solver, n_classes, tmp_path):
+    import maxmargin
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, y = make_classification(
+        n_samples=150, n_features=6, n_informative=4, n_classes=n_classes,
+        n_clusters_per_class=1, random_state=0,
+    )  # fmt: skip
+    params = dict(solver=solver, C=1.0, tol=1e-12, max_iter=50, random_state=0)
+    if solver == "smo":
+        params["max_iter"] = 20  # pair updates per sample: several history records
+    clf = SVMClassifier(**params, callback=_CtrlCAt(2))
+    with pytest.warns(FitInterruptedWarning, match="interrupted"):
+        clf.fit(X, y)
+    assert not clf.converged_
+    scores = clf.decision_function(X)
+    assert np.all(np.isfinite(scores))
+    # the kept model is a real iterate: better than the all-zero start on the training set
+    assert np.mean(clf.predict(X) == y) > 1.0 / n_classes + 0.1
+    path = tmp_path / "m.npz"
+    maxmargin.save(clf.set_params(callback=None), path)
+    np.testing.assert_array_equal(maxmargin.load(path).decision_function(X), scores)
+
+
+def test_ctrl_c_in_the_first_one_vs_rest_problem_names_the_untrained_classes():
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, y = make_classification(
+        n_samples=120, n_features=6, n_informative=4, n_classes=3,
+        n_clusters_per_class=1, random_state=1,
+    )  # fmt: skip
+    clf = SVMClassifier(solver="dual_cd", tol=1e-12, callback=_CtrlCAt(1))
+    with pytest.warns(FitInterruptedWarning, match="classes 1, 2 were not started"):
+        clf.fit(X, y)
+    assert np.any(clf.coef_[0] != 0)
+    np.testing.assert_array_equal(clf.coef_[1:], 0.0)
+    np.testing.assert_array_equal(clf.intercept_[1:], 0.0)
+
+
+def test_ctrl_c_before_any_solver_step_propagates(monkeypatch):
+    import maxmargin.learners.svm as mod
+
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod, "fit_dual_cd", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        SVMClassifier(solver="dual_cd").fit(X, y)

@@ -25,6 +25,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
+from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
 from maxmargin.solvers.svm import fit_dual_cd, fit_one_slack_svm, fit_pegasos, fit_smo
 
@@ -268,9 +269,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         primal = dual = 0.0
         converged = True
         n_iter = 0
+        untrained = []  # one-vs-rest problems a Ctrl-C left unsolved
         for p, cls in enumerate(problems):
             yb = np.where(yi == cls, 1.0, -1.0)
-            sol, w, b = self._solve(X, Xa, K, yb, rng, p)
+            try:
+                sol, w, b = self._solve(X, Xa, K, yb, rng, p)
+            except KeyboardInterrupt:
+                if p == 0:
+                    raise  # nothing solved yet: nothing to keep
+                untrained = list(range(p, len(problems)))
+                break
             for rec in sol.history:
                 if k > 2:
                     rec["problem"] = p
@@ -284,7 +292,28 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 alphas.append(sol.alpha * yb)
             else:
                 coefs.append(w)
-        if not converged:
+            if sol.interrupted:
+                untrained = list(range(p + 1, len(problems)))
+                break
+        interrupted = bool(untrained) or sol.interrupted
+        for _ in untrained:  # unsolved problems score 0 (the dual's starting point)
+            intercepts.append(0.0)
+            if self.solver == "smo":
+                alphas.append(np.zeros(yb.shape[0]))
+            else:
+                coefs.append(np.zeros(coefs[0].shape[0]))
+        if interrupted:
+            converged = False
+            warn_interrupted(n_iter)
+            if untrained:
+                names = ", ".join(str(self.classes_[problems[q]]) for q in untrained)
+                warnings.warn(
+                    f"the one-vs-rest problems of classes {names} were not started before "
+                    f"Ctrl-C: they score 0 for every sample",
+                    FitInterruptedWarning,
+                    stacklevel=2,
+                )
+        elif not converged:
             warnings.warn(
                 f"SVMClassifier ({self.solver}) did not reach tol={self.tol:g} "
                 f"(relative gap {history[-1]['gap']:.3g}); increase max_iter",

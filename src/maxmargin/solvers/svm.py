@@ -77,6 +77,7 @@ class SVMSolution:
     converged: bool
     n_iter: int
     history: list = field(default_factory=list)
+    interrupted: bool = False  # Ctrl-C stopped the solver: the last consistent iterate
 
     @property
     def gap(self) -> float:
@@ -238,22 +239,32 @@ def fit_smo(
     history: list[dict] = []
     chunk = max(1000, n)
     steps = 0
-    converged = False
-    while True:
-        budget = min(chunk, max_iter - steps)
-        done, viol, converged = _smo_steps(
-            K, Kd, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
-        )
-        steps += done
+    converged = interrupted = False
+    try:
+        while True:
+            budget = min(chunk, max_iter - steps)
+            done, viol, converged = _smo_steps(
+                K, Kd, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
+            )
+            steps += done
+            b = _smo_bias(alpha, G, y, C)
+            primal, dual = _smo_objectives(alpha, G, y, b, C)
+            _record(
+                history, t0, steps, primal, dual, callback, verbose, "smo",
+                kkt_violation=float(viol),
+            )  # fmt: skip
+            if converged or steps >= max_iter:
+                break
+            if max_time is not None and time.perf_counter() - t0 >= max_time:
+                break
+    except KeyboardInterrupt:
+        # the numba kernel updates alpha and G together and cannot be interrupted
+        # midway, so (alpha, G) is a consistent dual point whenever Python sees Ctrl-C
+        if not np.any(alpha):
+            raise  # no step taken: nothing to keep
+        interrupted, converged = True, False
         b = _smo_bias(alpha, G, y, C)
         primal, dual = _smo_objectives(alpha, G, y, b, C)
-        _record(
-            history, t0, steps, primal, dual, callback, verbose, "smo", kkt_violation=float(viol)
-        )
-        if converged or steps >= max_iter:
-            break
-        if max_time is not None and time.perf_counter() - t0 >= max_time:
-            break
     return SVMSolution(
         w=None,
         b=b,
@@ -263,6 +274,7 @@ def fit_smo(
         converged=bool(converged),
         n_iter=steps,
         history=history,
+        interrupted=interrupted,
     )
 
 
@@ -376,64 +388,74 @@ def fit_dual_cd(
     active = n
     pmax, pmin = np.inf, -np.inf
     eps_pg = None  # unshrink threshold on the active set's projected-gradient spread
-    for ep in range(1, max_iter + 1):
-        if shrinking:
-            index[:active] = index[:active][rng.permutation(active)]
-            active, gmax, gmin = _dcd_epoch_shrink(
-                X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, index, active, pmax, pmin
-            )
-            spread = gmax - gmin if active else 0.0
-            if eps_pg is None:
-                eps_pg = 0.1 * spread
-            pmax = gmax if gmax > 0 else np.inf
-            pmin = gmin if gmin < 0 else -np.inf
-            unshrink = spread <= eps_pg
-            # the gap needs a pass over every sample: after an unshrink, on a full active
-            # set, or every 5 epochs
-            check = unshrink or active == n or ep % 5 == 0
-            if unshrink:
-                active, pmax, pmin = n, np.inf, -np.inf
-                eps_pg *= 0.5
-        else:
-            perm = rng.permutation(n).astype(np.int64)
-            # one pass of Hsieh et al. 2008, Alg. 1: the shrinking pass with nothing to
-            # shrink (infinite projected-gradient bounds)
-            _, gmax, gmin = _dcd_epoch_shrink(
-                X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, perm, n, np.inf, -np.inf
-            )
-            spread = gmax - gmin
-            check = True
-        if check:
-            sq = float(w @ w)
-            primal = hinge_objective(y * (X @ w), sq, C, loss)
-            dual = max(dual, float(alpha.sum()) - 0.5 * sq - 0.5 * diag * float(alpha @ alpha))
-            if primal < best[0]:
-                best = (primal, w.copy())
-            rel = _record(
-                history,
-                t0,
-                ep,
-                best[0],
-                dual,
-                callback,
-                verbose,
-                "dual_cd",
-                pg_spread=float(spread),
-            )
-            if rel <= tol:
-                converged = True
+    spread = np.nan
+    interrupted = False
+    try:
+        for ep in range(1, max_iter + 1):
+            if shrinking:
+                index[:active] = index[:active][rng.permutation(active)]
+                active, gmax, gmin = _dcd_epoch_shrink(
+                    X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, index, active, pmax, pmin
+                )
+                spread = gmax - gmin if active else 0.0
+                if eps_pg is None:
+                    eps_pg = 0.1 * spread
+                pmax = gmax if gmax > 0 else np.inf
+                pmin = gmin if gmin < 0 else -np.inf
+                unshrink = spread <= eps_pg
+                # the gap needs a pass over every sample: after an unshrink, on a full active
+                # set, or every 5 epochs
+                check = unshrink or active == n or ep % 5 == 0
+                if unshrink:
+                    active, pmax, pmin = n, np.inf, -np.inf
+                    eps_pg *= 0.5
+            else:
+                perm = rng.permutation(n).astype(np.int64)
+                # one pass of Hsieh et al. 2008, Alg. 1: the shrinking pass with nothing to
+                # shrink (infinite projected-gradient bounds)
+                _, gmax, gmin = _dcd_epoch_shrink(
+                    X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, perm, n, np.inf, -np.inf
+                )
+                spread = gmax - gmin
+                check = True
+            if check:
+                sq = float(w @ w)
+                primal = hinge_objective(y * (X @ w), sq, C, loss)
+                dual = max(dual, float(alpha.sum()) - 0.5 * sq - 0.5 * diag * float(alpha @ alpha))
+                if primal < best[0]:
+                    best = (primal, w.copy())
+                rel = _record(
+                    history,
+                    t0,
+                    ep,
+                    best[0],
+                    dual,
+                    callback,
+                    verbose,
+                    "dual_cd",
+                    pg_spread=float(spread),
+                )
+                if rel <= tol:
+                    converged = True
+                    break
+            if max_time is not None and time.perf_counter() - t0 >= max_time:
                 break
-        if max_time is not None and time.perf_counter() - t0 >= max_time:
-            break
-    if not history or history[-1]["iteration"] != ep:  # always end on a checked epoch
+    except KeyboardInterrupt:
+        # (alpha, w) are updated together inside the numba epoch, which Ctrl-C cannot
+        # split, so the current w is consistent: score it below and keep the better one
+        if not np.any(alpha):
+            raise  # no update yet: nothing to keep
+        interrupted, converged = True, False
+    if interrupted or not history or history[-1]["iteration"] != ep:  # end on a checked epoch
         sq = float(w @ w)
         primal = hinge_objective(y * (X @ w), sq, C, loss)
         dual = max(dual, float(alpha.sum()) - 0.5 * sq - 0.5 * diag * float(alpha @ alpha))
         if primal < best[0]:
             best = (primal, w.copy())
         _record(
-            history, t0, ep, best[0], dual, callback, verbose, "dual_cd", pg_spread=float(spread)
-        )
+            history, t0, ep, best[0], dual, None if interrupted else callback, verbose,
+            "dual_cd", pg_spread=float(spread),
+        )  # fmt: skip
     return SVMSolution(
         w=best[1],
         b=0.0,
@@ -443,6 +465,7 @@ def fit_dual_cd(
         converged=converged,
         n_iter=ep,
         history=history,
+        interrupted=interrupted,
     )
 
 
@@ -528,26 +551,34 @@ def fit_pegasos(
     dual = -np.inf
     converged = False
     ep = 0
-    for ep in range(1, max_iter + 1):
-        idx = rng.integers(0, n, size=n).astype(np.int64)
-        before = counts.copy()
-        scale, t = _pegasos_epoch(X.indptr, X.indices, X.data, y, v, scale, t, lam, idx, counts)
-        w = scale * v
-        primal = hinge_objective(y * (X @ w), float(w @ w), C)
-        if primal < best[0]:
-            best = (primal, w.copy())
-        steps = t - 1
-        dual = max(
-            dual,
-            _box_dual(X, y, C * n * counts / steps, C),
-            _box_dual(X, y, C * (counts - before), C),
-        )
-        rel = _record(history, t0, ep, best[0], dual, callback, verbose, "pegasos")
-        if rel <= tol:
-            converged = True
-            break
-        if max_time is not None and time.perf_counter() - t0 >= max_time:
-            break
+    interrupted = False
+    try:
+        for ep in range(1, max_iter + 1):
+            idx = rng.integers(0, n, size=n).astype(np.int64)
+            before = counts.copy()
+            scale, t = _pegasos_epoch(X.indptr, X.indices, X.data, y, v, scale, t, lam, idx, counts)
+            w = scale * v
+            primal = hinge_objective(y * (X @ w), float(w @ w), C)
+            if primal < best[0]:
+                best = (primal, w.copy())
+            steps = t - 1
+            dual = max(
+                dual,
+                _box_dual(X, y, C * n * counts / steps, C),
+                _box_dual(X, y, C * (counts - before), C),
+            )
+            rel = _record(history, t0, ep, best[0], dual, callback, verbose, "pegasos")
+            if rel <= tol:
+                converged = True
+                break
+            if max_time is not None and time.perf_counter() - t0 >= max_time:
+                break
+    except KeyboardInterrupt:
+        # v and its scale may be out of step if Ctrl-C fell between the kernel and the
+        # assignment, so only the best scored iterate (a copy) is kept
+        if not np.isfinite(best[0]):
+            raise  # no epoch scored: nothing to keep
+        interrupted, converged = True, False
     return SVMSolution(
         w=best[1],
         b=0.0,
@@ -557,6 +588,7 @@ def fit_pegasos(
         converged=converged,
         n_iter=ep,
         history=history,
+        interrupted=interrupted,
     )
 
 
@@ -605,4 +637,5 @@ def fit_one_slack_svm(
         converged=res.converged,
         n_iter=len(res.history),
         history=res.history,
+        interrupted=res.interrupted,
     )
