@@ -552,7 +552,7 @@ def test_segment_fit_predict(tmp_path, capsys):
     )
 
 
-@pytest.mark.parametrize("model", ["multiboost-cw", "adaboost-mh", "ssvm"])
+@pytest.mark.parametrize("model", ["multiboost-cw", "adaboost-mh", "ssvm", "svm"])
 def test_fit_other_model_families(tmp_path, csv_data, capsys, model):
     path, X, y = csv_data
     out = tmp_path / f"{model}.mm"
@@ -660,3 +660,26 @@ def test_headerless_csv_label_position_recorded_at_fit(tmp_path, capsys):
     feats.write_text("\n".join(",".join(f"{v:.6f}" for v in r) for r in X) + "\n")
     assert main(["predict", str(model), str(feats)]) == 0
     assert len(capsys.readouterr().out.split()) == len(X)
+
+
+def test_fit_rank_with_ranksvm(tmp_path, rank_data, capsys):
+    from maxmargin import RankSVM
+
+    path, X, _, _ = rank_data
+    model = tmp_path / "rsvm.mm"
+    argv = ["fit", "--rank", "--model", "ranksvm", str(path), "-o", str(model), "--json"]
+    assert main([*argv, "--C", "10", "--graph", "bipartite"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    est = mmio.load(model)
+    assert isinstance(est, RankSVM) and summary["estimator"] == "RankSVM"
+    assert (est.C, est.graph, est.rescaling) == (10.0, "bipartite", "margin")
+    assert summary["n_weak"] is None  # a linear model has no weak learners
+    assert est.coef_.shape == (X.shape[1],)
+    assert main(["evaluate", str(model), str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["groups"] == "qid" and report["pairwise_accuracy"] > 0.7
+    # a ranker family without --rank, a classifier family with it: clear errors
+    assert main(["fit", "--model", "ranksvm", str(path), "-o", str(model)]) == 2
+    assert "needs --rank" in capsys.readouterr().err
+    assert main(["fit", "--rank", "--model", "svm", str(path), "-o", str(model)]) == 2
+    assert "must be one of" in capsys.readouterr().err

@@ -40,14 +40,11 @@ def _structboost_class() -> type:
     return StructBoostClassifier
 
 
-def _ranker_class() -> type:
+def _is_ranker(model: Any) -> bool:
+    from maxmargin.learners.ranksvm import RankSVM
     from maxmargin.learners.structboost_ranker import StructBoostRanker
 
-    return StructBoostRanker
-
-
-def _is_ranker(model: Any) -> bool:
-    return isinstance(model, _ranker_class())
+    return isinstance(model, StructBoostRanker | RankSVM)
 
 
 def _fit_timed(est: Any, X: Any, y: Any, **fit_params: Any) -> float:
@@ -91,10 +88,13 @@ def _history(est: Any) -> list[dict[str, Any]]:
     return list(getattr(est, "history_", None) or [])
 
 
-def _n_weak(est: Any, default: int) -> int:
+def _n_weak(est: Any, default: int) -> int | None:
+    """Weak learners in a boosted model (None for a linear or kernel model)."""
     history = _history(est)
     if history and "n_weak" in history[-1]:
         return int(history[-1]["n_weak"])
+    if hasattr(est, "coef_") or hasattr(est, "dual_coef_") or hasattr(est, "w_"):
+        return None
     return default
 
 
@@ -295,6 +295,8 @@ def _check_fit_options(args: argparse.Namespace) -> None:
         "--top-k": args.top_k,
         "--normalize": args.normalize,
     }
+    if not args.rank and args.model not in _CLASSIFIERS:
+        raise ValueError(f"--model {args.model} is a ranker: it needs --rank")
     if args.rank:
         given = [name for name, value in classifier_only.items() if value is not None]
         if given:
@@ -331,6 +333,12 @@ _CLASSIFIERS = {
     "adaboost-ecc": ("maxmargin.learners.adaboost", "AdaBoostECC"),
     "adaboost-mo": ("maxmargin.learners.adaboost", "AdaBoostMO"),
     "ssvm": ("maxmargin.learners.ssvm", "SSVMClassifier"),
+    "svm": ("maxmargin.learners.svm", "SVMClassifier"),
+}
+#: --model choices with --rank
+_RANKERS = {
+    "structboost": ("maxmargin.learners.structboost_ranker", "StructBoostRanker"),
+    "ranksvm": ("maxmargin.learners.ranksvm", "RankSVM"),
 }
 _CLASSIFIER_LABELS = {k: v[1] for k, v in _CLASSIFIERS.items()}
 
@@ -446,29 +454,37 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     formulation = "1-slack" if args.formulation == "auto" else args.formulation
     if len(args.C) > 1:
         raise ValueError("--rank takes one --C value (C selection is for classifiers)")
-    if args.model != "structboost":
-        raise ValueError("--rank trains a StructBoostRanker: --model does not apply")
+    if args.model not in _RANKERS:
+        raise ValueError(
+            f"--rank trains a ranker: --model must be one of {', '.join(_RANKERS)}, "
+            f"got {args.model}"
+        )
+    import importlib
+
+    module, name = _RANKERS[args.model]
+    cls = getattr(importlib.import_module(module), name)
     X, y, qid = _load_ranking_data(args)
     layout = _layout_of(args)
     show = not (args.json or args.quiet)
-    with FitProgress(args.max_iter, "StructBoostRanker", enabled=show) as progress:
-        est = _ranker_class()(
-            C=args.C[0],
-            max_iter=args.max_iter,
-            weak_learner=args.weak_learner,
-            formulation=formulation,
-            master=args.master,
-            tol=args.tol,
-            graph=args.graph or "complete",
-            rescaling=args.rescaling or "unit",
-            top_k=args.top_k,
-            normalize=args.normalize or "pairs",
-            eps_cp=args.eps_cp,
-            eps_cg=args.eps_cg,
-            max_time=args.max_time,
-            random_state=args.seed,
-            callback=progress,
-        )
+    wanted = {
+        "C": args.C[0],
+        "max_iter": args.max_iter,
+        "weak_learner": args.weak_learner,
+        "formulation": formulation,
+        "master": args.master,
+        "tol": args.tol,
+        "graph": args.graph or "complete",
+        "rescaling": args.rescaling or ("unit" if args.model == "structboost" else "margin"),
+        "top_k": args.top_k,
+        "normalize": args.normalize or "pairs",
+        "eps_cp": args.eps_cp,
+        "eps_cg": args.eps_cg,
+        "max_time": args.max_time,
+        "random_state": args.seed,
+    }
+    accepted = cls().get_params(deep=False)
+    with FitProgress(args.max_iter, name, enabled=show) as progress:
+        est = cls(**{k: v for k, v in wanted.items() if k in accepted}, callback=progress)
         seconds, seen = _fit_reporting(est, X, y, group=qid)
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
@@ -481,8 +497,9 @@ def _fit_ranker(args: argparse.Namespace) -> int:
         "n_samples": int(X.shape[0]),
         "n_features": int(X.shape[1]),
         "n_groups": _n_groups(qid),
-        "n_pairs": int(est.n_pairs_),
-        "formulation": formulation,
+        "n_pairs": int(est.n_pairs_) if hasattr(est, "n_pairs_") else None,
+        "estimator": name,
+        "formulation": formulation if "formulation" in accepted else None,
         "graph": est.graph,
         "rescaling": est.rescaling,
         "normalize": est.normalize,
@@ -499,7 +516,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
         shown = {k: v for k, v in summary.items() if v is not None}
         if qid is None:
             shown["n_groups"] = "1 (no qid: one query)"
-        print_kv_table("StructBoostRanker fit", shown)
+        print_kv_table(f"{name} fit", shown)
     return _report_interrupted(seen, out) or EXIT_OK
 
 

@@ -101,9 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
             "adaboost-ecc",
             "adaboost-mo",
             "ssvm",
+            "svm",
+            "ranksvm",
         ],
         default="structboost",
-        help="classifier family (structboost; --rank always trains a StructBoostRanker)",
+        help="model family (structboost); with --rank: structboost (StructBoostRanker) or "
+        "ranksvm (RankSVM, linear)",
     )
     fit.add_argument(
         "--C",
