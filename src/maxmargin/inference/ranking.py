@@ -43,6 +43,8 @@ when ``group`` is given:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -74,6 +76,34 @@ def check_options(graph="complete", rescaling="margin", normalize="pairs"):
 
 
 _KIND = {"complete": 0, "bipartite": 1, "star": 2}
+
+
+class LossTree(NamedTuple):
+    """The recursion tree of Algorithm 2 over the samples sorted by (group, loss); it
+    depends on the losses only, so it is built once per fit.
+
+    Node ``k`` relates the positions ``lo[k]:t[k]`` (upper side, lower losses) to
+    ``t[k]:hi[k]``; level ``l`` holds the nodes ``level_off[l]:level_off[l + 1]``; group
+    ``g`` holds the positions ``group_starts[g]:group_starts[g + 1]``; ``loss`` is the
+    sorted loss vector.
+    """
+
+    loss: np.ndarray
+    lo: np.ndarray
+    t: np.ndarray
+    hi: np.ndarray
+    level_off: np.ndarray
+    group_starts: np.ndarray
+
+
+class ViolationRule(NamedTuple):
+    """When an edge counts as violated and what it contributes (see the module doc):
+    key gap ``margin`` (0 with margin rescaling, whose keys carry the loss; else 1),
+    ``mode`` 0 margin / 1 slack / 2 unit, ``strict`` comparison."""
+
+    margin: float
+    mode: int
+    strict: bool
 
 
 # --------------------------------------------------------------------------- #
@@ -226,23 +256,7 @@ def _sweep(sq, sk, sl, ca, lo, t, hi, margin, mode, strict):
 
 
 @njit(cache=True)
-def _run_levels(
-    p,
-    loss,
-    key,
-    node_lo,
-    node_t,
-    node_hi,
-    level_off,
-    group_starts,
-    l0,
-    l1,
-    margin,
-    mode,
-    strict,
-    alpha,
-    delta_g,
-):
+def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
     """Process tree levels l0..l1-1 (Algorithm 2 without recursion).
 
     The key order of level l0 is obtained by scattering the global order ``p``
@@ -252,6 +266,9 @@ def _run_levels(
     partitions, so the hot loops only touch memory sequentially; alpha is
     scattered back once at the end.
     """
+    loss, node_lo, node_t, node_hi = tree.loss, tree.lo, tree.t, tree.hi
+    level_off, group_starts = tree.level_off, tree.group_starts
+    margin, mode, strict = rule.margin, rule.mode, rule.strict
     n = loss.shape[0]
     if l0 >= l1:
         return
@@ -332,38 +349,20 @@ def _run_levels(
 
 
 @njit(cache=True, parallel=True)
-def _run_chunks(
-    p, loss, key, node_lo, node_t, node_hi, level_off, group_starts, bounds, margin, mode, strict
-):
+def _run_chunks(tree, p, key, bounds, rule):
     """Parallel Algorithm 2: contiguous ranges of tree levels run concurrently.
 
     Every level depends only on the global key order and the (loss-only) tree,
     so level ranges are independent (Sec. 3.1 of the paper); each range gets
     its own alpha buffer, summed at the end.
     """
-    n = loss.shape[0]
+    n = tree.loss.shape[0]
     n_chunks = bounds.shape[0] - 1
-    G = group_starts.shape[0] - 1
+    G = tree.group_starts.shape[0] - 1
     alpha_c = np.zeros((n_chunks, n))
     delta_c = np.zeros((n_chunks, G))
     for c in prange(n_chunks):
-        _run_levels(
-            p,
-            loss,
-            key,
-            node_lo,
-            node_t,
-            node_hi,
-            level_off,
-            group_starts,
-            bounds[c],
-            bounds[c + 1],
-            margin,
-            mode,
-            strict,
-            alpha_c[c],
-            delta_c[c],
-        )
+        _run_levels(tree, p, key, bounds[c], bounds[c + 1], rule, alpha_c[c], delta_c[c])
     alpha = np.zeros(n)
     for c in range(n_chunks):
         for i in prange(n):
@@ -392,9 +391,10 @@ def _prefix(x, w):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _huber_tree(node_lo, node_t, node_hi, a, b, c, om, delta, slack, margin_dual):
+def _huber_tree(tree, a, b, om, delta, slack, margin_dual):
     """Sums of the Huber-smoothed hinge h(b_j - a_i) over every edge (i upper, j lower)
-    of every node, in sorted coordinates; see :meth:`PreferenceGraph.smoothed_hinge`.
+    of every node of ``tree``, in sorted coordinates (``c`` = the sorted losses); see
+    :meth:`PreferenceGraph.smoothed_hinge`.
 
     ``h(u) = 0`` (u <= 0), ``u^2 / (2 delta)`` (0 < u < delta), ``u - delta / 2`` above.
     Edge weight ``om_i`` (``* (c_j - c_i)`` if ``slack``).  Returns (A, risk, smooth,
@@ -402,6 +402,7 @@ def _huber_tree(node_lo, node_t, node_hi, a, b, c, om, delta, slack, margin_dual
     risk the same sum with the plain hinge, dual ``sum om h'(u) d`` (``d = c_j - c_i`` if
     ``slack`` or ``margin_dual``, else 1).
     """
+    node_lo, node_t, node_hi, c = tree.lo, tree.t, tree.hi, tree.loss
     n = a.shape[0]
     A = np.zeros(n)
     risk = 0.0
@@ -536,6 +537,14 @@ class PreferenceGraph:
         self.node_lo, self.node_t, self.node_hi, self.level_off = _build_tree(
             self.loss_sorted, self.group_starts, _KIND[graph], k
         )
+        self.tree = LossTree(
+            self.loss_sorted,
+            self.node_lo,
+            self.node_t,
+            self.node_hi,
+            self.level_off,
+            self.group_starts,
+        )
         self.n_levels = self.level_off.shape[0] - 1
         self.edges_per_group = self._count_edges()
         self.pairs_per_group = self._count_pairs()
@@ -589,47 +598,18 @@ class PreferenceGraph:
         bounds = np.unique(np.concatenate([[0], inner, [L]])).astype(np.int64)
         return bounds
 
-    def _run(self, key_sorted, margin, mode, strict, n_jobs):
+    def _run(self, key_sorted, rule, n_jobs):
         p = np.argsort(key_sorted).astype(np.int64, copy=False)
         if n_jobs == 1 or self.n_levels <= 1:
             alpha = np.zeros(self.n)
             delta_g = np.zeros(self.n_groups)
-            _run_levels(
-                p,
-                self.loss_sorted,
-                key_sorted,
-                self.node_lo,
-                self.node_t,
-                self.node_hi,
-                self.level_off,
-                self.group_starts,
-                0,
-                self.n_levels,
-                margin,
-                mode,
-                strict,
-                alpha,
-                delta_g,
-            )
+            _run_levels(self.tree, p, key_sorted, 0, self.n_levels, rule, alpha, delta_g)
         else:
             n_threads = numba.get_num_threads()
             numba.set_num_threads(max(1, min(n_jobs, numba.config.NUMBA_NUM_THREADS)))
             try:
                 bounds = self._level_bounds(numba.get_num_threads())
-                alpha, delta_g = _run_chunks(
-                    p,
-                    self.loss_sorted,
-                    key_sorted,
-                    self.node_lo,
-                    self.node_t,
-                    self.node_hi,
-                    self.level_off,
-                    self.group_starts,
-                    bounds,
-                    margin,
-                    mode,
-                    strict,
-                )
+                alpha, delta_g = _run_chunks(self.tree, p, key_sorted, bounds, rule)
             finally:
                 numba.set_num_threads(n_threads)
         return alpha, delta_g
@@ -651,8 +631,8 @@ class PreferenceGraph:
             key, margin = s + self.loss_sorted, 0.0
         else:
             key, margin = s, 1.0
-        mode = _MODE[rescaling]
-        alpha_s, delta_g = self._run(np.ascontiguousarray(key), margin, mode, True, n_jobs)
+        rule = ViolationRule(float(margin), _MODE[rescaling], True)
+        alpha_s, delta_g = self._run(np.ascontiguousarray(key), rule, n_jobs)
         alpha = np.empty(self.n)
         alpha[self.order] = alpha_s
         return alpha, delta_g
@@ -682,12 +662,9 @@ class PreferenceGraph:
             a, b = np.ascontiguousarray(s - 1.0), np.ascontiguousarray(s)
         om = np.ones(self.n) if weights is None else _check_1d("weights", weights, self.n)
         A_s, risk, smooth, dual = _huber_tree(
-            self.node_lo,
-            self.node_t,
-            self.node_hi,
+            self.tree,
             a,
             b,
-            self.loss_sorted,
             np.ascontiguousarray(om[self.order]),
             float(delta),
             rescaling == "slack",
@@ -702,7 +679,7 @@ class PreferenceGraph:
         with ``s[i] < s[j]`` (``<=`` if not strict); the building block of the risk
         (eq. 1)."""
         s = np.ascontiguousarray(_check_1d("scores", scores, self.n)[self.order])
-        _, delta_g = self._run(s, 0.0, 1 if weighted else 2, strict, 1)
+        _, delta_g = self._run(s, ViolationRule(0.0, 1 if weighted else 2, bool(strict)), 1)
         return delta_g
 
 
