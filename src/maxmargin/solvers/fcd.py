@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -191,9 +192,35 @@ def _apply(h, c, a, b, d, F, mu, S, fac):  # pragma: no cover - compiled
         S[i] += new - old
 
 
+class FCDVariables(NamedTuple):
+    """The restricted problem's variables as numba sees them: variable ``j`` is weak
+    learner ``H[hyp[j]]`` for class ``cls[j]``; class ``c``'s samples are ``lo[c]:hi[c]``
+    (samples sorted by class)."""
+
+    H: np.ndarray
+    hyp: np.ndarray
+    cls: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+class ExpLossState(NamedTuple):
+    """What a coordinate step updates in place: weights ``w``, scores ``F`` (K x m),
+    constraint weights ``mu`` (K x m), their per-sample sums ``S`` and a scratch ``fac``."""
+
+    w: np.ndarray
+    F: np.ndarray
+    mu: np.ndarray
+    S: np.ndarray
+    fac: np.ndarray
+
+
 @njit(cache=True)
-def _sweep(order, H, var_hyp, var_cls, lo, hi, w, F, mu, S, la, large_c, fac):  # pragma: no cover
-    """Closed-form coordinate updates (Alg. 2 lines 5-10) for the variables in ``order``."""
+def _sweep(order, var, st, la, large_c):  # pragma: no cover
+    """Closed-form coordinate updates (Alg. 2 lines 5-10) for the variables in ``order``
+    (``var``: :class:`FCDVariables`, ``st``: :class:`ExpLossState`, updated in place)."""
+    H, var_hyp, var_cls, lo, hi = var.H, var.hyp, var.cls, var.lo, var.hi
+    w, F, mu, S, fac = st.w, st.F, st.mu, st.S, st.fac
     n_changed = 0
     for q in range(order.shape[0]):
         j = order[q]
@@ -378,18 +405,10 @@ class ExpLossMaster:
             tau += 1
             n_changed += _sweep(
                 order,
-                H,
-                vh,
-                vc,
-                self.lo,
-                self.hi,
-                self.w,
-                self.F,
-                self.mu,
-                self.S,
+                FCDVariables(H, vh, vc, self.lo, self.hi),
+                ExpLossState(self.w, self.F, self.mu, self.S, self._fac),
                 self.la,
                 bool(large_C),
-                self._fac,
             )
             n_updates += len(order)
             self._stale += 1
