@@ -20,6 +20,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.weak import HYPOTHESES, DecisionStump, RealStump
+from maxmargin.weak.subset import feature_subset_search
 
 __all__ = ["BinaryAdaBoost"]
 
@@ -46,6 +47,10 @@ class BinaryAdaBoost(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     variant : {"discrete", "real", "gentle"}, default="discrete"
+    feature_subset : dict or None, default=None
+        Fit each round's stump on a feature subset drawn by PLS importance and refreshed
+        every few rounds (thesis Sec. 3.4): the keyword arguments of
+        :class:`~maxmargin.weak.FeatureSubset`, e.g. ``{"size": 200, "refresh": 25}``.
     max_iter : int, default=100
     max_time : float or None
     verbose : int, default=0
@@ -68,6 +73,7 @@ class BinaryAdaBoost(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "variant": [Options("discrete", "real", "gentle")],
+        "feature_subset": [None, dict],
         "max_iter": [POSITIVE_INT],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
@@ -75,9 +81,17 @@ class BinaryAdaBoost(ClassifierMixin, BaseEstimator):
     }
 
     def __init__(
-        self, *, variant="discrete", max_iter=100, max_time=None, verbose=0, callback=None
+        self,
+        *,
+        variant="discrete",
+        feature_subset=None,
+        max_iter=100,
+        max_time=None,
+        verbose=0,
+        callback=None,
     ):
         self.variant = variant
+        self.feature_subset = feature_subset
         self.max_iter = max_iter
         self.max_time = max_time
         self.verbose = verbose
@@ -96,6 +110,7 @@ class BinaryAdaBoost(ClassifierMixin, BaseEstimator):
         ys = np.where(yi == 1, 1.0, -1.0)
         n = X.shape[0]
         weak = DecisionStump() if self.variant == "discrete" else RealStump(mode=self.variant)
+        weak = feature_subset_search(weak, self.feature_subset)
         prepared = weak.prepare(X)
         F = np.zeros(n)
         hyps = None

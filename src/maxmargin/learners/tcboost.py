@@ -31,6 +31,7 @@ from maxmargin.solvers.tc_boost import (
     solve_master,
 )
 from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, WeakLearner, make_weak_learner
+from maxmargin.weak.subset import feature_subset_search
 
 __all__ = ["TCBoostClassifier"]
 
@@ -65,6 +66,13 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         Weight of the mean loss.  With L1, no weak learner enters unless its gain exceeds
         1, which needs ``C > 1`` for learners with outputs in [-1, 1] and the hinge.
     weak_learner : str or WeakLearner, default="stump"
+    feature_subset : dict or None, default=None
+        Search the weak learners over a feature subset drawn by PLS importance and
+        refreshed every few rounds (thesis Sec. 3.4): the keyword arguments of
+        :class:`~maxmargin.weak.FeatureSubset`, e.g. ``{"size": 200, "refresh": 25}``.
+        Before stopping, every feature is priced once, so convergence and the dual bound
+        still hold for the whole weak-learner class (rounds priced on a subset record
+        ``dual_bound = nan``, ``priced_all = False``).
     max_iter : int, default=100
         Maximum number of weak learners.
     eps_cg : float, default=1e-6
@@ -93,6 +101,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         "penalty": [Options("l1", "l2")],
         "C": [POSITIVE],
         "weak_learner": [str, WeakLearner],
+        "feature_subset": [None, dict],
         "max_iter": [POSITIVE_INT],
         "eps_cg": [POSITIVE],
         "max_time": MAX_TIME,
@@ -107,6 +116,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         penalty="l1",
         C=10.0,
         weak_learner="stump",
+        feature_subset=None,
         max_iter=100,
         eps_cg=1e-6,
         max_time=None,
@@ -117,6 +127,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         self.penalty = penalty
         self.C = C
         self.weak_learner = weak_learner
+        self.feature_subset = feature_subset
         self.max_iter = max_iter
         self.eps_cg = eps_cg
         self.max_time = max_time
@@ -127,6 +138,7 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         """Fit on X (dense or CSR) and binary labels y."""
         validate_params(self)
         weak = make_weak_learner(self.weak_learner)
+        search = feature_subset_search(weak, self.feature_subset)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y")
@@ -139,7 +151,8 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         c = float(self.C) / n
         loss, penalty = self.loss, self.penalty
-        prepared = weak.prepare(X)
+        prepared = search.prepare(X)
+        full_prepared = prepared if search is weak else None
         hyps = None
         M = np.empty((n, 0))
         w = np.empty(0)
@@ -151,17 +164,34 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         interrupted = False
         try:
             while True:
-                new, gain = weak.best(prepared, (a * ys)[:, None])
+                new, gain = search.best(prepared, (a * ys)[:, None])
                 gain = float(gain[0])
+                priced_all = search is weak
+                if not priced_all and (
+                    (penalty == "l1" and gain <= 1.0 + self.eps_cg) or gain <= 1e-12
+                ):
+                    # the subset has nothing left: price every feature before stopping
+                    if full_prepared is None:
+                        full_prepared = weak.prepare(X)
+                    new, gain = weak.best(full_prepared, (a * ys)[:, None])
+                    gain, priced_all = float(gain[0]), True
+                    prepared.features = None  # redraw the subset next round
                 g = M.T @ a
                 objective = primal_objective(M, w, c, loss, penalty)
-                dual = dual_objective(a, g, c, loss, penalty, gain_max=gain)
+                # the dual bound needs the best gain over all weak learners (a subset's
+                # best is only a lower bound on it)
+                dual = (
+                    dual_objective(a, g, c, loss, penalty, gain_max=gain)
+                    if priced_all
+                    else float("nan")
+                )
                 rec = {
                     "iteration": it,
                     "objective": objective,
                     "dual_bound": dual,
                     "gap": (objective - dual) / max(abs(objective), 1e-12),
                     "gain": gain,
+                    "priced_all": priced_all,
                     "n_weak": int(M.shape[1]),
                     "t_total": time.perf_counter() - t0,
                 }
@@ -174,10 +204,10 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
                     )
                 if self.callback is not None:
                     self.callback(rec)
-                if penalty == "l1" and gain <= 1.0 + self.eps_cg:
+                if priced_all and penalty == "l1" and gain <= 1.0 + self.eps_cg:
                     converged = True
                     break
-                if gain <= 1e-12:  # nothing left to gain (data fitted exactly)
+                if priced_all and gain <= 1e-12:  # nothing left to gain (data fitted exactly)
                     converged = True
                     break
                 if it >= self.max_iter:

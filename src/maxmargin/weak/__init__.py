@@ -12,6 +12,7 @@ from maxmargin.weak.nonneg import NonNegative, shifted_class
 from maxmargin.weak.perceptron import SigmoidPerceptron
 from maxmargin.weak.real_stump import RealAdaBoostStump, RealStump, RealStumps
 from maxmargin.weak.stump import DecisionStump, Stumps
+from maxmargin.weak.subset import FeatureSubset, pls_coefficients
 from maxmargin.weak.tree import DecisionTree, Trees
 
 #: weak learners by name (constructed with default parameters)
@@ -53,6 +54,7 @@ __all__ = [
     "WEAK_LEARNERS",
     "DecisionStump",
     "DecisionTree",
+    "FeatureSubset",
     "HistogramStump",
     "Hypotheses",
     "LinearClassifiers",
@@ -66,4 +68,5 @@ __all__ = [
     "Trees",
     "WeakLearner",
     "make_weak_learner",
+    "pls_coefficients",
 ]
