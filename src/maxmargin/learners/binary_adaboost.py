@@ -15,11 +15,11 @@ from maxmargin._validation import (
     POSITIVE_INT,
     VERBOSE,
     Options,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.weak import HYPOTHESES, DecisionStump, RealStump
+from maxmargin.learners._persist import Persistent
+from maxmargin.weak import DecisionStump, RealStump
 from maxmargin.weak.subset import feature_subset_search
 
 __all__ = ["BinaryAdaBoost"]
@@ -27,7 +27,7 @@ __all__ = ["BinaryAdaBoost"]
 _EDGE_CAP = 1.0 - 1e-12
 
 
-class BinaryAdaBoost(ClassifierMixin, BaseEstimator):
+class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
     """Discrete, Real or Gentle AdaBoost with stumps, minimising ``sum_i exp(-y_i F(x_i))``
     stage-wise (one weak learner added per round, earlier weights frozen).
 
@@ -186,38 +186,14 @@ class BinaryAdaBoost(ClassifierMixin, BaseEstimator):
         s = self.decision_function(X)
         return self.classes_[(s > 0).astype(int)]
 
-    def _get_state(self):
-        check_is_fitted(self, "coef_")
-        arrays = {f"hyp.{k}": v for k, v in self.hypotheses_.to_arrays().items()}
-        arrays.update(classes=self.classes_, coef=self.coef_)
-        meta = {
-            "params": json_params(self),
-            "hypotheses_class": type(self.hypotheses_).__name__,
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": self.objective_,
-        }
-        return meta, arrays
+    _saved_meta = (("n_features_in_", int), ("history_", list), ("objective_", float))
+    _saved_arrays = (("classes_", None), ("coef_", np.float64))
+    _saved_hypotheses = "hypotheses_"
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        try:
-            hyp_cls = HYPOTHESES[meta["hypotheses_class"]]
-        except KeyError as exc:
-            raise ValueError(f"model file names an unknown component: {exc}") from None
-        est = cls(**meta["params"])
-        est.hypotheses_ = hyp_cls.from_arrays(
-            {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
-        )
-        est.classes_ = np.asarray(arrays["classes"])
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        if est.coef_.shape != (len(est.hypotheses_),):
+    def _load_extra(self, meta, arrays):
+        if self.coef_.shape != (len(self.hypotheses_),):
             raise ValueError("model file is inconsistent: weights do not match the learners")
-        est.n_features_in_ = int(meta["n_features_in"])
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.n_iter_ = len(est.coef_)
-        return est
+        self.n_iter_ = len(self.coef_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -18,16 +18,16 @@ from maxmargin._validation import (
     VERBOSE,
     Interval,
     Options,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._persist import Persistent
 from maxmargin.solvers.feature_selection import column_scores, dual_value, solve_restricted
 
 __all__ = ["ForwardFeatureSelector"]
 
 
-class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
+class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     """Forward feature selection by column generation for linear classifiers.
 
     Starting from no feature, solve the classifier on the selected columns, then add the
@@ -272,41 +272,25 @@ class ForwardFeatureSelector(SelectorMixin, BaseEstimator):
         return s[:, 0] if s.shape[1] == 1 else s
 
     # -------------------------------------------------------------- persistence
-    def _get_state(self):
-        check_is_fitted(self, "support_")
-        meta = {
-            "params": json_params(self),
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": self.objective_,
-            "dual_objective": self.dual_objective_,
-            "n_iter": self.n_iter_,
-        }
-        arrays = {
-            "classes": self.classes_,
-            "order": self.order_,
-            "coef": self.coef_,
-            "intercept": self.intercept_,
-        }
-        return meta, arrays
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("history_", list),
+        ("objective_", float),
+        ("dual_objective_", float),
+        ("n_iter_", int),
+    )
+    _saved_arrays = (
+        ("classes_", None),
+        ("order_", np.int64),
+        ("coef_", np.float64),
+        ("intercept_", np.float64),
+    )
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        est = cls(**meta["params"])
-        est.n_features_in_ = int(meta["n_features_in"])
-        est.classes_ = np.asarray(arrays["classes"])
-        est.order_ = np.asarray(arrays["order"], dtype=np.int64)
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        est.intercept_ = np.asarray(arrays["intercept"], dtype=np.float64)
-        if est.coef_.shape[1] != est.n_features_in_ or np.any(est.order_ >= est.n_features_in_):
+    def _load_extra(self, meta, arrays):
+        if self.coef_.shape[1] != self.n_features_in_ or np.any(self.order_ >= self.n_features_in_):
             raise ValueError("model file is inconsistent: weights do not match the features")
-        est.support_ = np.zeros(est.n_features_in_, dtype=bool)
-        est.support_[est.order_] = True
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.dual_objective_ = float(meta["dual_objective"])
-        est.n_iter_ = int(meta["n_iter"])
-        return est
+        self.support_ = np.zeros(self.n_features_in_, dtype=bool)
+        self.support_[self.order_] = True
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

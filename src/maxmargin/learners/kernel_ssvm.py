@@ -19,10 +19,10 @@ from maxmargin._validation import (
     POSITIVE_INT,
     VERBOSE,
     Options,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
+from maxmargin.learners._persist import Persistent
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
@@ -32,7 +32,7 @@ __all__ = ["KernelSSVM"]
 _TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
 
 
-class KernelSSVM(ClassifierMixin, BaseEstimator):
+class KernelSSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Kernelized structured SVM: the 1-slack dual with a joint kernel.
 
     The joint kernel is ``k_x(x, x') * Gamma[y].Gamma[y']`` (for multi-class:
@@ -221,61 +221,33 @@ class KernelSSVM(ClassifierMixin, BaseEstimator):
         return self.task_.decode(self.task_.predict_codes(F))
 
     # -- persistence ---------------------------------------------------------------------
-    def _get_state(self):
-        check_is_fitted(self, "dual_coef_")
-        task_meta, task_arrays = self.task_._get_state()
-        arrays = {f"task.{k}": v for k, v in task_arrays.items()}
-        sv = self.support_vectors_
-        arrays.update(
-            support=self.support_,
-            support_vectors=sv.toarray() if sp.issparse(sv) else np.asarray(sv),
-            dual_coef=self.dual_coef_,
-        )
-        meta = {
-            "params": json_params(self, drop=("task",)),
-            "task_class": type(self.task_).__name__,
-            "task": task_meta,
-            "gamma": float(self.gamma_),
-            "sparse_support": bool(sp.issparse(sv)),
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": float(self.objective_),
-            "dual_objective": float(self.dual_objective_),
-            "converged": bool(self.converged_),
-            "n_iter": int(self.n_iter_),
-        }
-        return meta, arrays
+    _saved_meta = (
+        ("gamma_", float),
+        ("n_features_in_", int),
+        ("history_", list),
+        ("objective_", float),
+        ("dual_objective_", float),
+        ("converged_", bool),
+        ("n_iter_", int),
+    )
+    _saved_arrays = (("support_", np.int64), ("dual_coef_", np.float64))
+    _params_drop = ("callback", "task")
+    _task_classes = _TASKS
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        try:
-            task_cls = _TASKS[meta["task_class"]]
-        except KeyError as exc:
-            raise ValueError(f"model file names an unknown task: {exc}") from None
-        task = task_cls.__new__(task_cls)
-        task._set_state(
-            meta["task"], {k[5:]: v for k, v in arrays.items() if k.startswith("task.")}
-        )
-        est = cls(**meta["params"])
-        est.task_ = task
-        est.classes_ = task.classes_
-        est.gamma_ = float(meta["gamma"])
-        est.support_ = np.asarray(arrays["support"], dtype=np.int64)
+    def _save_extra(self, meta, arrays):
+        sv = self.support_vectors_
+        arrays["support_vectors"] = sv.toarray() if sp.issparse(sv) else np.asarray(sv)
+        meta["sparse_support"] = bool(sp.issparse(sv))
+
+    def _load_extra(self, meta, arrays):
+        self.classes_ = self.task_.classes_
         sv = np.asarray(arrays["support_vectors"], dtype=np.float64)
-        est.support_vectors_ = sp.csr_matrix(sv) if meta.get("sparse_support") else sv
-        est.dual_coef_ = np.asarray(arrays["dual_coef"], dtype=np.float64)
-        est.n_features_in_ = int(meta["n_features_in"])
-        if sv.shape != (len(est.support_), est.n_features_in_) or est.dual_coef_.shape != (
-            len(est.support_),
-            task.n_slots,
+        self.support_vectors_ = sp.csr_matrix(sv) if meta.get("sparse_support") else sv
+        if sv.shape != (len(self.support_), self.n_features_in_) or self.dual_coef_.shape != (
+            len(self.support_),
+            self.task_.n_slots,
         ):
             raise ValueError("model file is inconsistent: support vectors do not match")
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.dual_objective_ = float(meta["dual_objective"])
-        est.converged_ = bool(meta["converged"])
-        est.n_iter_ = int(meta["n_iter"])
-        return est
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

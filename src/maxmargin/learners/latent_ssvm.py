@@ -18,17 +18,17 @@ from maxmargin._validation import (
     VERBOSE,
     Options,
     as_generator,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._persist import Persistent
 from maxmargin.solvers.cccp import fit_latent_cccp
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
 
 __all__ = ["LatentSSVM"]
 
 
-class LatentSSVM(ClassifierMixin, BaseEstimator):
+class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Multi-class latent structured SVM trained by CCCP (Yu & Joachims, ICML 2009).
 
     Each class y is a union of ``n_latent`` sub-classes z with their own weight vector,
@@ -223,34 +223,20 @@ class LatentSSVM(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(S, axis=1)]
 
     # -- persistence ---------------------------------------------------------------------
-    def _get_state(self):
-        check_is_fitted(self, "coef_")
-        meta = {
-            "params": json_params(self),
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "n_iter": int(self.n_iter_),
-            "converged": bool(self.converged_),
-        }
-        arrays = {"classes": np.asarray(self.classes_), "coef": self.coef_, "latent": self.latent_}
-        return meta, arrays
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("history_", list),
+        ("n_iter_", int),
+        ("converged_", bool),
+    )
+    _saved_arrays = (("classes_", None), ("coef_", np.float64), ("latent_", np.int64))
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        est = cls(**meta["params"])
-        est.classes_ = arrays["classes"]
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        est.latent_ = np.asarray(arrays["latent"], dtype=np.int64)
-        est.n_features_in_ = int(meta["n_features_in"])
-        rows = est.n_features_in_ + int(bool(est.fit_intercept))
-        if est.coef_.shape != (rows, len(est.classes_) * int(est.n_latent)):
+    def _load_extra(self, meta, arrays):
+        rows = self.n_features_in_ + int(bool(self.fit_intercept))
+        if self.coef_.shape != (rows, len(self.classes_) * int(self.n_latent)):
             raise ValueError("model file is inconsistent: weights do not match the classes")
-        est.history_ = list(meta["history"])
-        est.objective_path_ = [r["objective"] for r in est.history_]
-        est.objective_ = est.objective_path_[-1] if est.objective_path_ else float("nan")
-        est.n_iter_ = int(meta["n_iter"])
-        est.converged_ = bool(meta["converged"])
-        return est
+        self.objective_path_ = [r["objective"] for r in self.history_]
+        self.objective_ = self.objective_path_[-1] if self.objective_path_ else float("nan")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

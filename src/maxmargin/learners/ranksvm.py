@@ -22,18 +22,18 @@ from maxmargin._validation import (
     Options,
     check_group,
     check_score_group,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph, check_options
+from maxmargin.learners._persist import Persistent
 from maxmargin.metrics import ndcg_at_k, ranking_risk
 from maxmargin.solvers.ranking import fit_ranksvm
 
 __all__ = ["RankSVM"]
 
 
-class RankSVM(BaseEstimator):
+class RankSVM(Persistent, BaseEstimator):
     """Linear structured-output ranking SVM (1-slack cutting planes, L2 regulariser).
 
     Parameters
@@ -247,36 +247,22 @@ class RankSVM(BaseEstimator):
         return -ranking_risk(y, s, group=group)
 
     # -- persistence ---------------------------------------------------------------------
-    def _get_state(self):
-        check_is_fitted(self, "coef_")
-        meta = {
-            "params": json_params(self),
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": float(self.objective_),
-            "dual_objective": float(self.dual_objective_),
-            "converged": bool(self.converged_),
-            "n_iter": int(self.n_iter_),
-            "grouped": bool(self.grouped_),
-        }
-        return meta, {"coef": self.coef_}
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("history_", list),
+        ("objective_", float),
+        ("dual_objective_", float),
+        ("converged_", bool),
+        ("n_iter_", int),
+        ("grouped_", bool, False),
+    )
+    _saved_arrays = (("coef_", np.float64),)
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        est = cls(**meta["params"])
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        est.n_features_in_ = int(meta["n_features_in"])
-        if est.coef_.shape != (est.n_features_in_,):
+    def _load_extra(self, meta, arrays):
+        if self.coef_.shape != (self.n_features_in_,):
             raise ValueError("model file is inconsistent: weights do not match the features")
-        if not np.all(np.isfinite(est.coef_)):
+        if not np.all(np.isfinite(self.coef_)):
             raise ValueError("model file is inconsistent: non-finite weights")
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.dual_objective_ = float(meta["dual_objective"])
-        est.converged_ = bool(meta["converged"])
-        est.n_iter_ = int(meta["n_iter"])
-        est.grouped_ = bool(meta.get("grouped", False))
-        return est
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -18,17 +18,17 @@ from maxmargin._validation import (
     Interval,
     Options,
     as_generator,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._persist import Persistent
 from maxmargin.learners.svm import KERNELS, SVMClassifier
 from maxmargin.solvers.sparse_kernel_svm import fit_sparse_kernel_svm
 
 __all__ = ["SparseKernelSVM"]
 
 
-class SparseKernelSVM(ClassifierMixin, BaseEstimator):
+class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Binary kernel SVM with at most ``n_basis`` basis vectors, trained by 1-slack
     cutting planes whose planes are projected on a growing basis (Joachims & Yu,
     "Sparse kernel SVMs via cutting-plane training", Machine Learning 76, 2009; seed 002
@@ -173,40 +173,24 @@ class SparseKernelSVM(ClassifierMixin, BaseEstimator):
         s = self.decision_function(X)
         return self.classes_[(s > 0).astype(int)]
 
-    def _get_state(self):
-        check_is_fitted(self, "coef_")
-        meta = {
-            "params": json_params(self),
-            "n_features_in": int(self.n_features_in_),
-            "gamma": float(self._gamma),
-            "history": self.history_,
-            "objective": self.objective_,
-            "intercept": self.intercept_,
-        }
-        arrays = {
-            "classes": self.classes_,
-            "support": self.support_,
-            "basis_vectors": self.basis_vectors_,
-            "coef": self.coef_,
-        }
-        return meta, arrays
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("_gamma", float),
+        ("history_", list),
+        ("objective_", float),
+        ("intercept_", float),
+    )
+    _saved_arrays = (
+        ("classes_", None),
+        ("support_", np.int64),
+        ("basis_vectors_", np.float64),
+        ("coef_", np.float64),
+    )
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        est = cls(**meta["params"])
-        est.n_features_in_ = int(meta["n_features_in"])
-        est._gamma = float(meta["gamma"])
-        est.classes_ = np.asarray(arrays["classes"])
-        est.support_ = np.asarray(arrays["support"], dtype=np.int64)
-        est.basis_vectors_ = np.asarray(arrays["basis_vectors"], dtype=np.float64)
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        if est.basis_vectors_.shape[0] != est.coef_.shape[0]:
+    def _load_extra(self, meta, arrays):
+        if self.basis_vectors_.shape[0] != self.coef_.shape[0]:
             raise ValueError("model file is inconsistent: basis and weights differ in size")
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.intercept_ = float(meta["intercept"])
-        est.n_iter_ = len(est.history_)
-        return est
+        self.n_iter_ = len(self.history_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -35,6 +35,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
+from maxmargin.learners._persist import Persistent
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask
@@ -55,7 +56,7 @@ _TASKS = {
 }
 
 
-class StructSVM(BaseEstimator):
+class StructSVM(Persistent, BaseEstimator):
     """Linear structured SVM for any task with linear joint features.
 
     Parameters
@@ -287,57 +288,38 @@ default="1-slack"
     def _state_params(self) -> dict:
         return json_params(self, drop=("callback", "task"))
 
-    def _get_state(self):
-        check_is_fitted(self, "coef_")
-        task_meta, task_arrays = self.task_._get_state()
-        arrays = {f"task.{k}": v for k, v in task_arrays.items()}
-        arrays["coef"] = self.coef_
-        meta = {
-            "params": self._state_params(),
-            "task_class": type(self.task_).__name__,
-            "task": task_meta,
-            "layout": [int(v) for v in self._layout[:3]] + [bool(self._layout[3])],
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": float(self.objective_),
-            "dual_objective": float(self.dual_objective_),
-            "converged": bool(self.converged_),
-            "n_iter": int(self.n_iter_),
-        }
-        return meta, arrays
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("history_", list),
+        ("objective_", float),
+        ("dual_objective_", float),
+        ("converged_", bool),
+        ("n_iter_", int),
+    )
+    _saved_arrays = (("coef_", np.float64),)
+    _task_classes = _TASKS
+
+    def _save_extra(self, meta, arrays):
+        meta["params"] = self._state_params()
+        meta["layout"] = [int(v) for v in self._layout[:3]] + [bool(self._layout[3])]
 
     @classmethod
-    def _from_state(cls, meta, arrays):
-        try:
-            task_cls = _TASKS[meta["task_class"]]
-        except KeyError as exc:
-            raise ValueError(f"model file names an unknown task: {exc}") from None
-        task = task_cls.__new__(task_cls)
-        task._set_state(
-            meta["task"], {k[5:]: v for k, v in arrays.items() if k.startswith("task.")}
-        )
-        params = dict(meta["params"])
+    def _loaded_params(cls, params, task):
         if cls is StructSVM:  # the task parameter: the restored task (refitting rebinds it)
             params["task"] = copy.deepcopy(task)
-        est = cls(**params)
-        est.task_ = task
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
+        return params
+
+    def _load_extra(self, meta, arrays):
         d, S, K, pairwise = meta["layout"]
-        est._layout = (int(d), int(S), int(K), bool(pairwise))
+        self._layout = (int(d), int(S), int(K), bool(pairwise))
+        task = self.task_
         slots_ok = S == task.n_slots or isinstance(task, CRFTask)
-        if est.coef_.shape != (d * S + (K * K if pairwise else 0),) or not slots_ok:
+        if self.coef_.shape != (d * S + (K * K if pairwise else 0),) or not slots_ok:
             raise ValueError("model file is inconsistent: weight vector does not match the task")
-        if not np.all(np.isfinite(est.coef_)):
+        if not np.all(np.isfinite(self.coef_)):
             raise ValueError("model file is inconsistent: non-finite weights")
-        est.n_features_in_ = int(meta["n_features_in"])
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.dual_objective_ = float(meta["dual_objective"])
-        est.converged_ = bool(meta["converged"])
-        est.n_iter_ = int(meta["n_iter"])
         if hasattr(task, "classes_"):
-            est.classes_ = task.classes_
-        return est
+            self.classes_ = task.classes_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -552,8 +534,6 @@ default="n-slack"
             params["taxonomy"] = as_taxonomy(params["taxonomy"]).to_json()
         return params
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        est = super()._from_state(meta, arrays)
-        est._set_linear_attrs()
-        return est
+    def _load_extra(self, meta, arrays):
+        super()._load_extra(meta, arrays)
+        self._set_linear_attrs()

@@ -22,11 +22,11 @@ from maxmargin._validation import (
     Interval,
     Options,
     as_generator,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
+from maxmargin.learners._persist import Persistent
 from maxmargin.solvers.svm import fit_dual_cd, fit_one_slack_svm, fit_pegasos, fit_smo
 
 __all__ = ["SVMClassifier"]
@@ -35,7 +35,7 @@ SOLVERS = ("smo", "dual_cd", "pegasos", "1-slack")
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
 
 
-class SVMClassifier(ClassifierMixin, BaseEstimator):
+class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
     """Support vector machine with a choice of the thesis's solvers.
 
     Two problems, with ``C`` as in scikit-learn:
@@ -361,19 +361,18 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(s, axis=1)]
 
     # -------------------------------------------------------------- persistence
-    def _get_state(self):
-        check_is_fitted(self, "intercept_")
-        meta = {
-            "params": json_params(self),
-            "n_features_in": int(self.n_features_in_),
-            "gamma": float(self._gamma),
-            "history": self.history_,
-            "objective": self.objective_,
-            "dual_objective": self.dual_objective_,
-            "n_iter": self.n_iter_,
-            "converged": self.converged_,
-        }
-        arrays = {"classes": self.classes_, "intercept": self.intercept_}
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("_gamma", float),
+        ("history_", list),
+        ("objective_", float),
+        ("dual_objective_", float),
+        ("n_iter_", int),
+        ("converged_", bool),
+    )
+    _saved_arrays = (("classes_", None), ("intercept_", np.float64))
+
+    def _save_extra(self, meta, arrays):
         if self.solver == "smo":
             arrays.update(
                 support=self.support_,
@@ -382,30 +381,17 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             )
         else:
             arrays["coef"] = self.coef_
-        return meta, arrays
 
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        est = cls(**meta["params"])
-        est.n_features_in_ = int(meta["n_features_in"])
-        est._gamma = float(meta["gamma"])
-        est.classes_ = np.asarray(arrays["classes"])
-        est.intercept_ = np.asarray(arrays["intercept"], dtype=np.float64)
-        if est.solver == "smo":
-            est.support_ = np.asarray(arrays["support"])
-            est.support_vectors_ = np.asarray(arrays["support_vectors"], dtype=np.float64)
-            est.dual_coef_ = np.asarray(arrays["dual_coef"], dtype=np.float64)
-            est._set_coef(None)
+    def _load_extra(self, meta, arrays):
+        if self.solver == "smo":
+            self.support_ = np.asarray(arrays["support"])
+            self.support_vectors_ = np.asarray(arrays["support_vectors"], dtype=np.float64)
+            self.dual_coef_ = np.asarray(arrays["dual_coef"], dtype=np.float64)
+            self._set_coef(None)
         else:
-            est._set_coef(arrays["coef"])
-        if est.intercept_.shape[0] != (1 if len(est.classes_) == 2 else len(est.classes_)):
+            self._set_coef(arrays["coef"])
+        if self.intercept_.shape[0] != (1 if len(self.classes_) == 2 else len(self.classes_)):
             raise ValueError("model file is inconsistent: intercepts do not match the classes")
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.dual_objective_ = float(meta["dual_objective"])
-        est.n_iter_ = int(meta["n_iter"])
-        est.converged_ = bool(meta["converged"])
-        return est
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -19,10 +19,10 @@ from maxmargin._validation import (
     POSITIVE_INT,
     VERBOSE,
     Options,
-    json_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._persist import Persistent
 from maxmargin.solvers.tc_boost import (
     LOSSES,
     dual_objective,
@@ -30,13 +30,13 @@ from maxmargin.solvers.tc_boost import (
     primal_objective,
     solve_master,
 )
-from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, WeakLearner, make_weak_learner
+from maxmargin.weak import WEAK_LEARNERS, WeakLearner, make_weak_learner
 from maxmargin.weak.subset import feature_subset_search
 
 __all__ = ["TCBoostClassifier"]
 
 
-class TCBoostClassifier(ClassifierMixin, BaseEstimator):
+class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
     """Binary totally-corrective boosting with L1 or L2 regularisation.
 
     Minimises over the weights ``w >= 0`` of weak learners ``h_t``::
@@ -257,44 +257,25 @@ class TCBoostClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[(s > 0).astype(int)]
 
     # -------------------------------------------------------------- persistence
-    def _get_state(self):
-        check_is_fitted(self, "coef_")
-        arrays = {f"hyp.{k}": v for k, v in self.hypotheses_.to_arrays().items()}
-        arrays.update(classes=self.classes_, coef=self.coef_)
-        meta = {
-            "params": json_params(self),
-            "hypotheses_class": type(self.hypotheses_).__name__,
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": self.objective_,
-            "n_iter": self.n_iter_,
-            "converged": self.converged_,
-        }
-        return meta, arrays
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("history_", list),
+        ("objective_", float),
+        ("n_iter_", int),
+        ("converged_", bool),
+    )
+    _saved_arrays = (("classes_", None), ("coef_", np.float64))
+    _saved_hypotheses = "hypotheses_"
 
     @classmethod
-    def _from_state(cls, meta, arrays):
-        try:
-            hyp_cls = HYPOTHESES[meta["hypotheses_class"]]
-        except KeyError as exc:
-            raise ValueError(f"model file names an unknown component: {exc}") from None
-        params = dict(meta["params"])
-        if params.get("weak_learner") not in WEAK_LEARNERS:
+    def _loaded_params(cls, params, task):
+        if params.get("weak_learner") not in WEAK_LEARNERS:  # an instance was stored by name
             params["weak_learner"] = "stump"
-        est = cls(**params)
-        est.hypotheses_ = hyp_cls.from_arrays(
-            {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
-        )
-        est.classes_ = np.asarray(arrays["classes"])
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        if est.coef_.shape != (len(est.hypotheses_),):
+        return params
+
+    def _load_extra(self, meta, arrays):
+        if self.coef_.shape != (len(self.hypotheses_),):
             raise ValueError("model file is inconsistent: weights do not match the learners")
-        est.n_features_in_ = int(meta["n_features_in"])
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.n_iter_ = int(meta["n_iter"])
-        est.converged_ = bool(meta["converged"])
-        return est
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
