@@ -28,8 +28,8 @@ from maxmargin._validation import (
     as_generator,
     validate_params,
 )
-from maxmargin._validation import json_params as _json_params
 from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning, warn_interrupted
+from maxmargin.learners._persist import Persistent
 from maxmargin.solvers.column_generation import (
     FORMULATION_ALIASES,
     FORMULATIONS,
@@ -42,7 +42,7 @@ from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
 from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 from maxmargin.tasks.taxonomy import LOSS_KINDS
-from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, WeakLearner, make_weak_learner
+from maxmargin.weak import WEAK_LEARNERS, WeakLearner, make_weak_learner
 
 __all__ = ["StructBoost", "StructBoostClassifier"]
 
@@ -60,7 +60,7 @@ _TASKS = {
 }
 
 
-class StructBoost(BaseEstimator):
+class StructBoost(Persistent, BaseEstimator):
     """Boosting for structured outputs by column generation (StructBoost, Alg. 1 and 2).
 
     Minimises ``||w||_1 + C * (1/m) sum_i max_y [Delta(y_i, y) - w.dPsi_i(y)]_+`` over
@@ -437,70 +437,44 @@ class StructBoost(BaseEstimator):
         return tags
 
     # -- persistence ---------------------------------------------------------------------
-    def _get_state(self):
-        check_is_fitted(self, "slot_weights_")
-        task_meta, task_arrays = self.task_._get_state()
-        arrays = {f"task.{k}": v for k, v in task_arrays.items()}
-        arrays.update({f"hyp.{k}": v for k, v in self.hypotheses_.to_arrays().items()})
-        arrays["slot_weights"] = self.slot_weights_
-        arrays["weight_path"] = self.weight_path_
-        meta = {
-            "params": _json_params(self, drop=("callback", "task")),
-            "task_class": type(self.task_).__name__,
-            "task": task_meta,
-            "hypotheses_class": type(self.hypotheses_).__name__,
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": float(self.objective_),
-            "gap": float(self.gap_),
-            "n_iter": int(self.n_iter_),
-            "converged": bool(self.converged_),
-        }
-        return meta, arrays
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("history_", list),
+        ("objective_", float),
+        ("gap_", float, np.nan),
+        ("n_iter_", int),
+        ("converged_", bool),
+    )
+    _saved_arrays = (("slot_weights_", np.float64), ("weight_path_", np.float64))
+    _saved_hypotheses = "hypotheses_"
+    _params_drop = ("callback", "task")
+    _task_classes = _TASKS
 
     @classmethod
-    def _from_state(cls, meta, arrays):
-        try:
-            task_cls = _TASKS[meta["task_class"]]
-            hyp_cls = HYPOTHESES[meta["hypotheses_class"]]
-        except KeyError as exc:
-            raise ValueError(f"model file names an unknown component: {exc}") from None
-        params = dict(meta["params"])
-        if params.get("weak_learner") not in WEAK_LEARNERS:
+    def _loaded_params(cls, params, task):
+        if params.get("weak_learner") not in WEAK_LEARNERS:  # an instance, stored by name
             params["weak_learner"] = "stump"
         if params.get("formulation") == "m-slack":
             params["formulation"] = "n-slack"
-        est = cls(**params) if cls is not StructBoost else cls(task=task_cls(), **params)
-        task = task_cls.__new__(task_cls)
-        task._set_state(
-            meta["task"], {k[5:]: v for k, v in arrays.items() if k.startswith("task.")}
-        )
-        est.task_ = task
-        est.hypotheses_ = hyp_cls.from_arrays(
-            {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
-        )
-        est.slot_weights_ = np.asarray(arrays["slot_weights"], dtype=np.float64)
-        est.weight_path_ = np.asarray(arrays["weight_path"], dtype=np.float64)
-        est.n_features_in_ = int(meta["n_features_in"])
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.gap_ = float(meta.get("gap", np.nan))
-        est.n_iter_ = int(meta["n_iter"])
-        est.converged_ = bool(meta["converged"])
+        if cls is StructBoost:  # the task parameter: a fresh task of the stored class
+            params["task"] = type(task)()
+        return params
+
+    def _load_extra(self, meta, arrays):
+        task = self.task_
         if isinstance(task, LabelCodingTask):
-            est.classes_ = task.classes_
-        if est.slot_weights_.shape != (len(est.hypotheses_), task.n_slots):
+            self.classes_ = task.classes_
+        if self.slot_weights_.shape != (len(self.hypotheses_), task.n_slots):
             raise ValueError(
                 "model file is inconsistent: weight matrix does not match "
                 "the weak learners and the task"
             )
-        if est.weight_path_.ndim != 3 or est.weight_path_.shape[1:] != est.slot_weights_.shape:
+        if self.weight_path_.ndim != 3 or self.weight_path_.shape[1:] != self.slot_weights_.shape:
             raise ValueError("model file is inconsistent: weight path does not match")
-        if not (np.all(np.isfinite(est.slot_weights_)) and np.all(np.isfinite(est.weight_path_))):
+        if not (np.all(np.isfinite(self.slot_weights_)) and np.all(np.isfinite(self.weight_path_))):
             raise ValueError("model file is inconsistent: non-finite weights")
-        if isinstance(task, LabelCodingTask) and est.hypotheses_.n_features != est.n_features_in_:
+        if isinstance(task, LabelCodingTask) and self.hypotheses_.n_features != self.n_features_in_:
             raise ValueError("model file is inconsistent: weak learners read other features")
-        return est
 
 
 class StructBoostClassifier(ClassifierMixin, StructBoost):
@@ -676,12 +650,10 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
             return scores[:, 1] - scores[:, 0]
         return scores
 
-    def _get_state(self):
-        meta, arrays = super()._get_state()
+    def _save_extra(self, meta, arrays):
         meta["params"]["sharing"] = self.sharing
         if self.taxonomy is not None:  # JSON text, so the model file is self-contained
             meta["params"]["taxonomy"] = as_taxonomy(self.taxonomy).to_json()
-        return meta, arrays
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

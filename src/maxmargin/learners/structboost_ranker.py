@@ -227,20 +227,9 @@ class StructBoostRanker(StructBoost):
         group = check_score_group(self, group, np.shape(X)[0])
         return pairwise_accuracy(np.asarray(y, dtype=np.float64), self.decision_function(X), group)
 
-    def _get_state(self):
-        meta, arrays = super()._get_state()
-        meta["n_pairs"] = int(self.n_pairs_)
-        meta["grouped"] = bool(self.grouped_)
-        return meta, arrays
+    _saved_meta = (*StructBoost._saved_meta, ("n_pairs_", int, 0), ("grouped_", bool, False))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
-
-    @classmethod
-    def _from_state(cls, meta, arrays):
-        est = super()._from_state(meta, arrays)
-        est.n_pairs_ = int(meta.get("n_pairs", 0))
-        est.grouped_ = bool(meta.get("grouped", False))
-        return est
