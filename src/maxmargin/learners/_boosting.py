@@ -21,9 +21,9 @@ from maxmargin._validation import (
     as_generator,
     validate_params,
 )
-from maxmargin._validation import json_params as _json_params
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.weak import HYPOTHESES, WEAK_LEARNERS, WeakLearner, make_weak_learner
+from maxmargin.learners._persist import Persistent
+from maxmargin.weak import WEAK_LEARNERS, WeakLearner, make_weak_learner
 
 __all__ = ["BoostingBuilder", "MultiClassBoosting"]
 
@@ -124,7 +124,7 @@ class BoostingBuilder:
         }
 
 
-class MultiClassBoosting(ClassifierMixin, BaseEstimator):
+class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
     """Shared machinery of the multi-class boosting estimators of this package.
 
     A fitted model is a batch of weak learners ``hypotheses_`` and variables ``j`` with
@@ -316,80 +316,57 @@ class MultiClassBoosting(ClassifierMixin, BaseEstimator):
             yield self.classes_[np.argmax(scores, axis=1)]
 
     # -- persistence ----------------------------------------------------------------------
-    def _get_state(self):
-        check_is_fitted(self, "coef_")
-        classes = self.classes_
-        if classes.dtype == object:
-            classes = classes.astype(str)
-        arrays = {f"hyp.{k}": v for k, v in self.hypotheses_.to_arrays().items()}
-        arrays.update(
-            {
-                "classes": classes,
-                "var_hyp": self.var_hyp_,
-                "var_out": self.var_out_,
-                "coef": self.coef_,
-                "path_iter": self.path_iter_,
-                "path_var": self.path_var_,
-                "path_value": self.path_value_,
-            }
-        )
+    _saved_meta = (
+        ("n_features_in_", int),
+        ("history_", list),
+        ("objective_", float),
+        ("n_iter_", int),
+        ("converged_", bool),
+    )
+    _saved_arrays = (
+        ("classes_", None),
+        ("var_hyp_", np.int64),
+        ("var_out_", np.int64),
+        ("coef_", np.float64),
+        ("path_iter_", np.int64),
+        ("path_var_", np.int64),
+        ("path_value_", np.float64),
+    )
+    _saved_hypotheses = "hypotheses_"
+
+    def _save_extra(self, meta, arrays):
+        if self.classes_.dtype == object:
+            arrays["classes"] = self.classes_.astype(str)
         extra_meta, extra_arrays = self._extra_state()
+        meta["extra"] = extra_meta
         arrays.update({f"extra.{k}": v for k, v in extra_arrays.items()})
-        meta = {
-            "params": _json_params(self),
-            "hypotheses_class": type(self.hypotheses_).__name__,
-            "n_features_in": int(self.n_features_in_),
-            "history": self.history_,
-            "objective": float(self.objective_),
-            "n_iter": int(self.n_iter_),
-            "converged": bool(self.converged_),
-            "extra": extra_meta,
-        }
-        return meta, arrays
 
     @classmethod
-    def _from_state(cls, meta, arrays):
-        try:
-            hyp_cls = HYPOTHESES[meta["hypotheses_class"]]
-        except KeyError as exc:
-            raise ValueError(f"model file names an unknown component: {exc}") from None
-        params = dict(meta["params"])
+    def _loaded_params(cls, params, task):
         if params.get("weak_learner") not in WEAK_LEARNERS:
             params["weak_learner"] = "stump"
-        est = cls(**params)
-        est.hypotheses_ = hyp_cls.from_arrays(
-            {k[4:]: v for k, v in arrays.items() if k.startswith("hyp.")}
-        )
-        est.classes_ = np.asarray(arrays["classes"])
-        for name in ("var_hyp", "var_out", "path_iter", "path_var"):
-            setattr(est, f"{name}_", np.asarray(arrays[name], dtype=np.int64))
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        est.path_value_ = np.asarray(arrays["path_value"], dtype=np.float64)
-        est.n_features_in_ = int(meta["n_features_in"])
-        est.history_ = list(meta["history"])
-        est.objective_ = float(meta["objective"])
-        est.n_iter_ = int(meta["n_iter"])
-        est.converged_ = bool(meta["converged"])
-        est._set_extra_state(
+        return params
+
+    def _load_extra(self, meta, arrays):
+        self._set_extra_state(
             meta.get("extra", {}), {k[6:]: v for k, v in arrays.items() if k.startswith("extra.")}
         )
-        n_hyp, R = len(est.hypotheses_), est._n_outputs(len(est.classes_))
-        n = len(est.coef_)
+        n_hyp, R = len(self.hypotheses_), self._n_outputs(len(self.classes_))
+        n = len(self.coef_)
         if (
-            len(est.var_hyp_) != n
-            or len(est.var_out_) != n
-            or np.any(est.var_hyp_ >= n_hyp)
-            or np.any(est.var_hyp_ < -1)
-            or np.any(est.var_out_ < 0)
-            or np.any(est.var_out_ >= R)
-            or np.any(est.path_var_ < 0)
-            or np.any(est.path_var_ >= max(n, 1))
-            or np.any(np.diff(est.path_iter_) < 0)
+            len(self.var_hyp_) != n
+            or len(self.var_out_) != n
+            or np.any(self.var_hyp_ >= n_hyp)
+            or np.any(self.var_hyp_ < -1)
+            or np.any(self.var_out_ < 0)
+            or np.any(self.var_out_ >= R)
+            or np.any(self.path_var_ < 0)
+            or np.any(self.path_var_ >= max(n, 1))
+            or np.any(np.diff(self.path_iter_) < 0)
         ):
             raise ValueError(
                 "model file is inconsistent: variables do not match the weak learners and classes"
             )
-        return est
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
