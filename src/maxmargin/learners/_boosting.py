@@ -22,7 +22,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.weak import WEAK_LEARNERS, WeakLearner, make_weak_learner
 
 __all__ = ["BoostingBuilder", "MultiClassBoosting"]
@@ -316,13 +316,7 @@ class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
             yield self.classes_[np.argmax(scores, axis=1)]
 
     # -- persistence ----------------------------------------------------------------------
-    _saved_meta = (
-        ("n_features_in_", int),
-        ("history_", list),
-        ("objective_", float),
-        ("n_iter_", int),
-        ("converged_", bool),
-    )
+    _saved_meta = fitted("n_features_in_", "history_", "objective_", "n_iter_", "converged_")
     _saved_arrays = (
         ("classes_", None),
         ("var_hyp_", np.int64),

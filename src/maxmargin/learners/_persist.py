@@ -4,7 +4,7 @@
 An estimator lists its fitted attributes once::
 
     class RankSVM(Persistent, BaseEstimator):
-        _saved_meta = (("n_features_in_", int), ("history_", list), ("grouped_", bool, False))
+        _saved_meta = (*fitted("n_features_in_", "history_"), ("grouped_", bool, False))
         _saved_arrays = (("coef_", np.float64),)
 
 and gets ``_get_state`` / ``_from_state``: scalars and lists go to the JSON header under the
@@ -25,7 +25,23 @@ from sklearn.utils.validation import check_is_fitted
 from maxmargin._validation import json_params
 from maxmargin.weak import HYPOTHESES
 
-__all__ = ["Persistent"]
+__all__ = ["Persistent", "fitted"]
+
+#: converters of the fitted attributes most estimators store
+_STANDARD = {
+    "n_features_in_": int,
+    "history_": list,
+    "objective_": float,
+    "dual_objective_": float,
+    "converged_": bool,
+    "n_iter_": int,
+}
+
+
+def fitted(*attrs: str) -> tuple:
+    """``_saved_meta`` entries for standard fitted attributes (``n_features_in_``,
+    ``history_``, ``objective_``, ``dual_objective_``, ``converged_``, ``n_iter_``)."""
+    return tuple((a, _STANDARD[a]) for a in attrs)
 
 
 def _key(attr: str) -> str:

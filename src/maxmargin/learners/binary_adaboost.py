@@ -18,7 +18,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.weak import DecisionStump, RealStump
 from maxmargin.weak.subset import feature_subset_search
 
@@ -186,7 +186,7 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
         s = self.decision_function(X)
         return self.classes_[(s > 0).astype(int)]
 
-    _saved_meta = (("n_features_in_", int), ("history_", list), ("objective_", float))
+    _saved_meta = fitted("n_features_in_", "history_", "objective_")
     _saved_arrays = (("classes_", None), ("coef_", np.float64))
     _saved_hypotheses = "hypotheses_"
 

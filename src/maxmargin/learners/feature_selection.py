@@ -21,7 +21,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.feature_selection import column_scores, dual_value, solve_restricted
 
 __all__ = ["ForwardFeatureSelector"]
@@ -272,13 +272,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         return s[:, 0] if s.shape[1] == 1 else s
 
     # -------------------------------------------------------------- persistence
-    _saved_meta = (
-        ("n_features_in_", int),
-        ("history_", list),
-        ("objective_", float),
-        ("dual_objective_", float),
-        ("n_iter_", int),
-    )
+    _saved_meta = fitted("n_features_in_", "history_", "objective_", "dual_objective_", "n_iter_")
     _saved_arrays = (
         ("classes_", None),
         ("order_", np.int64),

@@ -22,7 +22,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
@@ -222,13 +222,9 @@ class KernelSSVM(Persistent, ClassifierMixin, BaseEstimator):
 
     # -- persistence ---------------------------------------------------------------------
     _saved_meta = (
+        *fitted("n_features_in_", "history_", "objective_", "dual_objective_", "converged_"),
+        *fitted("n_iter_"),
         ("gamma_", float),
-        ("n_features_in_", int),
-        ("history_", list),
-        ("objective_", float),
-        ("dual_objective_", float),
-        ("converged_", bool),
-        ("n_iter_", int),
     )
     _saved_arrays = (("support_", np.int64), ("dual_coef_", np.float64))
     _params_drop = ("callback", "task")

@@ -21,7 +21,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.cccp import fit_latent_cccp
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
 
@@ -223,12 +223,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(S, axis=1)]
 
     # -- persistence ---------------------------------------------------------------------
-    _saved_meta = (
-        ("n_features_in_", int),
-        ("history_", list),
-        ("n_iter_", int),
-        ("converged_", bool),
-    )
+    _saved_meta = fitted("n_features_in_", "history_", "n_iter_", "converged_")
     _saved_arrays = (("classes_", None), ("coef_", np.float64), ("latent_", np.int64))
 
     def _load_extra(self, meta, arrays):

@@ -26,7 +26,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph, check_options
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.metrics import ndcg_at_k, ranking_risk
 from maxmargin.solvers.ranking import fit_ranksvm
 
@@ -248,12 +248,8 @@ class RankSVM(Persistent, BaseEstimator):
 
     # -- persistence ---------------------------------------------------------------------
     _saved_meta = (
-        ("n_features_in_", int),
-        ("history_", list),
-        ("objective_", float),
-        ("dual_objective_", float),
-        ("converged_", bool),
-        ("n_iter_", int),
+        *fitted("n_features_in_", "history_", "objective_", "dual_objective_", "converged_"),
+        *fitted("n_iter_"),
         ("grouped_", bool, False),
     )
     _saved_arrays = (("coef_", np.float64),)

@@ -21,7 +21,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.learners.svm import KERNELS, SVMClassifier
 from maxmargin.solvers.sparse_kernel_svm import fit_sparse_kernel_svm
 
@@ -174,10 +174,8 @@ class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
         return self.classes_[(s > 0).astype(int)]
 
     _saved_meta = (
-        ("n_features_in_", int),
+        *fitted("n_features_in_", "history_", "objective_"),
         ("_gamma", float),
-        ("history_", list),
-        ("objective_", float),
         ("intercept_", float),
     )
     _saved_arrays = (

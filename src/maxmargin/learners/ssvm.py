@@ -35,7 +35,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.chain import ChainTask
@@ -288,13 +288,8 @@ default="1-slack"
     def _state_params(self) -> dict:
         return json_params(self, drop=("callback", "task"))
 
-    _saved_meta = (
-        ("n_features_in_", int),
-        ("history_", list),
-        ("objective_", float),
-        ("dual_objective_", float),
-        ("converged_", bool),
-        ("n_iter_", int),
+    _saved_meta = fitted(
+        "n_features_in_", "history_", "objective_", "dual_objective_", "converged_", "n_iter_"
     )
     _saved_arrays = (("coef_", np.float64),)
     _task_classes = _TASKS

@@ -29,7 +29,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning, warn_interrupted
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.column_generation import (
     FORMULATION_ALIASES,
     FORMULATIONS,
@@ -438,12 +438,8 @@ class StructBoost(Persistent, BaseEstimator):
 
     # -- persistence ---------------------------------------------------------------------
     _saved_meta = (
-        ("n_features_in_", int),
-        ("history_", list),
-        ("objective_", float),
+        *fitted("n_features_in_", "history_", "objective_", "n_iter_", "converged_"),
         ("gap_", float, np.nan),
-        ("n_iter_", int),
-        ("converged_", bool),
     )
     _saved_arrays = (("slot_weights_", np.float64), ("weight_path_", np.float64))
     _saved_hypotheses = "hypotheses_"

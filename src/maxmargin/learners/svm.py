@@ -26,7 +26,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.svm import fit_dual_cd, fit_one_slack_svm, fit_pegasos, fit_smo
 
 __all__ = ["SVMClassifier"]
@@ -362,13 +362,9 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------------- persistence
     _saved_meta = (
-        ("n_features_in_", int),
+        *fitted("n_features_in_", "history_", "objective_", "dual_objective_", "n_iter_"),
+        *fitted("converged_"),
         ("_gamma", float),
-        ("history_", list),
-        ("objective_", float),
-        ("dual_objective_", float),
-        ("n_iter_", int),
-        ("converged_", bool),
     )
     _saved_arrays = (("classes_", None), ("intercept_", np.float64))
 

@@ -22,7 +22,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._persist import Persistent
+from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.tc_boost import (
     LOSSES,
     dual_objective,
@@ -257,13 +257,7 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
         return self.classes_[(s > 0).astype(int)]
 
     # -------------------------------------------------------------- persistence
-    _saved_meta = (
-        ("n_features_in_", int),
-        ("history_", list),
-        ("objective_", float),
-        ("n_iter_", int),
-        ("converged_", bool),
-    )
+    _saved_meta = fitted("n_features_in_", "history_", "objective_", "n_iter_", "converged_")
     _saved_arrays = (("classes_", None), ("coef_", np.float64))
     _saved_hypotheses = "hypotheses_"
 
