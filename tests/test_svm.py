@@ -266,3 +266,34 @@ def test_ctrl_c_before_any_solver_step_propagates(monkeypatch):
     monkeypatch.setattr(mod, "fit_dual_cd", interrupted)
     with pytest.raises(KeyboardInterrupt):
         SVMClassifier(solver="dual_cd").fit(X, y)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly", "sigmoid"])
+def test_kernel_rows_equal_scikit_learn_and_a_tiny_cache_changes_nothing(kernel):
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    from maxmargin.solvers.svm import _kernel_row, kernel_rows
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(70, 5))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=70) > 0, 1.0, -1.0)
+    params = {"gamma": 0.3, "coef0": 0.5, "degree": 3}
+    kw = {k: v for k, v in params.items() if kernel != "linear"}
+    kw = {k: v for k, v in kw.items() if not (kernel == "rbf" and k != "gamma")}
+    kw = {k: v for k, v in kw.items() if not (kernel == "sigmoid" and k == "degree")}
+    K = pairwise_kernels(X, metric=kernel, **kw)
+    kr = kernel_rows(X, kernel, cache_size=1e-9, **params)  # two rows cached at most
+    assert kr.cache.shape[0] == 2
+    for i in (3, 40, 3, 7):
+        np.testing.assert_allclose(_kernel_row(kr, i), K[i], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kr.diag, np.diag(K), rtol=1e-12)
+    C = 10.0 if kernel == "sigmoid" else 1.0
+    ref = fit_smo(K, y, C, tol=1e-8)
+    tiny = kernel_rows(X, kernel, cache_size=1e-9, **params)
+    ours = fit_smo(tiny, y, C, tol=1e-8)
+    np.testing.assert_allclose(ours.alpha, ref.alpha, atol=1e-6)
+    assert ours.dual == pytest.approx(ref.dual, rel=1e-9)
+    # rows are recomputed after eviction: more computed rows than distinct rows needed
+    full = kernel_rows(X, kernel, **params)
+    fit_smo(full, y, C, tol=1e-8)
+    assert full.clock[1] <= 70 and tiny.clock[1] > full.clock[1]

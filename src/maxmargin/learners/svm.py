@@ -27,7 +27,14 @@ from maxmargin._validation import (
 from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
 from maxmargin.learners._persist import Persistent, fitted
-from maxmargin.solvers.svm import fit_dual_cd, fit_one_slack_svm, fit_pegasos, fit_smo
+from maxmargin.solvers.svm import (
+    ROW_KERNELS,
+    fit_dual_cd,
+    fit_one_slack_svm,
+    fit_pegasos,
+    fit_smo,
+    kernel_rows,
+)
 
 __all__ = ["SVMClassifier"]
 
@@ -73,6 +80,11 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
     degree, coef0 : kernel parameters, as in ``SVC``.
     wss : {"wss1", "wss2"}, default="wss2"
         SMO working-set selection.
+    cache_size : float, default=200.0
+        SMO's kernel-row cache in MB (as ``SVC``): rows of the linear, rbf, poly and
+        sigmoid kernels on dense data are computed when SMO first needs them and the least
+        recently used are evicted; sparse data and the additive kernels use the whole
+        precomputed matrix.
     tol : float, default=1e-3
         SMO: maximal KKT violation (libsvm's ``eps``); other solvers: relative duality gap.
     max_iter : int, default=1000
@@ -131,6 +143,7 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         "degree": [POSITIVE_INT],
         "coef0": [Interval(float, None, None)],
         "wss": [Options("wss1", "wss2")],
+        "cache_size": [POSITIVE],
         "tol": [POSITIVE],
         "max_iter": [POSITIVE_INT],
         "max_time": MAX_TIME,
@@ -152,6 +165,7 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         degree=3,
         coef0=0.0,
         wss="wss2",
+        cache_size=200.0,
         tol=1e-3,
         max_iter=1000,
         max_time=None,
@@ -169,6 +183,7 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.wss = wss
+        self.cache_size = cache_size
         self.tol = tol
         self.max_iter = max_iter
         self.max_time = max_time
@@ -261,7 +276,17 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         K = Xa = None
         if self.solver == "smo":
-            K = self._kernel(X, X)
+            if self.kernel in ROW_KERNELS and not sp.issparse(X):
+                K = kernel_rows(
+                    X,
+                    self.kernel,
+                    gamma=self._gamma,
+                    coef0=float(self.coef0),
+                    degree=int(self.degree),
+                    cache_size=float(self.cache_size),
+                )  # shared by the one-vs-rest problems
+            else:
+                K = self._kernel(X, X)
         else:
             Xa = self._augment(X)
         problems = [1] if k == 2 else list(range(k))

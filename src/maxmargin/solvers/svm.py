@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,12 +56,14 @@ from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.ssvm_base import Tracker
 
 __all__ = [
+    "KernelRows",
     "SVMSolution",
     "fit_dual_cd",
     "fit_one_slack_svm",
     "fit_pegasos",
     "fit_smo",
     "hinge_objective",
+    "kernel_rows",
 ]
 
 
@@ -114,8 +117,102 @@ def hinge_objective(margins, sq_norm, C, loss="hinge") -> float:
 
 
 # ===================================================================================== SMO
+#: kernels SMO computes row by row (others: a precomputed matrix)
+ROW_KERNELS = {"linear": 1, "rbf": 2, "poly": 3, "sigmoid": 4}
+
+
+class KernelRows(NamedTuple):
+    """Kernel rows for SMO, computed on demand and kept in a least-recently-used cache (as
+    libsvm's kernel cache): row ``i`` lives in slot ``slot_of[i]`` of ``cache`` (-1: not
+    cached).  ``kind`` 0 is a precomputed matrix held whole in ``cache`` (every row cached);
+    1-4 compute ``k(x_i, x_t)`` from ``X`` as scikit-learn's linear / rbf / poly / sigmoid
+    kernels.  Built by :func:`kernel_rows`; shared by the one-vs-rest problems of a fit.
+    """
+
+    X: np.ndarray
+    sqn: np.ndarray  # squared row norms of X
+    diag: np.ndarray  # k(x_i, x_i)
+    kind: int
+    gamma: float
+    coef0: float
+    degree: float
+    cache: np.ndarray  # (slots, n)
+    slot_of: np.ndarray  # (n,) int64
+    row_in: np.ndarray  # (slots,) int64
+    last_used: np.ndarray  # (slots,) int64
+    clock: np.ndarray  # (1,) int64 access counter; clock[1]: rows computed
+
+
+def kernel_rows(X=None, kernel="rbf", gamma=1.0, coef0=0.0, degree=3, cache_size=200.0, K=None):
+    """:class:`KernelRows` for dense ``X`` and a scikit-learn kernel name (``ROW_KERNELS``)
+    with a cache of ``cache_size`` MB (at least 2 rows), or for a precomputed matrix
+    ``K``."""
+    if K is not None:
+        K = np.ascontiguousarray(K, dtype=np.float64)
+        n = K.shape[0]
+        if K.shape != (n, n):
+            raise ValueError(f"K must be square, got shape {K.shape}")
+        idx = np.arange(n, dtype=np.int64)
+        return KernelRows(
+            np.zeros((n, 0)), np.zeros(n), np.ascontiguousarray(np.diag(K)), 0, 0.0, 0.0, 0.0,
+            K, idx, idx.copy(), np.zeros(n, np.int64), np.zeros(2, np.int64),
+        )  # fmt: skip
+    if kernel not in ROW_KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(ROW_KERNELS)}, got {kernel!r}")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    sqn = np.einsum("ij,ij->i", X, X)
+    g, c0, deg = float(gamma), float(coef0), float(degree)
+    diag = {
+        "linear": sqn,
+        "rbf": np.ones(n),
+        "poly": (g * sqn + c0) ** deg,
+        "sigmoid": np.tanh(g * sqn + c0),
+    }[kernel]
+    slots = int(max(2, min(n, cache_size * 2**20 // max(8 * n, 1))))
+    return KernelRows(
+        X, sqn, np.ascontiguousarray(diag), ROW_KERNELS[kernel], g, c0, deg,
+        np.empty((slots, n)), np.full(n, -1, np.int64), np.full(slots, -1, np.int64),
+        np.zeros(slots, np.int64), np.zeros(2, np.int64),
+    )  # fmt: skip
+
+
 @njit(cache=True)
-def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
+def _kernel_row(kr, i):  # pragma: no cover - compiled
+    """Row ``i`` of the kernel matrix, from the cache or computed into the least recently
+    used slot."""
+    kr.clock[0] += 1
+    s = kr.slot_of[i]
+    if s >= 0:
+        kr.last_used[s] = kr.clock[0]
+        return kr.cache[s]
+    s = np.argmin(kr.last_used)
+    old = kr.row_in[s]
+    if old >= 0:
+        kr.slot_of[old] = -1
+    kr.row_in[s] = i
+    kr.slot_of[i] = s
+    kr.last_used[s] = kr.clock[0]
+    kr.clock[1] += 1
+    row = kr.cache[s]
+    dots = kr.X @ kr.X[i]
+    if kr.kind == 1:
+        row[:] = dots
+    elif kr.kind == 2:
+        for t in range(row.shape[0]):
+            d2 = kr.sqn[i] + kr.sqn[t] - 2.0 * dots[t]
+            row[t] = np.exp(-kr.gamma * (d2 if d2 > 0.0 else 0.0))
+    elif kr.kind == 3:
+        for t in range(row.shape[0]):
+            row[t] = (kr.gamma * dots[t] + kr.coef0) ** kr.degree
+    else:
+        for t in range(row.shape[0]):
+            row[t] = np.tanh(kr.gamma * dots[t] + kr.coef0)
+    return row
+
+
+@njit(cache=True)
+def _smo_steps(kr, y, C, alpha, G, tol, max_steps, wss2, tau):
     """At most ``max_steps`` SMO steps in place; returns (steps, violation, converged).
 
     ``G = Q alpha - e`` is the dual gradient.  I_up / I_low are the index sets where
@@ -123,10 +220,11 @@ def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
     ``m - M = max_{I_up} -y G - min_{I_low} -y G`` (Keerthi et al. 2001), the stopping
     rule is ``m - M <= tol`` (libsvm's).  WSS1 takes the maximal violating pair, WSS2
     keeps ``i`` and picks ``j`` with the largest second-order decrease
-    ``b_ij^2 / a_ij`` (Fan, Chen & Lin 2005).  ``Kd`` is the diagonal of ``K`` (contiguous,
-    for the WSS2 scan).
+    ``b_ij^2 / a_ij`` (Fan, Chen & Lin 2005).  Each step reads kernel rows i and j only
+    (``kr``: :class:`KernelRows`).
     """
     n = y.shape[0]
+    Kd = kr.diag
     steps = 0
     viol = np.inf
     while steps < max_steps:
@@ -142,7 +240,12 @@ def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
         jmin = -1
         j2 = -1
         best = np.inf
-        Kii = Kd[i] if i >= 0 else 0.0
+        if i >= 0:
+            Ki = _kernel_row(kr, i)
+            Kii = Kd[i]
+        else:
+            Ki = Kd
+            Kii = 0.0
         for t in range(n):
             if (y[t] > 0 and alpha[t] > 0) or (y[t] < 0 and alpha[t] < C):
                 v = -y[t] * G[t]
@@ -152,7 +255,7 @@ def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
                 if wss2:
                     bb = gmax - v
                     if bb > 0.0:
-                        a = Kii + Kd[t] - 2.0 * K[i, t]
+                        a = Kii + Kd[t] - 2.0 * Ki[t]
                         if a <= 0.0:
                             a = tau
                         o = -bb * bb / a
@@ -163,7 +266,7 @@ def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
         if i < 0 or jmin < 0 or viol <= tol:
             return steps, viol, True
         j = j2 if (wss2 and j2 >= 0) else jmin
-        a = Kii + Kd[j] - 2.0 * K[i, j]
+        a = Kii + Kd[j] - 2.0 * Ki[j]
         if a <= 0.0:
             a = tau
         t_step = (gmax + y[j] * G[j]) / a
@@ -180,8 +283,9 @@ def _smo_steps(K, Kd, y, C, alpha, G, tol, max_steps, wss2, tau):
             alpha[i] = C if y[i] > 0 else 0.0
         if t_step == cap_j:
             alpha[j] = 0.0 if y[j] > 0 else C
+        Kj = _kernel_row(kr, j)  # at least two slots: row i stays cached (just used)
         for k in range(n):
-            G[k] += t_step * y[k] * (K[i, k] - K[j, k])
+            G[k] += t_step * y[k] * (Ki[k] - Kj[k])
         steps += 1
     return steps, viol, False
 
@@ -223,14 +327,14 @@ def fit_smo(
     callback=None,
     verbose=0,
 ) -> SVMSolution:
-    """Decomposition (SMO) on the kernel matrix ``K`` (n x n, precomputed).
+    """Decomposition (SMO) on the kernel matrix: ``K`` is an (n x n) array or a
+    :class:`KernelRows` (rows computed on demand into an LRU cache, as libsvm; see
+    :func:`kernel_rows`).
 
     ``tol``: the maximal KKT violation ``m - M`` at which to stop (libsvm's ``eps``);
-    ``max_iter``: total pair updates.  Memory is O(n^2): the whole kernel matrix is held
-    (no kernel cache or shrinking, unlike libsvm).
+    ``max_iter``: total pair updates.  No shrinking (libsvm shrinks).
     """
-    K = np.ascontiguousarray(K, dtype=np.float64)
-    Kd = np.ascontiguousarray(np.diag(K))
+    kr = K if isinstance(K, KernelRows) else kernel_rows(K=K)
     y = np.asarray(y, dtype=np.float64)
     n = y.shape[0]
     alpha = np.zeros(n)
@@ -244,7 +348,7 @@ def fit_smo(
         while True:
             budget = min(chunk, max_iter - steps)
             done, viol, converged = _smo_steps(
-                K, Kd, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
+                kr, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
             )
             steps += done
             b = _smo_bias(alpha, G, y, C)
