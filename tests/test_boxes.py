@@ -136,6 +136,17 @@ def test_structboost_trains_on_boxes(master):
     assert np.mean(ov) > 0.8
 
 
+def test_structboost_on_boxes_saves_and_loads(tmp_path):
+    import maxmargin
+
+    X, y = _separable()
+    est = StructBoost(task=BoxTask(), C=30.0, max_iter=10, random_state=0).fit(X, y)
+    back = maxmargin.load(maxmargin.save(est, tmp_path / "boxes.npz"))
+    assert isinstance(back.task_, BoxTask)
+    Xt, _ = _separable(seed=5)
+    np.testing.assert_array_equal(np.asarray(back.predict(Xt)), np.asarray(est.predict(Xt)))
+
+
 def test_linear_ssvm_on_boxes():
     X, y = _separable()
     model = BoxTask().bind(X, y).linear_model()

@@ -37,6 +37,7 @@ from maxmargin.solvers.column_generation import (
     fit_structboost,
 )
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
+from maxmargin.tasks.boxes import BoxTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
 from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
@@ -50,6 +51,7 @@ __all__ = ["StructBoost", "StructBoostClassifier"]
 MAX_C = 1e12
 
 _TASKS = {
+    "BoxTask": BoxTask,  # Pascal-overlap boxes (tracking)
     "BinaryTask": BinaryTask,
     "MultiClassTask": MultiClassTask,
     "HierarchyTask": HierarchyTask,
@@ -470,6 +472,8 @@ class StructBoost(Persistent, BaseEstimator):
         if not (np.all(np.isfinite(self.slot_weights_)) and np.all(np.isfinite(self.weight_path_))):
             raise ValueError("model file is inconsistent: non-finite weights")
         if isinstance(task, LabelCodingTask) and self.hypotheses_.n_features != self.n_features_in_:
+            raise ValueError("model file is inconsistent: weak learners read other features")
+        if isinstance(task, BoxTask) and self.hypotheses_.n_features != task.n_features_:
             raise ValueError("model file is inconsistent: weak learners read other features")
 
 
