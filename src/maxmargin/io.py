@@ -59,6 +59,7 @@ _BUILTIN_MODELS: dict[str, str] = {
     "SparseKernelSVM": "maxmargin.learners.sparse_kernel_svm:SparseKernelSVM",
     "AdditiveKernelMap": "maxmargin.learners.kernel_approx:AdditiveKernelMap",
     "BinaryAdaBoost": "maxmargin.learners.binary_adaboost:BinaryAdaBoost",
+    "BoostedCascade": "maxmargin.learners.cascade:BoostedCascade",
     "TCBoostClassifier": "maxmargin.learners.tcboost:TCBoostClassifier",
     "ForwardFeatureSelector": "maxmargin.learners.feature_selection:ForwardFeatureSelector",
 }

@@ -202,6 +202,7 @@ def fit_cost_sensitive_stage(
     recycle_lambda=0.0,
     prepared=None,
     stop=None,
+    on_round=None,
     max_time=None,
 ) -> StageResult:
     """Cost-sensitive Discrete / Real / Gentle AdaBoost for one stage.
@@ -209,7 +210,8 @@ def fit_cost_sensitive_stage(
     ``ys`` in {-1, +1}; ``F0``: starting scores (default 0); ``recycle``: split stumps
     (any :class:`RealStumps` / feature-threshold pairs) that may be reused (Algorithm 3);
     ``stop(stumps)`` is called after every round with the stage so far and ends training
-    when it returns True.  History rows: ``iteration``, ``objective`` (the cost-sensitive
+    when it returns True; ``on_round(record)`` is called with every round's record
+    before that.  History rows: ``iteration``, ``objective`` (the cost-sensitive
     exponential loss, mean), ``recycled``, ``d_new``, ``d_recycled``, ``t_total``.
     """
     if variant not in CS_VARIANTS:
@@ -291,6 +293,8 @@ def fit_cost_sensitive_stage(
             "t_total": time.perf_counter() - t0,
         }
         history.append(rec)
+        if on_round is not None:
+            on_round(rec)
         if stop is not None and stop(stage.stumps()):
             stopped = True
             break
@@ -349,6 +353,7 @@ def fit_asymmetric_stage(
     recycle_lambda=0.0,
     prepared=None,
     stop=None,
+    on_round=None,
     max_time=None,
     tol=1e-12,
 ) -> StageResult:
@@ -438,6 +443,8 @@ def fit_asymmetric_stage(
         }
         rec["gap"] = float(qp_gap) / max(abs(obj), 1e-12)
         history.append(rec)
+        if on_round is not None:
+            on_round(rec)
         if stop is not None:
             st = _Stage(d)
             for ff, tt, pp, ww in zip(cols_f, cols_t, cols_p, w):
