@@ -11,6 +11,12 @@ from maxmargin.apps.detection.data import (
     read_voc,
     rescale_image,
 )
+from maxmargin.apps.detection.detector import (
+    CascadeDetector,
+    HOGSVMDetector,
+    ProposalRanker,
+    check_images_boxes,
+)
 from maxmargin.apps.detection.features import HOGPyramid, to_grey
 from maxmargin.apps.detection.metrics import (
     average_precision,
@@ -24,9 +30,13 @@ from maxmargin.apps.detection.windows import BoxDistribution, sliding_windows
 __all__ = [
     "Annotation",
     "BoxDistribution",
+    "CascadeDetector",
     "HOGPyramid",
+    "HOGSVMDetector",
+    "ProposalRanker",
     "average_precision",
     "best_overlaps",
+    "check_images_boxes",
     "load_image",
     "load_voc_folder",
     "nms",
