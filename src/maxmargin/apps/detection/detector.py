@@ -466,6 +466,10 @@ class ProposalRanker(BaseEstimator):
     n_train_windows : int, default=300
     n_candidates : int, default=1000
         Windows drawn per image at prediction.
+    nms_threshold : float or None, default=0.7
+        :meth:`propose` moves windows overlapping a better-ranked kept window by more
+        than this behind all kept ones (non-maximum suppression, as in Rahtu et al.'s
+        window selection), so the top of the list covers different objects; None: off.
     window, cell, block, orientations, scale_step : HOG parameters
     tol, max_iter : RankSVM's
     random_state, verbose
@@ -477,6 +481,7 @@ class ProposalRanker(BaseEstimator):
         "rescaling": [Options("margin", "slack")],
         "n_train_windows": [POSITIVE_INT],
         "n_candidates": [POSITIVE_INT],
+        "nms_threshold": [None, _UNIT],
         "window": [tuple, list],
         "cell": [POSITIVE_INT],
         "block": [POSITIVE_INT],
@@ -496,6 +501,7 @@ class ProposalRanker(BaseEstimator):
         rescaling="margin",
         n_train_windows=300,
         n_candidates=1000,
+        nms_threshold=0.7,
         window=(4, 4),
         cell=8,
         block=2,
@@ -511,6 +517,7 @@ class ProposalRanker(BaseEstimator):
         self.rescaling = rescaling
         self.n_train_windows = n_train_windows
         self.n_candidates = n_candidates
+        self.nms_threshold = nms_threshold
         self.window = window
         self.cell = cell
         self.block = block
@@ -585,10 +592,15 @@ class ProposalRanker(BaseEstimator):
         )
 
     def propose(self, image, rng=None):
-        """``(boxes, scores)``: the candidates of one image, best first."""
+        """``(boxes, scores)``: the candidates of one image, best first (after NMS, the
+        kept windows first, then the suppressed ones, each by score)."""
         cand = self.candidates(image, rng if rng is not None else self.random_state)
         s = self.score_windows(image, cand)
         order = np.argsort(-s, kind="stable")
+        if self.nms_threshold is not None and len(cand):
+            keep = nms(cand, s, float(self.nms_threshold))
+            rest = np.setdiff1d(order, keep, assume_unique=True)
+            order = np.concatenate([keep, rest[np.argsort(-s[rest], kind="stable")]])
         return cand[order], s[order]
 
     def _get_state(self):
