@@ -41,10 +41,12 @@ def test_hog_svm_detector_with_mining(scenes, tmp_path):
 @pytest.mark.parametrize("learner", ["gentle", "lacboost"])
 def test_cascade_detector(scenes, tmp_path, learner):
     (tri, trb), (tei, teb) = scenes
-    c = CascadeDetector(
-        window=(3, 3), stage_learner=learner, n_stages=4, max_weak=20, random_state=0
-    ).fit(tri, trb)
+    kw = dict(window=(3, 3), stage_learner=learner, n_stages=4, max_weak=20, random_state=0)
+    c = CascadeDetector(validation_fraction=0.0, **kw).fit(tri, trb)
     assert _ap(c, tei, teb) > 0.4
+    # operating points on held-out images (the default): still a working detector
+    held = CascadeDetector(validation_fraction=0.3, **kw).fit(tri, trb)
+    assert held.cascade_.n_stages_ >= 1 and _ap(held, tei, teb) > 0.1
     back = maxmargin.load(maxmargin.save(c, tmp_path / "c.npz"))
     np.testing.assert_array_equal(back.detect(tei[0])[0], c.detect(tei[0])[0])
 

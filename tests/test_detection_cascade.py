@@ -78,6 +78,20 @@ def test_recycling_reuses_weak_classifiers_across_stages(tmp_path):
     assert back.stages_ == rec.stages_
 
 
+def test_validation_mask_chooses_the_operating_points_on_held_out_rows():
+    X, y = _data(5)
+    hold = np.zeros(len(y), dtype=bool)
+    hold[::4] = True
+    kw = dict(n_stages=2, max_weak=10, rule="fixed", target_far=0.1)
+    c = BoostedCascade(**kw).fit(X, y, validation_mask=hold)
+    F = c.stumps_[0].evaluate(X[hold]).sum(0)
+    yh = y[hold] == 1
+    assert c.stages_[0]["recall"] == pytest.approx((F[yh] > c.thresholds_[0]).mean())
+    assert c.stages_[0]["n_pos"] == (y[~hold] == 1).sum()
+    with pytest.raises(ValueError, match="both classes"):
+        BoostedCascade(**kw).fit(X, y, validation_mask=y == 1)
+
+
 def test_cascade_errors():
     X, y = _data(4, n_pos=1, n_neg=20)
     with pytest.raises(ValueError, match="no stage"):

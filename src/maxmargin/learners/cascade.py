@@ -148,7 +148,11 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         self.callback = callback
 
     # ------------------------------------------------------------------------ fit
-    def fit(self, X, y):
+    def fit(self, X, y, validation_mask=None):
+        """Train the cascade.  ``validation_mask`` (boolean, one per sample): the rows
+        held out to choose operating points (e.g. all windows of some images, so that the
+        points are not chosen on near-copies of training windows); it overrides
+        ``validation_fraction``."""
         validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
@@ -164,7 +168,15 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         if n < 2:
             raise ValueError(f"n_samples = {n}: a cascade needs examples of both classes")
         tr, va = np.arange(n), np.arange(n)
-        if self.validation_fraction > 0:
+        if validation_mask is not None:
+            hold = np.asarray(validation_mask, dtype=bool).ravel()
+            if hold.shape != (n,):
+                raise ValueError(f"validation_mask must have {n} entries, got {hold.shape}")
+            for part, name in ((hold, "validation"), (~hold, "training")):
+                if not ((ys[part] > 0).any() and (ys[part] < 0).any()):
+                    raise ValueError(f"the {name} rows must hold both classes")
+            tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
+        elif self.validation_fraction > 0:
             hold = np.zeros(n, dtype=bool)
             for c in (1.0, -1.0):
                 idx = np.flatnonzero(ys == c)

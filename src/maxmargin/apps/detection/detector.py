@@ -377,11 +377,16 @@ class CascadeDetector(_WindowDetector):
         )
 
     def fit(self, images, boxes):
+        """Train on images and their boxes.  With ``validation_fraction > 0`` the
+        operating points are chosen on the windows of that share of the images (drawn at
+        random), held out from stage training."""
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
         rng = as_generator(self.random_state)
         wins = self._windows(images, boxes)
-        Xp = self._positives(wins, boxes)
+        Xp = [self._positives([w], [b]) if len(b) else None for w, b in zip(wins, boxes)]
+        if all(x is None for x in Xp):
+            raise ValueError("no positive windows: check the boxes and the window size")
         counts = np.array([(w[4] < self.neg_overlap).sum() for w in wins])
         total = int(counts.sum())
         if total == 0:
@@ -389,17 +394,34 @@ class CascadeDetector(_WindowDetector):
         take = min(total, int(self.n_negatives))
         pick = np.sort(rng.choice(total, take, replace=False))
         offs = np.concatenate([[0], np.cumsum(counts)])
-        Xn = []
+        n_img = len(images)
+        n_val = round(self.validation_fraction * n_img) if n_img >= 2 else 0
+        val_img = np.zeros(n_img, dtype=bool)
+        with_pos = np.flatnonzero([x is not None for x in Xp])
+        if n_val and len(with_pos) >= 2:
+            n_val = min(n_val, len(with_pos) - 1)
+            val_img[rng.choice(with_pos, n_val, replace=False)] = True
+        Xs, ys_, hold = [], [], []
         for k, (pyr, lv, r, c, ov) in enumerate(wins):
+            if Xp[k] is not None:
+                Xs.append(Xp[k])
+                ys_.append(np.ones(len(Xp[k])))
+                hold.append(np.full(len(Xp[k]), val_img[k]))
             neg = np.flatnonzero(ov < self.neg_overlap)
             mine = pick[(pick >= offs[k]) & (pick < offs[k + 1])] - offs[k]
             if len(mine):
-                Xn.append(pyr.descriptors(lv[neg[mine]], r[neg[mine]], c[neg[mine]]))
-        Xn = np.vstack(Xn)
-        X = np.vstack([Xp, Xn]).astype(np.float64)
-        y = np.r_[np.ones(len(Xp)), np.zeros(len(Xn))]
-        self.cascade_ = self._cascade().fit(X, y)
-        self.n_positives_, self.n_negatives_ = len(Xp), len(Xn)
+                Xs.append(pyr.descriptors(lv[neg[mine]], r[neg[mine]], c[neg[mine]]))
+                ys_.append(np.zeros(len(mine)))
+                hold.append(np.full(len(mine), val_img[k]))
+        X = np.vstack(Xs).astype(np.float64)
+        y = np.concatenate(ys_)
+        hold = np.concatenate(hold)
+        mask = hold if hold.any() and (y[hold] == 0).any() and (y[~hold] == 0).any() else None
+        casc = self._cascade()
+        if mask is not None:
+            casc.set_params(validation_fraction=0.0)
+        self.cascade_ = casc.fit(X, y, validation_mask=mask)
+        self.n_positives_, self.n_negatives_ = int((y == 1).sum()), int((y == 0).sum())
         self.n_train_images_ = len(images)
         return self
 
