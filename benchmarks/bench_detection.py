@@ -104,6 +104,8 @@ def main(argv=None):
     ap.add_argument("--svm-C", type=float, default=0.1)
     ap.add_argument("--stage-learners", default="gentle,lacboost")
     ap.add_argument("--cost-ratio", type=float, default=1.0)
+    ap.add_argument("--rule", default="two-point", choices=["fixed", "one-point", "two-point"])
+    ap.add_argument("--fallback", default="recall", choices=["recall", "far"])
     ap.add_argument("--n-stages", type=int, default=10)
     ap.add_argument("--max-weak", type=int, default=50)
     ap.add_argument("--target-recall", type=float, default=0.9)
@@ -172,6 +174,8 @@ def main(argv=None):
             cas = CascadeDetector(
                 stage_learner=learner,
                 cost_ratio=args.cost_ratio,
+                rule=args.rule,
+                fallback=args.fallback,
                 n_stages=args.n_stages,
                 max_weak=args.max_weak,
                 target_recall=args.target_recall,

@@ -100,3 +100,16 @@ def test_cascade_errors():
         BoostedCascade(rule="three-point").fit(X, y)
     with pytest.raises(ValueError, match="binary"):
         BoostedCascade().fit(X[:6], [0, 1, 2, 0, 1, 2])
+
+
+def test_recall_fallback_keeps_the_recall_of_weak_stages():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(2200, 5))
+    y = np.r_[np.ones(200), np.zeros(2000)]
+    X[:200, 0] += 0.7  # hard: the goal below is out of reach
+    kw = dict(n_stages=5, max_weak=5, target_recall=0.9, target_far=1e-4, random_state=0)
+    keep = BoostedCascade(fallback="recall", **kw).fit(X, y)
+    drop = BoostedCascade(fallback="far", **kw).fit(X, y)
+    rk = (keep.predict(X[:200]) == 1).mean()
+    rd = (drop.predict(X[:200]) == 1).mean()
+    assert rk >= 0.85 and rd < rk

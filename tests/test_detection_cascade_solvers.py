@@ -210,3 +210,19 @@ def test_recycling_reuses_splits():
         X, ys, max_weak=10, recycle=first.stumps, recycle_lambda=0.5, theta=3.0
     )
     assert lac.n_recycled > 0
+
+
+def test_fallbacks_when_the_goal_is_out_of_reach():
+    rng = np.random.default_rng(3)
+    sp_, sn = rng.normal(0.5, 1, 200), rng.normal(0, 1, 2000)  # a weak stage
+    A, B, n = 0.9, 1e-4, 10
+    for rule in ("fixed", "one-point", "two-point"):
+        far = select_operating_point(sp_, sn, A, B, n, rule=rule, fallback="far")
+        rec = select_operating_point(sp_, sn, A, B, n, rule=rule, fallback="recall")
+        assert not far.attained and not rec.attained
+        _, a, b = roc_points(sp_, sn)
+        ok = a >= A ** (1 / n) - 1e-12
+        assert rec.far == pytest.approx(b[ok].min())  # brute force: lowest FAR at that recall
+        assert rec.recall >= A ** (1 / n) and far.recall < rec.recall
+    with pytest.raises(ValueError, match="fallback"):
+        select_operating_point(sp_, sn, A, B, n, fallback="both")

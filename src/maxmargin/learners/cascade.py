@@ -31,7 +31,7 @@ from maxmargin.solvers.asymmetric_boost import (
     fit_asymmetric_stage,
     fit_cost_sensitive_stage,
 )
-from maxmargin.solvers.operating_point import RULES, select_operating_point
+from maxmargin.solvers.operating_point import FALLBACKS, RULES, select_operating_point
 from maxmargin.weak.real_stump import RealStumps
 
 __all__ = ["BoostedCascade"]
@@ -68,6 +68,12 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     target_recall, target_far : float, default=0.95, 1e-3
         The cascade's goal ``(A, B)``.
     rule : {"fixed", "one-point", "two-point"}, default="two-point"
+    fallback : {"recall", "far"}, default="recall"
+        What a stage that cannot reach the rule's goal within ``max_weak`` gives up (thesis
+        Sec. 4.3.4): ``"far"`` keeps the FAR goal and accepts missed detections (the
+        section's main example); ``"recall"`` keeps the per-stage recall
+        ``A^(1/n)`` and accepts more false positives (its "reversed strategy").  With weak
+        stage classifiers ``"far"`` lets the recall collapse stage after stage.
     max_weak : int, default=50
         Weak classifiers per stage at most.
     recycle : float or None, default=None
@@ -98,6 +104,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         "target_recall": [Interval(float, 0, 1, closed="right")],
         "target_far": [Interval(float, 0, 1, closed="neither")],
         "rule": [Options(*RULES)],
+        "fallback": [Options(*FALLBACKS)],
         "max_weak": [POSITIVE_INT],
         "recycle": [None, Interval(float, 0, None, closed="left")],
         "theta": [POSITIVE],
@@ -119,6 +126,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         target_recall=0.95,
         target_far=1e-3,
         rule="two-point",
+        fallback="recall",
         max_weak=50,
         recycle=None,
         theta=1.0,
@@ -136,6 +144,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         self.target_recall = target_recall
         self.target_far = target_far
         self.rule = rule
+        self.fallback = fallback
         self.max_weak = max_weak
         self.recycle = recycle
         self.theta = theta
@@ -267,7 +276,9 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             if len(st) == 0:
                 break
             F = st.evaluate(Xv).sum(axis=0)
-            op = select_operating_point(F[:nvp], F[nvp:], *goal, rule=self.rule)
+            op = select_operating_point(
+                F[:nvp], F[nvp:], *goal, rule=self.rule, fallback=self.fallback
+            )
             splits = set(zip(st.feature.tolist(), st.threshold.tolist()))
             table.append(
                 {

@@ -19,9 +19,12 @@ scores).  Three rules decide whether a stage is good enough and which point it t
   most two points; the stage takes the one with the smaller FAR.  Solved by HiGHS.
 
 When a rule's goal cannot be met (the stage hit its weak-classifier limit), Sec. 4.3.4's
-fallbacks apply: fixed rule -- the highest recall with ``beta <= B^(1/n)``; one-point --
-the highest ``A*`` with ``m_b >= 1``; two-point -- the LP's smaller-FAR point (or, if the
-LP is infeasible, the highest recall with ``beta <= B^(1/n)``).  After a stage takes
+fallbacks keep the FAR goal and give up recall (``fallback="far"``): fixed rule -- the
+highest recall with ``beta <= B^(1/n)``; one-point -- the highest ``A*`` with ``m_b >= 1``;
+two-point -- the LP's smaller-FAR point (or, if the LP is infeasible, the highest recall
+with ``beta <= B^(1/n)``).  The "reversed strategy" the section mentions keeps the recall
+goal and gives up FAR (``fallback="recall"``, the same for every rule): the lowest FAR
+with ``alpha >= A^(1/n)`` (the highest recall if no point has it).  After a stage takes
 ``(a, b)`` the remaining goal is ``A <- A / a``, ``B <- B / b``, ``n <- n - 1``.
 
 Corrections to the seed's text (see docs/detection.md): eq. 4.58 prints ``B <- B / a_i``
@@ -45,6 +48,7 @@ __all__ = [
     "OperatingPoint",
     "fixed_rule",
     "one_point",
+    "recall_fallback",
     "roc_points",
     "select_operating_point",
     "two_point",
@@ -169,8 +173,27 @@ def two_point(alpha, beta, A, B, n):
     return k, bool(opt >= np.log(A) - 1e-12), x
 
 
-def select_operating_point(scores_pos, scores_neg, A, B, n, rule="two-point", select="min_far"):
-    """The stage's operating point under ``rule`` from validation scores."""
+def recall_fallback(alpha, beta, A, n):
+    """Index of the lowest-FAR point with recall ``>= A^(1/n)`` (else the highest
+    recall): Sec. 4.3.4's reversed strategy."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    beta = np.asarray(beta, dtype=np.float64)
+    ok = np.flatnonzero(alpha >= min(A, 1.0) ** (1.0 / n) - 1e-12)
+    if len(ok):
+        return _pick(ok, beta)
+    return int(np.argmax(alpha))
+
+
+FALLBACKS = ("far", "recall")
+
+
+def select_operating_point(
+    scores_pos, scores_neg, A, B, n, rule="two-point", select="min_far", fallback="far"
+):
+    """The stage's operating point under ``rule`` from validation scores; ``fallback``
+    says what a stage that cannot reach the goal gives up (see the module docstring)."""
+    if fallback not in FALLBACKS:
+        raise ValueError(f"fallback must be one of {FALLBACKS}, got {fallback!r}")
     thr, alpha, beta = roc_points(scores_pos, scores_neg)
     if rule == "fixed":
         k, ok = fixed_rule(alpha, beta, A, B, n)
@@ -180,4 +203,6 @@ def select_operating_point(scores_pos, scores_neg, A, B, n, rule="two-point", se
         k, ok, _ = two_point(alpha, beta, A, B, n)
     else:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    if not ok and fallback == "recall":
+        k = recall_fallback(alpha, beta, A, n)
     return OperatingPoint(k, float(thr[k]), float(alpha[k]), float(beta[k]), bool(ok))

@@ -298,6 +298,7 @@ class CascadeDetector(_WindowDetector):
         **_WindowDetector._hog_constraints,
         "stage_learner": [Options(*STAGE_LEARNERS)],
         "rule": [Options(*RULES)],
+        "fallback": [Options("recall", "far")],
         "n_stages": [POSITIVE_INT],
         "target_recall": [Interval(float, 0, 1, closed="right")],
         "target_far": [Interval(float, 0, 1, closed="neither")],
@@ -321,6 +322,7 @@ class CascadeDetector(_WindowDetector):
         neg_overlap=0.3,
         stage_learner="gentle",
         rule="two-point",
+        fallback="recall",
         n_stages=10,
         target_recall=0.9,
         target_far=1e-4,
@@ -345,6 +347,7 @@ class CascadeDetector(_WindowDetector):
         self.neg_overlap = neg_overlap
         self.stage_learner = stage_learner
         self.rule = rule
+        self.fallback = fallback
         self.n_stages = n_stages
         self.target_recall = target_recall
         self.target_far = target_far
@@ -364,6 +367,7 @@ class CascadeDetector(_WindowDetector):
         return BoostedCascade(
             stage_learner=self.stage_learner,
             rule=self.rule,
+            fallback=self.fallback,
             n_stages=self.n_stages,
             target_recall=self.target_recall,
             target_far=self.target_far,
