@@ -38,7 +38,7 @@ def test_mining_reaches_the_all_windows_svm(cap):
     np.testing.assert_allclose(np.r_[res.w, res.b], full.w, atol=1e-3)
     h = res.history
     assert h[0]["n_hard"] == len(Xn)  # w = 0: every window is hard (Table 2.1, round 0)
-    assert h[-1]["gap"] < 1e-6 and len(res.working_set) <= cap
+    assert h[-1]["gap"] < 1e-6 and len(res.working_set) <= cap and h[-1]["n_violating"] == 0
     assert {"iteration", "n_hard", "n_new", "working_set", "objective", "gap"} <= set(h[0])
     # the working set is a small part of the negatives
     assert cap > len(Xn) or len(res.working_set) < len(Xn) / 3

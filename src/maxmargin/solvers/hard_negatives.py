@@ -85,7 +85,9 @@ def mine_hard_negatives(
     once (e.g. one chunk per image, features computed on the fly); ``ids`` are unique
     integer ids.  ``tol`` is the relative duality gap of each restricted solve, ``eps``
     the margin slack of the stopping test.  The history has one row per round:
-    ``iteration``, ``n_hard`` (negatives with score >= -1), ``n_new`` (hard ones added),
+    ``iteration``, ``n_hard`` (negatives with score >= -1), ``n_violating`` (those outside
+    the working set with score > -1 + eps; 0 at convergence), ``n_new`` (hard ones added;
+    0 in the last row, where the loop stopped),
     ``working_set``, ``objective`` (full primal at the scanned ``w``), ``dual_bound``,
     ``gap``, ``t_scan``, ``t_solve``, ``t_total``.
     """
@@ -117,6 +119,7 @@ def mine_hard_negatives(
         cand_ids = np.zeros(0, dtype=np.int64)
         cand_X = np.zeros((0, d))
         cand_key = np.zeros(0)
+        n_violating = 0
         for ids, X in scan():
             ids = np.asarray(ids, dtype=np.int64).ravel()
             Xa = _augment(X, scale)
@@ -130,6 +133,7 @@ def mine_hard_negatives(
             hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
             n_hard += int((s >= -1.0).sum())
             new = (s > -1.0 + eps) & ~np.isin(ids, ws_set)
+            n_violating += int(new.sum())
             if not new.any():
                 continue
             # streaming top-k by (score, random tie-break): keep at most max_working_set
@@ -150,6 +154,7 @@ def mine_hard_negatives(
             "iteration": rnd,
             "n_hard": n_hard,
             "n_new": int(min(len(cand_ids), max_working_set)),
+            "n_violating": n_violating,
             "working_set": len(ws_ids),
             "n_negatives": seen,
             "objective": primal,
