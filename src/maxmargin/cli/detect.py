@@ -181,7 +181,8 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
 
 
 def _train_merit(est):
-    """Share of the cascade's training-pool negatives entering each stage."""
+    """Share of negatives entering each stage, estimated as the product of the earlier
+    stages' validation FARs (the training windows are not kept in the model)."""
     c = est.cascade_
     ent, alive = [], 1.0
     for s in c.stages_:

@@ -169,6 +169,8 @@ class HOGSVMDetector(_WindowDetector):
     C : float, default=0.01
     max_working_set : int, default=10000
     max_rounds : int, default=10
+    tol : float, default=1e-4
+        Relative duality gap of each restricted SVM solve (dual CD).
     nms_threshold : float, default=0.3
     score_threshold : float or None, default=None
     max_detections : int, default=100
@@ -184,6 +186,7 @@ class HOGSVMDetector(_WindowDetector):
         "C": [POSITIVE],
         "max_working_set": [POSITIVE_INT],
         "max_rounds": [POSITIVE_INT],
+        "tol": [POSITIVE],
     }
 
     def __init__(
@@ -199,6 +202,7 @@ class HOGSVMDetector(_WindowDetector):
         C=0.01,
         max_working_set=10000,
         max_rounds=10,
+        tol=1e-4,
         nms_threshold=0.3,
         score_threshold=None,
         max_detections=100,
@@ -215,6 +219,7 @@ class HOGSVMDetector(_WindowDetector):
         self.C = C
         self.max_working_set = max_working_set
         self.max_rounds = max_rounds
+        self.tol = tol
         self.nms_threshold = nms_threshold
         self.score_threshold = score_threshold
         self.max_detections = max_detections
@@ -240,7 +245,7 @@ class HOGSVMDetector(_WindowDetector):
             float(self.C),
             max_working_set=int(self.max_working_set),
             max_rounds=int(self.max_rounds),
-            tol=1e-4,
+            tol=float(self.tol),
             rng=as_generator(self.random_state),
             verbose=self.verbose,
         )
@@ -388,7 +393,10 @@ class CascadeDetector(_WindowDetector):
         images, boxes = check_images_boxes(images, boxes)
         rng = as_generator(self.random_state)
         wins = self._windows(images, boxes)
-        Xp = [self._positives([w], [b]) if len(b) else None for w, b in zip(wins, boxes)]
+        Xp = [
+            self._positives([w], [b]) if len(b) and w[0].levels else None
+            for w, b in zip(wins, boxes)
+        ]
         if all(x is None for x in Xp):
             raise ValueError("no positive windows: check the boxes and the window size")
         counts = np.array([(w[4] < self.neg_overlap).sum() for w in wins])
