@@ -17,6 +17,7 @@ from maxmargin import (
     AdaBoostMO,
     AdditiveKernelMap,
     BinaryAdaBoost,
+    BoostedCascade,
     ForwardFeatureSelector,
     KernelSSVM,
     LatentSSVM,
@@ -66,6 +67,8 @@ def estimators():
         BinaryAdaBoost(variant="real", max_iter=10),
         TCBoostClassifier(loss="logistic", penalty="l2", max_iter=5),
         ForwardFeatureSelector(penalty="l1", loss="logistic"),
+        BoostedCascade(n_stages=3, max_weak=10, random_state=0),
+        BoostedCascade(stage_learner="lacboost", n_stages=2, max_weak=5, recycle=0.5),
     ]
 
 
@@ -89,7 +92,7 @@ def _data(est):
     X, y = load_iris(return_X_y=True)
     if isinstance(est, (StructBoostRanker, RankSVM)):
         y = (y == 2).astype(float)
-    if isinstance(est, (TCBoostClassifier, BinaryAdaBoost, SparseKernelSVM)):  # binary only
+    if isinstance(est, (TCBoostClassifier, BinaryAdaBoost, SparseKernelSVM, BoostedCascade)):
         y = y == 2
     return X, y
 

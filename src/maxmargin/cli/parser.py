@@ -317,4 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     from maxmargin.cli.track import add_track_parser
 
     add_track_parser(sub, parents=[common])
+    from maxmargin.cli.detect import add_detect_parser
+
+    add_detect_parser(sub, parents=[common])
     return parser

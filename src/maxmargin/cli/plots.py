@@ -56,3 +56,50 @@ def plot_convergence(
     ax_err.legend(fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
+
+
+def plot_recall_overlap(path: Path, curves: dict[str, tuple[Any, Any]], title: str = "") -> None:
+    """Recall-overlap curves (Blaschko et al., GCPR 2014, Fig. 2): one line per label,
+    ``curves[label] = (overlap thresholds, recall)``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for label, (t, r) in curves.items():
+        ax.plot(t, r, label=label)
+    ax.axvline(0.5, color="0.7", lw=0.8, ls=":")
+    ax.set_xlabel("overlap threshold")
+    ax.set_ylabel("recall")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or "recall vs overlap")
+    ax.legend(fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def plot_stage_rejection(path: Path, stages: list[dict[str, Any]], entering, title="") -> None:
+    """A cascade's per-stage figures (thesis Table 4.1): share of negative windows
+    entering each stage (log scale) and weak classifiers per stage."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    a, b = fig.subplots(1, 2)
+    k = np.arange(1, len(stages) + 1)
+    a.semilogy(k, np.maximum(np.asarray(entering, dtype=float), 1e-9), marker="o")
+    a.set_xlabel("stage")
+    a.set_ylabel("windows entering the stage")
+    a.grid(alpha=0.3, which="both")
+    b.bar(k, [s["n_weak"] for s in stages], color="tab:orange", label="weak classifiers")
+    b.bar(k, [s["n_new_weak"] for s in stages], color="tab:blue", label="new (not recycled)")
+    b.set_xlabel("stage")
+    b.set_ylabel("weak classifiers")
+    b.legend(fontsize=8)
+    fig.suptitle(title or "cascade: rejection per stage")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)

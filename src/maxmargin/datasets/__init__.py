@@ -9,7 +9,7 @@ from maxmargin.datasets.loaders import (
     peek_n_columns,
 )
 from maxmargin.datasets.ocr import load_ocr
-from maxmargin.datasets.synthetic import make_gaussian_mixture_toy
+from maxmargin.datasets.synthetic import make_detection_scenes, make_gaussian_mixture_toy
 
 __all__ = [
     "describe_data_file",
@@ -18,6 +18,7 @@ __all__ = [
     "load_dataset",
     "load_ocr",
     "load_svmlight",
+    "make_detection_scenes",
     "make_gaussian_mixture_toy",
     "peek_n_columns",
 ]

@@ -2,6 +2,7 @@
 
 from maxmargin.learners.adaboost import AdaBoostECC, AdaBoostMH, AdaBoostMO
 from maxmargin.learners.binary_adaboost import BinaryAdaBoost
+from maxmargin.learners.cascade import BoostedCascade
 from maxmargin.learners.feature_selection import ForwardFeatureSelector
 from maxmargin.learners.kernel_approx import AdditiveKernelMap, PiecewiseAdditiveScorer
 from maxmargin.learners.kernel_ssvm import KernelSSVM
@@ -22,6 +23,7 @@ __all__ = [
     "AdaBoostMO",
     "AdditiveKernelMap",
     "BinaryAdaBoost",
+    "BoostedCascade",
     "ForwardFeatureSelector",
     "KernelSSVM",
     "LatentSSVM",

@@ -1,0 +1,321 @@
+"""Raccoon detection (issue 13): HOG + linear SVM with hard-negative mining, boosted
+cascades (cost-sensitive AdaBoost and LACBoost / FisherBoost stages) with the per-stage
+table of thesis Table 4.1, and proposal ranking (RankSVM, per-image groups) against the
+unranked pool of random windows from the learned box distribution.
+
+Data: ../shared/data/detection/raccoon (200 images, VOC XML); as its README says, the
+first 160 images (natural order raccoon-1 .. raccoon-160) train and the last 40 test.
+Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
+``--window`` x ``--window`` cells of 8 pixels over a sqrt(2) pyramid.
+
+* AP at overlap 0.5 (PASCAL VOC, all points) of the top 100 detections per test image
+  after NMS (0.3), and detection time per test image (HOG pyramid + scoring + NMS).
+* Cascade efficiency goal: on the test windows (positives: windows with overlap >= 0.6
+  with a raccoon, plus the window nearest to each raccoon; negatives: windows with
+  overlap < 0.3), the cascade's recall R and FAR F; a flat Gentle AdaBoost trained on the
+  same training windows is evaluated with its first T weak classifiers, thresholded to
+  reach recall R on the test positives; T_flat is the smallest T whose FAR is <= F.  The
+  goal is met when the cascade's expected weak classifiers per window <= T_flat / 10.
+* Ranking: ``--candidates`` windows per test image from the box distribution fitted on
+  the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
+  10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
+
+    python benchmarks/bench_detection.py            # about 5 minutes on one core
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DEFAULT_DATA, ROOT, write_result
+from maxmargin import BinaryAdaBoost
+from maxmargin.apps.detection import (
+    CascadeDetector,
+    HOGSVMDetector,
+    ProposalRanker,
+    average_precision,
+    load_voc_folder,
+    recall_overlap,
+    recall_overlap_auc,
+)
+
+
+def detect_all(det, images):
+    t0 = time.perf_counter()
+    res = [det.detect(im) for im in images]
+    return res, (time.perf_counter() - t0) / len(images)
+
+
+def window_set(det, images, boxes):
+    """Test windows as in training: positives and negatives of every image."""
+    wins = det._windows(images, boxes)
+    Xp = det._positives(wins, boxes)
+    Xn = np.vstack(
+        [
+            pyr.descriptors(
+                lv[ov < det.neg_overlap], r[ov < det.neg_overlap], c[ov < det.neg_overlap]
+            )
+            for pyr, lv, r, c, ov in wins
+        ]
+    )
+    return Xp.astype(np.float64), Xn.astype(np.float64)
+
+
+def flat_weak_needed(flat, Xp, Xn, recall, far, grid):
+    """Smallest T in ``grid`` whose first T weak classifiers reach ``recall`` with FAR <=
+    ``far`` (threshold at the recall quantile of the positives); None if none does."""
+    Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
+    Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
+    Fp, Fn = np.cumsum(Hp, axis=1), np.cumsum(Hn, axis=1)
+    rows = []
+    found = None
+    for T in grid:
+        if T > Fp.shape[1]:
+            break
+        sp = np.sort(Fp[:, T - 1])
+        k = int(np.floor((1.0 - recall) * len(sp)))
+        thr = sp[k] - 1e-12 if k < len(sp) else sp[-1]
+        rec = float((Fp[:, T - 1] > thr).mean())
+        f = float((Fn[:, T - 1] > thr).mean())
+        rows.append({"T": int(T), "recall": rec, "far": f})
+        if found is None and rec >= recall - 1e-12 and f <= far:
+            found = int(T)
+    return found, rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "detection/raccoon")
+    ap.add_argument("--max-side", type=int, default=200)
+    ap.add_argument("--window", type=int, default=5, help="window side in HOG cells")
+    ap.add_argument("--n-train", type=int, default=160)
+    ap.add_argument("--n-test", type=int, default=40)
+    ap.add_argument("--svm-C", type=float, default=0.1)
+    ap.add_argument("--stage-learners", default="gentle,lacboost")
+    ap.add_argument("--cost-ratio", type=float, default=1.0)
+    ap.add_argument("--rule", default="two-point", choices=["fixed", "one-point", "two-point"])
+    ap.add_argument("--fallback", default="recall", choices=["recall", "far"])
+    ap.add_argument("--n-stages", type=int, default=10)
+    ap.add_argument("--max-weak", type=int, default=50)
+    ap.add_argument("--target-recall", type=float, default=0.9)
+    ap.add_argument("--target-far", type=float, default=1e-3)
+    ap.add_argument("--n-negatives", type=int, default=40000)
+    ap.add_argument("--flat-weak", type=int, default=400)
+    ap.add_argument("--rank-windows", type=int, default=200, help="training windows / image")
+    ap.add_argument("--candidates", type=int, default=1000)
+    ap.add_argument("--rank-C", type=float, default=1.0)
+    ap.add_argument("--graphs", default="complete,bipartite,star")
+    ap.add_argument("--rescalings", default="margin,slack")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: svm,cascade,rank")
+    ap.add_argument("--plot", default="docs/img/detection_recall_overlap.png")
+    ap.add_argument("--out", default="benchmarks/results/detection.json")
+    args = ap.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+
+    t0 = time.perf_counter()
+    images, boxes, names = load_voc_folder(
+        args.data / "images", args.data / "annotations", max_side=args.max_side, clip=True
+    )
+    tr = slice(0, args.n_train)
+    te = slice(len(images) - args.n_test, len(images))
+    tri, trb, tei, teb = images[tr], boxes[tr], images[te], boxes[te]
+    print(f"loaded {len(images)} images in {time.perf_counter() - t0:.1f} s", flush=True)
+    hog = dict(window=(args.window, args.window), cell=8)
+    out: dict = {
+        "dataset": "raccoon",
+        "n_train": len(tri),
+        "n_test": len(tei),
+        "test_images": [names[te][0], names[te][-1]],
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
+
+    # ---- HOG + linear SVM with hard-negative mining
+    if "svm" not in skip:
+        t = time.perf_counter()
+        svm = HOGSVMDetector(C=args.svm_C, random_state=0, **hog).fit(tri, trb)
+        fit_s = time.perf_counter() - t
+        res, per_img = detect_all(svm, tei)
+        ap_svm = average_precision([r[0] for r in res], [r[1] for r in res], teb)
+        out["svm"] = {
+            "ap50": ap_svm,
+            "fit_seconds": fit_s,
+            "seconds_per_image": per_img,
+            "converged": svm.converged_,
+            "n_positives": svm.n_positives_,
+            "mining": svm.mining_history_,
+        }
+        print(f"svm: AP {ap_svm:.3f}, fit {fit_s:.1f} s, {per_img * 1e3:.1f} ms/image", flush=True)
+        for h in svm.mining_history_:
+            print(
+                f"  round {h['iteration']}: hard {h['n_hard']} of {h['n_negatives']}, "
+                f"+{h['n_new']}, ws {h['working_set']}, objective {h['objective']:.4g}, "
+                f"gap {h['gap']:.2g}",
+                flush=True,
+            )
+
+    # ---- boosted cascades
+    if "cascade" not in skip:
+        out["cascade"] = {}
+        Xp_te = Xn_te = None
+        flat = None
+        for learner in filter(None, args.stage_learners.split(",")):
+            t = time.perf_counter()
+            cas = CascadeDetector(
+                stage_learner=learner,
+                cost_ratio=args.cost_ratio,
+                rule=args.rule,
+                fallback=args.fallback,
+                n_stages=args.n_stages,
+                max_weak=args.max_weak,
+                target_recall=args.target_recall,
+                target_far=args.target_far,
+                n_negatives=args.n_negatives,
+                random_state=0,
+                **hog,
+            ).fit(tri, trb)
+            fit_s = time.perf_counter() - t
+            res, per_img = detect_all(cas, tei)
+            ap_c = average_precision([r[0] for r in res], [r[1] for r in res], teb)
+            if Xp_te is None:
+                Xp_te, Xn_te = window_set(cas, tei, teb)
+            c = cas.cascade_
+            fm = c.figure_of_merit(Xn_te)
+            R = float((c.predict(Xp_te) == 1).mean())
+            F = float((c.predict(Xn_te) == 1).mean())
+            out["cascade"][learner] = {
+                "ap50": ap_c,
+                "fit_seconds": fit_s,
+                "seconds_per_image": per_img,
+                "test_window_recall": R,
+                "test_window_far": F,
+                "figure_of_merit": fm,
+                "stages": c.stages_,
+                "n_test_pos_windows": len(Xp_te),
+                "n_test_neg_windows": len(Xn_te),
+            }
+            print(
+                f"cascade[{learner}]: AP {ap_c:.3f}, fit {fit_s:.1f} s, {per_img * 1e3:.1f} "
+                f"ms/image, window recall {R:.3f} FAR {F:.2g}, expected weak "
+                f"{fm['expected_weak']:.2f} (distinct {fm['expected_distinct_weak']:.2f}) "
+                f"of {fm['total_weak']}",
+                flush=True,
+            )
+            for k, (s, e) in enumerate(zip(c.stages_, fm["entering"])):
+                print(
+                    f"  stage {k}: {s['n_weak']} weak, entering {e:.4g}, "
+                    f"val recall {s['recall']:.3f} FAR {s['far']:.3g}",
+                    flush=True,
+                )
+            # flat booster at equal recall
+            if flat is None:
+                t = time.perf_counter()
+                wins = cas._windows(tri, trb)
+                Xp = cas._positives(wins, trb)
+                rng = np.random.default_rng(0)
+                Xn_all = [
+                    pyr.descriptors(lv[ov < 0.3], r[ov < 0.3], c_[ov < 0.3])
+                    for pyr, lv, r, c_, ov in wins
+                ]
+                Xn = np.vstack(Xn_all)
+                Xn = Xn[rng.choice(len(Xn), min(len(Xn), args.n_negatives), replace=False)]
+                flat = BinaryAdaBoost(variant="gentle", max_iter=args.flat_weak).fit(
+                    np.vstack([Xp, Xn]).astype(np.float64),
+                    np.r_[np.ones(len(Xp)), np.zeros(len(Xn))],
+                )
+                out["flat_fit_seconds"] = time.perf_counter() - t
+            grid = sorted({1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, args.flat_weak})
+            T, rows = flat_weak_needed(flat, Xp_te, Xn_te, R, F, grid)
+            ratio = None if T is None else fm["expected_weak"] / T
+            out["cascade"][learner]["flat"] = {"T_needed": T, "ratio": ratio, "curve": rows}
+            print(
+                f"  flat Gentle AdaBoost needs T = {T} weak for recall {R:.3f} at FAR <= "
+                f"{F:.2g}; cascade/flat = {ratio}",
+                flush=True,
+            )
+
+    # ---- proposal ranking
+    if "rank" not in skip:
+        ks = (1, 10, 100, 1000)
+        rank: dict = {}
+        curves = {}
+        pool = None
+        for graph in filter(None, args.graphs.split(",")):
+            for resc in filter(None, args.rescalings.split(",")):
+                t = time.perf_counter()
+                pr = ProposalRanker(
+                    C=args.rank_C,
+                    graph=graph,
+                    rescaling=resc,
+                    n_train_windows=args.rank_windows,
+                    n_candidates=args.candidates,
+                    random_state=0,
+                    window=(4, 4),
+                ).fit(tri, trb)
+                fit_s = time.perf_counter() - t
+                t = time.perf_counter()
+                ranked = [pr.propose(im, rng=1000 + k)[0] for k, im in enumerate(tei)]
+                per_img = (time.perf_counter() - t) / len(tei)
+                if pool is None:
+                    pool = [pr.candidates(im, rng=1000 + k) for k, im in enumerate(tei)]
+                    rank["unranked"] = {
+                        "recall50": {
+                            k: float(recall_overlap(pool, teb, k, [0.5])[1][0]) for k in ks
+                        },
+                        "auc": {k: recall_overlap_auc(pool, teb, k) for k in ks},
+                    }
+                    curves["unranked, 100"] = recall_overlap(pool, teb, 100)
+                name = f"{graph}/{resc}"
+                rank[name] = {
+                    "recall50": {k: float(recall_overlap(ranked, teb, k, [0.5])[1][0]) for k in ks},
+                    "auc": {k: recall_overlap_auc(ranked, teb, k) for k in ks},
+                    "fit_seconds": fit_s,
+                    "seconds_per_image": per_img,
+                    "rank_iterations": pr.ranker_.n_iter_,
+                    "converged": pr.ranker_.converged_,
+                }
+                curves[f"{name}, 100 ({rank[name]['auc'][100]:.3f})"] = recall_overlap(
+                    ranked, teb, 100
+                )
+                print(
+                    f"ranking {name}: AUC@1/10/100/1000 "
+                    + " ".join(f"{rank[name]['auc'][k]:.3f}" for k in ks)
+                    + "  recall@0.5 "
+                    + " ".join(f"{rank[name]['recall50'][k]:.3f}" for k in ks)
+                    + f"  fit {fit_s:.1f} s",
+                    flush=True,
+                )
+        print(
+            "unranked: AUC "
+            + " ".join(f"{rank['unranked']['auc'][k]:.3f}" for k in ks)
+            + "  recall@0.5 "
+            + " ".join(f"{rank['unranked']['recall50'][k]:.3f}" for k in ks),
+            flush=True,
+        )
+        out["ranking"] = rank
+        if args.plot:
+            from maxmargin.cli.plots import plot_recall_overlap
+
+            path = Path(args.plot)
+            plot_recall_overlap(
+                path if path.is_absolute() else ROOT / path,
+                curves,
+                title="raccoon test: recall vs overlap, top 100 windows",
+            )
+    out["total_seconds"] = time.perf_counter() - t0
+    path = write_result(args.out, out)
+    print(f"wrote {path} ({out['total_seconds']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

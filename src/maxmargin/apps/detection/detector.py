@@ -1,0 +1,669 @@
+"""Sliding-window detectors and the proposal ranker.
+
+* :class:`HOGSVMDetector` -- HOG + linear SVM trained with hard-negative mining
+  (:func:`maxmargin.solvers.hard_negatives.mine_hard_negatives`; thesis seed 002, Sec.
+  2.3.4 and 2.5.3; Dalal & Triggs, CVPR 2005).
+* :class:`CascadeDetector` -- HOG + :class:`~maxmargin.BoostedCascade` (thesis Ch. 4).
+* :class:`ProposalRanker` -- random windows from the learned box distribution ranked by
+  a linear function trained with :class:`~maxmargin.RankSVM` and the O(n log n)
+  structured ranking oracle, loss ``1 - overlap`` with the best-matching ground truth,
+  one group per image (Blaschko, Mittal & Rahtu, GCPR 2014, Sec. 5).
+
+Images are grey or RGB arrays; boxes are 0-based ``(x, y, w, h)``.  Training windows of
+an image: sliding windows of the HOG pyramid (:class:`HOGPyramid`); positives are the
+windows overlapping a ground-truth box by at least ``pos_overlap`` plus the window
+nearest to every ground-truth box, negatives those overlapping every ground-truth box by
+less than ``neg_overlap``.  Detection scores every window, keeps those above
+``score_threshold`` and applies non-maximum suppression.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from maxmargin._validation import (
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    Interval,
+    Options,
+    as_generator,
+    json_params,
+    validate_params,
+)
+from maxmargin.apps.detection.features import HOGPyramid
+from maxmargin.apps.detection.metrics import nms
+from maxmargin.apps.detection.windows import BoxDistribution
+from maxmargin.learners.cascade import STAGE_LEARNERS, BoostedCascade
+from maxmargin.learners.ranksvm import RankSVM
+from maxmargin.solvers.hard_negatives import mine_hard_negatives
+from maxmargin.solvers.operating_point import RULES
+from maxmargin.tasks.boxes import pairwise_overlap
+
+__all__ = ["CascadeDetector", "HOGSVMDetector", "ProposalRanker", "check_images_boxes"]
+
+_UNIT = Interval(float, 0, 1, closed="both")
+
+
+def check_images_boxes(images, boxes):
+    """Lists of images and (n_i, 4) box arrays; ValueError on mismatches, non-finite
+    boxes, empty boxes or boxes outside their image."""
+    images, boxes = list(images), list(boxes)
+    if not images:
+        raise ValueError("need at least one image")
+    if len(images) != len(boxes):
+        raise ValueError(f"{len(images)} images but {len(boxes)} box arrays")
+    out = []
+    for k, (img, b) in enumerate(zip(images, boxes)):
+        a = np.asarray(img)
+        if a.ndim not in (2, 3):
+            raise ValueError(f"image {k}: expected (H, W) or (H, W, 3), got shape {a.shape}")
+        b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+        if not np.all(np.isfinite(b)):
+            raise ValueError(f"image {k}: boxes must be finite")
+        if np.any(b[:, 2:] <= 0):
+            raise ValueError(f"image {k}: boxes must have positive width and height")
+        H, W = a.shape[:2]
+        outside = (b[:, 0] < -1e-6) | (b[:, 1] < -1e-6)
+        outside |= (b[:, 0] + b[:, 2] > W + 1e-6) | (b[:, 1] + b[:, 3] > H + 1e-6)
+        if np.any(outside):
+            raise ValueError(f"image {k}: a box lies outside the {W} x {H} image")
+        out.append(b)
+    return images, out
+
+
+class _WindowDetector(BaseEstimator):
+    """Shared HOG-pyramid machinery of the sliding-window detectors."""
+
+    _hog_constraints = {
+        "window": [tuple, list],
+        "cell": [POSITIVE_INT],
+        "block": [POSITIVE_INT],
+        "orientations": [POSITIVE_INT],
+        "scale_step": [Interval(float, 1, None, closed="neither")],
+        "pos_overlap": [_UNIT],
+        "neg_overlap": [_UNIT],
+        "nms_threshold": [_UNIT],
+        "score_threshold": [None, float, int],
+        "max_detections": [POSITIVE_INT],
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+    }
+
+    def _pyramid(self, image) -> HOGPyramid:
+        return HOGPyramid(
+            image,
+            window=tuple(self.window),
+            cell=self.cell,
+            block=self.block,
+            orientations=self.orientations,
+            scale_step=float(self.scale_step),
+        )
+
+    def _windows(self, images, boxes):
+        """Per image: pyramid, window coordinates, boxes and max overlap with the truth."""
+        out = []
+        for img, b in zip(images, boxes):
+            pyr = self._pyramid(img)
+            lv, r, c = pyr.windows()
+            wb = pyr.boxes(lv, r, c)
+            ov = pairwise_overlap(wb, b).max(axis=1) if len(b) and len(wb) else np.zeros(len(wb))
+            out.append((pyr, lv, r, c, ov))
+        return out
+
+    def _positives(self, wins, boxes):
+        X = []
+        for (pyr, lv, r, c, ov), b in zip(wins, boxes):
+            sel = ov >= self.pos_overlap
+            X.append(pyr.descriptors(lv[sel], r[sel], c[sel]))
+            if len(b) and pyr.levels:
+                X.append(pyr.descriptors(*pyr.snap(b)))
+        X = np.vstack(X) if X else np.zeros((0, 0))
+        if len(X) == 0:
+            raise ValueError("no positive windows: check the boxes and the window size")
+        return X
+
+    def _score_windows(self, pyr, lv, r, c) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def detect(self, image):
+        """``(boxes, scores)`` of one image after NMS, best first."""
+        self._check_fitted()
+        pyr = self._pyramid(image)
+        lv, r, c = pyr.windows()
+        if len(lv) == 0:
+            return np.zeros((0, 4)), np.zeros(0)
+        s = self._score_windows(pyr, lv, r, c)
+        b = pyr.boxes(lv, r, c)
+        if self.score_threshold is not None:
+            keep = s > self.score_threshold
+            b, s = b[keep], s[keep]
+        k = nms(b, s, self.nms_threshold, max_keep=int(self.max_detections))
+        return b[k], s[k]
+
+    def predict(self, images):
+        """List of ``(boxes, scores)``, one per image."""
+        return [self.detect(img) for img in images]
+
+    def _check_fitted(self):
+        check_is_fitted(self, "n_train_images_")
+
+    def _hog_params(self):
+        p = json_params(self)
+        p["window"] = list(p["window"])
+        return p
+
+
+class HOGSVMDetector(_WindowDetector):
+    """HOG + linear SVM, trained by hard-negative mining over every negative window.
+
+    Parameters
+    ----------
+    window : (w, h) cells, default=(6, 6)
+    cell, block, orientations : HOG parameters, default 8, 2, 9
+    scale_step : float, default=sqrt(2)
+    pos_overlap, neg_overlap : float, default=0.6, 0.3
+    C : float, default=0.01
+    max_working_set : int, default=10000
+    max_rounds : int, default=10
+    tol : float, default=1e-4
+        Relative duality gap of each restricted SVM solve (dual CD).
+    nms_threshold : float, default=0.3
+    score_threshold : float or None, default=None
+    max_detections : int, default=100
+    random_state, verbose
+
+    Attributes
+    ----------
+    coef_, intercept_, mining_history_ (Table 2.1 per round), converged_, n_train_images_
+    """
+
+    _parameter_constraints = {
+        **_WindowDetector._hog_constraints,
+        "C": [POSITIVE],
+        "max_working_set": [POSITIVE_INT],
+        "max_rounds": [POSITIVE_INT],
+        "tol": [POSITIVE],
+    }
+
+    def __init__(
+        self,
+        *,
+        window=(6, 6),
+        cell=8,
+        block=2,
+        orientations=9,
+        scale_step=2**0.5,
+        pos_overlap=0.6,
+        neg_overlap=0.3,
+        C=0.01,
+        max_working_set=10000,
+        max_rounds=10,
+        tol=1e-4,
+        nms_threshold=0.3,
+        score_threshold=None,
+        max_detections=100,
+        random_state=None,
+        verbose=0,
+    ):
+        self.window = window
+        self.cell = cell
+        self.block = block
+        self.orientations = orientations
+        self.scale_step = scale_step
+        self.pos_overlap = pos_overlap
+        self.neg_overlap = neg_overlap
+        self.C = C
+        self.max_working_set = max_working_set
+        self.max_rounds = max_rounds
+        self.tol = tol
+        self.nms_threshold = nms_threshold
+        self.score_threshold = score_threshold
+        self.max_detections = max_detections
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, images, boxes):
+        validate_params(self)
+        images, boxes = check_images_boxes(images, boxes)
+        wins = self._windows(images, boxes)
+        Xp = self._positives(wins, boxes)
+        offsets = np.cumsum([0] + [len(w[1]) for w in wins])
+
+        def scan():
+            for k, (pyr, lv, r, c, ov) in enumerate(wins):
+                neg = np.flatnonzero(ov < self.neg_overlap)
+                if len(neg):
+                    yield offsets[k] + neg, pyr.descriptors(lv[neg], r[neg], c[neg])
+
+        res = mine_hard_negatives(
+            Xp,
+            scan,
+            float(self.C),
+            max_working_set=int(self.max_working_set),
+            max_rounds=int(self.max_rounds),
+            tol=float(self.tol),
+            rng=as_generator(self.random_state),
+            verbose=self.verbose,
+        )
+        self.coef_ = res.w.astype(np.float64)
+        self.intercept_ = float(res.b)
+        self.mining_history_ = res.history
+        self.converged_ = bool(res.converged)
+        self.n_positives_ = len(Xp)
+        self.n_train_images_ = len(images)
+        return self
+
+    def _score_windows(self, pyr, lv, r, c):
+        return pyr.descriptors(lv, r, c) @ self.coef_.astype(np.float32) + self.intercept_
+
+    def _get_state(self):
+        self._check_fitted()
+        meta = {
+            "params": self._hog_params(),
+            "intercept": self.intercept_,
+            "mining_history": self.mining_history_,
+            "converged": self.converged_,
+            "n_positives": int(self.n_positives_),
+            "n_train_images": int(self.n_train_images_),
+        }
+        return meta, {"coef": self.coef_}
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        p = dict(meta["params"])
+        p["window"] = tuple(p["window"])
+        est = cls(**p)
+        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
+        est.intercept_ = float(meta["intercept"])
+        est.mining_history_ = list(meta["mining_history"])
+        est.converged_ = bool(meta["converged"])
+        est.n_positives_ = int(meta["n_positives"])
+        est.n_train_images_ = int(meta["n_train_images"])
+        return est
+
+
+class CascadeDetector(_WindowDetector):
+    """HOG + boosted cascade (:class:`~maxmargin.BoostedCascade`).
+
+    The cascade is trained on the positive windows and a random pool of at most
+    ``n_negatives`` negative windows; each stage bootstraps its negatives from those of
+    the pool that passed the earlier stages (``max_negatives`` per stage).  Cascade
+    parameters are passed through; see :class:`~maxmargin.BoostedCascade`.
+
+    Attributes
+    ----------
+    cascade_, n_train_images_
+    """
+
+    _parameter_constraints = {
+        **_WindowDetector._hog_constraints,
+        "stage_learner": [Options(*STAGE_LEARNERS)],
+        "rule": [Options(*RULES)],
+        "fallback": [Options("recall", "far")],
+        "n_stages": [POSITIVE_INT],
+        "target_recall": [Interval(float, 0, 1, closed="right")],
+        "target_far": [Interval(float, 0, 1, closed="neither")],
+        "max_weak": [POSITIVE_INT],
+        "cost_ratio": [POSITIVE],
+        "recycle": [None, Interval(float, 0, None, closed="left")],
+        "n_negatives": [POSITIVE_INT],
+        "max_negatives": [None, POSITIVE_INT],
+        "validation_fraction": [Interval(float, 0, 1, closed="left")],
+    }
+
+    def __init__(
+        self,
+        *,
+        window=(6, 6),
+        cell=8,
+        block=2,
+        orientations=9,
+        scale_step=2**0.5,
+        pos_overlap=0.6,
+        neg_overlap=0.3,
+        stage_learner="gentle",
+        rule="two-point",
+        fallback="recall",
+        n_stages=10,
+        target_recall=0.9,
+        target_far=1e-4,
+        max_weak=50,
+        cost_ratio=1.0,
+        recycle=None,
+        n_negatives=50000,
+        max_negatives=10000,
+        validation_fraction=0.25,
+        nms_threshold=0.3,
+        score_threshold=0.0,
+        max_detections=100,
+        random_state=None,
+        verbose=0,
+    ):
+        self.window = window
+        self.cell = cell
+        self.block = block
+        self.orientations = orientations
+        self.scale_step = scale_step
+        self.pos_overlap = pos_overlap
+        self.neg_overlap = neg_overlap
+        self.stage_learner = stage_learner
+        self.rule = rule
+        self.fallback = fallback
+        self.n_stages = n_stages
+        self.target_recall = target_recall
+        self.target_far = target_far
+        self.max_weak = max_weak
+        self.cost_ratio = cost_ratio
+        self.recycle = recycle
+        self.n_negatives = n_negatives
+        self.max_negatives = max_negatives
+        self.validation_fraction = validation_fraction
+        self.nms_threshold = nms_threshold
+        self.score_threshold = score_threshold
+        self.max_detections = max_detections
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _cascade(self):
+        return BoostedCascade(
+            stage_learner=self.stage_learner,
+            rule=self.rule,
+            fallback=self.fallback,
+            n_stages=self.n_stages,
+            target_recall=self.target_recall,
+            target_far=self.target_far,
+            max_weak=self.max_weak,
+            cost_ratio=self.cost_ratio,
+            recycle=self.recycle,
+            max_negatives=self.max_negatives,
+            validation_fraction=self.validation_fraction,
+            random_state=self.random_state,
+            verbose=max(0, int(self.verbose) - 1),
+        )
+
+    def fit(self, images, boxes):
+        """Train on images and their boxes.  With ``validation_fraction > 0`` the
+        operating points are chosen on the windows of that share of the images (drawn at
+        random), held out from stage training."""
+        validate_params(self)
+        images, boxes = check_images_boxes(images, boxes)
+        rng = as_generator(self.random_state)
+        wins = self._windows(images, boxes)
+        Xp = [
+            self._positives([w], [b]) if len(b) and w[0].levels else None
+            for w, b in zip(wins, boxes)
+        ]
+        if all(x is None for x in Xp):
+            raise ValueError("no positive windows: check the boxes and the window size")
+        counts = np.array([(w[4] < self.neg_overlap).sum() for w in wins])
+        total = int(counts.sum())
+        if total == 0:
+            raise ValueError("no negative windows in the training images")
+        take = min(total, int(self.n_negatives))
+        pick = np.sort(rng.choice(total, take, replace=False))
+        offs = np.concatenate([[0], np.cumsum(counts)])
+        n_img = len(images)
+        n_val = round(self.validation_fraction * n_img) if n_img >= 2 else 0
+        val_img = np.zeros(n_img, dtype=bool)
+        with_pos = np.flatnonzero([x is not None for x in Xp])
+        if n_val and len(with_pos) >= 2:
+            n_val = min(n_val, len(with_pos) - 1)
+            val_img[rng.choice(with_pos, n_val, replace=False)] = True
+        Xs, ys_, hold = [], [], []
+        for k, (pyr, lv, r, c, ov) in enumerate(wins):
+            if Xp[k] is not None:
+                Xs.append(Xp[k])
+                ys_.append(np.ones(len(Xp[k])))
+                hold.append(np.full(len(Xp[k]), val_img[k]))
+            neg = np.flatnonzero(ov < self.neg_overlap)
+            mine = pick[(pick >= offs[k]) & (pick < offs[k + 1])] - offs[k]
+            if len(mine):
+                Xs.append(pyr.descriptors(lv[neg[mine]], r[neg[mine]], c[neg[mine]]))
+                ys_.append(np.zeros(len(mine)))
+                hold.append(np.full(len(mine), val_img[k]))
+        X = np.vstack(Xs).astype(np.float64)
+        y = np.concatenate(ys_)
+        hold = np.concatenate(hold)
+        mask = hold if hold.any() and (y[hold] == 0).any() and (y[~hold] == 0).any() else None
+        casc = self._cascade()
+        if mask is not None:
+            casc.set_params(validation_fraction=0.0)
+        self.cascade_ = casc.fit(X, y, validation_mask=mask)
+        self.n_positives_, self.n_negatives_ = int((y == 1).sum()), int((y == 0).sum())
+        self.n_train_images_ = len(images)
+        return self
+
+    def _score_windows(self, pyr, lv, r, c):
+        return self.cascade_.decision_function(pyr.descriptors(lv, r, c).astype(np.float64))
+
+    def _get_state(self):
+        self._check_fitted()
+        cmeta, carrays = self.cascade_._get_state()
+        meta = {
+            "params": self._hog_params(),
+            "cascade": cmeta,
+            "n_positives": int(self.n_positives_),
+            "n_negatives": int(self.n_negatives_),
+            "n_train_images": int(self.n_train_images_),
+        }
+        return meta, {f"cascade.{k}": v for k, v in carrays.items()}
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        p = dict(meta["params"])
+        p["window"] = tuple(p["window"])
+        est = cls(**p)
+        sub = {k[8:]: v for k, v in arrays.items() if k.startswith("cascade.")}
+        est.cascade_ = BoostedCascade._from_state(meta["cascade"], sub)
+        est.n_positives_ = int(meta["n_positives"])
+        est.n_negatives_ = int(meta["n_negatives"])
+        est.n_train_images_ = int(meta["n_train_images"])
+        return est
+
+
+def _geometry(boxes, shape):
+    H, W = float(shape[0]), float(shape[1])
+    b = np.asarray(boxes, dtype=np.float64)
+    return np.stack(
+        [
+            np.log(b[:, 2] / W),
+            np.log(b[:, 3] / H),
+            (b[:, 0] + b[:, 2] / 2) / W,
+            (b[:, 1] + b[:, 3] / 2) / H,
+            np.log(b[:, 2] / b[:, 3]),
+        ],
+        axis=1,
+    )
+
+
+class ProposalRanker(BaseEstimator):
+    """Object proposals: windows drawn from the learned box distribution, ranked by a
+    linear function learned with :class:`~maxmargin.RankSVM`.
+
+    Each training image contributes ``n_train_windows`` random windows with loss
+    ``1 - max overlap with the image's ground truth``; RankSVM (``target="loss"``) learns
+    to rank them inside each image (one group per image) with the chosen preference
+    ``graph`` and ``rescaling``.  Window features: the HOG descriptor of the nearest
+    pyramid window (:meth:`HOGPyramid.snap`), the box geometry (log width and height
+    relative to the image, centre, log aspect ratio) and the box's log density under the
+    learned distribution.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    graph : {"complete", "bipartite", "star"}, default="complete"
+    rescaling : {"margin", "slack"}, default="margin"
+    n_train_windows : int, default=300
+    n_candidates : int, default=1000
+        Windows drawn per image at prediction.
+    nms_threshold : float or None, default=0.7
+        :meth:`propose` moves windows overlapping a better-ranked kept window by more
+        than this behind all kept ones (non-maximum suppression, as in Rahtu et al.'s
+        window selection), so the top of the list covers different objects; None: off.
+    window, cell, block, orientations, scale_step : HOG parameters
+    tol, max_iter : RankSVM's
+    random_state, verbose
+    """
+
+    _parameter_constraints = {
+        "C": [POSITIVE],
+        "graph": [Options("complete", "bipartite", "star")],
+        "rescaling": [Options("margin", "slack")],
+        "n_train_windows": [POSITIVE_INT],
+        "n_candidates": [POSITIVE_INT],
+        "nms_threshold": [None, _UNIT],
+        "window": [tuple, list],
+        "cell": [POSITIVE_INT],
+        "block": [POSITIVE_INT],
+        "orientations": [POSITIVE_INT],
+        "scale_step": [Interval(float, 1, None, closed="neither")],
+        "tol": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+    }
+
+    def __init__(
+        self,
+        *,
+        C=1.0,
+        graph="complete",
+        rescaling="margin",
+        n_train_windows=300,
+        n_candidates=1000,
+        nms_threshold=0.7,
+        window=(4, 4),
+        cell=8,
+        block=2,
+        orientations=9,
+        scale_step=2**0.5,
+        tol=1e-3,
+        max_iter=500,
+        random_state=None,
+        verbose=0,
+    ):
+        self.C = C
+        self.graph = graph
+        self.rescaling = rescaling
+        self.n_train_windows = n_train_windows
+        self.n_candidates = n_candidates
+        self.nms_threshold = nms_threshold
+        self.window = window
+        self.cell = cell
+        self.block = block
+        self.orientations = orientations
+        self.scale_step = scale_step
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _features(self, image, boxes):
+        pyr = HOGPyramid(
+            image,
+            window=tuple(self.window),
+            cell=self.cell,
+            block=self.block,
+            orientations=self.orientations,
+            scale_step=float(self.scale_step),
+        )
+        shape = np.asarray(image).shape
+        parts = [_geometry(boxes, shape), self.distribution_.log_density(boxes, shape)[:, None]]
+        if pyr.levels:
+            hog = pyr.descriptors(*pyr.snap(boxes))
+        else:
+            hog = np.zeros((len(boxes), pyr.n_features), np.float32)
+        return np.hstack([hog.astype(np.float64), *parts])
+
+    def fit(self, images, boxes):
+        validate_params(self)
+        images, boxes = check_images_boxes(images, boxes)
+        rng = as_generator(self.random_state)
+        keep = [k for k, b in enumerate(boxes) if len(b)]
+        if len(keep) < 1:
+            raise ValueError("no training image has a ground-truth box")
+        self.distribution_ = BoxDistribution().fit(
+            [boxes[k] for k in keep], [np.asarray(images[k]).shape for k in keep]
+        )
+        X, loss, group = [], [], []
+        for g, k in enumerate(keep):
+            shape = np.asarray(images[k]).shape
+            cand = self.distribution_.sample(self.n_train_windows, shape, rng)
+            X.append(self._features(images[k], cand))
+            loss.append(1.0 - pairwise_overlap(cand, boxes[k]).max(axis=1))
+            group.append(np.full(len(cand), g))
+        X = np.vstack(X)
+        self.mean_ = X.mean(axis=0)
+        self.scale_ = np.maximum(X.std(axis=0), 1e-8)
+        self.ranker_ = RankSVM(
+            C=float(self.C),
+            graph=self.graph,
+            rescaling=self.rescaling,
+            target="loss",
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
+            verbose=self.verbose,
+        ).fit((X - self.mean_) / self.scale_, np.concatenate(loss), group=np.concatenate(group))
+        self.n_train_images_ = len(keep)
+        return self
+
+    def score_windows(self, image, boxes) -> np.ndarray:
+        """Ranking scores of ``boxes`` in ``image`` (higher: better proposal)."""
+        check_is_fitted(self, "ranker_")
+        b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        X = (self._features(image, b) - self.mean_) / self.scale_
+        return self.ranker_.decision_function(X)
+
+    def candidates(self, image, rng=None) -> np.ndarray:
+        """``n_candidates`` windows drawn from the learned distribution (unranked)."""
+        check_is_fitted(self, "ranker_")
+        return self.distribution_.sample(
+            self.n_candidates, np.asarray(image).shape, as_generator(rng)
+        )
+
+    def propose(self, image, rng=None):
+        """``(boxes, scores)``: the candidates of one image, best first (after NMS, the
+        kept windows first, then the suppressed ones, each by score)."""
+        cand = self.candidates(image, rng if rng is not None else self.random_state)
+        s = self.score_windows(image, cand)
+        order = np.argsort(-s, kind="stable")
+        if self.nms_threshold is not None and len(cand):
+            keep = nms(cand, s, float(self.nms_threshold))
+            rest = np.setdiff1d(order, keep, assume_unique=True)
+            order = np.concatenate([keep, rest[np.argsort(-s[rest], kind="stable")]])
+        return cand[order], s[order]
+
+    def _get_state(self):
+        check_is_fitted(self, "ranker_")
+        rmeta, rarrays = self.ranker_._get_state()
+        p = json_params(self)
+        p["window"] = list(p["window"])
+        meta = {"params": p, "ranker": rmeta, "n_train_images": int(self.n_train_images_)}
+        arrays = {f"ranker.{k}": v for k, v in rarrays.items()}
+        arrays.update(
+            mean=self.mean_,
+            scale=self.scale_,
+            box_params=self.distribution_.params_,
+            box_scale=self.distribution_.scale_,
+        )
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        p = dict(meta["params"])
+        p["window"] = tuple(p["window"])
+        est = cls(**p)
+        sub = {k[7:]: v for k, v in arrays.items() if k.startswith("ranker.")}
+        est.ranker_ = RankSVM._from_state(meta["ranker"], sub)
+        est.mean_ = np.asarray(arrays["mean"], dtype=np.float64)
+        est.scale_ = np.asarray(arrays["scale"], dtype=np.float64)
+        d = BoxDistribution()
+        d.params_ = np.asarray(arrays["box_params"], dtype=np.float64)
+        d.scale_ = np.asarray(arrays["box_scale"], dtype=np.float64)
+        est.distribution_ = d
+        est.n_train_images_ = int(meta["n_train_images"])
+        return est

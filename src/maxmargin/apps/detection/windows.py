@@ -1,0 +1,125 @@
+"""Candidate windows: sliding windows over scales and random windows from a learned box
+distribution.
+
+Boxes are 0-based ``(x, y, w, h)`` as in :mod:`maxmargin.tasks.boxes`, whose
+:func:`~maxmargin.tasks.boxes.box_overlap` / :func:`~maxmargin.tasks.boxes.pairwise_overlap`
+give the Pascal overlap used throughout this package.
+
+The box distribution follows the random-window stage of Rahtu, Kannala & Blaschko,
+"Learning a category independent object detection cascade", ICCV 2011, used by Blaschko,
+Mittal & Rahtu, "An O(n log n) cutting plane algorithm for structured output ranking",
+GCPR 2014, Sec. 5: windows are drawn from a density fitted to the training boxes.  Here
+the density is a Gaussian kernel density estimate in the normalised parameters
+``(cx / W, cy / H, log(w / W), log(h / H))`` with Scott's bandwidth per dimension; a draw
+picks a training box at random and adds the kernel's noise, and is then clipped into the
+image.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BoxDistribution", "sliding_windows"]
+
+
+def sliding_windows(image_shape, window, *, scales=(1.0,), step: int = 8) -> np.ndarray:
+    """Every window of size ``window = (w, h)`` pixels on a grid of ``step`` pixels in
+    the image rescaled by each of ``scales``, mapped back to the original image.
+
+    Returns (n, 4) boxes; a scale at which the window does not fit adds nothing.
+    """
+    H, W = int(image_shape[0]), int(image_shape[1])
+    ww, wh = float(window[0]), float(window[1])
+    if ww <= 0 or wh <= 0:
+        raise ValueError(f"window must have positive size, got {tuple(window)}")
+    if step < 1:
+        raise ValueError(f"step must be >= 1, got {step}")
+    out = []
+    for s in np.atleast_1d(np.asarray(scales, dtype=np.float64)):
+        if s <= 0:
+            raise ValueError(f"scales must be positive, got {s}")
+        Hs, Ws = int(np.floor(H * s)), int(np.floor(W * s))
+        if Ws < ww or Hs < wh:
+            continue
+        xs = np.arange(0, Ws - ww + 1, step)
+        ys = np.arange(0, Hs - wh + 1, step)
+        gx, gy = np.meshgrid(xs, ys)
+        n = gx.size
+        out.append(
+            np.stack([gx.ravel() / s, gy.ravel() / s, np.full(n, ww / s), np.full(n, wh / s)], 1)
+        )
+    return np.concatenate(out) if out else np.zeros((0, 4))
+
+
+def _params(boxes, shapes):
+    b = np.asarray(boxes, dtype=np.float64)
+    H, W = shapes[:, 0], shapes[:, 1]
+    return np.stack(
+        [
+            (b[:, 0] + b[:, 2] / 2) / W,
+            (b[:, 1] + b[:, 3] / 2) / H,
+            np.log(b[:, 2] / W),
+            np.log(b[:, 3] / H),
+        ],
+        axis=1,
+    )
+
+
+class BoxDistribution:
+    """A density over boxes relative to the image, fitted to training boxes.
+
+    Parameters
+    ----------
+    bandwidth : float or None
+        Kernel width as a multiple of each parameter's standard deviation; None: Scott's
+        rule ``n ** (-1 / 8)`` (4 dimensions).
+    """
+
+    def __init__(self, bandwidth: float | None = None) -> None:
+        self.bandwidth = bandwidth
+
+    def fit(self, boxes, image_shapes) -> BoxDistribution:
+        """``boxes``: list of (n_i, 4) arrays (one per image); ``image_shapes``: their
+        images' shapes ``(H, W, ...)``."""
+        boxes = [np.asarray(b, dtype=np.float64).reshape(-1, 4) for b in boxes]
+        if len(boxes) != len(image_shapes):
+            raise ValueError(f"{len(boxes)} box lists but {len(image_shapes)} image shapes")
+        shapes = (
+            np.concatenate(
+                [np.tile([s[0], s[1]], (len(b), 1)) for b, s in zip(boxes, image_shapes)]
+            ).astype(np.float64)
+            if boxes
+            else np.zeros((0, 2))
+        )
+        allb = np.concatenate(boxes) if boxes else np.zeros((0, 4))
+        if len(allb) < 2:
+            raise ValueError("need at least two training boxes to fit a box distribution")
+        if np.any(allb[:, 2:] <= 0):
+            raise ValueError("training boxes must have positive width and height")
+        self.params_ = _params(allb, shapes)
+        n = len(allb)
+        h = n ** (-1.0 / 8.0) if self.bandwidth is None else float(self.bandwidth)
+        self.scale_ = h * np.maximum(self.params_.std(axis=0), 1e-6)
+        return self
+
+    def sample(self, n: int, image_shape, rng=None) -> np.ndarray:
+        """``n`` boxes inside an image of ``image_shape``, each at least 2 x 2 pixels."""
+        rng = np.random.default_rng(rng)
+        H, W = float(image_shape[0]), float(image_shape[1])
+        k = rng.integers(0, len(self.params_), size=int(n))
+        p = self.params_[k] + rng.normal(size=(int(n), 4)) * self.scale_
+        w = np.clip(np.exp(p[:, 2]) * W, 2.0, W)
+        h = np.clip(np.exp(p[:, 3]) * H, 2.0, H)
+        x = np.clip(p[:, 0] * W - w / 2, 0.0, W - w)
+        y = np.clip(p[:, 1] * H - h / 2, 0.0, H - h)
+        return np.stack([x, y, w, h], axis=1)
+
+    def log_density(self, boxes, image_shape) -> np.ndarray:
+        """Log kernel density of boxes in an image of ``image_shape`` (up to a constant)."""
+        b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        shapes = np.tile([image_shape[0], image_shape[1]], (len(b), 1)).astype(np.float64)
+        q = _params(b, shapes)
+        z = (q[:, None, :] - self.params_[None]) / self.scale_
+        e = -0.5 * (z**2).sum(axis=2)
+        m = e.max(axis=1, keepdims=True)
+        return (m[:, 0] + np.log(np.exp(e - m).mean(axis=1))).astype(np.float64)

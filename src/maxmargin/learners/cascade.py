@@ -1,0 +1,423 @@
+"""Boosted cascade classifier (thesis seed 002, Ch. 4): stages of boosted split stumps,
+each with an operating point chosen for the cascade's recall / FAR goal."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from maxmargin._validation import (
+    CALLBACK,
+    MAX_TIME,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    Interval,
+    Options,
+    as_generator,
+    json_params,
+    validate_params,
+)
+from maxmargin.exceptions import warn_interrupted
+from maxmargin.solvers.asymmetric_boost import (
+    ASYM_VARIANTS,
+    CS_VARIANTS,
+    fit_asymmetric_stage,
+    fit_cost_sensitive_stage,
+)
+from maxmargin.solvers.operating_point import FALLBACKS, RULES, select_operating_point
+from maxmargin.weak.real_stump import RealStumps
+
+__all__ = ["BoostedCascade"]
+
+STAGE_LEARNERS = CS_VARIANTS + ASYM_VARIANTS
+
+
+def _sigmoid(z):
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+class BoostedCascade(ClassifierMixin, BaseEstimator):
+    """Cascade of boosted stages with planned operating points (thesis Ch. 4).
+
+    A window is accepted when it passes every stage: stage ``k`` accepts when its score
+    ``F_k(x) = sum_t s_t(x)`` (split stumps, :mod:`maxmargin.solvers.asymmetric_boost`)
+    exceeds the stage threshold.  Stage ``k`` is trained on the positives and the
+    negatives that passed stages ``0 .. k-1`` (bootstrapping), adding weak classifiers
+    until its ROC curve on the validation data meets the ``rule``'s goal for the
+    remaining cascade (:mod:`maxmargin.solvers.operating_point`) or ``max_weak`` is
+    reached; the goal is then updated (``A <- A / a``, ``B <- B / b``, ``n <- n - 1``).
+    Training stops after ``n_stages`` stages, when the FAR goal is met, or when no
+    negative is left.
+
+    Parameters
+    ----------
+    stage_learner : {"discrete", "real", "gentle", "lacboost", "fisherboost"}, default="gentle"
+        Cost-sensitive AdaBoost (Sec. 4.2.3) or LACBoost / FisherBoost (Sec. 4.2.5).
+    cost_ratio : float, default=1.0
+        ``C_1 / C_-1`` of cost-sensitive AdaBoost (costs ``2r/(1+r)`` and ``2/(1+r)``,
+        so ``1`` is plain AdaBoost).
+    n_stages : int, default=10
+        Planned number of stages ``n``.
+    target_recall, target_far : float, default=0.95, 1e-3
+        The cascade's goal ``(A, B)``.
+    rule : {"fixed", "one-point", "two-point"}, default="two-point"
+    fallback : {"recall", "far"}, default="recall"
+        What a stage that cannot reach the rule's goal within ``max_weak`` gives up (thesis
+        Sec. 4.3.4): ``"far"`` keeps the FAR goal and accepts missed detections (the
+        section's main example); ``"recall"`` keeps the per-stage recall
+        ``A^(1/n)`` and accepts more false positives (its "reversed strategy").  With weak
+        stage classifiers ``"far"`` lets the recall collapse stage after stage.
+    max_weak : int, default=50
+        Weak classifiers per stage at most.
+    recycle : float or None, default=None
+        Information recycling (Sec. 4.4, Algorithm 3) with ``lambda* = recycle``; None:
+        off.
+    theta, sigma : float, default=1.0, 1e-4
+        LACBoost / FisherBoost trade-off and score ridge.
+    max_negatives : int or None, default=None
+        Negatives per stage at most (a random subset of those alive).
+    validation_fraction : float in [0, 1), default=0.0
+        Share of the data held out to choose operating points (0: the training data).
+    random_state, max_time, verbose, callback
+        As elsewhere; ``callback`` gets every round's history record.
+
+    Attributes
+    ----------
+    classes_, stages_ (per-stage table: ``n_weak``, ``n_new_weak``, ``threshold``,
+    ``recall``, ``far``, ``attained``, ``n_pos``, ``n_neg``, ``n_recycled``),
+    stumps_ (list of :class:`~maxmargin.weak.RealStumps`), thresholds_, history_ (one row
+    per boosting round: ``iteration``, ``stage``, ``objective``, ``gap``, ``t_total``),
+    n_stages_.
+    """
+
+    _parameter_constraints = {
+        "stage_learner": [Options(*STAGE_LEARNERS)],
+        "cost_ratio": [POSITIVE],
+        "n_stages": [POSITIVE_INT],
+        "target_recall": [Interval(float, 0, 1, closed="right")],
+        "target_far": [Interval(float, 0, 1, closed="neither")],
+        "rule": [Options(*RULES)],
+        "fallback": [Options(*FALLBACKS)],
+        "max_weak": [POSITIVE_INT],
+        "recycle": [None, Interval(float, 0, None, closed="left")],
+        "theta": [POSITIVE],
+        "sigma": [Interval(float, 0, None, closed="left")],
+        "max_negatives": [None, POSITIVE_INT],
+        "validation_fraction": [Interval(float, 0, 1, closed="left")],
+        "random_state": RANDOM_STATE,
+        "max_time": MAX_TIME,
+        "verbose": VERBOSE,
+        "callback": CALLBACK,
+    }
+
+    def __init__(
+        self,
+        *,
+        stage_learner="gentle",
+        cost_ratio=1.0,
+        n_stages=10,
+        target_recall=0.95,
+        target_far=1e-3,
+        rule="two-point",
+        fallback="recall",
+        max_weak=50,
+        recycle=None,
+        theta=1.0,
+        sigma=1e-4,
+        max_negatives=None,
+        validation_fraction=0.0,
+        random_state=None,
+        max_time=None,
+        verbose=0,
+        callback=None,
+    ):
+        self.stage_learner = stage_learner
+        self.cost_ratio = cost_ratio
+        self.n_stages = n_stages
+        self.target_recall = target_recall
+        self.target_far = target_far
+        self.rule = rule
+        self.fallback = fallback
+        self.max_weak = max_weak
+        self.recycle = recycle
+        self.theta = theta
+        self.sigma = sigma
+        self.max_negatives = max_negatives
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+        self.max_time = max_time
+        self.verbose = verbose
+        self.callback = callback
+
+    # ------------------------------------------------------------------------ fit
+    def fit(self, X, y, validation_mask=None):
+        """Train the cascade.  ``validation_mask`` (boolean, one per sample): the rows
+        held out to choose operating points (e.g. all windows of some images, so that the
+        points are not chosen on near-copies of training windows); it overrides
+        ``validation_fraction``."""
+        validate_params(self)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y")
+        if y_type != "binary":
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is {y_type}."
+            )
+        self.classes_, yi = np.unique(y, return_inverse=True)
+        ys = np.where(yi == 1, 1.0, -1.0)
+        rng = as_generator(self.random_state)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(f"n_samples = {n}: a cascade needs examples of both classes")
+        tr, va = np.arange(n), np.arange(n)
+        if validation_mask is not None:
+            hold = np.asarray(validation_mask, dtype=bool).ravel()
+            if hold.shape != (n,):
+                raise ValueError(f"validation_mask must have {n} entries, got {hold.shape}")
+            for part, name in ((hold, "validation"), (~hold, "training")):
+                if not ((ys[part] > 0).any() and (ys[part] < 0).any()):
+                    raise ValueError(f"the {name} rows must hold both classes")
+            tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
+        elif self.validation_fraction > 0:
+            hold = np.zeros(n, dtype=bool)
+            for c in (1.0, -1.0):
+                idx = np.flatnonzero(ys == c)
+                k = round(self.validation_fraction * len(idx))
+                if 0 < k < len(idx):
+                    hold[rng.choice(idx, k, replace=False)] = True
+            if hold.any() and (ys[~hold] > 0).any() and (ys[~hold] < 0).any():
+                tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
+        r = float(self.cost_ratio)
+        c_pos, c_neg = 2.0 * r / (1.0 + r), 2.0 / (1.0 + r)
+        A, B, n_left = float(self.target_recall), float(self.target_far), int(self.n_stages)
+        alive = np.ones(n, dtype=bool)  # passed every stage so far (train and validation)
+        stumps, thresholds, table, history = [], [], [], []
+        pool = None
+        seen: set = set()
+        t0 = time.perf_counter()
+        interrupted = False
+        state = {"round": 0}
+        for s in range(int(self.n_stages)):
+            a_tr = tr[alive[tr]]
+            a_va = va[alive[va]]
+            pos_tr, neg_tr = a_tr[ys[a_tr] > 0], a_tr[ys[a_tr] < 0]
+            pos_va, neg_va = a_va[ys[a_va] > 0], a_va[ys[a_va] < 0]
+            lac = self.stage_learner in ASYM_VARIANTS
+            need = 2 if lac else 1
+            if min(len(pos_tr), len(neg_tr)) < need or min(len(pos_va), len(neg_va)) < 1:
+                break
+            if self.max_negatives is not None and len(neg_tr) > self.max_negatives:
+                neg_tr = np.sort(rng.choice(neg_tr, int(self.max_negatives), replace=False))
+            idx = np.concatenate([pos_tr, neg_tr])
+            Xs, yss = X[idx], ys[idx]
+            Xv = X[np.concatenate([pos_va, neg_va])]
+            nvp = len(pos_va)
+            goal = (min(A, 1.0), B, n_left)
+
+            def stop(st, _goal=goal, _Xv=Xv, _nvp=nvp):
+                F = st.evaluate(_Xv).sum(axis=0)
+                op = select_operating_point(F[:_nvp], F[_nvp:], *_goal, rule=self.rule)
+                done = op.attained
+                if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
+                    done = True
+                return done or interrupted
+
+            def record(rec, _s=s):
+                nonlocal interrupted
+                row = {
+                    **rec,
+                    "iteration": state["round"],
+                    "stage_round": rec["iteration"],
+                    "stage": _s,
+                    "t_total": time.perf_counter() - t0,
+                }
+                state["round"] += 1
+                history.append(row)
+                if self.verbose:
+                    print(
+                        f"[cascade] stage {_s} round {rec['iteration']} "
+                        f"objective {rec['objective']:.6g} weak {rec['n_weak']}",
+                        flush=True,
+                    )
+                if self.callback is not None and not interrupted:
+                    try:
+                        self.callback(row)
+                    except KeyboardInterrupt:
+                        interrupted = True
+
+            kw = dict(
+                max_weak=int(self.max_weak),
+                recycle=pool,
+                recycle_lambda=0.0 if self.recycle is None else float(self.recycle),
+                stop=stop,
+                on_round=record,
+            )
+            if lac:
+                res = fit_asymmetric_stage(
+                    Xs,
+                    yss,
+                    kind=self.stage_learner,
+                    theta=float(self.theta),
+                    sigma=float(self.sigma),
+                    **kw,
+                )
+            else:
+                res = fit_cost_sensitive_stage(
+                    Xs, yss, variant=self.stage_learner, c_pos=c_pos, c_neg=c_neg, **kw
+                )
+            st = res.stumps
+            if len(st) == 0:
+                break
+            F = st.evaluate(Xv).sum(axis=0)
+            op = select_operating_point(
+                F[:nvp], F[nvp:], *goal, rule=self.rule, fallback=self.fallback
+            )
+            splits = set(zip(st.feature.tolist(), st.threshold.tolist()))
+            table.append(
+                {
+                    "stage": s,
+                    "n_weak": len(st),
+                    "n_new_weak": len(splits - seen),
+                    "threshold": op.threshold,
+                    "recall": op.recall,
+                    "far": op.far,
+                    "attained": op.attained,
+                    "n_pos": len(pos_tr),
+                    "n_neg": len(neg_tr),
+                    "n_recycled": res.n_recycled,
+                    "goal": [goal[0], goal[1], goal[2]],
+                }
+            )
+            seen |= splits
+            stumps.append(st)
+            thresholds.append(op.threshold)
+            if self.recycle is not None:
+                pool = st if pool is None else pool.concat(st)
+            # bootstrap: only windows passing this stage go on
+            rows = np.flatnonzero(alive)
+            Fall = st.evaluate(X[rows]).sum(axis=0)
+            alive[rows[Fall <= op.threshold]] = False
+            A, B, n_left = A / op.recall, B / op.far, n_left - 1
+            if interrupted or B >= 1.0 or n_left < 1:
+                break
+            if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
+                break
+        if not stumps:
+            if interrupted:
+                raise KeyboardInterrupt
+            raise ValueError("no stage could be trained (too few examples of a class)")
+        if interrupted:
+            warn_interrupted(len(history))
+        self.stumps_ = stumps
+        self.thresholds_ = np.asarray(thresholds, dtype=np.float64)
+        self.stages_ = table
+        self.history_ = history
+        self.n_stages_ = len(stumps)
+        return self
+
+    # ------------------------------------------------------------------------ predict
+    def _depth_scores(self, X):
+        """(stages passed, margin ``F - threshold`` at the last stage evaluated)."""
+        check_is_fitted(self, "stumps_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        n = X.shape[0]
+        depth = np.zeros(n, dtype=np.int64)
+        margin = np.zeros(n)
+        rows = np.arange(n)
+        for st, thr in zip(self.stumps_, self.thresholds_):
+            if len(rows) == 0:
+                break
+            F = st.evaluate(X[rows]).sum(axis=0) - thr
+            margin[rows] = F
+            ok = F > 0
+            depth[rows[ok]] += 1
+            rows = rows[ok]
+        return depth, margin
+
+    def decision_function(self, X):
+        """Positive iff accepted by every stage; ordered by the number of stages passed,
+        then by the margin at the deciding stage: a window rejected at stage ``k`` (of
+        ``K``) scores in ``(k - K, k - K + 1/2]``, an accepted one in ``(0, 1/2)``."""
+        depth, margin = self._depth_scores(X)
+        K = self.n_stages_
+        return np.where(depth == K, _sigmoid(margin) - 0.5, depth - K + _sigmoid(margin))
+
+    def predict(self, X):
+        s = self.decision_function(X)
+        return self.classes_[(s > 0).astype(int)]
+
+    def figure_of_merit(self, X) -> dict:
+        """Table 4.1 on windows ``X``: the share of windows entering each stage, each
+        stage's weak classifiers, and the expected number of weak classifiers evaluated
+        per window (``expected_weak``; recycled splits counted once:
+        ``expected_distinct_weak``)."""
+        depth, _ = self._depth_scores(X)
+        K = self.n_stages_
+        entering = np.array([(depth >= k).mean() for k in range(K)])
+        n_weak = np.array([t["n_weak"] for t in self.stages_])
+        n_new = np.array([t["n_new_weak"] for t in self.stages_])
+        return {
+            "entering": entering.tolist(),
+            "accepted": float((depth == K).mean()),
+            "n_weak": n_weak.tolist(),
+            "expected_weak": float(entering @ n_weak),
+            "expected_distinct_weak": float(entering @ n_new),
+            "total_weak": int(n_weak.sum()),
+        }
+
+    # ------------------------------------------------------------------------ persistence
+    def _get_state(self):
+        check_is_fitted(self, "stumps_")
+        ptr = np.concatenate([[0], np.cumsum([len(s) for s in self.stumps_])])
+        cat = lambda a: np.concatenate([getattr(s, a) for s in self.stumps_])  # noqa: E731
+        arrays = {
+            "classes": self.classes_,
+            "thresholds": self.thresholds_,
+            "ptr": ptr.astype(np.int64),
+            "feature": cat("feature"),
+            "split": cat("threshold"),
+            "v_lo": cat("v_lo"),
+            "v_hi": cat("v_hi"),
+        }
+        meta = {
+            "params": json_params(self),
+            "n_features_in": int(self.n_features_in_),
+            "stages": self.stages_,
+            "history": self.history_,
+        }
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        est = cls(**meta["params"])
+        est.classes_ = np.asarray(arrays["classes"])
+        est.thresholds_ = np.asarray(arrays["thresholds"], dtype=np.float64)
+        ptr = np.asarray(arrays["ptr"], dtype=np.int64)
+        d = int(meta["n_features_in"])
+        if len(ptr) != len(est.thresholds_) + 1 or ptr[-1] != len(arrays["feature"]):
+            raise ValueError("model file is inconsistent: stages do not match the weak learners")
+        f = np.asarray(arrays["feature"], dtype=np.int64)
+        if len(f) and (f.min() < 0 or f.max() >= d):
+            raise ValueError("model file is inconsistent: a weak learner uses an unknown feature")
+        est.stumps_ = [
+            RealStumps(f[a:b], arrays["split"][a:b], arrays["v_lo"][a:b], arrays["v_hi"][a:b], d)
+            for a, b in itertools.pairwise(ptr)
+        ]
+        est.n_features_in_ = d
+        est.stages_ = list(meta["stages"])
+        est.history_ = list(meta["history"])
+        est.n_stages_ = len(est.stumps_)
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags

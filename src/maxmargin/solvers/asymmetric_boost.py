@@ -1,0 +1,469 @@
+"""Boosting with asymmetric goals for cascade stages (thesis seed 002, Sec. 4.2.3, 4.2.5
+and 4.4).
+
+Every stage classifier here is a sum of *split stumps* ``F(x) = sum_t s_t(x)``, ``s_t(x)
+= v_hi[t] if x[f_t] > theta_t else v_lo[t]`` (a :class:`~maxmargin.weak.RealStumps`
+with the weights folded into the outputs), so that Discrete, Real and Gentle stages,
+LACBoost / FisherBoost stages and recycled weak classifiers share one representation
+and the cascade counts weak classifiers by their split ``(f, theta)``.
+
+**Cost-sensitive AdaBoost** (Sec. 4.2.3, after Masnadi-Shirazi & Vasconcelos, "Cost-
+sensitive boosting", TPAMI 33, 2011): stage-wise minimisation of
+``L(F) = sum_i exp(-C_{y_i} y_i F(x_i))`` with sample weights
+``omega_i = C_{y_i} exp(-C_{y_i} y_i F(x_i))`` (normalised to sum 1):
+
+* discrete: the {-1, +1} stump of largest edge ``sum_i omega_i y_i h(x_i)``, its weight by
+  an exact line search of ``L`` (four exponentials; closed form at equal costs);
+* real: the split of Real AdaBoost on the weights ``omega`` and on each side the
+  minimiser of ``L``, ``1/(C_1 + C_-1) log((P + eps) / (N + eps))`` (eq. 4.16; ``P``,
+  ``N`` the positive / negative ``omega`` on that side, ``eps = 1/(2n)`` as in the
+  symmetric learner);
+* gentle: the split of Gentle AdaBoost on ``omega`` and the Newton step
+  ``(P - N) / (C_1 P + C_-1 N)`` on each side (eq. 4.17).
+
+With ``C_1 = C_-1 = 1`` all three are exactly :class:`~maxmargin.BinaryAdaBoost`.  The
+split of Real / Gentle stages is chosen by the symmetric criterion on ``omega``
+(scikit-image-free numba search of :class:`~maxmargin.weak.RealStump`); only the leaf
+values carry the costs -- exact at equal costs, an approximation otherwise (documented in
+docs/detection.md).
+
+**Information recycling** (Sec. 4.4, Algorithm 3): every round also considers the best
+*recycled* weak classifier -- a split already used by an earlier stage or round, with
+its outputs re-fitted to the current weights -- and takes the new one only if its loss
+reduction beats the recycled one's by more than ``lambda = lambda* max(d_new, d_rec)``
+(the thesis's adaptive threshold).  A recycled split costs nothing extra to evaluate in
+a window that has reached this stage.
+
+**LACBoost / FisherBoost** (Sec. 4.2.5; Shen, Wang, Li, "Training effective node
+classifiers for cascade classification", IJCV 103, 2013, and Wu, Rehg & Mullin's LAC):
+totally-corrective column generation on::
+
+    min_{w >= 0, 1'w <= 1}  1/2 w'A'(Q + sigma I)Aw - theta e'Aw
+
+with ``A[i, t] = h_t(x_i)`` the {-1, +1} stump outputs, ``e_i = 1/M_1`` on positives and
+``-1/M_-1`` on negatives (so ``e'Aw = w'(mu_1 - mu_-1)``), and ``Q`` such that
+``rho'Q rho`` is the unbiased variance of the positive scores ``rho = Aw`` (LAC, eq.
+4.37) or the sum of the positive and negative score variances (Fisher's LDA, eq. 4.48
+with the within-class scatter); ``sigma I`` is the thesis's ridge on the scores (``Q +
+sigma I``, "penalising the sum of squares of the strong classifier scores").  The ridge is
+put on the scores, not on ``w``: a ridge on ``w`` would reward splitting a weight over
+copies of one column, and column generation would keep adding the same stump.  The
+restricted master over the chosen columns is solved by the project's capped-simplex SMO
+(:func:`maxmargin.solvers.qp_master.smo_steps`, stopping on the exact duality gap);
+pricing is eq. 4.44: with ``alpha = theta e - (Q + sigma I) rho`` the stump maximising
+``sum_i alpha_i h(x_i)`` enters if that exceeds the multiplier
+``lambda`` of ``1'w <= 1``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+from maxmargin.solvers.qp_master import smo_steps
+from maxmargin.weak import DecisionStump, RealStump
+from maxmargin.weak.real_stump import RealStumps
+from maxmargin.weak.stump import evaluate_thresholds
+
+__all__ = [
+    "StageResult",
+    "asymmetric_objective",
+    "fit_asymmetric_stage",
+    "fit_cost_sensitive_stage",
+    "scatter_matrix",
+]
+
+_EDGE_CAP = 1.0 - 1e-12
+CS_VARIANTS = ("discrete", "real", "gentle")
+ASYM_VARIANTS = ("lacboost", "fisherboost")
+
+
+@dataclass
+class StageResult:
+    """The stage's split stumps (outputs include the weights), per-round history and
+    the number of rounds that recycled a split."""
+
+    stumps: RealStumps
+    history: list = field(default_factory=list)
+    n_recycled: int = 0
+    stopped: bool = False  # the stop callback ended training
+    columns: dict | None = None  # LAC / Fisher: the master's columns and weights
+
+
+def _empty(d):
+    return RealStumps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0), d)
+
+
+def _sides(X, feature, thr):
+    """(k, n) indicator of ``x[f] > theta`` for k splits."""
+    k = len(feature)
+    return evaluate_thresholds(X, np.asarray(feature), np.asarray(thr), np.zeros(k), np.ones(k))
+
+
+class _Stage:
+    """Split stumps of one stage, merged by split."""
+
+    def __init__(self, d):
+        self.d = d
+        self.f, self.t, self.lo, self.hi = [], [], [], []
+
+    def add(self, f, t, lo, hi):
+        for k in range(len(self.f)):
+            if self.f[k] == f and self.t[k] == t:
+                self.lo[k] += lo
+                self.hi[k] += hi
+                return
+        self.f.append(int(f))
+        self.t.append(float(t))
+        self.lo.append(float(lo))
+        self.hi.append(float(hi))
+
+    def stumps(self) -> RealStumps:
+        return RealStumps(
+            np.array(self.f, np.int64),
+            np.array(self.t),
+            np.array(self.lo),
+            np.array(self.hi),
+            self.d,
+        )
+
+
+def _discrete_step(u, ys, h, c1, c0):
+    """Weight of {-1, +1} outputs ``h`` minimising sum_i u_i exp(-C_y y (F + a h))."""
+    pos = ys > 0
+    right = ys * h > 0
+    Upc, Upw = u[pos & right].sum(), u[pos & ~right].sum()
+    Unc, Unw = u[~pos & right].sum(), u[~pos & ~right].sum()
+    if c1 == c0:  # closed form; the clipping of BinaryAdaBoost
+        tot = Upc + Upw + Unc + Unw
+        edge = float(np.clip((Upc + Unc - Upw - Unw) / tot, -_EDGE_CAP, _EDGE_CAP))
+        return 0.5 * np.log((1.0 + edge) / (1.0 - edge)) / c1
+
+    def g(a):  # derivative of the loss along a, increasing in a
+        return (
+            -c1 * Upc * np.exp(-c1 * a)
+            + c1 * Upw * np.exp(c1 * a)
+            - c0 * Unc * np.exp(-c0 * a)
+            + c0 * Unw * np.exp(c0 * a)
+        )
+
+    cap = 0.5 * np.log((1.0 + _EDGE_CAP) / (1.0 - _EDGE_CAP)) / min(c1, c0)
+    if g(cap) <= 0:
+        return cap
+    if g(-cap) >= 0:
+        return -cap
+    return brentq(g, -cap, cap, xtol=1e-14, rtol=1e-14)
+
+
+def _leaf_values(u, ys, side, c1, c0, variant, n):
+    """Cost-sensitive leaf values (lo, hi) of splits ``side`` (k, n) and the loss after."""
+    om = u * np.where(ys > 0, c1, c0)
+    Z = om.sum()
+    om = om / Z
+    pos = ys > 0
+    P_hi = side @ (om * pos)
+    N_hi = side @ (om * ~pos)
+    P_lo = (om * pos).sum() - P_hi
+    N_lo = (om * ~pos).sum() - N_hi
+    if variant == "real":
+        eps = 1.0 / (2.0 * n)
+        lo = np.log((P_lo + eps) / (N_lo + eps)) / (c1 + c0)
+        hi = np.log((P_hi + eps) / (N_hi + eps)) / (c1 + c0)
+    else:  # gentle, eq. 4.17
+        T_lo, T_hi = c1 * P_lo + c0 * N_lo, c1 * P_hi + c0 * N_hi
+        lo = np.divide(P_lo - N_lo, T_lo, out=np.zeros_like(T_lo), where=T_lo > 0)
+        hi = np.divide(P_hi - N_hi, T_hi, out=np.zeros_like(T_hi), where=T_hi > 0)
+        # the symmetric learner's outputs lie in [-1, 1]; at equal costs this is its clip
+        lim = 1.0 / min(c1, c0)
+        lo, hi = np.clip(lo, -lim, lim), np.clip(hi, -lim, lim)
+    return lo, hi
+
+
+def _loss_after(u, ys, side, lo, hi, c1, c0):
+    """sum_i u_i exp(-C_y y delta_i) for increments lo/hi on the sides, per split."""
+    cy = np.where(ys > 0, c1, c0)
+    delta = lo[:, None] + side * (hi - lo)[:, None]  # (k, n)
+    return (u[None] * np.exp(-(cy * ys)[None] * delta)).sum(axis=1)
+
+
+def fit_cost_sensitive_stage(
+    X,
+    ys,
+    *,
+    variant="discrete",
+    c_pos=1.0,
+    c_neg=1.0,
+    max_weak=100,
+    F0=None,
+    recycle=None,
+    recycle_lambda=0.0,
+    prepared=None,
+    stop=None,
+    on_round=None,
+    max_time=None,
+) -> StageResult:
+    """Cost-sensitive Discrete / Real / Gentle AdaBoost for one stage.
+
+    ``ys`` in {-1, +1}; ``F0``: starting scores (default 0); ``recycle``: split stumps
+    (any :class:`RealStumps` / feature-threshold pairs) that may be reused (Algorithm 3);
+    ``stop(stumps)`` is called after every round with the stage so far and ends training
+    when it returns True; ``on_round(record)`` is called with every round's record
+    before that.  History rows: ``iteration``, ``objective`` (the cost-sensitive
+    exponential loss, mean), ``recycled``, ``d_new``, ``d_recycled``, ``t_total``.
+    """
+    if variant not in CS_VARIANTS:
+        raise ValueError(f"variant must be one of {CS_VARIANTS}, got {variant!r}")
+    ys = np.asarray(ys, dtype=np.float64)
+    n, d = X.shape
+    c1, c0 = float(c_pos), float(c_neg)
+    if c1 <= 0 or c0 <= 0:
+        raise ValueError("costs must be positive")
+    cy = np.where(ys > 0, c1, c0)
+    F = np.zeros(n) if F0 is None else np.asarray(F0, dtype=np.float64).copy()
+    weak = DecisionStump() if variant == "discrete" else RealStump(mode=variant)
+    prep = weak.prepare(X) if prepared is None else prepared
+    stage = _Stage(d)
+    pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
+    pool_t = [] if recycle is None else [float(v) for v in recycle.threshold]
+    pool_side = _sides(X, pool_f, pool_t) if pool_f else np.zeros((0, n))
+    history, n_rec = [], 0
+    t0 = time.perf_counter()
+    stopped = False
+    for it in range(int(max_weak)):
+        z = -cy * ys * F
+        zmax = z.max()
+        u = np.exp(z - zmax)  # loss terms, scaled by exp(-zmax)
+        om = cy * u
+        om /= om.sum()
+        h, _ = weak.best(prep, (om * ys)[:, None])
+        f_new, t_new = int(h.feature[0]), float(h.threshold[0])
+        L0 = u.sum()
+        side_new = _sides(X, [f_new], [t_new])
+        # -- candidate new weak classifier
+        if variant == "discrete":
+            out = np.where(side_new[0] > 0, h.polarity[0], -h.polarity[0])
+            a = _discrete_step(u, ys, out, c1, c0)
+            lo_new, hi_new = np.array([-h.polarity[0] * a]), np.array([h.polarity[0] * a])
+        else:
+            lo_new, hi_new = _leaf_values(u, ys, side_new, c1, c0, variant, n)
+        d_new = L0 - _loss_after(u, ys, side_new, lo_new, hi_new, c1, c0)[0]
+        # -- candidate recycled weak classifier
+        d_rec, k_rec = -np.inf, -1
+        if len(pool_f):
+            if variant == "discrete":
+                outs = 2.0 * pool_side - 1.0
+                edges = outs @ (om * ys)
+                sgn = np.where(edges >= 0, 1.0, -1.0)
+                a_rec = np.array([_discrete_step(u, ys, s * o, c1, c0) for s, o in zip(sgn, outs)])
+                lo_r, hi_r = -sgn * a_rec, sgn * a_rec
+            else:
+                lo_r, hi_r = _leaf_values(u, ys, pool_side, c1, c0, variant, n)
+            dr = L0 - _loss_after(u, ys, pool_side, lo_r, hi_r, c1, c0)
+            k_rec = int(np.argmax(dr))
+            d_rec = float(dr[k_rec])
+        lam = recycle_lambda * max(d_new, d_rec, 0.0)
+        use_rec = k_rec >= 0 and not (d_new - d_rec > lam)
+        if use_rec:
+            f, t, lo, hi = pool_f[k_rec], pool_t[k_rec], lo_r[k_rec], hi_r[k_rec]
+            side = pool_side[k_rec]
+            n_rec += 1
+        else:
+            f, t, lo, hi = f_new, t_new, float(lo_new[0]), float(hi_new[0])
+            side = side_new[0]
+            if recycle is not None:  # new splits join the recycling pool (Algorithm 3)
+                pool_f.append(f)
+                pool_t.append(t)
+                pool_side = np.vstack([pool_side, side[None]])
+        stage.add(f, t, lo, hi)
+        F += lo + side * (hi - lo)
+        zz = -cy * ys * F
+        objective = float(np.exp(zz - zz.max()).mean() * np.exp(zz.max()))
+        rec = {
+            "iteration": it,
+            "objective": objective,
+            "dual_bound": float("nan"),
+            "gap": float("nan"),
+            "recycled": bool(use_rec),
+            "d_new": float(d_new * np.exp(zmax) / n),
+            "d_recycled": float(d_rec * np.exp(zmax) / n) if k_rec >= 0 else float("nan"),
+            "n_weak": len(stage.f),
+            "t_total": time.perf_counter() - t0,
+        }
+        history.append(rec)
+        if on_round is not None:
+            on_round(rec)
+        if stop is not None and stop(stage.stumps()):
+            stopped = True
+            break
+        if max_time is not None and rec["t_total"] >= max_time:
+            break
+    return StageResult(stage.stumps(), history, n_rec, stopped)
+
+
+# ------------------------------------------------------------------- LACBoost / FisherBoost
+def scatter_matrix(ys, kind="lacboost") -> np.ndarray:
+    """The matrix ``Q`` written out (n x n): ``rho'Q rho`` is the unbiased variance of the
+    positive scores (LAC) or the sum of both classes' (Fisher).  For tests and tiny data;
+    the solver applies ``Q`` without forming it."""
+    ys = np.asarray(ys)
+    n = len(ys)
+    Q = np.zeros((n, n))
+    groups = [ys > 0] + ([ys < 0] if kind == "fisherboost" else [])
+    for g in groups:
+        idx = np.flatnonzero(g)
+        m = len(idx)
+        if m < 2:
+            raise ValueError("need at least two examples of each class in the scatter")
+        Q[np.ix_(idx, idx)] = (np.eye(m) - 1.0 / m) / (m - 1)
+    return Q
+
+
+def _apply_Q(R, ys, kind):
+    """Q @ R for R (n,) or (n, k) without forming Q."""
+    out = np.zeros_like(R, dtype=np.float64)
+    groups = [ys > 0] + ([ys < 0] if kind == "fisherboost" else [])
+    for g in groups:
+        m = int(g.sum())
+        Rg = R[g]
+        out[g] = (Rg - Rg.mean(axis=0)) / (m - 1)
+    return out
+
+
+def asymmetric_objective(w, A, ys, *, kind="lacboost", theta=1.0, sigma=1e-4) -> float:
+    """``1/2 w'A'(Q + sigma I)Aw - theta e'Aw`` (the master's objective)."""
+    ys = np.asarray(ys)
+    e = np.where(ys > 0, 1.0 / (ys > 0).sum(), -1.0 / (ys < 0).sum())
+    rho = A @ w
+    return float(0.5 * rho @ _apply_Q(rho, ys, kind) + 0.5 * sigma * rho @ rho - theta * e @ rho)
+
+
+def fit_asymmetric_stage(
+    X,
+    ys,
+    *,
+    kind="lacboost",
+    theta=1.0,
+    sigma=1e-4,
+    max_weak=100,
+    eps=1e-8,
+    recycle=None,
+    recycle_lambda=0.0,
+    prepared=None,
+    stop=None,
+    on_round=None,
+    max_time=None,
+    tol=1e-12,
+) -> StageResult:
+    """LACBoost / FisherBoost by column generation (see the module docstring).
+
+    ``recycle``: splits (with either polarity) that are priced beside the weak learner's
+    best new stump; the new one enters only if its price beats the recycled one's by
+    more than ``recycle_lambda * max(prices)`` (Algorithm 3 with the pricing gain in the
+    place of the loss reduction).  History rows: ``iteration``, ``objective``,
+    ``dual_bound`` (restricted master), ``gap``, ``price``, ``lambda``, ``n_weak``.
+    """
+    if kind not in ASYM_VARIANTS:
+        raise ValueError(f"kind must be one of {ASYM_VARIANTS}, got {kind!r}")
+    ys = np.asarray(ys, dtype=np.float64)
+    n, d = X.shape
+    if (ys > 0).sum() < 2 or (ys < 0).sum() < 2:
+        raise ValueError("LACBoost / FisherBoost need at least two examples of each class")
+    e = np.where(ys > 0, 1.0 / (ys > 0).sum(), -1.0 / (ys < 0).sum())
+    weak = DecisionStump()
+    prep = weak.prepare(X) if prepared is None else prepared
+    pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
+    pool_t = [] if recycle is None else [float(v) for v in recycle.threshold]
+    pool_out = 2.0 * _sides(X, pool_f, pool_t) - 1.0 if pool_f else np.zeros((0, n))
+    cols_f, cols_t, cols_p = [], [], []
+    Acols = np.zeros((n, 0))
+    G = np.zeros((0, 0))
+    b = np.zeros(0)
+    w = np.zeros(0)
+    history, n_rec = [], 0
+    t0 = time.perf_counter()
+    stopped = False
+    cap = max(int(max_weak), 1)
+    lam = 0.0
+    for it in range(cap + 1):
+        rho = Acols @ w
+        alpha = theta * e - _apply_Q(rho, ys, kind) - sigma * rho
+        h, gain = weak.best(prep, alpha[:, None])
+        f_new, t_new, p_new = int(h.feature[0]), float(h.threshold[0]), float(h.polarity[0])
+        price_new = float(gain[0])
+        price_rec, k_rec = -np.inf, -1
+        if len(pool_f):
+            pr = pool_out @ alpha
+            k_rec = int(np.argmax(np.abs(pr)))
+            price_rec = float(abs(pr[k_rec]))
+        price = max(price_new, price_rec)
+        if price <= lam + eps or len(cols_f) >= cap:
+            break
+        use_rec = k_rec >= 0 and not (price_new - price_rec > recycle_lambda * price)
+        if use_rec and price_rec <= lam + eps:
+            use_rec = False
+        if use_rec:
+            f, t = pool_f[k_rec], pool_t[k_rec]
+            p = 1.0 if (pool_out[k_rec] @ alpha) >= 0 else -1.0
+            col = p * pool_out[k_rec]
+            n_rec += 1
+        else:
+            f, t, p = f_new, t_new, p_new
+            col = np.where(_sides(X, [f], [t])[0] > 0, p, -p)
+            if recycle is not None:
+                pool_f.append(f)
+                pool_t.append(t)
+                pool_out = np.vstack([pool_out, (col * p)[None]])
+        cols_f.append(f)
+        cols_t.append(t)
+        cols_p.append(p)
+        qa = _apply_Q(col, ys, kind) + sigma * col
+        g_new = Acols.T @ qa
+        G = np.block([[G, g_new[:, None]], [g_new[None], np.array([[col @ qa]])]])
+        Acols = np.hstack([Acols, col[:, None]])
+        b = np.append(b, theta * (e @ col))
+        w = np.append(w, 0.0)
+        # restricted master: min 1/2 w'Gw - b'w, w >= 0, sum w <= 1 (capped simplex)
+        grad = G @ w - b
+        _, qp_gap, _ = smo_steps(G, grad, w, len(w), 1.0, tol, 1_000_000)
+        grad = G @ w - b
+        lam = max(0.0, -float(grad.min())) if w.sum() >= 1.0 - 1e-9 else 0.0
+        obj = 0.5 * float(w @ G @ w) - float(b @ w)
+        rec = {
+            "iteration": it,
+            "objective": obj,
+            "dual_bound": obj - float(qp_gap),  # of the restricted master (exact SMO gap)
+            "price": price,
+            "lambda": lam,
+            "recycled": bool(use_rec),
+            "n_weak": len(set(zip(cols_f, cols_t))),
+            "t_total": time.perf_counter() - t0,
+        }
+        rec["gap"] = float(qp_gap) / max(abs(obj), 1e-12)
+        history.append(rec)
+        if on_round is not None:
+            on_round(rec)
+        if stop is not None:
+            st = _Stage(d)
+            for ff, tt, pp, ww in zip(cols_f, cols_t, cols_p, w):
+                st.add(ff, tt, -pp * ww, pp * ww)
+            if stop(st.stumps()):
+                stopped = True
+                break
+        if max_time is not None and rec["t_total"] >= max_time:
+            break
+    st = _Stage(d)
+    for ff, tt, pp, ww in zip(cols_f, cols_t, cols_p, w):
+        if ww > 0:
+            st.add(ff, tt, -pp * ww, pp * ww)
+    if not st.f and cols_f:  # keep one weak classifier so the stage has a score
+        st.add(cols_f[0], cols_t[0], -cols_p[0] * 1e-12, cols_p[0] * 1e-12)
+    columns = {
+        "feature": np.array(cols_f, np.int64),
+        "threshold": np.array(cols_t),
+        "polarity": np.array(cols_p),
+        "w": w.copy(),
+    }
+    return StageResult(st.stumps(), history, n_rec, stopped, columns)

@@ -1,0 +1,235 @@
+"""Hard-negative mining: the n-slack cutting-plane loop of a linear SVM over a negative
+set too large to hold (thesis seed 002, Sec. 2.3.4, Table 2.1; Felzenszwalb et al.,
+"Object detection with discriminatively trained part based models", TPAMI 32, 2010).
+
+The problem is the full linear SVM (liblinear's form, intercept as a constant column)::
+
+    min_w  1/2 ||w||^2 + C sum_{i in P} max(0, 1 - w.x_i) + C sum_{j in N} max(0, 1 + w.x_j)
+
+over all positives ``P`` and *all* negative windows ``N``.  Each of its n slack
+constraints ``xi_j >= 1 + w.x_j`` is a cutting plane; a working set ``W`` of negatives
+holds the planes kept in the restricted problem, solved by dual coordinate descent
+(:func:`maxmargin.solvers.svm.fit_dual_cd`) warm-started from the last multipliers.  A
+round scans every negative with the current ``w``:
+
+* the *hard* negatives are those with score ``w.x_j >= -1`` (inside the margin or
+  misclassified) -- the counts of Table 2.1;
+* the negatives outside ``W`` with score ``> -1 + eps`` violate a constraint of the
+  full problem at the restricted optimum; if there are none, the restricted optimum is
+  the full optimum (its multipliers extended by zeros satisfy every KKT condition) and
+  the loop stops;
+* otherwise easy members of ``W`` (zero multiplier and score ``< -1``) are dropped when
+  ``W`` would exceed ``max_working_set``, and the highest-scoring new hard negatives
+  are added (ties broken at random, so round 0 with ``w = 0`` draws a random start).
+
+Every round also yields an exact certificate for the *full* problem: the scan gives its
+primal objective at ``w``, and the restricted dual at the working-set multipliers is a
+feasible dual point of the full problem (the other multipliers zero), so
+``gap = (primal - dual) / primal`` bounds the distance to the full optimum.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from maxmargin.solvers.svm import fit_dual_cd
+
+__all__ = ["MiningResult", "mine_hard_negatives"]
+
+
+@dataclass
+class MiningResult:
+    """``w`` (features) and ``b`` (intercept) of the SVM, the working set's negative ids,
+    the per-round table and whether the full problem's optimality test was met."""
+
+    w: np.ndarray
+    b: float
+    working_set: np.ndarray
+    history: list = field(default_factory=list)
+    converged: bool = False
+    primal: float = float("nan")
+    dual: float = float("nan")
+
+
+def _augment(X, scale):
+    X = np.asarray(X, dtype=np.float64)
+    if scale is None:
+        return X
+    return np.hstack([X, np.full((X.shape[0], 1), float(scale))])
+
+
+def mine_hard_negatives(
+    X_pos,
+    scan: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]],
+    C: float = 1.0,
+    *,
+    max_working_set: int = 10000,
+    max_rounds: int = 20,
+    eps: float = 1e-6,
+    tol: float = 1e-8,
+    max_iter: int = 100000,
+    fit_intercept: bool = True,
+    intercept_scaling: float = 1.0,
+    rng=None,
+    verbose: int = 0,
+    callback=None,
+) -> MiningResult:
+    """Train a linear SVM on positives ``X_pos`` and all negatives produced by ``scan``.
+
+    ``scan()`` returns a fresh iterable of ``(ids, X)`` chunks covering every negative
+    once (e.g. one chunk per image, features computed on the fly); ``ids`` are unique
+    integer ids.  ``tol`` is the relative duality gap of each restricted solve, ``eps``
+    the margin slack of the stopping test.  The history has one row per round:
+    ``iteration``, ``n_hard`` (negatives with score >= -1), ``n_violating`` (those outside
+    the working set with score > -1 + eps; 0 at convergence), ``n_new`` (hard ones added;
+    0 in the last row, where the loop stopped),
+    ``working_set``, ``objective`` (full primal at the scanned ``w``), ``dual_bound``,
+    ``gap``, ``t_scan``, ``t_solve``, ``t_total``.
+    """
+    rng = np.random.default_rng(rng)
+    scale = float(intercept_scaling) if fit_intercept else None
+    Xp = _augment(X_pos, scale)
+    n_pos, d = Xp.shape
+    if n_pos == 0:
+        raise ValueError("need at least one positive example")
+    if max_working_set < 1:
+        raise ValueError(f"max_working_set must be >= 1, got {max_working_set}")
+    w = np.zeros(d)
+    ws_ids = np.zeros(0, dtype=np.int64)
+    ws_X = np.zeros((0, d))
+    ws_alpha = np.zeros(0)
+    alpha_pos = np.zeros(n_pos)
+    history: list[dict] = []
+    t0 = time.perf_counter()
+    dual = -np.inf
+    converged = False
+    primal = np.inf
+    for rnd in range(int(max_rounds) + 1):
+        # ---- scan every negative with the current w
+        ts = time.perf_counter()
+        ws_set = ws_ids
+        n_hard = 0
+        hinge_neg = 0.0
+        seen = 0
+        cand_ids = np.zeros(0, dtype=np.int64)
+        cand_X = np.zeros((0, d))
+        cand_key = np.zeros(0)
+        n_violating = 0
+        for ids, X in scan():
+            ids = np.asarray(ids, dtype=np.int64).ravel()
+            Xa = _augment(X, scale)
+            if Xa.shape != (len(ids), d):
+                raise ValueError(
+                    f"scan() gave {Xa.shape[0]} x {Xa.shape[1] - (scale is not None)} "
+                    f"features for {len(ids)} ids; expected {d - (scale is not None)} features"
+                )
+            seen += len(ids)
+            s = Xa @ w
+            hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
+            n_hard += int((s >= -1.0).sum())
+            new = (s > -1.0 + eps) & ~np.isin(ids, ws_set)
+            n_violating += int(new.sum())
+            if not new.any():
+                continue
+            # streaming top-k by (score, random tie-break): keep at most max_working_set
+            key = s[new] + 1e-9 * rng.random(int(new.sum()))
+            cand_ids = np.concatenate([cand_ids, ids[new]])
+            cand_X = np.vstack([cand_X, Xa[new]])
+            cand_key = np.concatenate([cand_key, key])
+            if len(cand_key) > 2 * max_working_set:
+                top = np.argsort(-cand_key, kind="stable")[:max_working_set]
+                cand_ids, cand_X, cand_key = cand_ids[top], cand_X[top], cand_key[top]
+        if seen == 0:
+            raise ValueError("scan() produced no negatives")
+        t_scan = time.perf_counter() - ts
+        hinge_pos = float(np.maximum(0.0, 1.0 - Xp @ w).sum())
+        primal = 0.5 * float(w @ w) + C * (hinge_pos + hinge_neg)
+        gap = (primal - dual) / max(abs(primal), 1e-12)
+        rec = {
+            "iteration": rnd,
+            "n_hard": n_hard,
+            "n_new": int(min(len(cand_ids), max_working_set)),
+            "n_violating": n_violating,
+            "working_set": len(ws_ids),
+            "n_negatives": seen,
+            "objective": primal,
+            "dual_bound": float(dual),
+            "gap": float(gap),
+            "t_scan": t_scan,
+        }
+        if len(cand_ids) == 0 or rnd == max_rounds:
+            converged = len(cand_ids) == 0
+            rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
+            history.append(rec)
+            if verbose:
+                print(f"[mining] round {rnd}: {n_hard} hard, stop", flush=True)
+            if callback is not None:
+                callback(rec)
+            break
+        # ---- update the working set
+        order = np.argsort(-cand_key, kind="stable")
+        cand_ids, cand_X = cand_ids[order], cand_X[order]
+        room = max_working_set - len(ws_ids)
+        if room < len(cand_ids) and len(ws_ids):
+            s_ws = ws_X @ w
+            easy = (ws_alpha <= 0.0) & (s_ws < -1.0)
+            # drop easy members only as far as needed
+            need = min(len(cand_ids) - room, int(easy.sum()))
+            drop = np.flatnonzero(easy)[np.argsort(s_ws[easy])[:need]]
+            keep = np.ones(len(ws_ids), dtype=bool)
+            keep[drop] = False
+            ws_ids, ws_X, ws_alpha = ws_ids[keep], ws_X[keep], ws_alpha[keep]
+            room = max_working_set - len(ws_ids)
+        if room <= 0:
+            warnings.warn(
+                f"the working set is full of support vectors ({len(ws_ids)}); "
+                "raise max_working_set to reach the full problem's optimum",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
+            history.append(rec)
+            break
+        add = slice(0, room)
+        ws_ids = np.concatenate([ws_ids, cand_ids[add]])
+        ws_X = np.vstack([ws_X, cand_X[add]])
+        ws_alpha = np.concatenate([ws_alpha, np.zeros(len(cand_ids[add]))])
+        rec["n_new"] = len(cand_ids[add])
+        # ---- solve the restricted problem, warm-started
+        tv = time.perf_counter()
+        X = np.vstack([Xp, ws_X])
+        y = np.concatenate([np.ones(n_pos), -np.ones(len(ws_ids))])
+        sol = fit_dual_cd(
+            X,
+            y,
+            float(C),
+            tol=tol,
+            max_iter=max_iter,
+            rng=rng,
+            alpha0=np.concatenate([alpha_pos, ws_alpha]),
+        )
+        w = sol.w
+        dual = float(sol.dual)
+        alpha_pos, ws_alpha = sol.alpha[:n_pos], sol.alpha[n_pos:]
+        rec.update(
+            t_solve=time.perf_counter() - tv,
+            t_total=time.perf_counter() - t0,
+            solve_converged=bool(sol.converged),
+        )
+        history.append(rec)
+        if verbose:
+            print(
+                f"[mining] round {rnd}: {n_hard} hard of {seen}, +{rec['n_new']} -> "
+                f"working set {len(ws_ids)}, objective {primal:.6g}",
+                flush=True,
+            )
+        if callback is not None:
+            callback(rec)
+    if scale is None:
+        return MiningResult(w, 0.0, ws_ids, history, converged, primal, dual)
+    return MiningResult(w[:-1], float(w[-1] * scale), ws_ids, history, converged, primal, dual)

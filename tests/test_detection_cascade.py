@@ -1,0 +1,115 @@
+"""BoostedCascade (issue 13, priority 3): stages, operating points, figure of merit,
+recycling, persistence."""
+
+import numpy as np
+import pytest
+
+import maxmargin
+from maxmargin import BoostedCascade
+
+
+def _data(seed, n_pos=200, n_neg=3000):
+    rng = np.random.default_rng(seed)
+    Xp = rng.normal(size=(n_pos, 8))
+    Xp[:, :3] += 2.5
+    Xn = rng.normal(size=(n_neg, 8))
+    return np.vstack([Xp, Xn]), np.r_[np.ones(n_pos), np.zeros(n_neg)]
+
+
+@pytest.mark.parametrize("learner", ["discrete", "gentle", "lacboost", "fisherboost"])
+@pytest.mark.parametrize("rule", ["fixed", "one-point", "two-point"])
+def test_cascade_rejects_most_negatives_early(learner, rule):
+    X, y = _data(0)
+    Xt, yt = _data(1)
+    c = BoostedCascade(
+        stage_learner=learner,
+        rule=rule,
+        n_stages=6,
+        target_recall=0.9,
+        target_far=1e-2,
+        max_weak=30,
+        validation_fraction=0.3,
+        random_state=0,
+    ).fit(X, y)
+    fm = c.figure_of_merit(Xt[yt == 0])
+    ent = np.array(fm["entering"])
+    assert ent[0] == 1.0 and np.all(np.diff(ent) <= 0)
+    assert fm["expected_weak"] == pytest.approx(ent @ np.array(fm["n_weak"]))
+    assert fm["expected_weak"] < 0.5 * fm["total_weak"] or c.n_stages_ == 1
+    recall = (c.predict(Xt[yt == 1]) == 1).mean()
+    far = (c.predict(Xt[yt == 0]) == 1).mean()
+    assert recall > 0.6 and far < 0.05
+    assert far == pytest.approx(fm["accepted"])
+    # table rows and the goal update A <- A/a, B <- B/b, n <- n-1
+    for a, b in zip(c.stages_, c.stages_[1:]):
+        assert b["goal"][1] == pytest.approx(a["goal"][1] / a["far"])
+        assert b["goal"][2] == a["goal"][2] - 1
+    # decision_function: > 0 iff accepted, deeper windows score higher
+    d = c.decision_function(Xt)
+    depth, _ = c._depth_scores(Xt)
+    np.testing.assert_array_equal(d > 0, depth == c.n_stages_)
+    order = np.argsort(d)
+    assert np.all(np.diff(depth[order]) >= 0)
+
+
+def test_cost_ratio_raises_stage_recall():
+    X, y = _data(2)
+    kw = dict(stage_learner="discrete", n_stages=1, max_weak=5, rule="fixed", target_far=0.5)
+    lo = BoostedCascade(**kw).fit(X, y)
+    hi = BoostedCascade(cost_ratio=5.0, **kw).fit(X, y)
+    pos = y == 1
+    r_lo = (lo.stumps_[0].evaluate(X[pos]).sum(0) > 0).mean()
+    r_hi = (hi.stumps_[0].evaluate(X[pos]).sum(0) > 0).mean()
+    assert r_hi > r_lo  # a dearer missed positive moves the zero level set outwards
+
+
+def test_recycling_reuses_weak_classifiers_across_stages(tmp_path):
+    X, y = _data(3)
+    kw = dict(stage_learner="gentle", n_stages=5, max_weak=20, target_far=1e-3, random_state=0)
+    plain = BoostedCascade(**kw).fit(X, y)
+    rec = BoostedCascade(recycle=0.5, **kw).fit(X, y)
+    assert sum(t["n_recycled"] for t in rec.stages_) > 0
+    assert all(t["n_new_weak"] <= t["n_weak"] for t in rec.stages_)
+    fm_r, fm_p = rec.figure_of_merit(X), plain.figure_of_merit(X)
+    assert fm_r["expected_distinct_weak"] <= fm_r["expected_weak"]
+    assert fm_p["expected_distinct_weak"] <= fm_p["expected_weak"]
+    back = maxmargin.load(maxmargin.save(rec, tmp_path / "c.npz"))
+    np.testing.assert_array_equal(back.decision_function(X), rec.decision_function(X))
+    assert back.stages_ == rec.stages_
+
+
+def test_validation_mask_chooses_the_operating_points_on_held_out_rows():
+    X, y = _data(5)
+    hold = np.zeros(len(y), dtype=bool)
+    hold[::4] = True
+    kw = dict(n_stages=2, max_weak=10, rule="fixed", target_far=0.1)
+    c = BoostedCascade(**kw).fit(X, y, validation_mask=hold)
+    F = c.stumps_[0].evaluate(X[hold]).sum(0)
+    yh = y[hold] == 1
+    assert c.stages_[0]["recall"] == pytest.approx((F[yh] > c.thresholds_[0]).mean())
+    assert c.stages_[0]["n_pos"] == (y[~hold] == 1).sum()
+    with pytest.raises(ValueError, match="both classes"):
+        BoostedCascade(**kw).fit(X, y, validation_mask=y == 1)
+
+
+def test_cascade_errors():
+    X, y = _data(4, n_pos=1, n_neg=20)
+    with pytest.raises(ValueError, match="no stage"):
+        BoostedCascade(stage_learner="lacboost").fit(X, y)
+    with pytest.raises(ValueError, match="rule"):
+        BoostedCascade(rule="three-point").fit(X, y)
+    with pytest.raises(ValueError, match="binary"):
+        BoostedCascade().fit(X[:6], [0, 1, 2, 0, 1, 2])
+
+
+def test_recall_fallback_keeps_the_recall_of_weak_stages():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(2200, 5))
+    y = np.r_[np.ones(200), np.zeros(2000)]
+    X[:200, 0] += 0.7  # hard: the goal below is out of reach
+    kw = dict(n_stages=5, max_weak=5, target_recall=0.9, target_far=1e-4, random_state=0)
+    keep = BoostedCascade(fallback="recall", **kw).fit(X, y)
+    drop = BoostedCascade(fallback="far", **kw).fit(X, y)
+    rk = (keep.predict(X[:200]) == 1).mean()
+    rd = (drop.predict(X[:200]) == 1).mean()
+    assert rk >= 0.85 and rd < rk
