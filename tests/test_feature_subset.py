@@ -93,9 +93,9 @@ def test_tc_boost_on_subsets_converges_to_the_full_optimum():
     y = (X[:, :8] @ rng.normal(size=8) + 0.5 * rng.normal(size=80) > 0).astype(int)
     kw = dict(loss="hinge", penalty="l1", C=5.0, max_iter=300)
     full = TCBoostClassifier(**kw).fit(X, y)
-    sub = TCBoostClassifier(
-        **kw, feature_subset={"size": 3, "refresh": 2, "random_state": 0}
-    ).fit(X, y)
+    sub = TCBoostClassifier(**kw, feature_subset={"size": 3, "refresh": 2, "random_state": 0}).fit(
+        X, y
+    )
     assert full.converged_ and sub.converged_
     assert sub.history_[-1]["priced_all"]
     assert any(not r["priced_all"] for r in sub.history_)
