@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
+    N_JOBS,
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
@@ -112,6 +113,13 @@ class StructBoost(BaseEstimator):
         (the paper's Alg. 2).
     random_state : int, RandomState, Generator or None, default=None
         Tie breaking of the initial violators (Alg. 1 line 2).
+    n_jobs : int or None, default=None
+        Workers on the active joblib backend (loky processes by default;
+        ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
+        search over fixed feature blocks and, for tasks with a per-example oracle
+        (``ChainTask``), the loss-augmented oracle over fixed shards of the examples.
+        Every ``n_jobs`` (1 included) gives the same model, bit for bit
+        (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -189,6 +197,7 @@ class StructBoost(BaseEstimator):
         max_time: float | None = None,
         max_cp_rounds: int | None = 10,
         random_state=None,
+        n_jobs=None,
         verbose: int = 0,
         callback=None,
         warm_start: bool = False,
@@ -206,6 +215,7 @@ class StructBoost(BaseEstimator):
         self.max_iter = max_iter
         self.max_time = max_time
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -223,6 +233,7 @@ class StructBoost(BaseEstimator):
         "max_time": MAX_TIME,
         "max_cp_rounds": [None, POSITIVE_INT],
         "random_state": RANDOM_STATE,
+        "n_jobs": N_JOBS,
         "verbose": VERBOSE,
         "callback": CALLBACK,
         "warm_start": [bool, np.bool_],
@@ -329,6 +340,7 @@ class StructBoost(BaseEstimator):
             rng=as_generator(self.random_state),
             callback=report,
             max_cp_rounds=self.max_cp_rounds,
+            n_jobs=self.n_jobs,
             **init,
         )
         self._store_result(res)
@@ -547,6 +559,13 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         Cutting-plane rounds per boosting iteration (None: to ``eps_cp``).
     random_state : int, RandomState, Generator or None, default=None
         Tie breaking of the initial violators (Alg. 1 line 2).
+    n_jobs : int or None, default=None
+        Workers on the active joblib backend (loky processes by default;
+        ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
+        search over fixed feature blocks and, for tasks with a per-example oracle
+        (``ChainTask``), the loss-augmented oracle over fixed shards of the examples.
+        Every ``n_jobs`` (1 included) gives the same model, bit for bit
+        (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -604,6 +623,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         max_time: float | None = None,
         max_cp_rounds: int | None = 10,
         random_state=None,
+        n_jobs=None,
         verbose: int = 0,
         callback=None,
     ):
@@ -620,6 +640,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
             max_time=max_time,
             max_cp_rounds=max_cp_rounds,
             random_state=random_state,
+            n_jobs=n_jobs,
             verbose=verbose,
             callback=callback,
         )
