@@ -38,6 +38,7 @@ from maxmargin.solvers.column_generation import (
     fit_structboost,
 )
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
+from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
 from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
@@ -58,6 +59,7 @@ _TASKS = {
     "PairwiseRankingTask": PairwiseRankingTask,
     "RankingTask": RankingTask,
     "CRFTask": CRFTask,
+    "ChainTask": ChainTask,
 }
 
 
