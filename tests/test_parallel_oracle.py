@@ -79,6 +79,18 @@ def test_parallel_runs_in_worker_processes(chain_model):
     assert not os.path.exists(folder)  # shard files removed after the fit
 
 
+def test_three_workers_tree_reduction_equals_serial(chain_model):
+    """n_jobs=3 runs 4 nodes of the reduction tree: still the serial sums exactly."""
+    serial = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=1, max_iter=10)
+    par = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=3, max_iter=10)
+    assert np.array_equal(par.w, serial.w)
+    assert parallel.tree_nodes(0, 10, 2) == [(0, 2), (2, 5), (5, 7), (7, 10)]
+    got = parallel.tree_sum(lambda k: np.float64(0.1) * (k + 1), 0, 10)
+    assert got == ((0.1 + 0.2) + (0.30000000000000004 + (0.4 + 0.5))) + (
+        (0.6000000000000001 + 0.7000000000000001) + (0.8 + (0.9 + 1.0))
+    )
+
+
 def test_threading_backend_equals_serial(chain_model):
     serial = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=1, max_iter=10)
     with joblib.parallel_config(backend="threading"):

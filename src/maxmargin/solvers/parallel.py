@@ -11,9 +11,10 @@ number depends on the number of examples only (:func:`shard_bounds`), never on
 ``n_jobs`` or on the backend.  Each shard returns its own partial results -- the
 labellings, per-example losses and margins and, for 1-slack planes, the shard's sum of
 joint-feature differences and losses -- computed by one numba kernel in a fixed order
-(no BLAS, whose summation order may depend on threads), and the master adds the shards'
-partial sums in shard order.  ``n_jobs=1`` runs the very same kernels on the very same
-shards in-process, so any ``n_jobs`` and any backend give a bit-for-bit identical fit.
+(no BLAS, whose summation order may depend on threads), and the shards' partial sums are
+added along a fixed binary tree over the shards (:func:`tree_sum`).  ``n_jobs=1`` runs
+the very same kernels on the very same shards in-process, so any ``n_jobs`` and any
+backend give a bit-for-bit identical fit.
 (``n_jobs=None``, the default, keeps the single-process BLAS path of earlier versions;
 it agrees with the sharded path to rounding, not bit for bit.)
 
@@ -28,8 +29,12 @@ Data movement.  Shards are placed on the workers once per fit and stay there:
 * any other backend (e.g. Ray's): the shards are pickled with every call -- correct,
   but it moves the data every iteration (docs/scaling.md).
 
-Each iteration returns, per shard, the labels (``int16`` / ``int32``), two floats per
-example and (1-slack) one ``dim``-vector; docs/scaling.md models these bytes.
+Each iteration returns the labels (``int16`` / ``int32``) and two floats per example,
+and (1-slack) one ``dim``-vector per task: the shards' planes are added along a fixed
+binary tree over the shards, each task being one node of that tree (its depth chosen so
+that every worker gets a node), so a worker adds its node's shards and the master adds
+the node sums, the same additions in the same order for every ``n_jobs``.
+docs/scaling.md models these bytes.
 
 Failure.  A worker that dies (killed process, lost Dask worker) raises
 :class:`~maxmargin.exceptions.ParallelFitError`: the fit is aborted and no partial model
@@ -38,7 +43,6 @@ is returned.  Ordinary exceptions inside a worker propagate unchanged.
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import tempfile
@@ -185,12 +189,31 @@ def _label_dtype(K: int):
     return np.int16 if K <= np.iinfo(np.int16).max else np.int32
 
 
-def _run_group(refs, w, slack, want_plane, die_pid=None):
-    """Worker task: the oracle on a group of shards; a list of per-shard results
-    ``(labels, loss, margin, a or None, b)``."""
+def tree_nodes(lo: int, hi: int, depth: int) -> list[tuple[int, int]]:
+    """The nodes at ``depth`` of the fixed binary reduction tree over shards ``lo:hi``
+    (a node splits at ``(lo + hi) // 2``; leaves stay leaves)."""
+    if depth <= 0 or hi - lo <= 1:
+        return [(lo, hi)]
+    mid = (lo + hi) // 2
+    return tree_nodes(lo, mid, depth - 1) + tree_nodes(mid, hi, depth - 1)
+
+
+def tree_sum(get, lo: int, hi: int):
+    """``get(lo) + ... + get(hi - 1)`` added along the fixed reduction tree, so that
+    the sum of a node is the same numbers whether a worker or the master adds it."""
+    if hi - lo == 1:
+        return get(lo)
+    mid = (lo + hi) // 2
+    return tree_sum(get, lo, mid) + tree_sum(get, mid, hi)
+
+
+def _run_node(refs, lo, w, slack, want_plane, die_pid=None):
+    """Worker task: the oracle on the shards ``lo .. lo + len(refs) - 1`` (one node of
+    the reduction tree): their labels, losses and margins concatenated, and the node's
+    plane sums ``(a, b)`` added along the tree."""
     if die_pid is not None and os.getpid() != die_pid:  # test hook: a worker dies
         os._exit(3)
-    out = []
+    parts = []
     W = P = None
     for ref in refs:
         L = _resolve(ref)
@@ -202,8 +225,17 @@ def _run_group(refs, w, slack, want_plane, die_pid=None):
         margin = np.empty(n)
         a = np.zeros(len(w) if want_plane else 0)
         b = _shard_kernel(L, W, P, slack, want_plane, labels, loss, margin, a)
-        out.append((labels.astype(_label_dtype(L.K)), loss, margin, a if want_plane else None, b))
-    return out
+        parts.append((labels.astype(_label_dtype(L.K)), loss, margin, a, np.array([b])))
+    hi = lo + len(parts)
+    ab = None
+    if want_plane:
+        ab = tree_sum(lambda k: np.concatenate([parts[k - lo][3], parts[k - lo][4]]), lo, hi)
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+        ab,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -369,10 +401,11 @@ class ShardedOracle:
             self._folder = None
         return False
 
-    def _groups(self):
-        m = min(self.n_shards, self._session.n_workers)
-        cuts = (np.arange(m + 1) * self.n_shards) // m
-        return [self._refs[a:b] for a, b in itertools.pairwise(cuts)]
+    def _nodes(self):
+        """One task per node of the reduction tree at the depth that gives at least one
+        task per worker (the tree itself depends on the number of shards only)."""
+        depth = int(np.ceil(np.log2(max(1, self._session.n_workers))))
+        return tree_nodes(0, self.n_shards, depth)
 
     def run(self, w, rescaling: str = "margin", plane: bool = False) -> OracleResult:
         """The oracle at ``w`` on every shard, reduced in shard order."""
@@ -382,32 +415,34 @@ class ShardedOracle:
         w = np.ascontiguousarray(w, dtype=np.float64)
         die = os.getpid() if self._die_at_call == self.n_calls else None
         self.n_calls += 1
-        groups = self._groups()
-        args = [(g, w, slack, bool(plane), die) for g in groups]
-        if self._session.kind != "inline":
-            self.bytes_sent += len(groups) * w.nbytes
-        results = self._session.map(_run_group, args, what="the loss-augmented oracle")
-        per_shard = [r for group in results for r in group]
-        if len(per_shard) != self.n_shards:  # never reduce an incomplete answer
-            raise ParallelFitError(
-                f"the oracle returned {len(per_shard)} of {self.n_shards} shards; the fit "
+        nodes = self._nodes()
+        args = [(self._refs[lo:hi], lo, w, slack, bool(plane), die) for lo, hi in nodes]
+        results = self._session.map(_run_node, args, what="the loss-augmented oracle")
+        n_pos = sum(len(r[0]) for r in results)
+        if len(results) != len(nodes) or n_pos != self.model.n_positions:
+            raise ParallelFitError(  # never reduce an incomplete answer
+                f"the oracle returned {len(results)} of {len(nodes)} shard groups; the fit "
                 "was aborted and no partial model was returned"
             )
-        labels = np.concatenate([r[0] for r in per_shard]).astype(np.int64)
-        loss = np.concatenate([r[1] for r in per_shard])
-        margin = np.concatenate([r[2] for r in per_shard])
+        labels = np.concatenate([r[0] for r in results]).astype(np.int64)
+        loss = np.concatenate([r[1] for r in results])
+        margin = np.concatenate([r[2] for r in results])
         a = None
         b = 0.0
-        if plane:
-            a = np.zeros(self.model.dim)
-            for r in per_shard:  # fixed order: shard 0, 1, 2, ...
-                a += r[3]
-                b += r[4]
+        if plane:  # the master adds the node sums along the same fixed tree
+            node_sum = {node: r[3] for node, r in zip(nodes, results)}
+
+            def combine(lo, hi):
+                if (lo, hi) in node_sum:
+                    return node_sum[(lo, hi)]
+                mid = (lo + hi) // 2
+                return combine(lo, mid) + combine(mid, hi)
+
+            ab = combine(0, self.n_shards)
+            a, b = ab[:-1], ab[-1]
         if self._session.kind != "inline":
-            self.bytes_received += sum(
-                r[0].nbytes + r[1].nbytes + r[2].nbytes + (r[3].nbytes if plane else 0) + 8
-                for r in per_shard
-            )
+            self.bytes_sent += len(nodes) * w.nbytes
+            self.bytes_received += sum(sum(x.nbytes for x in r if x is not None) for r in results)
         return OracleResult(labels, loss, margin, a, float(b))
 
 

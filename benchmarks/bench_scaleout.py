@@ -1,0 +1,274 @@
+"""Scale-out (issue 17): the sharded oracle and the blocked stump search at 1, 2, 4 workers.
+
+On the OCR chain (Taskar et al. 2003; ``load_ocr``):
+
+1. ``oracle``: seconds per loss-augmented oracle call (1-slack plane included) on the
+   large fold (6251 words / 47535 letters used as training set), for the single-process
+   batch path (``n_jobs=None``), the sharded oracle at n_jobs = 1, 2, 4 (loky processes)
+   and on a dask.distributed LocalCluster of 2 processes; bytes moved per call;
+2. ``ssvm``: StructSVM fits on the large fold with a fixed number of iterations (tol=0,
+   so every run does the same work; integer n_jobs give bit-identical models);
+3. ``stumps``: one stump search (27 weight columns) over the chain's weak inputs of the
+   large fold, serial vs blocked at 1, 2, 4 workers;
+4. ``structboost``: StructBoost chain fits on the standard fold (626 training words),
+   fixed iterations, n_jobs None / 1 / 2 / 4;
+5. ``accuracy``: test letter error of the SSVM chain (n-slack, C = 62.6, tol 1e-3) and
+   of the StructBoost chain on the standard 626 / 6251 split.
+
+Every section records ``os.getloadavg()`` before and after it: the machine is shared.
+
+Usage (from the repository root):
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_scaleout.py
+        [--mat ../shared/data/sequence_labeling/ocr_taskar/ocr_taskar.mat]
+        [--sections oracle ssvm stumps structboost accuracy] [--workers 1 2 4]
+        [--sb-iter 150] [--out benchmarks/results/scaleout.json]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from _common import DEFAULT_DATA, write_result
+from maxmargin import StructBoost, StructSVM
+from maxmargin.datasets.ocr import load_ocr
+from maxmargin.solvers.parallel import ShardedOracle
+from maxmargin.solvers.parallel_weak import BlockedStumpSearch
+from maxmargin.tasks.chain import ChainTask
+from maxmargin.weak import DecisionStump
+
+OCR = DEFAULT_DATA / "sequence_labeling/ocr_taskar/ocr_taskar.mat"
+
+
+def load():
+    return os.getloadavg()
+
+
+def _median_time(fn, repeat):
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts)), [round(x, 4) for x in ts]
+
+
+def _dask_cluster(n):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+        silence_logs=50,
+    )  # fmt: skip
+    return cluster, Client(cluster)
+
+
+def oracle_section(X, y, workers, repeat):
+    import joblib
+
+    model = ChainTask().bind(X, y).linear_model()
+    w = np.random.default_rng(0).normal(size=model.dim) * 0.01
+    rows = []
+
+    def batch():
+        labels, loss, margin = model.loss_augmented(w)
+        model.plane(labels, np.ones(model.n_samples))
+
+    model.loss_augmented(w)
+    t, ts = _median_time(batch, repeat)
+    rows.append({"path": "batch (n_jobs=None)", "sec_per_call": t, "times": ts})
+
+    def sharded(n_jobs, label):
+        with ShardedOracle(model, n_jobs=n_jobs) as orc:
+            orc.run(w, plane=True)  # warm-up: workers start, shards placed / loaded
+            sent0, recv0 = orc.bytes_sent, orc.bytes_received
+            t, ts = _median_time(lambda: orc.run(w, plane=True), repeat)
+            rows.append(
+                {
+                    "path": label,
+                    "n_jobs": n_jobs,
+                    "sec_per_call": t,
+                    "times": ts,
+                    "n_shards": orc.n_shards,
+                    "bytes_placed_once": orc.bytes_placed,
+                    "bytes_sent_per_call": (orc.bytes_sent - sent0) / repeat,
+                    "bytes_received_per_call": (orc.bytes_received - recv0) / repeat,
+                }
+            )
+
+    for n in workers:
+        sharded(n, f"sharded, loky n_jobs={n}")
+    cluster, client = _dask_cluster(2)
+    try:
+        with joblib.parallel_config(backend="dask"):
+            sharded(2, "sharded, dask LocalCluster 2 processes")
+    finally:
+        client.close()
+        cluster.close()
+    base = next(r["sec_per_call"] for r in rows if r.get("n_jobs") == 1)
+    for r in rows:
+        r["speedup_vs_sharded_1"] = base / r["sec_per_call"]
+    return {"n_words": len(y), "n_letters": int(model.n_positions), "rows": rows}
+
+
+def ssvm_section(X, y, workers, iters):
+    import joblib
+
+    rows = []
+    ref = None
+
+    def fit(n_jobs, label):
+        nonlocal ref
+        est = StructSVM(task=ChainTask(), C=62.6, solver="1-slack", tol=0.0, max_iter=iters,
+                        n_jobs=n_jobs)  # fmt: skip
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        t = time.perf_counter() - t
+        t_or = float(sum(h["t_oracle"] for h in est.history_))
+        same = None
+        if n_jobs is not None:
+            if ref is None:
+                ref = est.coef_
+            same = bool(np.array_equal(ref, est.coef_))
+        rows.append({"path": label, "n_jobs": n_jobs, "fit_seconds": t, "t_oracle": t_or,
+                     "iterations": est.n_iter_, "objective": est.objective_,
+                     "bit_identical_to_n_jobs_1": same})  # fmt: skip
+
+    fit(None, "n_jobs=None")
+    for n in workers:
+        fit(n, f"loky n_jobs={n}")
+    cluster, client = _dask_cluster(2)
+    try:
+        with joblib.parallel_config(backend="dask"):
+            fit(2, "dask LocalCluster 2 processes")
+    finally:
+        client.close()
+        cluster.close()
+    base = next(r["fit_seconds"] for r in rows if r["n_jobs"] == 1)
+    for r in rows:
+        r["speedup_vs_n_jobs_1"] = base / r["fit_seconds"]
+    return {"solver": "1-slack", "C": 62.6, "max_iter": iters, "rows": rows}
+
+
+def stumps_section(X, y, workers, repeat):
+    task = ChainTask().bind(X, y)
+    Z = task.weak_inputs()
+    A = np.random.default_rng(1).normal(size=(Z.shape[0], task.n_slots))
+    weak = DecisionStump()
+    rows = []
+    prep = weak.prepare(Z)
+    t, ts = _median_time(lambda: weak.best(prep, A), repeat)
+    rows.append({"path": "DecisionStump (serial, 1 numba thread)", "sec_per_search": t,
+                 "times": ts})  # fmt: skip
+    for n in workers:
+        with BlockedStumpSearch(weak, n_jobs=n) as blocked:
+            bp = blocked.prepare(Z)
+            blocked.best(bp, A)  # warm-up: blocks coded on the workers
+            s0, r0 = blocked.bytes_sent, blocked.bytes_received
+            t, ts = _median_time(lambda b=blocked, p=bp: b.best(p, A), repeat)
+            rows.append({"path": f"blocked, loky n_jobs={n}", "n_jobs": n, "sec_per_search": t,
+                         "times": ts, "bytes_sent_per_call": (blocked.bytes_sent - s0) / repeat,
+                         "bytes_received_per_call": (blocked.bytes_received - r0) / repeat})  # fmt: skip
+    base = next(r["sec_per_search"] for r in rows if r.get("n_jobs") == 1)
+    for r in rows:
+        r["speedup_vs_blocked_1"] = base / r["sec_per_search"]
+    return {"weak_inputs": list(Z.shape), "nnz": int(Z.nnz), "slots": task.n_slots,
+            "rows": rows}  # fmt: skip
+
+
+def structboost_section(X, y, workers, iters):
+    rows = []
+    ref = None
+    for n in [None, *workers]:
+        est = StructBoost(task=ChainTask(), C=62.6, max_iter=iters, random_state=0, n_jobs=n)
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        t = time.perf_counter() - t
+        h = est.history_
+        same = None
+        if ref is None:
+            ref = est.slot_weights_
+        else:
+            same = bool(np.array_equal(ref, est.slot_weights_))
+        rows.append({"n_jobs": n, "fit_seconds": t, "iterations": est.n_iter_,
+                     "t_weak": float(sum(r["t_weak"] for r in h)),
+                     "t_master": float(sum(r["t_master"] for r in h)),
+                     "t_oracle": float(sum(r["t_oracle"] for r in h)),
+                     "bit_identical_to_serial": same})  # fmt: skip
+    return {"C": 62.6, "max_iter": iters, "rows": rows}
+
+
+def accuracy_section(X, y, Xt, yt, sb_iter):
+    out = []
+    for name, est in [
+        ("StructSVM n-slack", StructSVM(task=ChainTask(), C=62.6, solver="n-slack", tol=1e-3,
+                                        random_state=0)),
+        ("StructBoost (stumps)", StructBoost(task=ChainTask(), C=62.6, max_iter=sb_iter,
+                                             random_state=0)),
+    ]:  # fmt: skip
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        t = time.perf_counter() - t
+        err = est.task_.hamming(yt, est.predict(Xt))
+        rec = {"learner": name, "fit_seconds": t, "test_letter_error": err,
+               "iterations": est.n_iter_, "gap": est.history_[-1]["gap"]}  # fmt: skip
+        if hasattr(est, "hypotheses_"):
+            rec["n_weak"] = len(est.hypotheses_)
+        out.append(rec)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mat", default=str(OCR))
+    ap.add_argument("--sections", nargs="+",
+                    default=["oracle", "ssvm", "stumps", "structboost", "accuracy"])  # fmt: skip
+    ap.add_argument("--workers", nargs="+", type=int, default=[1, 2, 4])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--ssvm-iter", type=int, default=40)
+    ap.add_argument("--sb-bench-iter", type=int, default=20)
+    ap.add_argument("--sb-iter", type=int, default=150)
+    ap.add_argument("--out", default="benchmarks/results/scaleout.json")
+    args = ap.parse_args(argv)
+    Xs, ys = load_ocr(args.mat, "train")
+    Xl, yl = load_ocr(args.mat, "test")
+    res = {"cpus": os.cpu_count(), "workers": args.workers}
+    for sec in args.sections:
+        before = load()
+        t = time.perf_counter()
+        if sec == "oracle":
+            out = oracle_section(Xl, yl, args.workers, args.repeat)
+        elif sec == "ssvm":
+            out = ssvm_section(Xl, yl, args.workers, args.ssvm_iter)
+        elif sec == "stumps":
+            out = stumps_section(Xl, yl, args.workers, args.repeat)
+        elif sec == "structboost":
+            out = structboost_section(Xs, ys, args.workers, args.sb_bench_iter)
+        elif sec == "accuracy":
+            out = {"rows": accuracy_section(Xs, ys, Xl, yl, args.sb_iter)}
+        else:
+            raise SystemExit(f"unknown section {sec}")
+        res[sec] = {**out, "loadavg_before": before, "loadavg_after": load(),
+                    "section_seconds": time.perf_counter() - t}  # fmt: skip
+        print(sec, res[sec], flush=True)
+    path = write_result(args.out, res)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
