@@ -41,6 +41,8 @@ def test_feature_blocks():
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_blocked_search_equals_serial(sparse, weak, n_jobs):
     Z, A = _data(sparse)
+    if sparse:  # mostly-zero weights (a chain plane): only the non-zeros are sent
+        A[np.random.default_rng(5).random(A.shape) < 0.9] = 0.0
     ref, gref = weak.best(weak.prepare(Z), A)
     with BlockedStumpSearch(weak, n_jobs=n_jobs, n_blocks=5) as blocked:
         prep = blocked.prepare(Z)
@@ -51,6 +53,8 @@ def test_blocked_search_equals_serial(sparse, weak, n_jobs):
             assert np.array_equal(cand.threshold, ref.threshold)
             assert np.array_equal(cand.polarity, ref.polarity)
             assert np.array_equal(cand.evaluate(Z), ref.evaluate(Z))
+        if n_jobs == 2:
+            assert blocked.bytes_sent == 2 * 2 * (12 * np.count_nonzero(A) if sparse else A.nbytes)
 
 
 def test_structboost_n_jobs_bit_for_bit(digits_split):

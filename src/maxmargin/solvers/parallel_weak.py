@@ -8,7 +8,8 @@ that feature's values and on A only.  :class:`BlockedStumpSearch` therefore spli
 features into fixed contiguous blocks (their number depends on the number of features
 only, never on ``n_jobs``), places every block on the workers once per fit, lets each
 worker code (presort / bin) a block the first time it sees it and keep the codes, and per
-iteration sends A and receives, per block and column, the block's best stump and gain.
+iteration sends A (only its non-zeros when it is mostly zeros, as the planes of chains
+and CRFs are) and receives, per block and column, the block's best stump and gain.
 The reduction takes, per column, the first block with the largest gain; inside a block
 the search already returns the first feature with the largest gain, so the answer is the
 first best feature overall -- the serial search's tie rule -- and the result is the
@@ -88,7 +89,27 @@ def _prepared(block: _Block):
     return hit
 
 
+def _pack(A: np.ndarray):
+    """A as sent to the workers: dense, or its non-zeros when it is mostly zeros (the
+    signed weights of a chain or CRF plane touch only the violators' rows)."""
+    flat = A.ravel()
+    nz = np.flatnonzero(flat)
+    if 12 * len(nz) < flat.nbytes:
+        return (A.shape, nz.astype(np.int64), flat[nz])
+    return A
+
+
+def _unpack(A) -> np.ndarray:
+    if isinstance(A, np.ndarray):
+        return A
+    shape, nz, vals = A
+    out = np.zeros(int(np.prod(shape)))
+    out[nz] = vals
+    return out.reshape(shape)
+
+
 def _search_group(blocks, A, weak: DecisionStump):
+    A = _unpack(A)
     out = []
     for block in blocks:
         fc = _prepared(block)
@@ -181,14 +202,16 @@ class BlockedStumpSearch(WeakLearner):
         m = min(len(blocks), self._session.n_workers)
         cuts = (np.arange(m + 1) * len(blocks)) // m
         groups = [blocks[a:b] for a, b in itertools.pairwise(cuts)]
+        packed = A if self._session.kind in ("inline", "threads") else _pack(A)
         results = self._session.map(
             _search_group,
-            [(g, A, self.base) for g in groups],
+            [(g, packed, self.base) for g in groups],
             what="the weak-learner search",
         )
         per_block = [r for group in results for r in group]
         if self._session.kind != "inline":
-            self.bytes_sent += len(groups) * A.nbytes
+            size = packed.nbytes if isinstance(packed, np.ndarray) else 12 * len(packed[1])
+            self.bytes_sent += len(groups) * size
             self.bytes_received += sum(sum(x.nbytes for x in r) for r in per_block)
         gains = np.stack([r[3] for r in per_block])  # (n_blocks, S)
         pick = np.argmax(gains, axis=0)  # first block with the best gain
