@@ -10,8 +10,10 @@ On the OCR chain (Taskar et al. 2003; ``load_ocr``):
    so every run does the same work; integer n_jobs give bit-identical models);
 3. ``stumps``: one stump search (27 weight columns) over the chain's weak inputs of the
    large fold, serial vs blocked at 1, 2, 4 workers;
-4. ``structboost``: StructBoost chain fits on the standard fold (626 training words),
-   fixed iterations, n_jobs None / 1 / 2 / 4;
+4. ``flat``: StructBoostClassifier on the letters of the large fold as independent
+   samples (47535 x 129, 26 classes; the stump search dominates), fixed iterations;
+   ``structboost``: StructBoost chain fits on the standard fold (626 training words),
+   fixed iterations, n_jobs None / 1 / 2 / 4 (the 1-slack LP master dominates);
 5. ``accuracy``: test letter error of the SSVM chain (n-slack, C = 62.6, tol 1e-3) and
    of the StructBoost chain on the standard 626 / 6251 split.
 
@@ -21,7 +23,7 @@ Usage (from the repository root):
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_scaleout.py
         [--mat ../shared/data/sequence_labeling/ocr_taskar/ocr_taskar.mat]
         [--sections oracle ssvm stumps structboost accuracy] [--workers 1 2 4]
-        [--sb-iter 150] [--out benchmarks/results/scaleout.json]
+        [--sb-iter 150] [--sb-time 300] [--out benchmarks/results/scaleout.json]
 """
 
 from __future__ import annotations
@@ -66,9 +68,12 @@ def _dask_cluster(n):
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(
-        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+        n_workers=n,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
         silence_logs=50,
-    )  # fmt: skip
+    )
     return cluster, Client(cluster)
 
 
@@ -80,7 +85,7 @@ def oracle_section(X, y, workers, repeat):
     rows = []
 
     def batch():
-        labels, loss, margin = model.loss_augmented(w)
+        labels, _, _ = model.loss_augmented(w)
         model.plane(labels, np.ones(model.n_samples))
 
     model.loss_augmented(w)
@@ -128,8 +133,9 @@ def ssvm_section(X, y, workers, iters):
 
     def fit(n_jobs, label):
         nonlocal ref
-        est = StructSVM(task=ChainTask(), C=62.6, solver="1-slack", tol=0.0, max_iter=iters,
-                        n_jobs=n_jobs)  # fmt: skip
+        est = StructSVM(
+            task=ChainTask(), C=62.6, solver="1-slack", tol=0.0, max_iter=iters, n_jobs=n_jobs
+        )
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -141,9 +147,17 @@ def ssvm_section(X, y, workers, iters):
             if ref is None:
                 ref = est.coef_
             same = bool(np.array_equal(ref, est.coef_))
-        rows.append({"path": label, "n_jobs": n_jobs, "fit_seconds": t, "t_oracle": t_or,
-                     "iterations": est.n_iter_, "objective": est.objective_,
-                     "bit_identical_to_n_jobs_1": same})  # fmt: skip
+        rows.append(
+            {
+                "path": label,
+                "n_jobs": n_jobs,
+                "fit_seconds": t,
+                "t_oracle": t_or,
+                "iterations": est.n_iter_,
+                "objective": est.objective_,
+                "bit_identical_to_n_jobs_1": same,
+            }
+        )
 
     fit(None, "n_jobs=None")
     for n in workers:
@@ -169,22 +183,29 @@ def stumps_section(X, y, workers, repeat):
     rows = []
     prep = weak.prepare(Z)
     t, ts = _median_time(lambda: weak.best(prep, A), repeat)
-    rows.append({"path": "DecisionStump (serial, 1 numba thread)", "sec_per_search": t,
-                 "times": ts})  # fmt: skip
+    rows.append(
+        {"path": "DecisionStump (serial, 1 numba thread)", "sec_per_search": t, "times": ts}
+    )
     for n in workers:
         with BlockedStumpSearch(weak, n_jobs=n) as blocked:
             bp = blocked.prepare(Z)
             blocked.best(bp, A)  # warm-up: blocks coded on the workers
             s0, r0 = blocked.bytes_sent, blocked.bytes_received
             t, ts = _median_time(lambda b=blocked, p=bp: b.best(p, A), repeat)
-            rows.append({"path": f"blocked, loky n_jobs={n}", "n_jobs": n, "sec_per_search": t,
-                         "times": ts, "bytes_sent_per_call": (blocked.bytes_sent - s0) / repeat,
-                         "bytes_received_per_call": (blocked.bytes_received - r0) / repeat})  # fmt: skip
+            rows.append(
+                {
+                    "path": f"blocked, loky n_jobs={n}",
+                    "n_jobs": n,
+                    "sec_per_search": t,
+                    "times": ts,
+                    "bytes_sent_per_call": (blocked.bytes_sent - s0) / repeat,
+                    "bytes_received_per_call": (blocked.bytes_received - r0) / repeat,
+                }
+            )
     base = next(r["sec_per_search"] for r in rows if r.get("n_jobs") == 1)
     for r in rows:
         r["speedup_vs_blocked_1"] = base / r["sec_per_search"]
-    return {"weak_inputs": list(Z.shape), "nnz": int(Z.nnz), "slots": task.n_slots,
-            "rows": rows}  # fmt: skip
+    return {"weak_inputs": list(Z.shape), "nnz": int(Z.nnz), "slots": task.n_slots, "rows": rows}
 
 
 def structboost_section(X, y, workers, iters):
@@ -203,30 +224,80 @@ def structboost_section(X, y, workers, iters):
             ref = est.slot_weights_
         else:
             same = bool(np.array_equal(ref, est.slot_weights_))
-        rows.append({"n_jobs": n, "fit_seconds": t, "iterations": est.n_iter_,
-                     "t_weak": float(sum(r["t_weak"] for r in h)),
-                     "t_master": float(sum(r["t_master"] for r in h)),
-                     "t_oracle": float(sum(r["t_oracle"] for r in h)),
-                     "bit_identical_to_serial": same})  # fmt: skip
+        rows.append(
+            {
+                "n_jobs": n,
+                "fit_seconds": t,
+                "iterations": est.n_iter_,
+                "t_weak": float(sum(r["t_weak"] for r in h)),
+                "t_master": float(sum(r["t_master"] for r in h)),
+                "t_oracle": float(sum(r["t_oracle"] for r in h)),
+                "bit_identical_to_serial": same,
+            }
+        )
     return {"C": 62.6, "max_iter": iters, "rows": rows}
 
 
-def accuracy_section(X, y, Xt, yt, sb_iter):
+def flat_section(X, y, workers, iters):
+    """StructBoostClassifier on the letters as independent samples (weak-search bound)."""
+    from maxmargin import StructBoostClassifier
+
+    Xf, yf = np.vstack(X), np.concatenate(y)
+    rows = []
+    ref = None
+    for n in [None, *workers]:
+        est = StructBoostClassifier(C=100.0, max_iter=iters, random_state=0, n_jobs=n)
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(Xf, yf)
+        t = time.perf_counter() - t
+        h = est.history_
+        same = None
+        if ref is None:
+            ref = est.slot_weights_
+        else:
+            same = bool(np.array_equal(ref, est.slot_weights_))
+        rows.append(
+            {
+                "n_jobs": n,
+                "fit_seconds": t,
+                "iterations": est.n_iter_,
+                "t_weak": float(sum(r["t_weak"] for r in h)),
+                "t_master": float(sum(r["t_master"] for r in h)),
+                "bit_identical_to_serial": same,
+            }
+        )
+    return {"samples": list(Xf.shape), "classes": 26, "max_iter": iters, "rows": rows}
+
+
+def accuracy_section(X, y, Xt, yt, sb_iter, sb_time):
     out = []
     for name, est in [
-        ("StructSVM n-slack", StructSVM(task=ChainTask(), C=62.6, solver="n-slack", tol=1e-3,
-                                        random_state=0)),
-        ("StructBoost (stumps)", StructBoost(task=ChainTask(), C=62.6, max_iter=sb_iter,
-                                             random_state=0)),
-    ]:  # fmt: skip
+        (
+            "StructSVM n-slack",
+            StructSVM(task=ChainTask(), C=62.6, solver="n-slack", tol=1e-3, random_state=0),
+        ),
+        (
+            "StructBoost (stumps)",
+            StructBoost(
+                task=ChainTask(), C=62.6, max_iter=sb_iter, max_time=sb_time, random_state=0
+            ),
+        ),
+    ]:
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(X, y)
         t = time.perf_counter() - t
         err = est.task_.hamming(yt, est.predict(Xt))
-        rec = {"learner": name, "fit_seconds": t, "test_letter_error": err,
-               "iterations": est.n_iter_, "gap": est.history_[-1]["gap"]}  # fmt: skip
+        rec = {
+            "learner": name,
+            "fit_seconds": t,
+            "test_letter_error": err,
+            "iterations": est.n_iter_,
+            "gap": est.history_[-1]["gap"],
+        }
         if hasattr(est, "hypotheses_"):
             rec["n_weak"] = len(est.hypotheses_)
         out.append(rec)
@@ -236,13 +307,18 @@ def accuracy_section(X, y, Xt, yt, sb_iter):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mat", default=str(OCR))
-    ap.add_argument("--sections", nargs="+",
-                    default=["oracle", "ssvm", "stumps", "structboost", "accuracy"])  # fmt: skip
+    ap.add_argument(
+        "--sections",
+        nargs="+",
+        default=["oracle", "ssvm", "stumps", "flat", "structboost", "accuracy"],
+    )
     ap.add_argument("--workers", nargs="+", type=int, default=[1, 2, 4])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--ssvm-iter", type=int, default=40)
-    ap.add_argument("--sb-bench-iter", type=int, default=20)
+    ap.add_argument("--sb-bench-iter", type=int, default=5)
     ap.add_argument("--sb-iter", type=int, default=150)
+    ap.add_argument("--sb-time", type=float, default=300.0)
+    ap.add_argument("--flat-iter", type=int, default=10)
     ap.add_argument("--out", default="benchmarks/results/scaleout.json")
     args = ap.parse_args(argv)
     Xs, ys = load_ocr(args.mat, "train")
@@ -260,11 +336,17 @@ def main(argv=None):
         elif sec == "structboost":
             out = structboost_section(Xs, ys, args.workers, args.sb_bench_iter)
         elif sec == "accuracy":
-            out = {"rows": accuracy_section(Xs, ys, Xl, yl, args.sb_iter)}
+            out = {"rows": accuracy_section(Xs, ys, Xl, yl, args.sb_iter, args.sb_time)}
+        elif sec == "flat":
+            out = flat_section(Xl, yl, args.workers, args.flat_iter)
         else:
             raise SystemExit(f"unknown section {sec}")
-        res[sec] = {**out, "loadavg_before": before, "loadavg_after": load(),
-                    "section_seconds": time.perf_counter() - t}  # fmt: skip
+        res[sec] = {
+            **out,
+            "loadavg_before": before,
+            "loadavg_after": load(),
+            "section_seconds": time.perf_counter() - t,
+        }
         print(sec, res[sec], flush=True)
     path = write_result(args.out, res)
     print("wrote", path)
