@@ -16,7 +16,9 @@ added along a fixed binary tree over the shards (:func:`tree_sum`).  ``n_jobs=1`
 the very same kernels on the very same shards in-process, so any ``n_jobs`` and any
 backend give a bit-for-bit identical fit.
 (``n_jobs=None``, the default, keeps the single-process BLAS path of earlier versions;
-it agrees with the sharded path to rounding, not bit for bit.)
+its oracle answers equal the sharded ones to rounding, but cutting-plane iterates amplify
+last-bit differences, so the two paths reach the same optimum within ``tol`` along
+different iterates, not bit for bit.)
 
 Data movement.  Shards are placed on the workers once per fit and stay there:
 
