@@ -3,7 +3,8 @@
 On the OCR chain (Taskar et al. 2003; ``load_ocr``):
 
 1. ``oracle``: seconds per loss-augmented oracle call (1-slack plane included) on the
-   large fold (6251 words / 47535 letters used as training set), for the single-process
+   large fold (6251 words / 47535 letters used as training set; ``--replicate R``
+   stacks R copies of it), for the single-process
    batch path (``n_jobs=None``), the sharded oracle at n_jobs = 1, 2, 4 (loky processes)
    and on a dask.distributed LocalCluster of 2 processes; bytes moved per call;
 2. ``ssvm``: StructSVM fits on the large fold with a fixed number of iterations (tol=0,
@@ -18,6 +19,8 @@ On the OCR chain (Taskar et al. 2003; ``load_ocr``):
    of the StructBoost chain on the standard 626 / 6251 split.
 
 Every section records ``os.getloadavg()`` before and after it: the machine is shared.
+``cores`` measures how many cores were really free (the same pure-CPU task in 1, 2, 4
+processes at once).
 
 Usage (from the repository root):
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_scaleout.py
@@ -75,6 +78,33 @@ def _dask_cluster(n):
         silence_logs=50,
     )
     return cluster, Client(cluster)
+
+
+def _busy(seconds_hint):
+    """A fixed amount of pure-CPU work (no memory traffic, no GIL)."""
+    t = time.perf_counter()
+    x = 0.0
+    for k in range(int(seconds_hint * 2e7)):
+        x += (k % 7) * 1e-9
+    return time.perf_counter() - t
+
+
+def cores_section(workers):
+    """How many cores were really free: the same CPU-bound task once in one process and
+    once per worker in n processes at the same time; free cores ~= n t_1 / t_n."""
+    from joblib import Parallel, delayed
+
+    rows = []
+    t1 = None
+    for n in workers:
+        with Parallel(n_jobs=n, batch_size=1) as par:
+            par(delayed(_busy)(0.05) for _ in range(n))  # start the workers
+            t = time.perf_counter()
+            par(delayed(_busy)(1.0) for _ in range(n))
+            t = time.perf_counter() - t
+        t1 = t if n == 1 else t1
+        rows.append({"processes": n, "seconds": t, "effective_cores": n * t1 / t})
+    return {"rows": rows}
 
 
 def oracle_section(X, y, workers, repeat):
@@ -317,10 +347,16 @@ def main(argv=None):
     ap.add_argument(
         "--sections",
         nargs="+",
-        default=["oracle", "ssvm", "stumps", "flat", "structboost", "accuracy"],
+        default=["cores", "oracle", "ssvm", "stumps", "structboost", "accuracy"],
     )
     ap.add_argument("--workers", nargs="+", type=int, default=[1, 2, 4])
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument(
+        "--replicate",
+        type=int,
+        default=1,
+        help="copies of the large fold for the oracle / ssvm / stumps sections",
+    )
     ap.add_argument("--ssvm-iter", type=int, default=40)
     ap.add_argument("--sb-bench-iter", type=int, default=5)
     ap.add_argument("--sb-iter", type=int, default=150)
@@ -330,16 +366,19 @@ def main(argv=None):
     args = ap.parse_args(argv)
     Xs, ys = load_ocr(args.mat, "train")
     Xl, yl = load_ocr(args.mat, "test")
-    res = {"cpus": os.cpu_count(), "workers": args.workers}
+    Xr, yr = Xl * args.replicate, yl * args.replicate
+    res = {"cpus": os.cpu_count(), "workers": args.workers, "replicate": args.replicate}
     for sec in args.sections:
         before = load()
         t = time.perf_counter()
-        if sec == "oracle":
-            out = oracle_section(Xl, yl, args.workers, args.repeat)
+        if sec == "cores":
+            out = cores_section(args.workers)
+        elif sec == "oracle":
+            out = oracle_section(Xr, yr, args.workers, args.repeat)
         elif sec == "ssvm":
-            out = ssvm_section(Xl, yl, args.workers, args.ssvm_iter)
+            out = ssvm_section(Xr, yr, args.workers, args.ssvm_iter)
         elif sec == "stumps":
-            out = stumps_section(Xl, yl, args.workers, args.repeat)
+            out = stumps_section(Xr, yr, args.workers, args.repeat)
         elif sec == "structboost":
             out = structboost_section(Xs, ys, args.workers, args.sb_bench_iter)
         elif sec == "accuracy":

@@ -80,9 +80,11 @@ def test_parallel_runs_in_worker_processes(chain_model):
 
 
 def test_three_workers_tree_reduction_equals_serial(chain_model):
-    """n_jobs=3 runs 4 nodes of the reduction tree: still the serial sums exactly."""
+    """n_jobs=3 runs 4 nodes of the reduction tree: still the serial sums exactly
+    (threads: the same node tasks as processes, without starting a 3-process pool)."""
     serial = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=1, max_iter=10)
-    par = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=3, max_iter=10)
+    with joblib.parallel_config(backend="threading"):
+        par = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=3, max_iter=10)
     assert np.array_equal(par.w, serial.w)
     assert parallel.tree_nodes(0, 10, 2) == [(0, 2), (2, 5), (5, 7), (7, 10)]
     got = parallel.tree_sum(lambda k: np.float64(0.1) * (k + 1), 0, 10)

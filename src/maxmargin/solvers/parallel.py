@@ -274,7 +274,9 @@ class parallel_session:
         from joblib import Parallel
         from joblib.parallel import get_active_backend
 
-        self.parallel = Parallel(n_jobs=self.n_jobs)
+        # batch_size=1: joblib's automatic batching would pack quick tasks (a node
+        # takes tens of ms) into one batch, i.e. onto one worker, one after the other
+        self.parallel = Parallel(n_jobs=self.n_jobs, batch_size=1, pre_dispatch="all")
         self.parallel.__enter__()
         backend, _ = get_active_backend()
         self.backend = backend
