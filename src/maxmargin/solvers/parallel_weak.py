@@ -108,13 +108,13 @@ def _unpack(A) -> np.ndarray:
     return out.reshape(shape)
 
 
-def _block_best(weak: DecisionStump, fc, A):
+def _block_best(weak: DecisionStump, fc, A, total):
     """``weak.best(fc, A)`` as (feature, threshold, polarity, gain) arrays; for the
-    library's stumps the weights are checked once per group, not once per block."""
+    library's stumps the weights are checked and summed once per group, not per block."""
     if type(weak).best is not DecisionStump.best:  # a subclass with its own search
         cand, gain = weak.best(fc, A)
         return cand.feature, cand.threshold, cand.polarity, gain
-    gain, split, pol = weak.search(fc, A)  # DecisionStump.best without check_weights
+    gain, split, pol = weak.search(fc, A, total)  # DecisionStump.best, shared checks
     f = np.argmax(gain, axis=0)
     cols = np.arange(A.shape[1])
     thr = fc.thresholds(f, split[f, cols]) if fc.n_features else np.full(len(cols), -np.inf)
@@ -125,12 +125,13 @@ def _search_group(blocks, A, weak: DecisionStump):
     A = np.ascontiguousarray(_unpack(A), dtype=np.float64)
     if not np.all(np.isfinite(A)):
         raise ValueError("weights must be finite")
+    total = A.sum(axis=0)  # the same column sums DecisionStump.search computes
     out = []
     for block in blocks:
         fc = _prepared(block)
         if A.shape[0] != fc.n_samples:
             raise ValueError(f"weights must have shape ({fc.n_samples}, S), got {A.shape}")
-        f, thr, pol, gain = _block_best(weak, fc, A)
+        f, thr, pol, gain = _block_best(weak, fc, A, total)
         out.append((f + block.start, thr, pol, gain))
     return out
 
