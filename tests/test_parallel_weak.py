@@ -87,3 +87,20 @@ def test_dead_worker_in_weak_search_aborts_fit(digits_split):
     with pytest.raises(ParallelFitError, match="weak-learner search"):
         est.fit(Xtr[:200], ytr[:200])
     assert not hasattr(est, "slot_weights_")
+
+
+def test_ranker_n_jobs_is_the_oracle_thread_count(monkeypatch):
+    """StructBoostRanker's n_jobs keeps its meaning (ranking-oracle threads)."""
+    from maxmargin import StructBoostRanker
+    from maxmargin.solvers import parallel_weak
+
+    def refuse(self):
+        raise AssertionError("the ranker must not start the blocked stump search")
+
+    monkeypatch.setattr(parallel_weak.BlockedStumpSearch, "__enter__", refuse)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = (X[:, 0] + 0.3 * rng.normal(size=60) > 0).astype(int)
+    StructBoostRanker(C=10, max_iter=3, n_jobs=2).fit(X, y)
+    with pytest.raises(AssertionError, match="blocked"):
+        StructBoostClassifier(C=10, max_iter=3, n_jobs=2).fit(X, y)

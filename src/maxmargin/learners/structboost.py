@@ -118,9 +118,9 @@ class StructBoost(BaseEstimator):
     n_jobs : int or None, default=None
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
-        search over fixed feature blocks and, for tasks with a per-example oracle
-        (``ChainTask``), the loss-augmented oracle over fixed shards of the examples.
-        Every ``n_jobs`` (1 included) gives the same model, bit for bit
+        search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
+        learners search serially.  The task's oracle runs in this process.  Every
+        ``n_jobs`` gives the same model as the serial search, bit for bit
         (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
@@ -251,6 +251,11 @@ class StructBoost(BaseEstimator):
             )
         make_weak_learner(self.weak_learner)  # raises on unknown names
 
+    def _search_n_jobs(self):
+        """``n_jobs`` of the parallel stump search (subclasses may use ``n_jobs`` for
+        something else)."""
+        return self.n_jobs
+
     def _make_task(self, y) -> StructuredTask:
         if not isinstance(self.task, StructuredTask):
             raise ValueError(f"task must be a StructuredTask instance, got {self.task!r}")
@@ -342,7 +347,7 @@ class StructBoost(BaseEstimator):
             rng=as_generator(self.random_state),
             callback=report,
             max_cp_rounds=self.max_cp_rounds,
-            n_jobs=self.n_jobs,
+            n_jobs=self._search_n_jobs(),
             **init,
         )
         self._store_result(res)
@@ -564,9 +569,9 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     n_jobs : int or None, default=None
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
-        search over fixed feature blocks and, for tasks with a per-example oracle
-        (``ChainTask``), the loss-augmented oracle over fixed shards of the examples.
-        Every ``n_jobs`` (1 included) gives the same model, bit for bit
+        search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
+        learners search serially.  The task's oracle runs in this process.  Every
+        ``n_jobs`` gives the same model as the serial search, bit for bit
         (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
