@@ -53,6 +53,13 @@ def test_sharded_oracle_equals_batch_oracle(chain_model, rescaling):
     coef = np.where(active, loss if rescaling == "slack" else 1.0, 0.0)
     np.testing.assert_allclose(r.a, m.plane(labels, coef), atol=1e-9)
     assert r.b == pytest.approx(float(np.sum(loss[active])))
+    # the plane alone (1-slack without an output cache): nothing per example comes back
+    with ShardedOracle(m, n_jobs=1, n_shards=7) as orc:
+        r2 = orc.run(w, rescaling, plane=True, examples=False)
+    assert r2.labels is None and r2.loss is None
+    assert np.array_equal(r2.a, r.a) and r2.b == r.b
+    hinge = rescaled_hinge(loss, margin, rescaling)
+    assert r2.hinge_sum == pytest.approx(float(np.sum(hinge)))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -67,6 +74,13 @@ def test_parallel_equals_serial_every_solver(chain_model, solver):
     assert legacy.primal == pytest.approx(serial.primal, rel=1e-6)
 
 
+def test_one_slack_output_cache_parallel_equals_serial(chain_model):
+    kw = dict(max_iter=12, cache_size=3)
+    serial = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=1, **kw)
+    par = solve_ssvm(chain_model, 1.0, "1-slack", n_jobs=2, **kw)
+    assert np.array_equal(par.w, serial.w)
+
+
 def test_parallel_runs_in_worker_processes(chain_model):
     """n_jobs=2 really leaves the process: shards are written once and memory-mapped."""
     with ShardedOracle(chain_model, n_jobs=2) as orc:
@@ -76,6 +90,9 @@ def test_parallel_runs_in_worker_processes(chain_model):
         orc.run(np.zeros(chain_model.dim), plane=True)
         orc.run(np.ones(chain_model.dim), plane=True)
         assert orc.bytes_sent == 2 * 2 * chain_model.dim * 8  # w per worker and call
+        received = orc.bytes_received
+        orc.run(np.ones(chain_model.dim), plane=True, examples=False)
+        assert orc.bytes_received - received == 2 * (chain_model.dim + 2) * 8  # 2 planes
     assert not os.path.exists(folder)  # shard files removed after the fit
 
 

@@ -31,8 +31,9 @@ Data movement.  Shards are placed on the workers once per fit and stay there:
 * any other backend (e.g. Ray's): the shards are pickled with every call -- correct,
   but it moves the data every iteration (docs/scaling.md).
 
-Each iteration returns the labels (``int16`` / ``int32``) and two floats per example,
-and (1-slack) one ``dim``-vector per task: the shards' planes are added along a fixed
+For 1-slack without an output cache each task returns one ``dim + 2`` vector (its plane,
+offset and hinge sum) and nothing per example; the other solvers also get the labels
+(``int16`` / ``int32``) and two floats per example.  The shards' planes are added along a fixed
 binary tree over the shards, each task being one node of that tree (its depth chosen so
 that every worker gets a node), so a worker adds its node's shards and the master adds
 the node sums, the same additions in the same order for every ``n_jobs``.
@@ -209,10 +210,11 @@ def tree_sum(get, lo: int, hi: int):
     return tree_sum(get, lo, mid) + tree_sum(get, mid, hi)
 
 
-def _run_node(refs, lo, w, slack, want_plane, die_pid=None):
+def _run_node(refs, lo, w, slack, want_plane, die_pid=None, examples=True):
     """Worker task: the oracle on the shards ``lo .. lo + len(refs) - 1`` (one node of
-    the reduction tree): their labels, losses and margins concatenated, and the node's
-    plane sums ``(a, b)`` added along the tree."""
+    the reduction tree): their labels, losses and margins concatenated (unless
+    ``examples`` is False), and the node's plane sums ``(a, b, sum of hinges)`` added
+    along the tree."""
     if die_pid is not None and os.getpid() != die_pid:  # test hook: a worker dies
         os._exit(3)
     parts = []
@@ -227,11 +229,15 @@ def _run_node(refs, lo, w, slack, want_plane, die_pid=None):
         margin = np.empty(n)
         a = np.zeros(len(w) if want_plane else 0)
         b = _shard_kernel(L, W, P, slack, want_plane, labels, loss, margin, a)
-        parts.append((labels.astype(_label_dtype(L.K)), loss, margin, a, np.array([b])))
+        hinge = loss * np.maximum(0.0, 1.0 - margin) if slack else np.maximum(0.0, loss - margin)
+        sums = np.array([b, float(np.sum(hinge))])
+        parts.append((labels.astype(_label_dtype(L.K)), loss, margin, a, sums))
     hi = lo + len(parts)
     ab = None
     if want_plane:
         ab = tree_sum(lambda k: np.concatenate([parts[k - lo][3], parts[k - lo][4]]), lo, hi)
+    if not examples:  # 1-slack without an output cache: the plane is all the master needs
+        return None, None, None, ab
     return (
         np.concatenate([p[0] for p in parts]),
         np.concatenate([p[1] for p in parts]),
@@ -245,15 +251,16 @@ def _run_node(refs, lo, w, slack, want_plane, die_pid=None):
 # ---------------------------------------------------------------------------
 @dataclass
 class OracleResult:
-    """The reduced oracle answer: per-example labellings / losses / margins and, for a
-    1-slack plane, ``a = sum_i c_i dPsi_i`` and ``b = sum_i Delta_i`` over violators
-    (not yet divided by n)."""
+    """The reduced oracle answer: per-example labellings / losses / margins (None when
+    not asked for) and, for a 1-slack plane, ``a = sum_i c_i dPsi_i`` and
+    ``b = sum_i Delta_i`` over violators and the sum of the hinges (not divided by n)."""
 
-    labels: np.ndarray
-    loss: np.ndarray
-    margin: np.ndarray
+    labels: np.ndarray | None
+    loss: np.ndarray | None
+    margin: np.ndarray | None
     a: np.ndarray | None
     b: float
+    hinge_sum: float | None = None
 
 
 class parallel_session:
@@ -411,8 +418,12 @@ class ShardedOracle:
         depth = int(np.ceil(np.log2(max(1, self._session.n_workers))))
         return tree_nodes(0, self.n_shards, depth)
 
-    def run(self, w, rescaling: str = "margin", plane: bool = False) -> OracleResult:
-        """The oracle at ``w`` on every shard, reduced in shard order."""
+    def run(
+        self, w, rescaling: str = "margin", plane: bool = False, examples: bool = True
+    ) -> OracleResult:
+        """The oracle at ``w`` on every shard, reduced along the tree.  ``examples=False``
+        (with ``plane``): only the plane and the hinge sum come back, not the per-example
+        labellings, losses and margins."""
         if self._session is None:
             raise RuntimeError("ShardedOracle.run outside its 'with' block")
         slack = rescaling == "slack"
@@ -420,17 +431,20 @@ class ShardedOracle:
         die = os.getpid() if self._die_at_call == self.n_calls else None
         self.n_calls += 1
         nodes = self._nodes()
-        args = [(self._refs[lo:hi], lo, w, slack, bool(plane), die) for lo, hi in nodes]
+        examples = bool(examples) or not plane
+        args = [(self._refs[lo:hi], lo, w, slack, bool(plane), die, examples) for lo, hi in nodes]
         results = self._session.map(_run_node, args, what="the loss-augmented oracle")
-        n_pos = sum(len(r[0]) for r in results)
+        n_pos = sum(len(r[0]) for r in results) if examples else self.model.n_positions
         if len(results) != len(nodes) or n_pos != self.model.n_positions:
             raise ParallelFitError(  # never reduce an incomplete answer
                 f"the oracle returned {len(results)} of {len(nodes)} shard groups; the fit "
                 "was aborted and no partial model was returned"
             )
-        labels = np.concatenate([r[0] for r in results]).astype(np.int64)
-        loss = np.concatenate([r[1] for r in results])
-        margin = np.concatenate([r[2] for r in results])
+        labels = loss = margin = hinge_sum = None
+        if examples:
+            labels = np.concatenate([r[0] for r in results]).astype(np.int64)
+            loss = np.concatenate([r[1] for r in results])
+            margin = np.concatenate([r[2] for r in results])
         a = None
         b = 0.0
         if plane:  # the master adds the node sums along the same fixed tree
@@ -443,11 +457,11 @@ class ShardedOracle:
                 return combine(lo, mid) + combine(mid, hi)
 
             ab = combine(0, self.n_shards)
-            a, b = ab[:-1], ab[-1]
+            a, b, hinge_sum = ab[:-2], ab[-2], float(ab[-1])
         if self._session.kind != "inline":
             self.bytes_sent += len(nodes) * w.nbytes
             self.bytes_received += sum(sum(x.nbytes for x in r if x is not None) for r in results)
-        return OracleResult(labels, loss, margin, a, float(b))
+        return OracleResult(labels, loss, margin, a, float(b), hinge_sum)
 
 
 def _nbytes(layout) -> int:
@@ -493,3 +507,11 @@ class ShardedModel:
         r = self.oracle.run(w, rescaling, plane=True)
         n = self._model.n_samples
         return r.labels, r.loss, r.margin, r.a / n, r.b / n
+
+    def one_slack_plane_only(self, w, rescaling="margin"):
+        """``(a, b, mean hinge)``: the 1-slack plane and the risk at ``w``, without the
+        per-example answers (the workers send back one plane per task, nothing per
+        example)."""
+        r = self.oracle.run(w, rescaling, plane=True, examples=False)
+        n = self._model.n_samples
+        return r.a / n, r.b / n, r.hinge_sum / n

@@ -113,7 +113,10 @@ def fit_one_slack(
             if C * violation > 0.5 * max(tr.gap, tol * tr.best_primal):
                 n_cached += 1
                 return Plane(b, a, source="cache")
-        if sharded:  # per-shard planes, summed in shard order (solvers/parallel.py)
+        if sharded and cache is None:  # only the plane and the risk leave the workers
+            a, b, risk = model.one_slack_plane_only(w, rescaling)
+            return Plane(b, a, primal=0.5 * float(w @ w) + C * risk, state=w)
+        if sharded:  # per-shard planes, added along a fixed tree (solvers/parallel.py)
             labels, loss, margin, a, b = model.one_slack_plane(w, rescaling)
         else:
             labels, loss, margin = model.loss_augmented(w, rescaling, U=U)
