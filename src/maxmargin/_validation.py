@@ -162,6 +162,20 @@ VERBOSE = [Interval(int, 0, None, closed="left"), bool]
 CALLBACK = [None, callable]
 
 
+class _NonZeroInt:
+    """A non-zero integer (joblib's ``n_jobs``: -1 = all workers, -2 = all but one)."""
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value != 0
+
+    def describe(self) -> str:
+        return "a non-zero integer"
+
+
+#: ``n_jobs`` as in scikit-learn: None (no joblib at all) or a non-zero integer
+N_JOBS = [None, _NonZeroInt()]
+
+
 def check_group(group, n_samples: int):
     """Validated query ids (1-D, one per sample, no NaN) or None."""
     if group is None:

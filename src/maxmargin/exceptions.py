@@ -1,4 +1,4 @@
-"""Warnings raised by maxmargin estimators."""
+"""Warnings and errors raised by maxmargin estimators."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ __all__ = [
     "ConvergenceWarning",
     "EmptyModelWarning",
     "FitInterruptedWarning",
+    "ParallelFitError",
     "warn_interrupted",
     "warn_unconverged",
 ]
@@ -47,3 +48,10 @@ def warn_unconverged(name: str, res, stacklevel: int = 3) -> None:
         ConvergenceWarning,
         stacklevel=stacklevel,
     )
+
+
+class ParallelFitError(RuntimeError):
+    """A worker of a parallel fit (``n_jobs``) died or was lost mid-fit.
+
+    The fit is aborted: the estimator keeps no partial model (its fitted attributes are
+    those of a previous successful fit, or absent)."""

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._validation import (
     CALLBACK,
+    N_JOBS,
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
@@ -57,6 +58,12 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         Append a constant feature 1 (regularised).
     random_state : int, RandomState, Generator or None, default=None
         Seed of the k-means initialisation and the stochastic solvers.
+    n_jobs : int or None, default=None
+        Workers for the loss-augmented oracle on the active joblib backend (loky
+        processes by default; ``joblib.parallel_config(backend="dask")`` for a Dask
+        cluster).  None: the single-process path; any integer (1 included): the oracle
+        on fixed shards of the examples, the same fit bit for bit for every ``n_jobs``
+        and backend (docs/scaling.md).
     verbose : int, default=0
         Print progress when > 0.
     callback : callable or None, default=None
@@ -111,6 +118,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         "outer_tol": [NON_NEGATIVE],
         "fit_intercept": [bool],
         "random_state": RANDOM_STATE,
+        "n_jobs": N_JOBS,
         "verbose": VERBOSE,
         "callback": CALLBACK,
     }
@@ -127,6 +135,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         outer_tol: float = 1e-3,
         fit_intercept: bool = True,
         random_state=None,
+        n_jobs=None,
         verbose: int = 0,
         callback=None,
     ):
@@ -139,6 +148,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         self.outer_tol = outer_tol
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -192,6 +202,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
             max_outer=int(self.max_outer),
             outer_tol=float(self.outer_tol),
             random_state=rng,
+            n_jobs=self.n_jobs,
             callback=self.callback,
             verbose=self.verbose,
         )

@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
+    N_JOBS,
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
@@ -86,6 +87,12 @@ default="1-slack"
         for 1-slack, ``averaging`` for subgradient and frank-wolfe).
     random_state : int, RandomState, Generator or None, default=None
         Seed of the stochastic solvers (example order).
+    n_jobs : int or None, default=None
+        Workers for the loss-augmented oracle on the active joblib backend (loky
+        processes by default; ``joblib.parallel_config(backend="dask")`` for a Dask
+        cluster).  None: the single-process path; any integer (1 included): the oracle
+        on fixed shards of the examples, the same fit bit for bit for every ``n_jobs``
+        and backend (docs/scaling.md).
     verbose : int, default=0
         Print progress when > 0.
     callback : callable or None, default=None
@@ -138,6 +145,7 @@ default="1-slack"
         "max_time": MAX_TIME,
         "solver_options": [None, dict],
         "random_state": RANDOM_STATE,
+        "n_jobs": N_JOBS,
         "verbose": VERBOSE,
         "callback": CALLBACK,
     }
@@ -154,6 +162,7 @@ default="1-slack"
         max_time: float | None = None,
         solver_options=None,
         random_state=None,
+        n_jobs=None,
         verbose: int = 0,
         callback=None,
     ):
@@ -166,6 +175,7 @@ default="1-slack"
         self.max_time = max_time
         self.solver_options = solver_options
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -212,6 +222,7 @@ default="1-slack"
             random_state=self.random_state,
             callback=self.callback,
             verbose=self.verbose,
+            n_jobs=self.n_jobs,
             **(self.solver_options or {}),
         )
         self.coef_ = res.w
@@ -353,6 +364,12 @@ default="n-slack"
         Extra keyword arguments of the solver; see :class:`StructSVM`.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the stochastic solvers (example order).
+    n_jobs : int or None, default=None
+        Workers for the loss-augmented oracle on the active joblib backend (loky
+        processes by default; ``joblib.parallel_config(backend="dask")`` for a Dask
+        cluster).  None: the single-process path; any integer (1 included): the oracle
+        on fixed shards of the examples, the same fit bit for bit for every ``n_jobs``
+        and backend (docs/scaling.md).
     verbose : int, default=0
         Print progress when > 0.
     callback : callable or None, default=None
@@ -424,6 +441,7 @@ default="n-slack"
         intercept_scaling: float = 1.0,
         solver_options=None,
         random_state=None,
+        n_jobs=None,
         verbose: int = 0,
         callback=None,
         taxonomy=None,
@@ -439,6 +457,7 @@ default="n-slack"
             max_time=max_time,
             solver_options=solver_options,
             random_state=random_state,
+            n_jobs=n_jobs,
             verbose=verbose,
             callback=callback,
         )

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
+    N_JOBS,
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
@@ -38,6 +39,7 @@ from maxmargin.solvers.column_generation import (
 )
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.boxes import BoxTask
+from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
 from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
@@ -59,6 +61,7 @@ _TASKS = {
     "PairwiseRankingTask": PairwiseRankingTask,
     "RankingTask": RankingTask,
     "CRFTask": CRFTask,
+    "ChainTask": ChainTask,
 }
 
 
@@ -114,6 +117,13 @@ class StructBoost(Persistent, BaseEstimator):
         (the paper's Alg. 2).
     random_state : int, RandomState, Generator or None, default=None
         Tie breaking of the initial violators (Alg. 1 line 2).
+    n_jobs : int or None, default=None
+        Workers on the active joblib backend (loky processes by default;
+        ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
+        search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
+        learners search serially.  The task's oracle runs in this process.  Every
+        ``n_jobs`` gives the same model as the serial search, bit for bit
+        (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -191,6 +201,7 @@ class StructBoost(Persistent, BaseEstimator):
         max_time: float | None = None,
         max_cp_rounds: int | None = 10,
         random_state=None,
+        n_jobs=None,
         verbose: int = 0,
         callback=None,
         warm_start: bool = False,
@@ -208,6 +219,7 @@ class StructBoost(Persistent, BaseEstimator):
         self.max_iter = max_iter
         self.max_time = max_time
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -225,6 +237,7 @@ class StructBoost(Persistent, BaseEstimator):
         "max_time": MAX_TIME,
         "max_cp_rounds": [None, POSITIVE_INT],
         "random_state": RANDOM_STATE,
+        "n_jobs": N_JOBS,
         "verbose": VERBOSE,
         "callback": CALLBACK,
         "warm_start": [bool, np.bool_],
@@ -239,6 +252,11 @@ class StructBoost(Persistent, BaseEstimator):
                 "its minimum on most data, so larger C changes nothing"
             )
         make_weak_learner(self.weak_learner)  # raises on unknown names
+
+    def _search_n_jobs(self):
+        """``n_jobs`` of the parallel stump search (subclasses may use ``n_jobs`` for
+        something else)."""
+        return self.n_jobs
 
     def _make_task(self, y) -> StructuredTask:
         if not isinstance(self.task, StructuredTask):
@@ -331,6 +349,7 @@ class StructBoost(Persistent, BaseEstimator):
             rng=as_generator(self.random_state),
             callback=report,
             max_cp_rounds=self.max_cp_rounds,
+            n_jobs=self._search_n_jobs(),
             **init,
         )
         self._store_result(res)
@@ -521,6 +540,13 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         Cutting-plane rounds per boosting iteration (None: to ``eps_cp``).
     random_state : int, RandomState, Generator or None, default=None
         Tie breaking of the initial violators (Alg. 1 line 2).
+    n_jobs : int or None, default=None
+        Workers on the active joblib backend (loky processes by default;
+        ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
+        search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
+        learners search serially.  The task's oracle runs in this process.  Every
+        ``n_jobs`` gives the same model as the serial search, bit for bit
+        (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -578,6 +604,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         max_time: float | None = None,
         max_cp_rounds: int | None = 10,
         random_state=None,
+        n_jobs=None,
         verbose: int = 0,
         callback=None,
     ):
@@ -594,6 +621,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
             max_time=max_time,
             max_cp_rounds=max_cp_rounds,
             random_state=random_state,
+            n_jobs=n_jobs,
             verbose=verbose,
             callback=callback,
         )

@@ -70,7 +70,8 @@ class StructBoostRanker(StructBoost):
     max_cp_rounds : int or None, default=10
         Cutting-plane rounds per boosting iteration (None: to ``eps_cp``).
     n_jobs : int, default=1
-        Threads of the ranking oracle's parallel recursion levels.
+        Threads of the ranking oracle's parallel recursion levels (here ``n_jobs`` does
+        not parallelise the stump search, unlike :class:`StructBoost`).
     random_state : int, RandomState, Generator or None, default=None
         Tie breaking of the initial violators (Alg. 1 line 2).
     verbose : int, default=0
@@ -172,6 +173,9 @@ class StructBoostRanker(StructBoost):
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
         check_options(self.graph, self.rescaling, self.normalize)
+
+    def _search_n_jobs(self):
+        return None  # n_jobs is the ranking oracle's thread count
 
     def _make_task(self, y) -> StructuredTask:
         common = dict(

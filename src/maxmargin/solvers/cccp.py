@@ -54,6 +54,7 @@ def fit_latent_cccp(
     max_outer: int = 20,
     outer_tol: float = 1e-3,
     random_state=None,
+    n_jobs=None,
     callback=None,
     verbose: int = 0,
 ) -> CCCPResult:
@@ -80,6 +81,7 @@ def fit_latent_cccp(
                 max_iter=int(max_iter),
                 random_state=random_state,
                 verbose=verbose,
+                n_jobs=n_jobs,
             )
             w = res.w
             S = np.asarray(X @ w.reshape(X.shape[1], K * M)).reshape(n, K, M)

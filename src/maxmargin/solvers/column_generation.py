@@ -50,6 +50,7 @@ from threadpoolctl import threadpool_limits
 
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
+from maxmargin.solvers.parallel_weak import BlockedStumpSearch, supports_blocks
 from maxmargin.solvers.smooth_master import SmoothedMaster
 from maxmargin.solvers.working_set import WorkingSet
 from maxmargin.tasks.base import Cut, StructuredTask
@@ -535,8 +536,15 @@ def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
     multi-threaded BLAS spinning next to numba's thread pool made them tens of times
     slower on two cores.
     """
+    n_jobs = kwargs.pop("n_jobs", None)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit_structboost(*args, **kwargs)
+        if n_jobs is None:
+            return _fit_structboost(*args, **kwargs)
+        task, weak = args[0], args[1]
+        if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
+            return _fit_structboost(*args, **kwargs)
+        with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
+            return _fit_structboost(task, blocked, *args[2:], **kwargs)
 
 
 def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) -> None:

@@ -20,6 +20,7 @@ The spellings ``"one_slack"``, ``"n_slack"``, ``"m-slack"``, ``"batch_subgradien
 
 from __future__ import annotations
 
+from maxmargin.solvers.parallel import ShardedModel, ShardedOracle
 from maxmargin.solvers.ssvm_base import SSVMResult
 from maxmargin.solvers.ssvm_frank_wolfe import fit_frank_wolfe
 from maxmargin.solvers.ssvm_n_slack import fit_n_slack
@@ -66,9 +67,18 @@ def solve_ssvm(
     random_state=None,
     callback=None,
     verbose: int = 0,
+    n_jobs=None,
+    n_shards: int | None = None,
     **options,
 ) -> SSVMResult:
-    """Run solver ``solver`` (any name of :data:`SOLVERS` or an alias) on ``model``."""
+    """Run solver ``solver`` (any name of :data:`SOLVERS` or an alias) on ``model``.
+
+    ``n_jobs`` (not None) runs the loss-augmented oracle on fixed shards of the examples
+    on the active joblib backend (:class:`~maxmargin.solvers.parallel.ShardedOracle`);
+    every ``n_jobs`` and backend then gives the same fit, bit for bit.  The stochastic
+    solvers ("subgradient", "frank-wolfe") update ``w`` example by example; only their
+    full-data evaluations use the shards.
+    """
     fn, seeded, fixed = _TABLE[canonical_solver(solver)]
     kw = dict(
         rescaling=rescaling,
@@ -80,4 +90,7 @@ def solve_ssvm(
     )
     if seeded:
         kw["random_state"] = random_state
-    return fn(model, C, **kw, **fixed, **options)
+    if n_jobs is None:
+        return fn(model, C, **kw, **fixed, **options)
+    with ShardedOracle(model, n_jobs=n_jobs, n_shards=n_shards) as oracle:
+        return fn(ShardedModel(model, oracle), C, **kw, **fixed, **options)

@@ -103,7 +103,8 @@ def fit_one_slack(
     def find_plane(sol) -> Plane:
         nonlocal n_cached
         w, xi = sol.w, sol.xi
-        U = model.unary(w)
+        sharded = hasattr(model, "one_slack_plane")  # a ShardedModel (n_jobs)
+        U = None if sharded and cache is None else model.unary(w)
         if cache is not None and cache.count and np.isfinite(tr.gap):
             labels, loss, margin, _ = cache.best(w, rescaling, U)
             a, b = _plane(model, labels, loss, margin, rescaling)
@@ -112,11 +113,18 @@ def fit_one_slack(
             if C * violation > 0.5 * max(tr.gap, tol * tr.best_primal):
                 n_cached += 1
                 return Plane(b, a, source="cache")
-        labels, loss, margin = model.loss_augmented(w, rescaling, U=U)
+        if sharded and cache is None:  # only the plane and the risk leave the workers
+            a, b, risk = model.one_slack_plane_only(w, rescaling)
+            return Plane(b, a, primal=0.5 * float(w @ w) + C * risk, state=w)
+        if sharded:  # per-shard planes, added along a fixed tree (solvers/parallel.py)
+            labels, loss, margin, a, b = model.one_slack_plane(w, rescaling)
+        else:
+            labels, loss, margin = model.loss_augmented(w, rescaling, U=U)
         hinge = rescaled_hinge(loss, margin, rescaling)
         if cache is not None:
             cache.add(labels)
-        a, b = _plane(model, labels, loss, margin, rescaling)
+        if not sharded:
+            a, b = _plane(model, labels, loss, margin, rescaling)
         return Plane(b, a, primal=model.objective(w, C, hinge), state=w)
 
     sol = one_slack_cutting_planes(find_plane, master, tr, tol=tol, max_iter=max_iter)

@@ -10,8 +10,25 @@ loss-augmented inference is Viterbi on loss-shifted unaries (margin rescaling) o
 Viterbi DP over the error count (slack rescaling), see :mod:`maxmargin.inference.viterbi`.
 
 The task plugs into :class:`maxmargin.StructSVM` through
-:meth:`ChainTask.linear_model`; it does not (yet) provide the weak-learner protocol of
-StructBoost.
+:meth:`ChainTask.linear_model`, and into :class:`maxmargin.StructBoost` through the
+weak-learner protocol of :mod:`maxmargin.tasks.base` (1-slack formulation, exact master):
+
+* weak inputs are the N positions' feature rows followed by K*K *pair rows*, one per
+  label pair (a, b), whose only non-zero is an indicator feature of their own; the weak
+  input matrix is sparse, ``[[X, 0], [0, I_(K*K)]]``;
+* slot s < K is the unary part of state s, ``psi(x, y) = sum_t phi(x_t) [y_t = s]``, and
+  slot K (with transitions) the pairwise part,
+  ``psi(x, y) = sum_t phi(pair row (y_t, y_(t+1)))``: a stump on the indicator of
+  pair (a, b) is +-1 on that pair's row and -+1 on the others, so up to a constant that
+  cancels in every joint-feature difference it counts the transitions a -> b (times 2);
+* the signed weights of a cutting plane put ``+c_i`` on (position t, slot y_t) and
+  ``-c_i`` on (t, yhat_t), and the net transition counts on the pair rows in slot K --
+  the chain analogue of the CRF node / edge samples of StructBoost Sec. 3.6 (Shen, Lin &
+  van den Hengel, "StructBoost: Boosting methods for predicting structured output
+  variables", IEEE TPAMI 36(10), 2014);
+* the oracle is loss-augmented Viterbi on the unary scores ``F[t, s]`` and the
+  transition scores ``F[N + a*K + b, K]`` (:func:`~maxmargin.inference.viterbi.
+  batch_loss_augmented`).
 """
 
 from __future__ import annotations
@@ -22,7 +39,8 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
-from maxmargin.inference.viterbi import batch_viterbi
+from maxmargin.inference.viterbi import batch_loss_augmented, batch_viterbi
+from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 from maxmargin.tasks.linear import LinearJointModel
 
 __all__ = ["ChainTask", "stack_sequences"]
@@ -67,8 +85,12 @@ def stack_sequences(X):
     return Xf, offsets
 
 
-class ChainTask:
+class ChainTask(StructuredTask):
     """Linear-chain labelling with unary + transition features and Hamming loss.
+
+    Trains with :class:`~maxmargin.StructSVM` (linear features) and with
+    :class:`~maxmargin.StructBoost` (weak learners on the positions' features and on
+    label-pair indicators; see the module docstring).
 
     Parameters
     ----------
@@ -79,14 +101,20 @@ class ChainTask:
         Whether the model has transition features (``False``: independent positions).
     """
 
+    formulations = ("1-slack",)
+    #: inputs are lists of sequences, not a feature matrix
+    structured_inputs = True
+
     def __init__(self, n_states: int | None = None, transitions: bool = True) -> None:
         self.n_states = n_states
         self.transitions = transitions
 
-    def bind(self, X, y) -> ChainTask:
+    def bind(self, X, y, **fit_params) -> ChainTask:
         """Copy bound to training sequences X (list of (T_i, d)) and labels y (list)."""
         bound = copy.deepcopy(self)
-        bound._bind(X, y)
+        bound._dense_losses_cache = None
+        bound._Z = None
+        bound._bind(X, y, **fit_params)
         return bound
 
     def _bind(self, X, y) -> None:
@@ -117,6 +145,8 @@ class ChainTask:
         self.gamma_ = np.eye(K)
         self.delta_ = 1.0 - np.eye(K)
         self.n_samples = len(self.offsets_) - 1
+        self.d_ = int(self.X_.shape[1])
+        self.n_slots = K + (1 if self.transitions else 0)
 
     def linear_model(self) -> LinearJointModel:
         return LinearJointModel(
@@ -141,11 +171,139 @@ class ChainTask:
         batch_viterbi(U, np.ascontiguousarray(P), offsets, bool(self.transitions), labels)
         return self.split_labels(labels, offsets)
 
+    # -- StructBoost: weak inputs and signed weights ----------------------------------
+    def _stack_inputs(self, Xf) -> sp.csr_matrix:
+        """``[[X, 0], [0, I_(K*K)]]`` (positions, then pair rows) as CSR."""
+        K = len(self.classes_)
+        Xs = sp.csr_matrix(Xf, dtype=np.float64)
+        if not self.transitions:
+            return Xs
+        return sp.block_diag((Xs, sp.identity(K * K, format="csr")), format="csr")
+
+    def weak_inputs(self):
+        if getattr(self, "_Z", None) is None:
+            self._Z = self._stack_inputs(self.X_)
+        return self._Z
+
+    def weak_weights(self, duals: DualPairs) -> np.ndarray:
+        n_z = self.weak_inputs().shape[0]
+        S = self.n_slots
+        flat = np.bincount(duals.sample * S + duals.label, weights=duals.value, minlength=n_z * S)
+        return flat.reshape(n_z, S)
+
+    def select_columns(self, gains, threshold):
+        # every slot (each state's unary part, the transitions) takes its own best
+        return [(s, np.array([s])) for s in range(self.n_slots) if gains[s] > threshold]
+
+    def joint_difference(self, outputs, slots, pairs):
+        slots = np.asarray(slots, dtype=np.int64)
+        return outputs[:, pairs.sample] * (pairs.label[None, :] == slots[:, None])
+
+    # -- StructBoost: the 1-slack oracle ----------------------------------------------
+    def _scores(self, F, n_positions):
+        """Unary scores (N, K) and transition scores (K, K) from slot scores F."""
+        F = np.asarray(F, dtype=np.float64)
+        K = len(self.classes_)
+        U = np.ascontiguousarray(F[:n_positions, :K])
+        if self.transitions:
+            P = np.ascontiguousarray(F[n_positions : n_positions + K * K, K].reshape(K, K))
+        else:
+            P = np.zeros((K, K))
+        return U, P
+
+    def most_violated(self, F) -> OracleResult:
+        """Loss-augmented Viterbi of every training sequence; ``label`` holds the
+        concatenated states, ``loss`` (Hamming count) and ``margin`` are per sequence."""
+        N = len(self.y_)
+        U, P = self._scores(F, N)
+        labels = np.empty(N, dtype=np.int64)
+        loss = np.empty(self.n_samples)
+        margin = np.empty(self.n_samples)
+        batch_loss_augmented(
+            U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), False,
+            labels, loss, margin,
+        )  # fmt: skip
+        return OracleResult(label=labels, loss=loss, margin=margin)
+
+    def _cut_from_labels(self, orc: OracleResult) -> Cut:
+        m = self.n_samples
+        K = len(self.classes_)
+        N = len(self.y_)
+        c = (orc.hinge > 0).astype(np.float64) / m
+        cp = np.repeat(c, np.diff(self.offsets_))  # per position
+        lab, y = orc.label, self.y_
+        wrong = np.flatnonzero((lab != y) & (cp > 0))
+        rows = [wrong, wrong]
+        slots = [y[wrong], lab[wrong]]
+        vals = [cp[wrong], -cp[wrong]]
+        if self.transitions:
+            t = self._inner_positions()
+            t = t[cp[t] > 0]
+            net = np.bincount(y[t] * K + y[t + 1], weights=cp[t], minlength=K * K)
+            net -= np.bincount(lab[t] * K + lab[t + 1], weights=cp[t], minlength=K * K)
+            nz = np.flatnonzero(net)
+            rows.append(N + nz)
+            slots.append(np.full(len(nz), K, dtype=np.int64))
+            vals.append(net[nz])
+        pairs = DualPairs(
+            np.concatenate(rows).astype(np.int64),
+            np.concatenate(slots).astype(np.int64),
+            np.concatenate(vals),
+        )
+        rhs = float(np.sum(c * orc.loss))
+        return Cut(pairs, rhs, float(orc.hinge.mean()), orc)
+
+    def _inner_positions(self) -> np.ndarray:
+        """Positions t whose successor t+1 is in the same sequence."""
+        N = len(self.y_)
+        inner = np.ones(max(N - 1, 0), dtype=bool)
+        ends = self.offsets_[1:-1] - 1
+        inner[ends[(ends >= 0) & (ends < len(inner))]] = False
+        return np.flatnonzero(inner)
+
+    def one_slack_cut(self, F) -> Cut:
+        return self._cut_from_labels(self.most_violated(F))
+
+    def initial_cut(self, rng) -> Cut:
+        return self.one_slack_cut(np.zeros((self.weak_inputs().shape[0], self.n_slots)))
+
+    def cut_value(self, F, cut) -> float:
+        F = np.asarray(F)
+        return cut.rhs - float(cut.pairs.value @ F[cut.pairs.sample, cut.pairs.label])
+
+    # -- StructBoost: prediction --------------------------------------------------------
+    def prediction_layout(self, X):
+        """Stacked new sequences and their weak inputs (for :meth:`predict_from_scores`)."""
+        Xf, offsets = stack_sequences(X)
+        if Xf.shape[1] != self.d_:
+            raise ValueError(
+                f"X has {Xf.shape[1]} features, but the model was trained with {self.d_}"
+            )
+        return offsets, self._stack_inputs(Xf)
+
+    def predict_from_scores(self, offsets, F) -> list[np.ndarray]:
+        """Viterbi labellings of stacked sequences from slot scores on their inputs."""
+        N = int(offsets[-1])
+        U, P = self._scores(F, N)
+        labels = np.empty(N, dtype=np.int64)
+        batch_viterbi(U, P, offsets, bool(self.transitions), labels)
+        return self.split_labels(labels, offsets)
+
+    # -- not available for chains (m-slack / listed outputs) ------------------------
+    def _no_m_slack(self, *args):
+        raise NotImplementedError(
+            "ChainTask has only the 1-slack oracle (use master='exact', formulation='1-slack')"
+        )
+
+    loss_augmented = evaluate_outputs = initial_violators = _no_m_slack
+    slot_scores_to_label_scores = predict_codes = _no_m_slack
+
     # -- persistence -----------------------------------------------------------------
     def _get_state(self):
-        return {"n_states": self.n_states, "transitions": bool(self.transitions)}, {
-            "classes": np.asarray(self.classes_)
-        }
+        arrays = {"classes": np.asarray(self.classes_)}
+        if getattr(self, "d_", None) is not None:
+            arrays["d"] = np.asarray([self.d_], dtype=np.int64)
+        return {"n_states": self.n_states, "transitions": bool(self.transitions)}, arrays
 
     def _set_state(self, meta, arrays):
         self.n_states = meta["n_states"]
@@ -154,6 +312,9 @@ class ChainTask:
         K = len(self.classes_)
         self.gamma_ = np.eye(K)
         self.delta_ = 1.0 - np.eye(K)
+        self.n_slots = K + (1 if self.transitions else 0)
+        self.d_ = int(arrays["d"][0]) if "d" in arrays else None
+        self._Z = None
 
     def split_labels(self, flat, offsets):
         """Decoded label sequences (a list) from concatenated codes."""

@@ -280,9 +280,10 @@ class DecisionStump(WeakLearner):
     def prepare(self, Z) -> FeatureCodes:
         return code_features(Z, self.max_bins)
 
-    def search(self, fc: FeatureCodes, A):
-        """Per-feature results: gain, split, polarity, each (d, S)."""
-        total = A.sum(axis=0)
+    def search(self, fc: FeatureCodes, A, total=None):
+        """Per-feature results: gain, split, polarity, each (d, S).  ``total`` (the
+        column sums of A) may be passed when several feature blocks share one A."""
+        total = A.sum(axis=0) if total is None else total
         if fc.n_features == 0:  # only the constant stump exists
             pol = np.where(total >= 0, 1.0, -1.0)[None]
             return np.abs(total)[None], np.full((1, A.shape[1]), -1), pol

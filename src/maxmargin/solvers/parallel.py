@@ -1,0 +1,517 @@
+"""Scale-out: the loss-augmented oracle over sharded examples, on joblib / Dask / Ray.
+
+Structured learning spends its time in two embarrassingly parallel places: the
+loss-augmented oracle over examples and the weak-learner search over features.  This
+module runs the first on any joblib backend (loky processes, threads, a
+``dask.distributed`` cluster via ``joblib.parallel_config(backend="dask")``, Ray's
+joblib backend); :mod:`maxmargin.solvers.parallel_weak` runs the second.
+
+Exactness.  The examples are split once per fit into *fixed* contiguous shards whose
+number depends on the number of examples only (:func:`shard_bounds`), never on
+``n_jobs`` or on the backend.  Each shard returns its own partial results -- the
+labellings, per-example losses and margins and, for 1-slack planes, the shard's sum of
+joint-feature differences and losses -- computed by one numba kernel in a fixed order
+(no BLAS, whose summation order may depend on threads), and the shards' partial sums are
+added along a fixed binary tree over the shards (:func:`tree_sum`).  ``n_jobs=1`` runs
+the very same kernels on the very same shards in-process, so any ``n_jobs`` and any
+backend give a bit-for-bit identical fit.
+(``n_jobs=None``, the default, keeps the single-process BLAS path of earlier versions;
+its oracle answers equal the sharded ones to rounding, but cutting-plane iterates amplify
+last-bit differences, so the two paths reach the same optimum within ``tol`` along
+different iterates, not bit for bit.)
+
+Data movement.  Shards are placed on the workers once per fit and stay there:
+
+* loky / multiprocessing: every shard is written once to a temporary folder; a worker
+  memory-maps the shards it is asked for on first use and keeps them (per fit) in a
+  module-level cache, so an iteration sends only ``w`` and the shard file names;
+* dask.distributed: the shards are scattered once (``Client.scatter``) and tasks name
+  their futures, so an iteration sends only ``w``;
+* threads: the shards are shared in memory (the kernel releases the GIL);
+* any other backend (e.g. Ray's): the shards are pickled with every call -- correct,
+  but it moves the data every iteration (docs/scaling.md).
+
+For 1-slack without an output cache each task returns one ``dim + 2`` vector (its plane,
+offset and hinge sum) and nothing per example; the other solvers also get the labels
+(``int16`` / ``int32``) and two floats per example.  The shards' planes are added along a fixed
+binary tree over the shards, each task being one node of that tree (its depth chosen so
+that every worker gets a node), so a worker adds its node's shards and the master adds
+the node sums, the same additions in the same order for every ``n_jobs``.
+docs/scaling.md models these bytes.
+
+Failure.  A worker that dies (killed process, lost Dask worker) raises
+:class:`~maxmargin.exceptions.ParallelFitError`: the fit is aborted and no partial model
+is returned.  Ordinary exceptions inside a worker propagate unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from maxmargin.exceptions import ParallelFitError
+from maxmargin.tasks.linear import (
+    JointLayout,
+    LinearJointModel,
+    add_dpsi,
+    example_loss_augmented,
+)
+
+__all__ = [
+    "DEFAULT_N_SHARDS",
+    "ShardedModel",
+    "ShardedOracle",
+    "is_worker_loss",
+    "parallel_session",
+    "shard_bounds",
+]
+
+#: shards per fit (fewer when there are fewer examples); independent of n_jobs
+DEFAULT_N_SHARDS = 64
+
+#: exception class names that mean "a worker was lost" on joblib / Dask / Ray
+_WORKER_LOSS = {
+    "TerminatedWorkerError",
+    "BrokenProcessPool",
+    "KilledWorker",
+    "CommClosedError",
+    "WorkerCrashedError",
+    "RayActorError",
+    "ActorDiedError",
+    "NodeDiedError",
+}
+
+
+def shard_bounds(n_samples: int, n_shards: int | None = None) -> np.ndarray:
+    """Boundaries of ``min(n_samples, n_shards)`` contiguous shards of nearly equal size
+    (``bounds[s]:bounds[s+1]``); depends on the number of examples only."""
+    k = DEFAULT_N_SHARDS if n_shards is None else int(n_shards)
+    if k < 1:
+        raise ValueError(f"n_shards must be >= 1, got {n_shards!r}")
+    k = max(1, min(int(n_samples), k))
+    return (np.arange(k + 1, dtype=np.int64) * int(n_samples)) // k
+
+
+def is_worker_loss(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its cause chain) says a worker process / node was lost."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if any(c.__name__ in _WORKER_LOSS for c in type(exc).__mro__):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def _abort(exc: BaseException, what: str) -> ParallelFitError:
+    return ParallelFitError(
+        f"a parallel worker was lost during {what} ({type(exc).__name__}: {exc}); the fit "
+        "was aborted and no partial model was returned -- fit again (with fewer workers, "
+        "more memory per worker, or n_jobs=None)"
+    )
+
+
+# ---------------------------------------------------------------------------
+# the per-shard kernel
+# ---------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _shard_kernel(L, W, P, slack, want_plane, labels, loss, margin, a):
+    """Loss-augmented labelling of every sequence of shard ``L`` (labels, loss, margin)
+    and, if ``want_plane``, the shard's 1-slack sums ``a += sum_i c_i dPsi_i`` over the
+    violators (``c_i = 1``, or ``Delta_i`` for slack rescaling); returns ``sum Delta_i``
+    over the violators."""
+    n = len(L.offsets) - 1
+    max_t = 1
+    for i in range(n):
+        max_t = max(max_t, L.offsets[i + 1] - L.offsets[i])
+    U = np.empty((max_t, L.K))
+    lab = np.empty(max_t, dtype=np.int64)
+    b = 0.0
+    for i in range(n):
+        lo = L.offsets[i]
+        T = L.offsets[i + 1] - lo
+        li, mi = example_loss_augmented(L, i, W, P, slack, U, lab)
+        for t in range(T):
+            labels[lo + t] = lab[t]
+        loss[i] = li
+        margin[i] = mi
+        if want_plane:
+            h = li * max(0.0, 1.0 - mi) if slack else max(0.0, li - mi)
+            if h > 0.0:
+                add_dpsi(a, L, i, lab[:T], li if slack else 1.0)
+                b += li
+    return b
+
+
+def _split_w(w, n_unary, S, K, pairwise):
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    W = w[:n_unary].reshape(n_unary // S, S)
+    if pairwise:
+        P = np.ascontiguousarray(w[n_unary:].reshape(K, K))
+    else:
+        P = np.zeros((K, K))
+    return W, P
+
+
+# ---------------------------------------------------------------------------
+# worker side
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _ShardFile:
+    """A shard written to disk once per fit; workers memory-map it on first use."""
+
+    folder: str
+    path: str
+
+
+_WORKER_CACHE: dict = {}  # shard file -> JointLayout, for the current fit's folder only
+
+
+def _resolve(ref) -> JointLayout:
+    if not isinstance(ref, _ShardFile):
+        return ref
+    hit = _WORKER_CACHE.get(ref.path)
+    if hit is None:
+        import joblib
+
+        for key in [k for k in _WORKER_CACHE if not k.startswith(ref.folder)]:
+            del _WORKER_CACHE[key]  # another (finished) fit's shards
+        raw = joblib.load(ref.path, mmap_mode="r")
+        hit = JointLayout(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in raw))
+        _WORKER_CACHE[ref.path] = hit
+    return hit
+
+
+def _label_dtype(K: int):
+    return np.int16 if K <= np.iinfo(np.int16).max else np.int32
+
+
+def tree_nodes(lo: int, hi: int, depth: int) -> list[tuple[int, int]]:
+    """The nodes at ``depth`` of the fixed binary reduction tree over shards ``lo:hi``
+    (a node splits at ``(lo + hi) // 2``; leaves stay leaves)."""
+    if depth <= 0 or hi - lo <= 1:
+        return [(lo, hi)]
+    mid = (lo + hi) // 2
+    return tree_nodes(lo, mid, depth - 1) + tree_nodes(mid, hi, depth - 1)
+
+
+def tree_sum(get, lo: int, hi: int):
+    """``get(lo) + ... + get(hi - 1)`` added along the fixed reduction tree, so that
+    the sum of a node is the same numbers whether a worker or the master adds it."""
+    if hi - lo == 1:
+        return get(lo)
+    mid = (lo + hi) // 2
+    return tree_sum(get, lo, mid) + tree_sum(get, mid, hi)
+
+
+def _run_node(refs, lo, w, slack, want_plane, die_pid=None, examples=True):
+    """Worker task: the oracle on the shards ``lo .. lo + len(refs) - 1`` (one node of
+    the reduction tree): their labels, losses and margins concatenated (unless
+    ``examples`` is False), and the node's plane sums ``(a, b, sum of hinges)`` added
+    along the tree."""
+    if die_pid is not None and os.getpid() != die_pid:  # test hook: a worker dies
+        os._exit(3)
+    parts = []
+    W = P = None
+    for ref in refs:
+        L = _resolve(ref)
+        if W is None:
+            W, P = _split_w(w, L.n_unary, L.S, L.K, L.pairwise)
+        n = len(L.offsets) - 1
+        labels = np.empty(int(L.offsets[-1]), dtype=np.int64)
+        loss = np.empty(n)
+        margin = np.empty(n)
+        a = np.zeros(len(w) if want_plane else 0)
+        b = _shard_kernel(L, W, P, slack, want_plane, labels, loss, margin, a)
+        hinge = loss * np.maximum(0.0, 1.0 - margin) if slack else np.maximum(0.0, loss - margin)
+        sums = np.array([b, float(np.sum(hinge))])
+        parts.append((labels.astype(_label_dtype(L.K)), loss, margin, a, sums))
+    hi = lo + len(parts)
+    ab = None
+    if want_plane:
+        ab = tree_sum(lambda k: np.concatenate([parts[k - lo][3], parts[k - lo][4]]), lo, hi)
+    if not examples:  # 1-slack without an output cache: the plane is all the master needs
+        return None, None, None, ab
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+        ab,
+    )
+
+
+# ---------------------------------------------------------------------------
+# master side
+# ---------------------------------------------------------------------------
+@dataclass
+class OracleResult:
+    """The reduced oracle answer: per-example labellings / losses / margins (None when
+    not asked for) and, for a 1-slack plane, ``a = sum_i c_i dPsi_i`` and
+    ``b = sum_i Delta_i`` over violators and the sum of the hinges (not divided by n)."""
+
+    labels: np.ndarray | None
+    loss: np.ndarray | None
+    margin: np.ndarray | None
+    a: np.ndarray | None
+    b: float
+    hinge_sum: float | None = None
+
+
+class parallel_session:
+    """A joblib ``Parallel`` kept open for a whole fit (workers reused between calls),
+    plus the active backend's kind: ``"inline"`` (n_jobs None / 1: no joblib at all),
+    ``"threads"``, ``"dask"``, ``"files"`` (loky / multiprocessing) or ``"pickle"``."""
+
+    def __init__(self, n_jobs):
+        self.n_jobs = n_jobs
+        self.parallel = None
+        self.kind = "inline"
+        self.backend = None
+        self.n_workers = 1
+
+    def __enter__(self):
+        if self.n_jobs in (None, 1):
+            return self
+        from joblib import Parallel
+        from joblib.parallel import get_active_backend
+
+        # batch_size=1: joblib's automatic batching would pack quick tasks (a node
+        # takes tens of ms) into one batch, i.e. onto one worker, one after the other
+        self.parallel = Parallel(n_jobs=self.n_jobs, batch_size=1, pre_dispatch="all")
+        self.parallel.__enter__()
+        backend, _ = get_active_backend()
+        self.backend = backend
+        name = type(backend).__name__
+        self.n_workers = max(1, int(backend.effective_n_jobs(self.n_jobs)))
+        if name == "ThreadingBackend":
+            self.kind = "threads"
+        elif name == "DaskDistributedBackend":
+            self.kind = "dask"
+        elif name in ("LokyBackend", "MultiprocessingBackend"):
+            self.kind = "files"
+        elif name == "SequentialBackend":
+            self.kind = "inline"
+        else:
+            self.kind = "pickle"
+        return self
+
+    def __exit__(self, *exc):
+        if self.parallel is not None:
+            self.parallel.__exit__(*exc)
+            self.parallel = None
+        return False
+
+    def map(self, fn, arg_lists, what="the fit"):
+        """``[fn(*args) for args in arg_lists]``, in parallel unless inline; worker loss
+        becomes :class:`ParallelFitError`."""
+        if self.parallel is None:
+            return [fn(*args) for args in arg_lists]
+        from joblib import delayed
+
+        try:
+            return self.parallel(delayed(fn)(*args) for args in arg_lists)
+        except ParallelFitError:
+            raise
+        except Exception as exc:
+            if is_worker_loss(exc):
+                raise _abort(exc, what) from exc
+            raise
+
+
+class ShardedOracle:
+    """The loss-augmented oracle of a :class:`~maxmargin.tasks.linear.LinearJointModel`
+    over fixed shards of its examples, run on the active joblib backend.
+
+    Use as a context manager for one fit: entering places the shards on the workers,
+    :meth:`run` sends ``w`` and reduces the per-shard answers in shard order, leaving
+    removes the shard files / releases the scattered data.
+
+    Parameters
+    ----------
+    model : LinearJointModel
+    n_jobs : int or None
+        joblib ``n_jobs`` (None or 1: in-process, no joblib).
+    n_shards : int or None
+        Number of shards (default :data:`DEFAULT_N_SHARDS`, at most one per example).
+    """
+
+    #: test hook: at this call (0-based) the task makes its worker process exit
+    _die_at_call: int | None = None
+
+    def __init__(self, model: LinearJointModel, n_jobs=None, n_shards=None):
+        if not isinstance(model, LinearJointModel):
+            raise ValueError(
+                "n_jobs (a sharded oracle) needs a task with linear joint features and a "
+                "per-example oracle (label-coding tasks, ChainTask); "
+                f"{type(model).__name__} has none yet: use n_jobs=None"
+            )
+        self.model = model
+        self.n_jobs = n_jobs
+        self.bounds = shard_bounds(model.n_samples, n_shards)
+        self.shards = [
+            _shard_layout(model, int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])
+        ]
+        self.n_calls = 0
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self._session = None
+        self._refs = None
+        self._folder = None
+        self._futures = None
+
+    @property
+    def n_shards(self) -> int:
+        return len(self.shards)
+
+    def __enter__(self):
+        self._session = parallel_session(self.n_jobs).__enter__()
+        try:
+            self._place()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _place(self):
+        s = self._session
+        if s.kind == "files":
+            import joblib
+
+            self._folder = tempfile.mkdtemp(prefix=f"maxmargin-shards-{uuid.uuid4().hex[:8]}-")
+            refs = []
+            for k, shard in enumerate(self.shards):
+                path = os.path.join(self._folder, f"shard{k:05d}.joblib")
+                joblib.dump(tuple(shard), path)
+                refs.append(_ShardFile(self._folder, path))
+            self._refs = refs
+        elif s.kind == "dask":
+            self._futures = s.backend.client.scatter(self.shards, broadcast=False, hash=False)
+            self._refs = list(self._futures)
+        else:
+            self._refs = list(self.shards)
+        self.bytes_placed = int(sum(_nbytes(sh) for sh in self.shards))
+
+    def __exit__(self, *exc):
+        if self._futures is not None:
+            try:
+                self._session.backend.client.cancel(self._futures)
+            except Exception:  # the cluster may be gone already
+                pass
+            self._futures = None
+        if self._session is not None:
+            self._session.__exit__(*exc)
+            self._session = None
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+        return False
+
+    def _nodes(self):
+        """One task per node of the reduction tree at the depth that gives at least one
+        task per worker (the tree itself depends on the number of shards only)."""
+        depth = int(np.ceil(np.log2(max(1, self._session.n_workers))))
+        return tree_nodes(0, self.n_shards, depth)
+
+    def run(
+        self, w, rescaling: str = "margin", plane: bool = False, examples: bool = True
+    ) -> OracleResult:
+        """The oracle at ``w`` on every shard, reduced along the tree.  ``examples=False``
+        (with ``plane``): only the plane and the hinge sum come back, not the per-example
+        labellings, losses and margins."""
+        if self._session is None:
+            raise RuntimeError("ShardedOracle.run outside its 'with' block")
+        slack = rescaling == "slack"
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        die = os.getpid() if self._die_at_call == self.n_calls else None
+        self.n_calls += 1
+        nodes = self._nodes()
+        examples = bool(examples) or not plane
+        args = [(self._refs[lo:hi], lo, w, slack, bool(plane), die, examples) for lo, hi in nodes]
+        results = self._session.map(_run_node, args, what="the loss-augmented oracle")
+        n_pos = sum(len(r[0]) for r in results) if examples else self.model.n_positions
+        if len(results) != len(nodes) or n_pos != self.model.n_positions:
+            raise ParallelFitError(  # never reduce an incomplete answer
+                f"the oracle returned {len(results)} of {len(nodes)} shard groups; the fit "
+                "was aborted and no partial model was returned"
+            )
+        labels = loss = margin = hinge_sum = None
+        if examples:
+            labels = np.concatenate([r[0] for r in results]).astype(np.int64)
+            loss = np.concatenate([r[1] for r in results])
+            margin = np.concatenate([r[2] for r in results])
+        a = None
+        b = 0.0
+        if plane:  # the master adds the node sums along the same fixed tree
+            node_sum = {node: r[3] for node, r in zip(nodes, results)}
+
+            def combine(lo, hi):
+                if (lo, hi) in node_sum:
+                    return node_sum[(lo, hi)]
+                mid = (lo + hi) // 2
+                return combine(lo, mid) + combine(mid, hi)
+
+            ab = combine(0, self.n_shards)
+            a, b, hinge_sum = ab[:-2], ab[-2], float(ab[-1])
+        if self._session.kind != "inline":
+            self.bytes_sent += len(nodes) * w.nbytes
+            self.bytes_received += sum(sum(x.nbytes for x in r if x is not None) for r in results)
+        return OracleResult(labels, loss, margin, a, float(b), hinge_sum)
+
+
+def _nbytes(layout) -> int:
+    return sum(v.nbytes for v in layout if isinstance(v, np.ndarray))
+
+
+def _shard_layout(model: LinearJointModel, a: int, b: int) -> JointLayout:
+    """The kernel arrays of sequences ``a..b-1`` of ``model`` (offsets re-based)."""
+    p0, p1 = int(model.offsets[a]), int(model.offsets[b])
+    sub = LinearJointModel(
+        model.X[p0:p1],
+        model.offsets[a : b + 1] - p0,
+        model.y[p0:p1],
+        model.gamma,
+        model.loss,
+        pairwise=model.pairwise,
+    )
+    return sub.layout()
+
+
+class ShardedModel:
+    """A :class:`~maxmargin.tasks.linear.LinearJointModel` whose loss-augmented oracle
+    runs on a :class:`ShardedOracle`; everything else is the wrapped model's.
+
+    The SSVM solvers take it in place of the model: ``loss_augmented`` (n-slack,
+    subgradient, Frank-Wolfe evaluations) and ``one_slack_plane`` (1-slack) go to the
+    shards."""
+
+    def __init__(self, model: LinearJointModel, oracle: ShardedOracle):
+        self._model = model
+        self.oracle = oracle
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def loss_augmented(self, w, rescaling="margin", U=None):
+        r = self.oracle.run(w, rescaling, plane=False)
+        return r.labels, r.loss, r.margin
+
+    def one_slack_plane(self, w, rescaling="margin"):
+        """``(labels, loss, margin, a, b)`` with the 1-slack plane ``(a, b)`` already
+        divided by n."""
+        r = self.oracle.run(w, rescaling, plane=True)
+        n = self._model.n_samples
+        return r.labels, r.loss, r.margin, r.a / n, r.b / n
+
+    def one_slack_plane_only(self, w, rescaling="margin"):
+        """``(a, b, mean hinge)``: the 1-slack plane and the risk at ``w``, without the
+        per-example answers (the workers send back one plane per task, nothing per
+        example)."""
+        r = self.oracle.run(w, rescaling, plane=True, examples=False)
+        n = self._model.n_samples
+        return r.a / n, r.b / n, r.hinge_sum / n
