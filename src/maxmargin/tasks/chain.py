@@ -39,9 +39,14 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
-from maxmargin.inference.viterbi import batch_loss_augmented, batch_viterbi
+from maxmargin.inference.viterbi import (
+    batch_loss_augmented,
+    batch_smoothed_loss_augmented,
+    batch_viterbi,
+)
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 from maxmargin.tasks.linear import LinearJointModel
+from maxmargin.tasks.smoothing import SmoothedRisk
 
 __all__ = ["ChainTask", "stack_sequences"]
 
@@ -270,6 +275,48 @@ class ChainTask(StructuredTask):
     def cut_value(self, F, cut) -> float:
         F = np.asarray(F)
         return cut.rhs - float(cut.pairs.value @ F[cut.pairs.sample, cut.pairs.label])
+
+    # -- StructBoost's fast master: sequence-level log-sum-exp (forward-backward) -----
+    smooth_master = True
+
+    def smoothing_scale(self) -> float:
+        """The largest Hamming loss of a training sequence (its length)."""
+        return float(max(np.diff(self.offsets_).max(), 1))
+
+    def smoothed_risk(self, F, beta) -> SmoothedRisk:
+        """Mean over sequences of ``(1/beta) log sum_z exp(beta (Delta(y_i, z) + s(z) -
+        s(y_i)))`` -- the log-sum-exp of the listed-output tasks, taken over all ``K^T``
+        labellings by the forward algorithm -- and its gradient from the forward-backward
+        marginals: ``A[t, k] = ([y_t = k] - P(z_t = k)) / m`` for the unary slots,
+        ``A[pair (a, b), transition slot] = (#(a, b) in y - E #(a, b) in z) / m``.  The
+        duals ``mu_i(z) = P_i(z) / m`` are box-feasible; ``dual = E_mu Delta``."""
+        N, m = len(self.y_), self.n_samples
+        K = len(self.classes_)
+        U, P = self._scores(F, N)
+        marg = np.empty((N, K))
+        pair = np.zeros((K, K))
+        lse = np.empty(m)
+        batch_smoothed_loss_augmented(
+            U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), float(beta),
+            marg, pair, lse,
+        )  # fmt: skip
+        y = self.y_
+        starts = self.offsets_[:-1]
+        s_true = np.add.reduceat(U[np.arange(N), y], starts)
+        t = self._inner_positions() if self.transitions else np.zeros(0, np.int64)
+        if self.transitions:
+            seq_of = np.repeat(np.arange(m), np.diff(self.offsets_))
+            s_true += np.bincount(seq_of[t], weights=P[y[t], y[t + 1]], minlength=m)
+        smooth = float(np.mean(lse - s_true))
+        risk = float(self.most_violated(F).hinge.mean())
+        A = np.zeros((self.weak_inputs().shape[0], self.n_slots))
+        A[np.arange(N), y] += 1.0 / m
+        A[:N, :K] -= marg / m
+        if self.transitions:
+            count = np.bincount(y[t] * K + y[t + 1], minlength=K * K).astype(np.float64)
+            A[N : N + K * K, K] = (count - pair.ravel()) / m
+        dual = float(np.sum(marg * self.delta_[y]) / m)
+        return SmoothedRisk(risk, smooth, A, dual)
 
     # -- StructBoost: prediction --------------------------------------------------------
     def prediction_layout(self, X):
