@@ -76,15 +76,22 @@ def test_oracle_and_cut_match_enumeration(transitions):
             assert H[h] @ A[:, s] == pytest.approx(direct, abs=1e-12)
 
 
-def test_structboost_chain_objective_by_enumeration():
+@pytest.mark.parametrize("master", ["exact", "fast"])
+def test_structboost_chain_objective_by_enumeration(master):
     X, y = make_chain_data(n=12, K=3, d=3, seed=1)
-    sb = StructBoost(task=ChainTask(), C=20.0, eps_cp=1e-4, max_iter=100, random_state=0).fit(X, y)
+    sb = StructBoost(
+        task=ChainTask(), C=20.0, eps_cp=1e-4, max_iter=100, random_state=0, master=master
+    ).fit(X, y)
     task = sb.task_
     F = sb.hypotheses_.evaluate(task.weak_inputs()).T @ sb.slot_weights_
     best, _ = _brute(task, F)
     primal = np.abs(sb.slot_weights_).sum() + 20.0 * np.mean(np.maximum(best, 0.0))
     assert sb.history_[-1]["objective"] == pytest.approx(primal, rel=1e-6)
-    assert sb.converged_ and sb.history_[-1]["gap"] < 1e-3
+    if master == "exact":  # the LP optimum, certified
+        assert sb.converged_ and sb.history_[-1]["gap"] < 1e-3
+    else:  # the smoothing continuation: a certified gap of a few 1e-3 at most
+        assert sb.history_[-1]["gap"] < 5e-3
+        assert sb.history_[-1]["dual_bound"] <= sb.history_[-1]["objective"]
     # prediction is Viterbi: the enumerated argmax of w.Psi on the training inputs
     pred = sb.predict(X)
     N, K = len(task.y_), len(task.classes_)

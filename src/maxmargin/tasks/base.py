@@ -275,6 +275,10 @@ class StructuredTask(ABC):
         """Whether :meth:`smoothed_risk` exists (listed outputs, or an override)."""
         return self.dense_outputs
 
+    #: whether the fast master ends with the exact LP (False: smoothing continuation,
+    #: for tasks whose exact master is impractical, e.g. chains)
+    exact_polish: bool = True
+
     def smoothing_scale(self) -> float:
         """Scale of the losses; the smoothing width is a fixed fraction of it."""
         return float(max(self._dense_losses_cached().max(), 1e-300))

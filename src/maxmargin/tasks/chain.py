@@ -278,6 +278,9 @@ class ChainTask(StructuredTask):
 
     # -- StructBoost's fast master: sequence-level log-sum-exp (forward-backward) -----
     smooth_master = True
+    #: the exact 1-slack master needs hundreds of cutting planes per solve here: the fast
+    #: master ends with smoothing continuation instead
+    exact_polish = False
 
     def smoothing_scale(self) -> float:
         """The largest Hamming loss of a training sequence (its length)."""
