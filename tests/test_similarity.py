@@ -105,6 +105,14 @@ def test_refinement_lowers_the_loss_and_leaves_unused_exemplars():
     assert not np.array_equal(f.exemplars_, before)
     with pytest.raises(ValueError, match="finite weights"):
         f.refine(X, y, coef[:-1])
+    bad = coef.copy()
+    bad[0] = np.nan
+    with pytest.raises(ValueError, match="finite weights"):
+        f.refine(X, y, bad)
+    with pytest.raises(ValueError, match="two classes"):
+        f.refine(X, np.arange(len(y)) % 3, coef)
+    with pytest.raises(ValueError, match="features"):
+        f.refine(X[:, :1], y, coef)
 
 
 def test_refinement_pulls_a_positive_exemplar_towards_positive_in_margin_samples():

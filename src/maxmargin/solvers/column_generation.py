@@ -232,10 +232,11 @@ class FastMaster:
             try:
                 for _ in range(20):
                     steps = s.solve(deadline)
-                    best_lb = max(best_lb, s.dual_bound)
+                    gains = s.store.gains(s.A)  # float64: the bound below is exact
+                    g = float(gains.max()) if len(gains) else 0.0
+                    best_lb = max(best_lb, s.C * s.risk.dual / max(1.0, g))  # = s.dual_bound
                     if s.objective < best[0]:
                         best = (s.objective, s.w.copy())
-                    g = float(s.store.gains(s.A).max()) if s.store.n_columns else 0.0
                     if steps == 0 or g <= 1.0 + 1e-3:
                         break
                     if deadline is not None and time.perf_counter() >= deadline:
