@@ -64,8 +64,8 @@ def window_set(det, images, boxes):
     Xp = det._positives(wins, boxes)
     Xn = np.vstack(
         [
-            pyr.descriptors(
-                lv[ov < det.neg_overlap], r[ov < det.neg_overlap], c[ov < det.neg_overlap]
+            det._describe(
+                pyr, lv[ov < det.neg_overlap], r[ov < det.neg_overlap], c[ov < det.neg_overlap]
             )
             for pyr, lv, r, c, ov in wins
         ]
@@ -98,16 +98,25 @@ def flat_weak_needed(flat, Xp, Xn, recall, far, grid):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "detection/raccoon")
-    ap.add_argument("--max-side", type=int, default=200)
-    ap.add_argument("--window", type=int, default=5, help="window side in HOG cells")
+    ap.add_argument("--max-side", type=int, default=240)
+    ap.add_argument("--window", type=int, default=7, help="window side in HOG cells")
+    ap.add_argument("--aspect-ratios", default="0.7,1,1.4", help="window aspect ratios")
+    ap.add_argument("--colour", action="store_true", help="colour HOG")
+    ap.add_argument("--no-location-prior", action="store_true")
+    ap.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also train the SVM without the location prior (appearance only)",
+    )
     ap.add_argument("--n-train", type=int, default=160)
     ap.add_argument("--n-test", type=int, default=40)
-    ap.add_argument("--svm-C", type=float, default=0.1)
+    ap.add_argument("--svm-C", type=float, default=0.03)
     ap.add_argument("--stage-learners", default="gentle,lacboost")
     ap.add_argument("--cost-ratio", type=float, default=1.0)
     ap.add_argument("--rule", default="two-point", choices=["fixed", "one-point", "two-point"])
     ap.add_argument("--fallback", default="recall", choices=["recall", "far"])
     ap.add_argument("--n-stages", type=int, default=10)
+    ap.add_argument("--recycle", type=float, default=None, help="recycling lambda* (Alg. 3)")
     ap.add_argument("--max-weak", type=int, default=50)
     ap.add_argument("--target-recall", type=float, default=0.9)
     ap.add_argument("--target-far", type=float, default=1e-3)
@@ -132,7 +141,13 @@ def main(argv=None):
     te = slice(len(images) - args.n_test, len(images))
     tri, trb, tei, teb = images[tr], boxes[tr], images[te], boxes[te]
     print(f"loaded {len(images)} images in {time.perf_counter() - t0:.1f} s", flush=True)
-    hog = dict(window=(args.window, args.window), cell=8)
+    hog = dict(
+        window=(args.window, args.window),
+        cell=8,
+        aspect_ratios=tuple(float(a) for a in args.aspect_ratios.split(",")),
+        colour=bool(args.colour),
+        location_prior=not args.no_location_prior,
+    )
     out: dict = {
         "dataset": "raccoon",
         "n_train": len(tri),
@@ -155,6 +170,30 @@ def main(argv=None):
     ap_prior = average_precision(prior, [np.ones(1)] * len(tei), teb)
     out["prior_box"] = {"ap50": ap_prior, "relative_box": med.tolist()}
     print(f"prior box (median training box, one per image): AP {ap_prior:.3f}", flush=True)
+
+    # ---- how well the pyramid's windows can fit the test boxes at all
+    from maxmargin.apps.detection import HOGPyramid
+    from maxmargin.tasks.boxes import pairwise_overlap
+
+    cover = {}
+    for name, ratios in (("square", (1.0,)), ("aspect_ratios", hog["aspect_ratios"])):
+        best = []
+        for im, bb in zip(tei, teb):
+            pyr = HOGPyramid(im, window=hog["window"], cell=8, aspect_ratios=ratios)
+            best.append(pairwise_overlap(pyr.boxes(*pyr.windows()), bb).max(axis=0))
+        best = np.concatenate(best)
+        cover[name] = {
+            "ratios": list(ratios),
+            "mean_best_overlap": float(best.mean()),
+            "share_above_0.5": float((best > 0.5).mean()),
+            "share_above_0.7": float((best > 0.7).mean()),
+        }
+        print(
+            f"window coverage ({name} {list(ratios)}): mean best overlap {best.mean():.3f}, "
+            f">0.5 {np.mean(best > 0.5):.3f}, >0.7 {np.mean(best > 0.7):.3f}",
+            flush=True,
+        )
+    out["window_coverage"] = cover
 
     # ---- HOG + linear SVM with hard-negative mining
     if "svm" not in skip:
@@ -179,6 +218,20 @@ def main(argv=None):
                 f"gap {h['gap']:.2g}",
                 flush=True,
             )
+        if args.ablation:
+            t = time.perf_counter()
+            blind = HOGSVMDetector(
+                C=args.svm_C, random_state=0, **{**hog, "location_prior": False}
+            ).fit(tri, trb)
+            fit_b = time.perf_counter() - t
+            res, per_b = detect_all(blind, tei)
+            ap_b = average_precision([r[0] for r in res], [r[1] for r in res], teb)
+            out["svm_no_location_prior"] = {
+                "ap50": ap_b,
+                "fit_seconds": fit_b,
+                "seconds_per_image": per_b,
+            }
+            print(f"svm without location prior: AP {ap_b:.3f}, fit {fit_b:.1f} s", flush=True)
 
     # ---- boosted cascades
     if "cascade" not in skip:
@@ -197,6 +250,7 @@ def main(argv=None):
                 target_recall=args.target_recall,
                 target_far=args.target_far,
                 n_negatives=args.n_negatives,
+                recycle=args.recycle,
                 random_state=0,
                 **hog,
             ).fit(tri, trb)
@@ -240,7 +294,7 @@ def main(argv=None):
                 Xp = cas._positives(wins, trb)
                 rng = np.random.default_rng(0)
                 Xn_all = [
-                    pyr.descriptors(lv[ov < 0.3], r[ov < 0.3], c_[ov < 0.3])
+                    cas._describe(pyr, lv[ov < 0.3], r[ov < 0.3], c_[ov < 0.3])
                     for pyr, lv, r, c_, ov in wins
                 ]
                 Xn = np.vstack(Xn_all)

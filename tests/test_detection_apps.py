@@ -79,3 +79,55 @@ def test_detector_input_errors(scenes):
         HOGSVMDetector().fit(tri, trb[:-1])
     with pytest.raises(ValueError, match="positive width"):
         ProposalRanker().fit(tri[:1], [np.array([[1.0, 1.0, 0.0, 5.0]])])
+
+
+def _two_ring_scenes(n, rng):
+    """Two identical rings per image; only the one in the top-left corner is annotated,
+    so appearance cannot tell them apart and only the location can."""
+    images, boxes = [], []
+    s = 24
+    yy, xx = np.mgrid[0:s, 0:s]
+    r = np.hypot(yy - (s - 1) / 2, xx - (s - 1) / 2) / (s / 2)
+    for _ in range(n):
+        img = np.kron(rng.random((9, 11)), np.ones((8, 8)))[:64, :80] * 0.5
+        (x0, y0), (x1, y1) = rng.integers(0, 8, 2), (rng.integers(48, 56), rng.integers(32, 40))
+        for x, y in ((x0, y0), (x1, y1)):
+            img[y : y + s, x : x + s] = np.where(
+                r < 0.45, 0.05, np.where(r < 0.9, 0.95, img[y : y + s, x : x + s])
+            )
+        img = np.clip(img + 0.03 * rng.standard_normal(img.shape), 0, 1)
+        images.append((img * 255).astype(np.uint8))
+        boxes.append(np.array([[x0, y0, s, s]], dtype=np.float64))
+    return images, boxes
+
+
+def test_location_prior_tells_apart_objects_that_look_alike(tmp_path):
+    rng = np.random.default_rng(0)
+    tri, trb = _two_ring_scenes(12, rng)
+    tei, teb = _two_ring_scenes(8, rng)
+    kw = dict(window=(3, 3), C=0.1, aspect_ratios=(1.0,), max_working_set=300, random_state=0)
+    blind = HOGSVMDetector(location_prior=False, **kw).fit(tri, trb)
+    seeing = HOGSVMDetector(location_prior=True, **kw).fit(tri, trb)
+    assert blind.distribution_ is None and seeing.distribution_ is not None
+    ap_blind, ap_seeing = _ap(blind, tei, teb), _ap(seeing, tei, teb)
+    assert ap_seeing > 0.9 and ap_seeing > ap_blind + 0.2, (ap_seeing, ap_blind)
+    # the extra column is the clipped log density of the window's box
+    pyr = seeing._pyramid(tei[0])
+    lv, r, c = pyr.windows()
+    X = seeing._describe(pyr, lv, r, c)
+    ld = seeing.distribution_.log_density(pyr.boxes(lv, r, c), pyr.image_shape)
+    assert X.shape[1] == pyr.n_features + 1 == len(seeing.coef_)
+    np.testing.assert_allclose(X[:, -1], np.maximum(ld, -30) / 10, rtol=1e-5)
+    # saved and loaded: the same detections; a file without the distribution is refused
+    back = maxmargin.load(maxmargin.save(seeing, tmp_path / "p.npz"))
+    np.testing.assert_array_equal(back.detect(tei[0])[0], seeing.detect(tei[0])[0])
+    meta, arrays = seeing._get_state()
+    arrays = {k: v for k, v in arrays.items() if k != "box_params"}
+    with pytest.raises(ValueError, match="box distribution"):
+        HOGSVMDetector._from_state(meta, arrays)
+    _, arrays = seeing._get_state()
+    arrays["box_scale"] = np.array([1.0, np.nan, 1.0, 1.0])
+    with pytest.raises(ValueError, match="corrupt"):
+        HOGSVMDetector._from_state(meta, arrays)
+    with pytest.raises(ValueError, match="two training boxes"):
+        HOGSVMDetector(**kw).fit(tri[:1], trb[:1])

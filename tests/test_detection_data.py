@@ -187,3 +187,60 @@ def test_average_precision_simple_cases():
     # a duplicate detection of the same object is a false positive
     det2 = [np.array([[0, 0, 10, 10], [0, 0, 10, 10]]), np.zeros((0, 4))]
     assert average_precision(det2, [np.array([1.0, 0.9]), np.zeros(0)], gt) == pytest.approx(0.5)
+
+
+def test_pyramid_aspect_ratio_levels_are_anisotropic_rescalings():
+    """A ratio-``a`` level is hog() of the image rescaled by (s * sqrt(a), s / sqrt(a))
+    (rows, cols); its windows are ``a`` times wider relative to their height; snapping a
+    box finds the level of its aspect ratio."""
+    from skimage.feature import hog
+    from skimage.transform import rescale
+
+    from maxmargin.apps.detection.features import to_grey
+
+    rng = np.random.default_rng(1)
+    img = (rng.random((90, 120)) * 255).astype(np.uint8)
+    pyr = HOGPyramid(img, window=(4, 4), scale_step=1.5, aspect_ratios=(0.5, 1.0, 2.0))
+    one = HOGPyramid(img, window=(4, 4), scale_step=1.5)
+    assert len(pyr.levels) > len(one.levels)
+    ratios = {round(sy / sx, 6) for sx, sy in pyr.scales}
+    assert {0.5, 1.0, 2.0} <= {round(v, 1) for v in ratios}
+    lv, r, c = pyr.windows()
+    b = pyr.boxes(lv, r, c)
+    sx, sy = np.array(pyr.scales)[lv].T
+    np.testing.assert_allclose(b[:, 2] / b[:, 3], sy / sx)
+    # level for ratio 2 at s = 1: independent hog of the anisotropic rescale
+    k = next(i for i, (x, y) in enumerate(pyr.scales) if abs(y / x - 2.0) < 0.05)
+    ra = 2**0.5
+    ref = rescale(to_grey(img), (ra, 1 / ra), anti_aliasing=True)
+    ref = hog(ref, pixels_per_cell=(8, 8), cells_per_block=(2, 2), feature_vector=False)
+    np.testing.assert_allclose(pyr.levels[k], ref, rtol=1e-4, atol=1e-5)
+    # snapping each window's own box returns that window, aspect level included
+    lv2, r2, c2 = pyr.snap(b)
+    np.testing.assert_array_equal(lv2, lv)
+    np.testing.assert_array_equal(r2, r)
+    np.testing.assert_array_equal(c2, c)
+    # ratio a means windows a times wider than tall (relative to the window's cells)
+    wide = HOGPyramid(img, window=(4, 2), scale_step=1.5, aspect_ratios=(1.5,))
+    bw = wide.boxes(*wide.windows())
+    np.testing.assert_allclose(bw[:, 2] / bw[:, 3], 2 * 1.5, rtol=0.05)
+    with pytest.raises(ValueError, match="aspect_ratios"):
+        HOGPyramid(img, aspect_ratios=(1.0, -2.0))
+
+
+def test_pyramid_colour_uses_the_strongest_channel():
+    from skimage.feature import hog
+
+    rng = np.random.default_rng(2)
+    img = (rng.random((48, 64, 3)) * 255).astype(np.uint8)
+    pyr = HOGPyramid(img, window=(4, 4), scales=[1.0], colour=True)
+    ref = hog(
+        img.astype(np.float32) / 255,
+        pixels_per_cell=(8, 8),
+        cells_per_block=(2, 2),
+        feature_vector=False,
+        channel_axis=-1,
+    )
+    np.testing.assert_allclose(pyr.levels[0], ref, rtol=1e-4, atol=1e-5)
+    grey = HOGPyramid(img, window=(4, 4), scales=[1.0])
+    assert not np.allclose(pyr.levels[0], grey.levels[0])

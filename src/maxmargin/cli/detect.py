@@ -34,6 +34,16 @@ def _pair(text: str) -> tuple[int, int]:
     return vals
 
 
+def _ratios(text: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(v) for v in str(text).split(","))
+    except ValueError:
+        raise ValueError(f"--aspect-ratios must be numbers a,b,..., got {text!r}") from None
+    if not vals or not all(np.isfinite(v) and v > 0 for v in vals):
+        raise ValueError(f"--aspect-ratios must be positive numbers, got {text!r}")
+    return vals
+
+
 def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "detect",
@@ -56,6 +66,17 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     fit.add_argument("--window", default="6,6", help="window in HOG cells w,h (6,6)")
     fit.add_argument("--cell", type=int, default=8, help="pixels per HOG cell (8)")
     fit.add_argument("--C", type=float, default=None, help="SVM / RankSVM C")
+    fit.add_argument(
+        "--aspect-ratios",
+        default="0.7,1,1.4",
+        help="svm/cascade: window aspect ratios w/h relative to --window (0.7,1,1.4)",
+    )
+    fit.add_argument("--colour", action="store_true", help="svm/cascade: colour HOG")
+    fit.add_argument(
+        "--no-location-prior",
+        action="store_true",
+        help="svm/cascade: no box-distribution feature",
+    )
     fit.add_argument(
         "--stage-learner",
         choices=["discrete", "real", "gentle", "lacboost", "fisherboost"],
@@ -106,14 +127,20 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
     if args.limit is not None:
         images, boxes, names = images[: args.limit], boxes[: args.limit], names[: args.limit]
     window = _pair(args.window)
+    look = dict(
+        aspect_ratios=_ratios(args.aspect_ratios),
+        colour=bool(args.colour),
+        location_prior=not args.no_location_prior,
+    )
     if args.model == "svm":
         est = HOGSVMDetector(
-            window=window, cell=args.cell, C=args.C or 0.01, random_state=args.seed
+            window=window, cell=args.cell, C=args.C or 0.01, random_state=args.seed, **look
         )
     elif args.model == "cascade":
         est = CascadeDetector(
             window=window,
             cell=args.cell,
+            **look,
             stage_learner=args.stage_learner,
             rule=args.rule,
             n_stages=args.n_stages,

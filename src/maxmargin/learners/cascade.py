@@ -224,7 +224,9 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             def stop(st, _goal=goal, _Xv=Xv, _nvp=nvp):
                 F = st.evaluate(_Xv).sum(axis=0)
                 op = select_operating_point(F[:_nvp], F[_nvp:], *_goal, rule=self.rule)
-                done = op.attained
+                # a stage that rejects no negative is not done, whatever the plan says
+                # (a recycled split can be constant on the windows that reach it)
+                done = op.attained and op.far < 1.0
                 if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
                     done = True
                 return done or interrupted

@@ -89,6 +89,9 @@ class _WindowDetector(BaseEstimator):
         "nms_threshold": [_UNIT],
         "score_threshold": [None, float, int],
         "max_detections": [POSITIVE_INT],
+        "aspect_ratios": [tuple, list],
+        "colour": [bool],
+        "location_prior": [bool],
         "random_state": RANDOM_STATE,
         "verbose": VERBOSE,
     }
@@ -101,7 +104,37 @@ class _WindowDetector(BaseEstimator):
             block=self.block,
             orientations=self.orientations,
             scale_step=float(self.scale_step),
+            aspect_ratios=tuple(self.aspect_ratios),
+            colour=bool(self.colour),
         )
+
+    def _fit_prior(self, images, boxes):
+        """The box distribution of the location prior (``location_prior=True``)."""
+        if not self.location_prior:
+            self.distribution_ = None
+            return
+        keep = [k for k, b in enumerate(boxes) if len(b)]
+        if sum(len(boxes[k]) for k in keep) < 2:
+            raise ValueError(
+                "location_prior=True needs at least two training boxes to fit the box "
+                "distribution; pass location_prior=False"
+            )
+        self.distribution_ = BoxDistribution().fit(
+            [boxes[k] for k in keep], [np.asarray(images[k]).shape for k in keep]
+        )
+
+    def _describe(self, pyr, lv, r, c) -> np.ndarray:
+        """Window features: the HOG descriptor, and with ``location_prior`` one more
+        column, the window's log density under the training boxes' distribution
+        (:class:`BoxDistribution`), clipped at -30 and divided by 10 (so in [-3, 0] up
+        to the density's constant) -- the detector learns how much to trust where and
+        how large objects usually are against how they look."""
+        X = pyr.descriptors(lv, r, c)
+        if getattr(self, "distribution_", None) is None:
+            return X
+        ld = self.distribution_.log_density(pyr.boxes(lv, r, c), pyr.image_shape)
+        col = (np.maximum(ld, -30.0) / 10.0).astype(X.dtype)
+        return np.hstack([X, col[:, None]])
 
     def _windows(self, images, boxes):
         """Per image: pyramid, window coordinates, boxes and max overlap with the truth."""
@@ -118,9 +151,9 @@ class _WindowDetector(BaseEstimator):
         X = []
         for (pyr, lv, r, c, ov), b in zip(wins, boxes):
             sel = ov >= self.pos_overlap
-            X.append(pyr.descriptors(lv[sel], r[sel], c[sel]))
+            X.append(self._describe(pyr, lv[sel], r[sel], c[sel]))
             if len(b) and pyr.levels:
-                X.append(pyr.descriptors(*pyr.snap(b)))
+                X.append(self._describe(pyr, *pyr.snap(b)))
         X = np.vstack(X) if X else np.zeros((0, 0))
         if len(X) == 0:
             raise ValueError("no positive windows: check the boxes and the window size")
@@ -154,7 +187,38 @@ class _WindowDetector(BaseEstimator):
     def _hog_params(self):
         p = json_params(self)
         p["window"] = list(p["window"])
+        p["aspect_ratios"] = [float(a) for a in p["aspect_ratios"]]
         return p
+
+    @staticmethod
+    def _init_params(meta):
+        p = dict(meta["params"])
+        p["window"] = tuple(p["window"])
+        p["aspect_ratios"] = tuple(p.get("aspect_ratios", (1.0,)))
+        return p
+
+    def _prior_state(self, arrays):
+        d = getattr(self, "distribution_", None)
+        if d is not None:
+            arrays.update(box_params=d.params_, box_scale=d.scale_)
+        return arrays
+
+    def _load_prior(self, arrays):
+        self.distribution_ = None
+        if self.location_prior:
+            if "box_params" not in arrays or "box_scale" not in arrays:
+                raise ValueError(
+                    "model file: location_prior is set but the box distribution is missing"
+                )
+            params = np.asarray(arrays["box_params"], dtype=np.float64)
+            scale = np.asarray(arrays["box_scale"], dtype=np.float64)
+            ok = params.ndim == 2 and params.shape[1] == 4 and len(params) >= 2
+            ok = ok and scale.shape == (4,) and np.all(np.isfinite(params))
+            if not (ok and np.all(np.isfinite(scale)) and np.all(scale > 0)):
+                raise ValueError("model file: the location prior's box distribution is corrupt")
+            d = BoxDistribution()
+            d.params_, d.scale_ = params, scale
+            self.distribution_ = d
 
 
 class HOGSVMDetector(_WindowDetector):
@@ -174,11 +238,21 @@ class HOGSVMDetector(_WindowDetector):
     nms_threshold : float, default=0.3
     score_threshold : float or None, default=None
     max_detections : int, default=100
+    aspect_ratios : tuple of float, default=(0.7, 1.0, 1.4)
+        Window aspect ratios (width / height, relative to ``window``), each its own set
+        of pyramid levels (:class:`HOGPyramid`).
+    colour : bool, default=False
+        HOG of the colour channel with the strongest gradient instead of grey.
+    location_prior : bool, default=True
+        Append the window's log density under the training boxes' distribution
+        (:class:`BoxDistribution`) as one more feature, so the detector learns where
+        and how large objects usually are.  Needs at least two training boxes.
     random_state, verbose
 
     Attributes
     ----------
-    coef_, intercept_, mining_history_ (Table 2.1 per round), converged_, n_train_images_
+    coef_, intercept_, mining_history_ (Table 2.1 per round), converged_, n_train_images_,
+    distribution_ (the location prior's :class:`BoxDistribution`, or None)
     """
 
     _parameter_constraints = {
@@ -206,9 +280,15 @@ class HOGSVMDetector(_WindowDetector):
         nms_threshold=0.3,
         score_threshold=None,
         max_detections=100,
+        aspect_ratios=(0.7, 1.0, 1.4),
+        colour=False,
+        location_prior=True,
         random_state=None,
         verbose=0,
     ):
+        self.aspect_ratios = aspect_ratios
+        self.colour = colour
+        self.location_prior = location_prior
         self.window = window
         self.cell = cell
         self.block = block
@@ -229,6 +309,7 @@ class HOGSVMDetector(_WindowDetector):
     def fit(self, images, boxes):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
+        self._fit_prior(images, boxes)
         wins = self._windows(images, boxes)
         Xp = self._positives(wins, boxes)
         offsets = np.cumsum([0] + [len(w[1]) for w in wins])
@@ -237,7 +318,7 @@ class HOGSVMDetector(_WindowDetector):
             for k, (pyr, lv, r, c, ov) in enumerate(wins):
                 neg = np.flatnonzero(ov < self.neg_overlap)
                 if len(neg):
-                    yield offsets[k] + neg, pyr.descriptors(lv[neg], r[neg], c[neg])
+                    yield offsets[k] + neg, self._describe(pyr, lv[neg], r[neg], c[neg])
 
         res = mine_hard_negatives(
             Xp,
@@ -258,7 +339,7 @@ class HOGSVMDetector(_WindowDetector):
         return self
 
     def _score_windows(self, pyr, lv, r, c):
-        return pyr.descriptors(lv, r, c) @ self.coef_.astype(np.float32) + self.intercept_
+        return self._describe(pyr, lv, r, c) @ self.coef_.astype(np.float32) + self.intercept_
 
     def _get_state(self):
         self._check_fitted()
@@ -270,13 +351,12 @@ class HOGSVMDetector(_WindowDetector):
             "n_positives": int(self.n_positives_),
             "n_train_images": int(self.n_train_images_),
         }
-        return meta, {"coef": self.coef_}
+        return meta, self._prior_state({"coef": self.coef_})
 
     @classmethod
     def _from_state(cls, meta, arrays):
-        p = dict(meta["params"])
-        p["window"] = tuple(p["window"])
-        est = cls(**p)
+        est = cls(**cls._init_params(meta))
+        est._load_prior(arrays)
         est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
         est.intercept_ = float(meta["intercept"])
         est.mining_history_ = list(meta["mining_history"])
@@ -294,9 +374,12 @@ class CascadeDetector(_WindowDetector):
     the pool that passed the earlier stages (``max_negatives`` per stage).  Cascade
     parameters are passed through; see :class:`~maxmargin.BoostedCascade`.
 
+    ``aspect_ratios``, ``colour`` and ``location_prior`` are those of
+    :class:`HOGSVMDetector` (the location prior is one more input of the stumps).
+
     Attributes
     ----------
-    cascade_, n_train_images_
+    cascade_, n_train_images_, distribution_
     """
 
     _parameter_constraints = {
@@ -340,9 +423,15 @@ class CascadeDetector(_WindowDetector):
         nms_threshold=0.3,
         score_threshold=0.0,
         max_detections=100,
+        aspect_ratios=(0.7, 1.0, 1.4),
+        colour=False,
+        location_prior=True,
         random_state=None,
         verbose=0,
     ):
+        self.aspect_ratios = aspect_ratios
+        self.colour = colour
+        self.location_prior = location_prior
         self.window = window
         self.cell = cell
         self.block = block
@@ -392,6 +481,7 @@ class CascadeDetector(_WindowDetector):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
         rng = as_generator(self.random_state)
+        self._fit_prior(images, boxes)
         wins = self._windows(images, boxes)
         Xp = [
             self._positives([w], [b]) if len(b) and w[0].levels else None
@@ -422,7 +512,7 @@ class CascadeDetector(_WindowDetector):
             neg = np.flatnonzero(ov < self.neg_overlap)
             mine = pick[(pick >= offs[k]) & (pick < offs[k + 1])] - offs[k]
             if len(mine):
-                Xs.append(pyr.descriptors(lv[neg[mine]], r[neg[mine]], c[neg[mine]]))
+                Xs.append(self._describe(pyr, lv[neg[mine]], r[neg[mine]], c[neg[mine]]))
                 ys_.append(np.zeros(len(mine)))
                 hold.append(np.full(len(mine), val_img[k]))
         X = np.vstack(Xs).astype(np.float64)
@@ -438,7 +528,7 @@ class CascadeDetector(_WindowDetector):
         return self
 
     def _score_windows(self, pyr, lv, r, c):
-        return self.cascade_.decision_function(pyr.descriptors(lv, r, c).astype(np.float64))
+        return self.cascade_.decision_function(self._describe(pyr, lv, r, c).astype(np.float64))
 
     def _get_state(self):
         self._check_fitted()
@@ -450,13 +540,12 @@ class CascadeDetector(_WindowDetector):
             "n_negatives": int(self.n_negatives_),
             "n_train_images": int(self.n_train_images_),
         }
-        return meta, {f"cascade.{k}": v for k, v in carrays.items()}
+        return meta, self._prior_state({f"cascade.{k}": v for k, v in carrays.items()})
 
     @classmethod
     def _from_state(cls, meta, arrays):
-        p = dict(meta["params"])
-        p["window"] = tuple(p["window"])
-        est = cls(**p)
+        est = cls(**cls._init_params(meta))
+        est._load_prior(arrays)
         sub = {k[8:]: v for k, v in arrays.items() if k.startswith("cascade.")}
         est.cascade_ = BoostedCascade._from_state(meta["cascade"], sub)
         est.n_positives_ = int(meta["n_positives"])

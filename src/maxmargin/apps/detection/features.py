@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HOGPyramid", "to_grey"]
+__all__ = ["HOGPyramid", "to_float", "to_grey"]
 
 
 def to_grey(image) -> np.ndarray:
@@ -33,6 +33,20 @@ def to_grey(image) -> np.ndarray:
         g = a.astype(np.float32)
     else:
         raise ValueError(f"images must be (H, W) or (H, W, 3) arrays, got shape {a.shape}")
+    if a.dtype == np.uint8:
+        g /= 255.0
+    return g
+
+
+def to_float(image, *, colour: bool = True) -> np.ndarray:
+    """A float32 image in [0, 1]: ``(H, W, 3)`` for colour input when ``colour`` (an
+    alpha channel is dropped), otherwise grey ``(H, W)`` (:func:`to_grey`)."""
+    a = np.asarray(image)
+    if not colour or a.ndim == 2:
+        return to_grey(a)
+    if a.ndim != 3 or a.shape[2] not in (3, 4):
+        raise ValueError(f"images must be (H, W) or (H, W, 3) arrays, got shape {a.shape}")
+    g = a[..., :3].astype(np.float32)
     if a.dtype == np.uint8:
         g /= 255.0
     return g
@@ -53,9 +67,18 @@ class HOGPyramid:
     orientations : int
     scales : sequence of float or None
         Image scale factors; None: ``1, 1/scale_step, 1/scale_step^2, ...`` while the
-        window fits (at most ``max_levels`` levels).
+        window fits (at most ``max_levels`` levels per aspect ratio).
     scale_step : float
     max_levels : int
+    aspect_ratios : sequence of float
+        Window aspect ratios (width / height) relative to ``window``.  Ratio ``a`` adds
+        the levels of the image rescaled by ``s / sqrt(a)`` horizontally and ``s *
+        sqrt(a)`` vertically, so the fixed window of cells covers boxes ``a`` times wider
+        relative to their height (the window content is warped, as R-CNN warps its
+        proposals; one descriptor length, one model).
+    colour : bool
+        Colour images: gradients of the channel with the largest magnitude per pixel
+        (Dalal & Triggs' choice; scikit-image's ``channel_axis``); False: grey.
     """
 
     def __init__(
@@ -69,39 +92,59 @@ class HOGPyramid:
         scales=None,
         scale_step: float = 2**0.5,
         max_levels: int = 12,
+        aspect_ratios=(1.0,),
+        colour: bool = False,
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
 
-        grey = to_grey(image)
-        self.image_shape = grey.shape
+        img0 = to_float(image, colour=colour)
+        self.image_shape = img0.shape[:2]
         self.window = (int(window[0]), int(window[1]))
         self.cell, self.block, self.orientations = int(cell), int(block), int(orientations)
         if min(self.window) < self.block:
             raise ValueError(f"window {self.window} cells is smaller than a block ({block})")
-        H, W = grey.shape
+        ratios = [float(a) for a in np.atleast_1d(np.asarray(aspect_ratios, dtype=np.float64))]
+        if not ratios or any(not np.isfinite(a) or a <= 0 for a in ratios):
+            raise ValueError(f"aspect_ratios must be positive numbers, got {aspect_ratios!r}")
+        H, W = self.image_shape
         wpx, hpx = self.window[0] * self.cell, self.window[1] * self.cell
-        if scales is None:
-            scales = []
-            s = 1.0
-            while len(scales) < max_levels and H * s >= hpx and W * s >= wpx:
-                scales.append(s)
-                s /= scale_step
+        pairs = []
+        for a in ratios:
+            ra = a**0.5
+            if scales is None:
+                s, n = 1.0, 0
+                while n < max_levels and H * s * ra >= hpx and W * s / ra >= wpx:
+                    pairs.append((s / ra, s * ra))
+                    s /= scale_step
+                    n += 1
+            else:
+                for s in scales:
+                    s = float(s)
+                    if not s > 0:
+                        raise ValueError(f"scales must be positive, got {s}")
+                    pairs.append((s / ra, s * ra))
         self.scales = []
         self.levels = []
-        for s in scales:
-            s = float(s)
-            if s <= 0:
-                raise ValueError(f"scales must be positive, got {s}")
-            if round(H * s) < hpx or round(W * s) < wpx:
+        for sx, sy in pairs:
+            if round(H * sy) < hpx or round(W * sx) < wpx:
                 continue
-            img = grey if s == 1.0 else rescale(grey, s, anti_aliasing=s < 1).astype(np.float32)
+            if sx == 1.0 and sy == 1.0:
+                img = img0
+            else:
+                img = rescale(
+                    img0,
+                    (sy, sx),
+                    anti_aliasing=min(sx, sy) < 1,
+                    channel_axis=-1 if img0.ndim == 3 else None,
+                ).astype(np.float32)
             g = hog(
                 img,
                 orientations=self.orientations,
                 pixels_per_cell=(self.cell, self.cell),
                 cells_per_block=(self.block, self.block),
                 feature_vector=False,
+                channel_axis=-1 if img.ndim == 3 else None,
             ).astype(np.float32)
             # the level's true scale after rounding to whole pixels
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
