@@ -131,3 +131,15 @@ def test_location_prior_tells_apart_objects_that_look_alike(tmp_path):
         HOGSVMDetector._from_state(meta, arrays)
     with pytest.raises(ValueError, match="two training boxes"):
         HOGSVMDetector(**kw).fit(tri[:1], trb[:1])
+
+
+def test_detector_files_from_before_the_window_options_load_as_trained(scenes):
+    (tri, trb), (tei, _) = scenes
+    kw = dict(window=(3, 3), C=0.1, max_working_set=300, random_state=0)
+    d = HOGSVMDetector(aspect_ratios=(1.0,), location_prior=False, **kw).fit(tri, trb)
+    meta, arrays = d._get_state()
+    for k in ("aspect_ratios", "colour", "location_prior"):
+        del meta["params"][k]
+    old = HOGSVMDetector._from_state(meta, arrays)
+    assert old.aspect_ratios == (1.0,) and not old.location_prior and not old.colour
+    np.testing.assert_array_equal(old.detect(tei[0])[0], d.detect(tei[0])[0])

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+import maxmargin
 from maxmargin.cli import main
 from maxmargin.datasets import make_detection_scenes
 
@@ -78,3 +79,16 @@ def test_detect_cli_errors(voc, tmp_path, capsys):
     assert "corrupt XML" in capsys.readouterr().err
     rc = main(["detect", "predict", str(tmp_path / "none.npz"), str(voc), "-o", str(tmp_path)])
     assert rc == 2
+
+
+def test_detect_fit_window_options(voc, tmp_path, capsys):
+    m = tmp_path / "m.npz"
+    base = ["detect", "fit", str(voc / "train/img"), str(voc / "train/ann"), "-o", str(m)]
+    base += ["--window", "3,3"]
+    rc = main([*base, "--aspect-ratios", "1,1.5", "--colour", "--no-location-prior"])
+    assert rc == 0
+    est = maxmargin.load(m)
+    assert est.aspect_ratios == (1.0, 1.5) and est.colour and not est.location_prior
+    capsys.readouterr()
+    assert main([*base, "--aspect-ratios", "1,-2"]) == 2
+    assert "aspect-ratios" in capsys.readouterr().err

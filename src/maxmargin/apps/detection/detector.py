@@ -194,7 +194,10 @@ class _WindowDetector(BaseEstimator):
     def _init_params(meta):
         p = dict(meta["params"])
         p["window"] = tuple(p["window"])
+        # files written before these parameters existed: square windows, grey, no prior
         p["aspect_ratios"] = tuple(p.get("aspect_ratios", (1.0,)))
+        p.setdefault("colour", False)
+        p.setdefault("location_prior", False)
         return p
 
     def _prior_state(self, arrays):
