@@ -374,11 +374,12 @@ class StructBoost(Persistent, BaseEstimator):
         elif res.gap > self.GAP_WARNING and (not res.certified or self.task_.dense_outputs):
             # (a certified 1-slack model of a task without listable outputs -- ranking --
             # is accurate to C * eps_cp by design, Alg. 2)
-            why = (
-                "max_time ran out before the final exact solve finished"
-                if not res.certified
-                else f"the LP is badly scaled at C = {self.C:g}"
-            )
+            if res.stop_reason == "stalled":
+                why = "the smoothing continuation stalled at its sharpest smoothing"
+            elif not res.certified:
+                why = "max_time ran out before the final exact solve finished"
+            else:
+                why = f"the LP is badly scaled at C = {self.C:g}"
             warnings.warn(
                 f"the returned model is within a relative duality gap of {res.gap:.2g} of "
                 f"the optimum over its weak learners ({why})",
