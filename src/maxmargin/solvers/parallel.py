@@ -56,6 +56,7 @@ import numpy as np
 from numba import njit
 
 from maxmargin.exceptions import ParallelFitError
+from maxmargin.tasks.crf import CRFLinearModel, CRFShard, crf_shard_oracle
 from maxmargin.tasks.linear import (
     JointLayout,
     LinearJointModel,
@@ -168,6 +169,7 @@ class _ShardFile:
 
     folder: str
     path: str
+    kind: str = "linear"  # "linear" (JointLayout) or "crf" (CRFShard)
 
 
 _WORKER_CACHE: dict = {}  # shard file -> JointLayout, for the current fit's folder only
@@ -183,7 +185,8 @@ def _resolve(ref) -> JointLayout:
         for key in [k for k in _WORKER_CACHE if not k.startswith(ref.folder)]:
             del _WORKER_CACHE[key]  # another (finished) fit's shards
         raw = joblib.load(ref.path, mmap_mode="r")
-        hit = JointLayout(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in raw))
+        cls = CRFShard if ref.kind == "crf" else JointLayout
+        hit = cls(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in raw))
         _WORKER_CACHE[ref.path] = hit
     return hit
 
@@ -221,6 +224,12 @@ def _run_node(refs, lo, w, slack, want_plane, die_pid=None, examples=True):
     W = P = None
     for ref in refs:
         L = _resolve(ref)
+        if isinstance(L, CRFShard):  # graph cuts (margin rescaling only)
+            labels, loss, margin, a, b = crf_shard_oracle(L, w, want_plane)
+            hinge = np.maximum(0.0, loss - margin)
+            sums = np.array([b, float(np.sum(hinge))])
+            parts.append((labels.astype(np.int8), loss, margin, a, sums))
+            continue
         if W is None:
             W, P = _split_w(w, L.n_unary, L.S, L.K, L.pairwise)
         n = len(L.offsets) - 1
@@ -345,18 +354,24 @@ class ShardedOracle:
     _die_at_call: int | None = None
 
     def __init__(self, model: LinearJointModel, n_jobs=None, n_shards=None):
-        if not isinstance(model, LinearJointModel):
+        if isinstance(model, CRFLinearModel):
+            self.kind = "crf"
+            make = model.shard
+        elif isinstance(model, LinearJointModel):
+            self.kind = "linear"
+
+            def make(a, b):
+                return _shard_layout(model, a, b)
+        else:
             raise ValueError(
                 "n_jobs (a sharded oracle) needs a task with linear joint features and a "
-                "per-example oracle (label-coding tasks, ChainTask); "
+                "per-example oracle (label-coding tasks, ChainTask, CRFTask); "
                 f"{type(model).__name__} has none yet: use n_jobs=None"
             )
         self.model = model
         self.n_jobs = n_jobs
         self.bounds = shard_bounds(model.n_samples, n_shards)
-        self.shards = [
-            _shard_layout(model, int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])
-        ]
+        self.shards = [make(int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])]
         self.n_calls = 0
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -388,7 +403,7 @@ class ShardedOracle:
             for k, shard in enumerate(self.shards):
                 path = os.path.join(self._folder, f"shard{k:05d}.joblib")
                 joblib.dump(tuple(shard), path)
-                refs.append(_ShardFile(self._folder, path))
+                refs.append(_ShardFile(self._folder, path, self.kind))
             self._refs = refs
         elif s.kind == "dask":
             self._futures = s.backend.client.scatter(self.shards, broadcast=False, hash=False)
