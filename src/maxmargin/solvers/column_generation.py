@@ -240,9 +240,8 @@ class FastMaster:
         """For tasks whose exact master is impractical (chains: Kelley's planes need
         hundreds of rounds per solve): sharpen the smoothing (beta x4, up to
         ``CONTINUATION_MAX_SHARPEN`` times the base beta; new columns return the master to
-        the base beta), each time
-        solving until no current column's gain exceeds 1 by more than
-        ``CONTINUATION_GAIN_TOL`` (the projected-gradient test; the decrease test stops
+        the base beta), each time solving until no current column's gain exceeds 1 by
+        more than ``CONTINUATION_GAIN_TOL`` (the projected-gradient test; the decrease test stops
         early when beta is large), until the certified relative gap ``(P(w) - D) / P(w)``
         is at most ``CONTINUATION_GAP``; at the sharpest beta without that gap the master
         is ``stalled`` (the fit stops with ``stop_reason = "stalled"``).
