@@ -71,3 +71,43 @@ def test_crf_struct_svm_n_jobs_fit(crf_data):
     assert b.task_.hamming(Y, pred) < 0.2
     with pytest.raises(ValueError, match="margin"):
         solve_ssvm(a.task_.linear_model(), 1.0, "1-slack", rescaling="slack", n_jobs=1)
+
+
+def test_structboost_crf_oracle_sharded_equals_serial(crf_data, monkeypatch):
+    """StructBoost's own oracle on CRFTask (graph cuts per shard of images on the
+    workers, energies from the slot scores): the sharded answers equal the single graph
+    cut, and every integer n_jobs gives the same model bit for bit."""
+    from maxmargin import StructBoost
+    from maxmargin.weak.nonneg import NonNegative
+
+    X, Y = crf_data
+    task = CRFTask().bind(X, Y)
+    rng = np.random.default_rng(3)
+    F = np.abs(rng.normal(size=(len(task.weak_inputs()), 2)))
+    serial = task.most_violated(F)
+    with ShardedOracle(task.linear_model(), n_jobs=1, n_shards=7) as orc:
+        task.attach_sharded_oracle(orc)
+        try:
+            sharded = task.most_violated(F)
+        finally:
+            task.attach_sharded_oracle(None)
+    assert np.array_equal(sharded.label, serial.label)
+    np.testing.assert_allclose(sharded.loss, serial.loss, rtol=1e-12)
+    np.testing.assert_allclose(sharded.margin, serial.margin, rtol=1e-10, atol=1e-12)
+    kw = dict(task=CRFTask(), weak_learner=NonNegative("stump"), C=10.0, max_iter=8,
+              random_state=0)  # fmt: skip
+    calls = []
+    run = ShardedOracle.run_energies
+    monkeypatch.setattr(
+        ShardedOracle, "run_energies", lambda self, *a: calls.append(1) or run(self, *a)
+    )
+    fits = [StructBoost(**kw, n_jobs=n).fit(X, Y) for n in (1, 2, 3)]
+    assert len(calls) >= 3 * 8  # the oracle really ran sharded, every iteration
+    for other in fits[1:]:
+        assert np.array_equal(other.slot_weights_, fits[0].slot_weights_)
+        assert [h["objective"] for h in other.history_] == [
+            h["objective"] for h in fits[0].history_
+        ]
+    assert getattr(fits[0].task_, "_sharded_oracle", None) is None  # detached after fit
+    ref = StructBoost(**kw).fit(X, Y)  # n_jobs=None: one graph cut over all images
+    assert fits[0].objective_ == pytest.approx(ref.objective_, rel=1e-6)

@@ -121,9 +121,10 @@ class StructBoost(Persistent, BaseEstimator):
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
         search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
-        learners search serially.  The task's oracle runs in this process.  Every
-        ``n_jobs`` gives the same model as the serial search, bit for bit
-        (docs/scaling.md).  None: no joblib.
+        learners search serially.  With a :class:`~maxmargin.tasks.crf.CRFTask` the
+        loss-augmented graph cuts also run on the workers, over fixed shards of the
+        images; every other task's oracle runs in this process.  Every integer
+        ``n_jobs`` gives the same model bit for bit (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -545,9 +546,10 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
         search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
-        learners search serially.  The task's oracle runs in this process.  Every
-        ``n_jobs`` gives the same model as the serial search, bit for bit
-        (docs/scaling.md).  None: no joblib.
+        learners search serially.  With a :class:`~maxmargin.tasks.crf.CRFTask` the
+        loss-augmented graph cuts also run on the workers, over fixed shards of the
+        images; every other task's oracle runs in this process.  Every integer
+        ``n_jobs`` gives the same model bit for bit (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None

@@ -50,10 +50,12 @@ from threadpoolctl import threadpool_limits
 
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
+from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.parallel_weak import BlockedStumpSearch, supports_blocks
 from maxmargin.solvers.smooth_master import SmoothedMaster
 from maxmargin.solvers.working_set import WorkingSet
 from maxmargin.tasks.base import Cut, StructuredTask
+from maxmargin.tasks.crf import CRFTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
 
 __all__ = [
@@ -631,11 +633,22 @@ def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
     with threadpool_limits(limits=1, user_api="blas"):
         if n_jobs is None:
             return _fit_structboost(*args, **kwargs)
-        task, weak = args[0], args[1]
-        if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
-            return _fit_structboost(*args, **kwargs)
-        with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
-            return _fit_structboost(task, blocked, *args[2:], **kwargs)
+        task = args[0]
+        if isinstance(task, CRFTask):  # the graph cuts on fixed shards of the images
+            with ShardedOracle(task.linear_model(), n_jobs=n_jobs) as oracle:
+                task.attach_sharded_oracle(oracle)
+                try:
+                    return _fit_with_search(n_jobs, *args, **kwargs)
+                finally:
+                    task.attach_sharded_oracle(None)
+        return _fit_with_search(n_jobs, *args, **kwargs)
+
+
+def _fit_with_search(n_jobs, task, weak, *args, **kwargs) -> ColumnGenerationResult:
+    if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
+        return _fit_structboost(task, weak, *args, **kwargs)
+    with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
+        return _fit_structboost(task, blocked, *args, **kwargs)
 
 
 def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) -> None:

@@ -47,7 +47,14 @@ from numba import njit
 from maxmargin.inference.graphcut import binary_graphcut
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 
-__all__ = ["CRFGraph", "CRFLinearModel", "CRFShard", "CRFTask", "crf_shard_oracle"]
+__all__ = [
+    "CRFGraph",
+    "CRFLinearModel",
+    "CRFShard",
+    "CRFTask",
+    "crf_shard_from_energies",
+    "crf_shard_oracle",
+]
 
 
 @dataclass
@@ -256,13 +263,25 @@ class CRFTask(StructuredTask):
         """Eq. 30 for every image: ``argmin_y E(y) - Delta(y_i, y)`` by one graph cut.
 
         ``label`` holds the concatenated node labels; ``loss`` and ``margin`` are per
-        image (margin = E(y') - E(y_i) = w.dPsi_i(y'))."""
+        image (margin = E(y') - E(y_i) = w.dPsi_i(y')).  With a sharded oracle attached
+        (``StructBoost(n_jobs=...)``, :meth:`attach_sharded_oracle`) the cuts run per
+        shard of images on its workers."""
         st = self.st_
         Eu, Ep = self.energies(F)
+        sharded = getattr(self, "_sharded_oracle", None)
+        if sharded is not None:
+            lab, loss, margin = sharded.run_energies(Eu, Ep)
+            return OracleResult(label=lab, loss=loss, margin=margin)
         aug = Eu.copy()
         aug[np.arange(st.N), 1 - self.y_] -= self.lw_
         lab = _solve(st, aug, Ep)
         return self._result(Eu, Ep, lab)
+
+    def attach_sharded_oracle(self, oracle) -> None:
+        """Route :meth:`most_violated` through ``oracle`` (a placed
+        :class:`~maxmargin.solvers.parallel.ShardedOracle` over :meth:`linear_model`), or
+        back to the single graph cut with ``None``."""
+        self._sharded_oracle = oracle
 
     def _result(self, Eu, Ep, lab) -> OracleResult:
         st = self.st_
@@ -543,13 +562,26 @@ def crf_shard_oracle(sh: CRFShard, w: np.ndarray, want_plane: bool):
     if len(w) != d_u + sh.V.shape[1]:
         raise ValueError(f"w has {len(w)} entries, the CRF has {d_u + sh.V.shape[1]} features")
     Eu, Ep = _crf_energies(sh.U, sh.V, w, d_u)
-    aug = Eu.copy()
-    N = len(sh.y)
-    aug[np.arange(N), 1 - sh.y] -= sh.lw
-    lab = binary_graphcut(aug, sh.edges, np.maximum(Ep, 0.0))[0].astype(np.int64)
     a = np.zeros(len(w) if want_plane else 0)
+    lab, loss, margin, b = crf_shard_from_energies(sh, Eu, Ep, a)
+    return lab, loss, margin, a, b
+
+
+def crf_shard_from_energies(sh: CRFShard, Eu: np.ndarray, Ep: np.ndarray, a=None):
+    """The shard's loss-augmented graph cut under given unary (N_s, 2) and cut (E_s,)
+    energies (the cut clipped at 0 for inference, margins with ``Ep`` as given);
+    returns ``(labels, loss, margin, b)`` and adds the plane into ``a`` if it is not
+    empty.  StructBoost's sharded oracle sends the energies from its slot scores."""
+    Eu = np.ascontiguousarray(Eu, dtype=np.float64)
+    Ep = np.ascontiguousarray(Ep, dtype=np.float64)
+    if Eu.shape != (len(sh.y), 2) or Ep.shape != (len(sh.edges),):
+        raise ValueError("energies do not match the shard")
+    aug = Eu.copy()
+    aug[np.arange(len(sh.y)), 1 - sh.y] -= sh.lw
+    lab = binary_graphcut(aug, sh.edges, np.maximum(Ep, 0.0))[0].astype(np.int64)
+    a = np.zeros(0) if a is None else a
     loss, margin, b = _crf_shard_plane(
         sh.U, sh.V, sh.edges, sh.y, sh.lw, sh.node_img, sh.edge_img, sh.cut_true, sh.m,
         Eu, Ep, lab, a,
     )  # fmt: skip
-    return lab, loss, margin, a, b
+    return lab, loss, margin, b
