@@ -191,3 +191,16 @@ def test_fast_master_reaches_the_exact_masters_optimum_on_chains():
     pred = fast.predict(X)
     acc = np.mean(np.concatenate(pred) == np.concatenate(y))
     assert acc > 0.8
+
+
+def test_fast_master_chain_converges_after_the_continuation_certificate():
+    """Once the smoothing continuation certifies its gap, pricing must not re-add the
+    columns it accepted as optimal (gains within CONTINUATION_GAIN_TOL of 1): the fit
+    ends converged, not at max_iter / a misreported max_time."""
+    X, y = make_chain_data(n=12, K=3, d=3, seed=2)
+    sb = StructBoost(task=ChainTask(), C=20.0, max_iter=100, random_state=0).fit(X, y)
+    assert sb.converged_
+    assert sb.n_iter_ < 100
+    last = sb.history_[-1]
+    assert last["certified"] and last["gap"] <= 1e-3
+    assert last["dual_bound"] <= last["objective"]

@@ -160,8 +160,8 @@ def test_worker_exception_propagates_unchanged(chain_model):
         orc.run(np.zeros(3))  # wrong length of w: the worker's own error
 
 
-def test_crf_task_refuses_n_jobs():
+def test_unsupported_model_refuses_n_jobs():
     from maxmargin.tasks.crf import CRFTask
 
     with pytest.raises(ValueError, match="n_jobs"):
-        ShardedOracle(CRFTask(), n_jobs=2)
+        ShardedOracle(CRFTask(), n_jobs=2)  # an unbound task, not a joint model

@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 
 from maxmargin.inference.viterbi import (
+    batch_chain_forward,
+    batch_chain_marginals,
     batch_evaluate,
     batch_loss_augmented,
+    batch_smoothed_loss_augmented,
     batch_viterbi,
     chain_score,
     loss_augmented_viterbi,
@@ -88,3 +91,59 @@ def test_batch_kernels_match_single():
     batch_viterbi(U, P, offsets, True, lab)
     for a, b in itertools.pairwise(offsets):
         np.testing.assert_array_equal(lab[a:b], viterbi(U[a:b], P)[0])
+
+
+def _brute_gibbs(U, P, offsets, ytrue, L, pairwise, beta):
+    """Enumerated log-partition, position and summed pair marginals of the loss-augmented
+    Gibbs chain ``p(z) ~ exp(beta (Delta(y*, z) + s(z)))``, in stable log space."""
+    N, K = U.shape
+    logz, marg, pair = [], np.zeros((N, K)), np.zeros((K, K))
+    for a, b in itertools.pairwise(offsets):
+        zs = _all(b - a, K)
+        v = np.array(
+            [
+                beta
+                * (
+                    sum(U[a + t, z[t]] + L[ytrue[a + t], z[t]] for t in range(b - a))
+                    + (sum(P[z[t], z[t + 1]] for t in range(b - a - 1)) if pairwise else 0.0)
+                )
+                for z in zs
+            ]
+        )
+        mx = v.max()
+        lz = mx + np.log(np.exp(v - mx).sum())
+        p = np.exp(v - lz)
+        logz.append(lz)
+        for z, pz in zip(zs, p):
+            marg[a + np.arange(b - a), z] += pz
+            for t in range(b - a - 1):
+                pair[z[t], z[t + 1]] += pz if pairwise else 0.0
+    return np.array(logz), marg, pair
+
+
+@pytest.mark.parametrize("pairwise", [True, False])
+@pytest.mark.parametrize("beta", [0.3, 2.0, 400.0])
+def test_forward_backward_matches_enumeration(pairwise, beta):
+    """The scaled forward-backward (batch_chain_forward / batch_chain_marginals) equals
+    enumeration, also at a sharp beta where the scaled sums underflow and the log-space
+    fallback runs."""
+    rng = np.random.default_rng(int(beta * 10) + pairwise)
+    K = 3
+    offsets = np.array([0, 1, 4, 8, 10], dtype=np.int64)
+    N = int(offsets[-1])
+    U = rng.normal(size=(N, K)) * 3.0
+    P = rng.normal(size=(K, K)) * 3.0
+    ytrue = rng.integers(0, K, size=N)
+    L = 1.0 - np.eye(K)
+    lz_b, marg_b, pair_b = _brute_gibbs(U, P, offsets, ytrue, L, pairwise, beta)
+    fa, logz = np.empty((N, K)), np.empty(len(offsets) - 1)
+    batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
+    marg, pair = np.empty((N, K)), np.zeros((K, K))
+    batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair)
+    np.testing.assert_allclose(logz, lz_b, rtol=1e-12)
+    np.testing.assert_allclose(marg, marg_b, atol=1e-10)
+    np.testing.assert_allclose(pair, pair_b, atol=1e-10)
+    lse, marg2, pair2 = np.empty(len(logz)), np.empty((N, K)), np.zeros((K, K))
+    batch_smoothed_loss_augmented(U, P, offsets, ytrue, L, pairwise, beta, marg2, pair2, lse)
+    np.testing.assert_array_equal(marg2, marg)
+    np.testing.assert_allclose(lse, logz / beta, rtol=1e-15)

@@ -28,6 +28,8 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "batch_chain_forward",
+    "batch_chain_marginals",
     "batch_evaluate",
     "batch_loss_augmented",
     "batch_smoothed_loss_augmented",
@@ -252,60 +254,192 @@ def batch_viterbi(U, P, offsets, pairwise, labels):
 
 
 # ------------------------------------------------------------------ forward-backward
+# Numerics of the scaled forward-backward.  Subnormal floats make products ~100x slower
+# on x86 and a sharp smoothing (large beta) produces them everywhere, so:
+#: scaled factors ``exp(x)`` with ``x`` below this (about 1e-100) are set to 0, keeping
+#: every product of two factors a normal float;
+_FLUSH = -230.0
+#: a scaled sum below this is recomputed in log space (the terms dropped by _FLUSH are
+#: then at most K 1e-100, 1e-20 K relative to the sum -- below double rounding);
+_TINY = 1e-80
+#: in the log-space sums (largest term exp(0) = 1) terms below exp(-50) = 2e-22 are
+#: skipped, below double rounding for any K < 1e5.
+_SKIP = -50.0
+
+
 @njit(cache=True)
-def _logsumexp(v):  # pragma: no cover - compiled
-    m = v.max()
-    if m == -np.inf:
-        return m
-    s = 0.0
-    for x in v:
-        s += np.exp(x - m)
-    return m + np.log(s)
+def _flushed_exp(x):  # pragma: no cover - compiled
+    return np.exp(x) if x > _FLUSH else 0.0
+
+
+@njit(cache=True)
+def _chain_factors(P, pairwise, beta):  # pragma: no cover - compiled
+    """``beta P`` and its exponentials scaled per column and per row:
+    ``Ec[j, k] = exp(beta P[j, k] - cmax[k])``, ``Er[j, k] = exp(beta P[j, k] - rmax[j])``
+    (each entry <= 1, each column / row has a 1)."""
+    K = P.shape[0]
+    BP = np.zeros((K, K))
+    if pairwise:
+        for j in range(K):
+            for k in range(K):
+                BP[j, k] = beta * P[j, k]
+    cmax = np.empty(K)
+    rmax = np.empty(K)
+    for k in range(K):
+        cmax[k] = BP[0, k]
+        rmax[k] = BP[k, 0]
+    for j in range(K):
+        for k in range(K):
+            if BP[j, k] > cmax[k]:
+                cmax[k] = BP[j, k]
+            if BP[j, k] > rmax[j]:
+                rmax[j] = BP[j, k]
+    Ec = np.empty((K, K))
+    Er = np.empty((K, K))
+    for j in range(K):
+        for k in range(K):
+            Ec[j, k] = _flushed_exp(BP[j, k] - cmax[k])
+            Er[j, k] = _flushed_exp(BP[j, k] - rmax[j])
+    return BP, cmax, Ec, rmax, Er
+
+
+@njit(cache=True)
+def batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz):
+    """Forward algorithm of the loss-augmented Gibbs chain, all sequences:
+    ``fa[t, k] = log sum_{z_0..z_t, z_t = k} exp(beta (Delta(y*, z) + s(z)))`` restricted
+    to the prefix (N, K), and ``logz[i] = log sum_z exp(beta (Delta(y*_i, z) + s(z)))``.
+
+    Each step is a scaled matrix-vector product, ``fa[t, k] = V[t, k] + m + cmax[k] +
+    log sum_j exp(fa[t-1, j] - m) Ec[j, k]`` with ``m = max_j fa[t-1, j]`` (K exponentials
+    per position instead of K^2); where the scaled sum falls below ``_TINY`` (only for
+    very sharp smoothing) that entry is recomputed by an exact log-sum-exp.
+    """
+    K = U.shape[1]
+    n = offsets.shape[0] - 1
+    BP, cmax, Ec, _rmax, _Er = _chain_factors(P, pairwise, beta)
+    a = np.empty(K)
+    s = np.empty(K)
+    for i in range(n):
+        a0, b0 = offsets[i], offsets[i + 1]
+        for k in range(K):
+            fa[a0, k] = beta * (U[a0, k] + L[ytrue[a0], k])
+        for r in range(a0 + 1, b0):
+            m = fa[r - 1, 0]
+            for j in range(1, K):
+                if fa[r - 1, j] > m:
+                    m = fa[r - 1, j]
+            for k in range(K):
+                s[k] = 0.0
+            for j in range(K):
+                a[j] = _flushed_exp(fa[r - 1, j] - m)
+                for k in range(K):
+                    s[k] += a[j] * Ec[j, k]
+            yt = ytrue[r]
+            for k in range(K):
+                v = beta * (U[r, k] + L[yt, k])
+                if s[k] > _TINY:
+                    fa[r, k] = v + m + cmax[k] + np.log(s[k])
+                else:
+                    mx = fa[r - 1, 0] + BP[0, k]
+                    for j in range(1, K):
+                        if fa[r - 1, j] + BP[j, k] > mx:
+                            mx = fa[r - 1, j] + BP[j, k]
+                    acc = 0.0
+                    for j in range(K):
+                        e = fa[r - 1, j] + BP[j, k] - mx
+                        if e > _SKIP:
+                            acc += np.exp(e)
+                    fa[r, k] = v + mx + np.log(acc)
+        m = fa[b0 - 1, 0]
+        for k in range(1, K):
+            if fa[b0 - 1, k] > m:
+                m = fa[b0 - 1, k]
+        acc = 0.0
+        for k in range(K):
+            acc += np.exp(fa[b0 - 1, k] - m)
+        logz[i] = m + np.log(acc)
+
+
+@njit(cache=True)
+def batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg):
+    """Backward pass after :func:`batch_chain_forward`: the Gibbs marginals
+    ``marg[t, k] = P(z_t = k)`` (N, K) and the transition marginals summed over all
+    positions of all sequences, ``pair_marg[j, k]`` (K, K).
+
+    With ``b[k] = beta (U + L)[t+1, k] + fb[t+1, k]`` (``fb`` the backward messages) and
+    ``S[j] = sum_k Er[j, k] exp(b[k] - max b)``: ``fb[t, j] = max b + rmax[j] + log S[j]``,
+    and the pair marginal is the marginal of ``z_t = j`` times the conditional
+    ``P(z_(t+1) = k | z_t = j) = Er[j, k] exp(b[k] - max b) / S[j]``; entries whose
+    ``S[j]`` falls below ``_TINY`` are recomputed in log space.
+    """
+    K = U.shape[1]
+    n = offsets.shape[0] - 1
+    BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
+    pm = pair_marg
+    pm[:] = 0.0
+    fb = np.empty(K)
+    b = np.empty(K)
+    c = np.empty(K)
+    for i in range(n):
+        a0, b0 = offsets[i], offsets[i + 1]
+        lz = logz[i]
+        for k in range(K):
+            fb[k] = 0.0
+            marg[b0 - 1, k] = _flushed_exp(fa[b0 - 1, k] - lz)
+        for r in range(b0 - 2, a0 - 1, -1):
+            yt = ytrue[r + 1]
+            mb = -np.inf
+            for k in range(K):
+                b[k] = beta * (U[r + 1, k] + L[yt, k]) + fb[k]
+                if b[k] > mb:
+                    mb = b[k]
+            for k in range(K):
+                c[k] = _flushed_exp(b[k] - mb)
+            for j in range(K):
+                sj = 0.0
+                for k in range(K):
+                    sj += Er[j, k] * c[k]
+                if sj > _TINY:
+                    fb[j] = mb + rmax[j] + np.log(sj)
+                    mj = _flushed_exp(fa[r, j] + fb[j] - lz)
+                    marg[r, j] = mj
+                    if pairwise:
+                        q = mj / sj
+                        for k in range(K):
+                            pm[j, k] += q * Er[j, k] * c[k]
+                else:
+                    mx = BP[j, 0] + b[0]
+                    for k in range(1, K):
+                        if BP[j, k] + b[k] > mx:
+                            mx = BP[j, k] + b[k]
+                    acc = 0.0
+                    for k in range(K):
+                        e = BP[j, k] + b[k] - mx
+                        if e > _SKIP:
+                            acc += np.exp(e)
+                    fb[j] = mx + np.log(acc)
+                    marg[r, j] = _flushed_exp(fa[r, j] + fb[j] - lz)
+                    if pairwise:
+                        for k in range(K):
+                            e = fa[r, j] + BP[j, k] + b[k] - lz
+                            if e > _FLUSH:
+                                pm[j, k] += np.exp(e)
 
 
 @njit(cache=True)
 def batch_smoothed_loss_augmented(U, P, offsets, ytrue, L, pairwise, beta, marg, pair_marg, lse):
     """Log-sum-exp over *all* labellings of the loss-augmented score, per sequence:
-    ``lse[i] = (1/beta) log sum_z exp(beta (Delta(y*_i, z) + s(z)))`` (forward algorithm),
-    with the Gibbs marginals ``marg[t, k] = P(z_t = k)`` (N, K) and the transition
-    marginals summed over all positions of all sequences, ``pair_marg`` (K, K), from the
-    backward pass.  The smooth upper bound of the chain hinge used by StructBoost's fast
-    master (``lse[i] - s(y*_i)``, within ``T_i log K / beta`` of the hinge); its gradient
-    in the scores is given by the marginals.
+    ``lse[i] = (1/beta) log sum_z exp(beta (Delta(y*_i, z) + s(z)))`` (forward algorithm,
+    :func:`batch_chain_forward`), with the Gibbs marginals ``marg[t, k] = P(z_t = k)``
+    (N, K) and the transition marginals summed over all positions of all sequences,
+    ``pair_marg`` (K, K), from the backward pass (:func:`batch_chain_marginals`).  The
+    smooth upper bound of the chain hinge used by StructBoost's fast master (``lse[i] -
+    s(y*_i)``, within ``T_i log K / beta`` of the hinge); its gradient in the scores is
+    given by the marginals.
     """
-    K = U.shape[1]
-    n = offsets.shape[0] - 1
-    pm = pair_marg
-    pm[:] = 0.0
-    for i in range(n):
-        a0, b0 = offsets[i], offsets[i + 1]
-        T = b0 - a0
-        V = np.empty((T, K))
-        for t in range(T):
-            for k in range(K):
-                V[t, k] = beta * (U[a0 + t, k] + L[ytrue[a0 + t], k])
-        BP = beta * P if pairwise else np.zeros((K, K))
-        fa = np.empty((T, K))
-        fb = np.zeros((T, K))
-        tmp = np.empty(K)
-        fa[0] = V[0]
-        for t in range(1, T):
-            for k in range(K):
-                for j in range(K):
-                    tmp[j] = fa[t - 1, j] + BP[j, k]
-                fa[t, k] = V[t, k] + _logsumexp(tmp)
-        for t in range(T - 2, -1, -1):
-            for j in range(K):
-                for k in range(K):
-                    tmp[k] = BP[j, k] + V[t + 1, k] + fb[t + 1, k]
-                fb[t, j] = _logsumexp(tmp)
-        logz = _logsumexp(fa[T - 1])
-        lse[i] = logz / beta
-        for t in range(T):
-            for k in range(K):
-                marg[a0 + t, k] = np.exp(fa[t, k] + fb[t, k] - logz)
-        if pairwise:
-            for t in range(T - 1):
-                for j in range(K):
-                    for k in range(K):
-                        pm[j, k] += np.exp(fa[t, j] + BP[j, k] + V[t + 1, k] + fb[t + 1, k] - logz)
+    fa = np.empty(U.shape)
+    logz = np.empty(offsets.shape[0] - 1)
+    batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
+    batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg)
+    for i in range(logz.shape[0]):
+        lse[i] = logz[i] / beta

@@ -121,9 +121,10 @@ class StructBoost(Persistent, BaseEstimator):
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
         search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
-        learners search serially.  The task's oracle runs in this process.  Every
-        ``n_jobs`` gives the same model as the serial search, bit for bit
-        (docs/scaling.md).  None: no joblib.
+        learners search serially.  With a :class:`~maxmargin.tasks.crf.CRFTask` the
+        loss-augmented graph cuts also run on the workers, over fixed shards of the
+        images; every other task's oracle runs in this process.  Every integer
+        ``n_jobs`` gives the same model bit for bit (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -374,11 +375,12 @@ class StructBoost(Persistent, BaseEstimator):
         elif res.gap > self.GAP_WARNING and (not res.certified or self.task_.dense_outputs):
             # (a certified 1-slack model of a task without listable outputs -- ranking --
             # is accurate to C * eps_cp by design, Alg. 2)
-            why = (
-                "max_time ran out before the final exact solve finished"
-                if not res.certified
-                else f"the LP is badly scaled at C = {self.C:g}"
-            )
+            if res.stop_reason == "stalled":
+                why = "the smoothing continuation stalled at its sharpest smoothing"
+            elif not res.certified:
+                why = "max_time ran out before the final exact solve finished"
+            else:
+                why = f"the LP is badly scaled at C = {self.C:g}"
             warnings.warn(
                 f"the returned model is within a relative duality gap of {res.gap:.2g} of "
                 f"the optimum over its weak learners ({why})",
@@ -544,9 +546,10 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
         search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
-        learners search serially.  The task's oracle runs in this process.  Every
-        ``n_jobs`` gives the same model as the serial search, bit for bit
-        (docs/scaling.md).  None: no joblib.
+        learners search serially.  With a :class:`~maxmargin.tasks.crf.CRFTask` the
+        loss-augmented graph cuts also run on the workers, over fixed shards of the
+        images; every other task's oracle runs in this process.  Every integer
+        ``n_jobs`` gives the same model bit for bit (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None

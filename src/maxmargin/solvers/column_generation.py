@@ -50,10 +50,12 @@ from threadpoolctl import threadpool_limits
 
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
+from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.parallel_weak import BlockedStumpSearch, supports_blocks
 from maxmargin.solvers.smooth_master import SmoothedMaster
 from maxmargin.solvers.working_set import WorkingSet
 from maxmargin.tasks.base import Cut, StructuredTask
+from maxmargin.tasks.crf import CRFTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
 
 __all__ = [
@@ -85,6 +87,13 @@ POLISH_ROWS = 0.05
 POLISH_SHARPEN = 4.0
 #: relative gap at which the smoothing continuation of tasks without an exact polish stops
 CONTINUATION_GAP = 1e-3
+#: the continuation's optimality test on the columns' gains (projected gradient); after a
+#: continuation certificate, pricing adds a weak learner only above ``1 +`` this (a column
+#: the continuation accepted as optimal would otherwise be priced again forever)
+CONTINUATION_GAIN_TOL = 1e-3
+#: the continuation sharpens beta to at most this multiple of the master's base beta
+#: (4^5); beyond it the smoothed master needs ever more steps for ever less
+CONTINUATION_MAX_SHARPEN = POLISH_SHARPEN**5
 #: share of max_time kept for the final polish of the fast master
 POLISH_RESERVE = 0.1
 
@@ -148,6 +157,9 @@ class FastMaster:
         self._exact_cols = 0  # columns the 1-slack polish already holds
         self.certified = False
         self.failed = False  # the exact LP failed numerically (huge C)
+        #: the continuation reached its sharpest beta above CONTINUATION_GAP
+        self.stalled = False
+        self._base_beta = self.smooth.beta
 
     @property
     def t_oracle(self) -> float:
@@ -170,10 +182,25 @@ class FastMaster:
             w = np.zeros(self.store.n_columns)
             w[: len(self.exact.w)] = self.exact.w
             self.smooth.set_weights(w)
+        elif self.smooth.beta != self._base_beta:  # after a continuation: back to the
+            # base smoothing (the next certificate sharpens from there again)
+            w = np.zeros(self.store.n_columns)
+            w[: len(self.smooth.w)] = self.smooth.w
+            self.smooth.beta = self._base_beta
+            self.smooth.set_weights(w)
         else:
             self.smooth.add_columns(cols)
         self.certified = False
+        self.stalled = False
         self._continuation_bound = -np.inf  # a bound for fewer columns is no bound now
+
+    @property
+    def pricing_threshold(self) -> float | None:
+        """Gain a new weak learner must exceed after a continuation certificate (None:
+        the caller's ``1 + eps_cg``)."""
+        if (self.certified or self.stalled) and not self.task.exact_polish:
+            return 1.0 + CONTINUATION_GAIN_TOL
+        return None
 
     def solve(self, deadline: float | None) -> dict:
         steps = self.smooth.solve(deadline)
@@ -195,7 +222,7 @@ class FastMaster:
         """Exact optimum over the current columns; False if the deadline stopped it."""
         if self.certified:
             return True
-        if self.failed:
+        if self.failed or self.stalled:
             return False
         if not self.task.exact_polish:
             return self._certify_by_continuation(deadline)
@@ -213,10 +240,13 @@ class FastMaster:
 
     def _certify_by_continuation(self, deadline) -> bool:
         """For tasks whose exact master is impractical (chains: Kelley's planes need
-        hundreds of rounds per solve): sharpen the smoothing (beta x4, up to 4 times), each
-        time solving until no current column's gain exceeds 1 by more than 1e-3 (the
-        projected-gradient test; the decrease test stops early when beta is large), until
-        the certified relative gap ``(P(w) - D) / P(w)`` is at most ``CONTINUATION_GAP``.
+        hundreds of rounds per solve): sharpen the smoothing (beta x4, up to
+        ``CONTINUATION_MAX_SHARPEN`` times the base beta; new columns return the master to
+        the base beta), each time solving until no current column's gain exceeds 1 by
+        more than ``CONTINUATION_GAIN_TOL`` (the projected-gradient test; the decrease test stops
+        early when beta is large), until the certified relative gap ``(P(w) - D) / P(w)``
+        is at most ``CONTINUATION_GAP``; at the sharpest beta without that gap the master
+        is ``stalled`` (the fit stops with ``stop_reason = "stalled"``).
         Every box-feasible ``mu`` met on the way gives a valid lower bound on the same
         restricted master, so ``D`` is the best of them and ``w`` the best primal point.
         The model stays a smoothed one: ``certified`` means "within that gap", not the
@@ -237,7 +267,7 @@ class FastMaster:
                     best_lb = max(best_lb, s.C * s.risk.dual / max(1.0, g))  # = s.dual_bound
                     if s.objective < best[0]:
                         best = (s.objective, s.w.copy())
-                    if steps == 0 or g <= 1.0 + 1e-3:
+                    if steps == 0 or g <= 1.0 + CONTINUATION_GAIN_TOL:
                         break
                     if deadline is not None and time.perf_counter() >= deadline:
                         break
@@ -248,10 +278,12 @@ class FastMaster:
             return (best[0] - best_lb) / max(abs(best[0]), 1e-12)
 
         tight_solve()
-        for _ in range(4):
-            if gap() <= CONTINUATION_GAP:
-                break
+        timed_out = False
+        while gap() > CONTINUATION_GAP:
             if deadline is not None and time.perf_counter() >= deadline:
+                timed_out = True
+                break
+            if s.beta * POLISH_SHARPEN > self._base_beta * CONTINUATION_MAX_SHARPEN * (1 + 1e-9):
                 break
             s.beta *= POLISH_SHARPEN
             s.set_weights(s.w)
@@ -260,6 +292,7 @@ class FastMaster:
             s.set_weights(best[1])
         self._continuation_bound = best_lb
         self.certified = bool(gap() <= CONTINUATION_GAP)
+        self.stalled = not self.certified and not timed_out
         return self.certified
 
     def _polish_lp(self, deadline) -> bool:
@@ -600,11 +633,22 @@ def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
     with threadpool_limits(limits=1, user_api="blas"):
         if n_jobs is None:
             return _fit_structboost(*args, **kwargs)
-        task, weak = args[0], args[1]
-        if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
-            return _fit_structboost(*args, **kwargs)
-        with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
-            return _fit_structboost(task, blocked, *args[2:], **kwargs)
+        task = args[0]
+        if isinstance(task, CRFTask):  # the graph cuts on fixed shards of the images
+            with ShardedOracle(task.linear_model(), n_jobs=n_jobs) as oracle:
+                task.attach_sharded_oracle(oracle)
+                try:
+                    return _fit_with_search(n_jobs, *args, **kwargs)
+                finally:
+                    task.attach_sharded_oracle(None)
+        return _fit_with_search(n_jobs, *args, **kwargs)
+
+
+def _fit_with_search(n_jobs, task, weak, *args, **kwargs) -> ColumnGenerationResult:
+    if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
+        return _fit_structboost(task, weak, *args, **kwargs)
+    with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
+        return _fit_structboost(task, blocked, *args, **kwargs)
 
 
 def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) -> None:
@@ -751,7 +795,8 @@ def _fit_structboost(
         while it < max_iter:
             t0 = time.perf_counter()
             cand, gains = weak_learner.best(prepared, mst.weak_weights())
-            picks = task.select_columns(gains, 1.0 + eps_cg)
+            threshold = getattr(mst, "pricing_threshold", None) or 1.0 + eps_cg
+            picks = task.select_columns(gains, threshold)
             best_gain = float(np.max(gains)) if len(gains) else 0.0
             new_cols = np.zeros(0, dtype=np.int64)
             if picks:
@@ -759,14 +804,18 @@ def _fit_structboost(
                 new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
             t_weak += time.perf_counter() - t0
             if len(new_cols) == 0:
+                if getattr(mst, "stalled", False):
+                    # the continuation stalled and its duals price nothing new either
+                    reason = "stalled"
+                    break
                 if not mst.certified:
                     # approximate duals priced nothing new: solve exactly, then re-price
                     t1 = time.perf_counter()
                     ok = mst.certify(final_deadline)
                     t_cert += time.perf_counter() - t1
                     t_polish = max(t_polish, time.perf_counter() - t1)
-                    if ok:
-                        continue
+                    if ok or getattr(mst, "stalled", False):
+                        continue  # re-price at the certified (or best reached) point
                     reason = "numerical" if getattr(mst, "failed", False) else "max_time"
                     break
                 converged, reason = True, "converged"

@@ -56,6 +56,12 @@ import numpy as np
 from numba import njit
 
 from maxmargin.exceptions import ParallelFitError
+from maxmargin.tasks.crf import (
+    CRFLinearModel,
+    CRFShard,
+    crf_shard_from_energies,
+    crf_shard_oracle,
+)
 from maxmargin.tasks.linear import (
     JointLayout,
     LinearJointModel,
@@ -168,6 +174,7 @@ class _ShardFile:
 
     folder: str
     path: str
+    kind: str = "linear"  # "linear" (JointLayout) or "crf" (CRFShard)
 
 
 _WORKER_CACHE: dict = {}  # shard file -> JointLayout, for the current fit's folder only
@@ -183,7 +190,8 @@ def _resolve(ref) -> JointLayout:
         for key in [k for k in _WORKER_CACHE if not k.startswith(ref.folder)]:
             del _WORKER_CACHE[key]  # another (finished) fit's shards
         raw = joblib.load(ref.path, mmap_mode="r")
-        hit = JointLayout(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in raw))
+        cls = CRFShard if ref.kind == "crf" else JointLayout
+        hit = cls(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in raw))
         _WORKER_CACHE[ref.path] = hit
     return hit
 
@@ -221,6 +229,12 @@ def _run_node(refs, lo, w, slack, want_plane, die_pid=None, examples=True):
     W = P = None
     for ref in refs:
         L = _resolve(ref)
+        if isinstance(L, CRFShard):  # graph cuts (margin rescaling only)
+            labels, loss, margin, a, b = crf_shard_oracle(L, w, want_plane)
+            hinge = np.maximum(0.0, loss - margin)
+            sums = np.array([b, float(np.sum(hinge))])
+            parts.append((labels.astype(np.int8), loss, margin, a, sums))
+            continue
         if W is None:
             W, P = _split_w(w, L.n_unary, L.S, L.K, L.pairwise)
         n = len(L.offsets) - 1
@@ -243,6 +257,19 @@ def _run_node(refs, lo, w, slack, want_plane, die_pid=None, examples=True):
         np.concatenate([p[1] for p in parts]),
         np.concatenate([p[2] for p in parts]),
         ab,
+    )
+
+
+def _run_energy_node(refs, energies, die_pid=None):
+    """Worker task (CRF, StructBoost's oracle): each shard's loss-augmented graph cut
+    under the energies the master sent for it; labels, losses and margins concatenated."""
+    if die_pid is not None and os.getpid() != die_pid:  # test hook: a worker dies
+        os._exit(3)
+    out = [crf_shard_from_energies(_resolve(ref), Eu, Ep) for ref, (Eu, Ep) in zip(refs, energies)]
+    return (
+        np.concatenate([o[0] for o in out]).astype(np.int8),
+        np.concatenate([o[1] for o in out]),
+        np.concatenate([o[2] for o in out]),
     )
 
 
@@ -345,18 +372,24 @@ class ShardedOracle:
     _die_at_call: int | None = None
 
     def __init__(self, model: LinearJointModel, n_jobs=None, n_shards=None):
-        if not isinstance(model, LinearJointModel):
+        if isinstance(model, CRFLinearModel):
+            self.kind = "crf"
+            make = model.shard
+        elif isinstance(model, LinearJointModel):
+            self.kind = "linear"
+
+            def make(a, b):
+                return _shard_layout(model, a, b)
+        else:
             raise ValueError(
                 "n_jobs (a sharded oracle) needs a task with linear joint features and a "
-                "per-example oracle (label-coding tasks, ChainTask); "
+                "per-example oracle (label-coding tasks, ChainTask, CRFTask); "
                 f"{type(model).__name__} has none yet: use n_jobs=None"
             )
         self.model = model
         self.n_jobs = n_jobs
         self.bounds = shard_bounds(model.n_samples, n_shards)
-        self.shards = [
-            _shard_layout(model, int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])
-        ]
+        self.shards = [make(int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])]
         self.n_calls = 0
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -388,7 +421,7 @@ class ShardedOracle:
             for k, shard in enumerate(self.shards):
                 path = os.path.join(self._folder, f"shard{k:05d}.joblib")
                 joblib.dump(tuple(shard), path)
-                refs.append(_ShardFile(self._folder, path))
+                refs.append(_ShardFile(self._folder, path, self.kind))
             self._refs = refs
         elif s.kind == "dask":
             self._futures = s.backend.client.scatter(self.shards, broadcast=False, hash=False)
@@ -462,6 +495,41 @@ class ShardedOracle:
             self.bytes_sent += len(nodes) * w.nbytes
             self.bytes_received += sum(sum(x.nbytes for x in r if x is not None) for r in results)
         return OracleResult(labels, loss, margin, a, float(b), hinge_sum)
+
+    def run_energies(self, Eu, Ep):
+        """CRF only (StructBoost's oracle): the loss-augmented graph cuts of every shard
+        under unary energies ``Eu`` (N, 2) and cut energies ``Ep`` (E,) of all images --
+        each task gets its shards' rows -- returning ``(labels, loss, margin)`` in image
+        order.  The labels depend on the fixed shards only, never on ``n_jobs``."""
+        if self._session is None:
+            raise RuntimeError("ShardedOracle.run_energies outside its 'with' block")
+        if self.kind != "crf":
+            raise ValueError("run_energies needs a CRF model")
+        st = self.model.st
+        Eu = np.ascontiguousarray(Eu, dtype=np.float64)
+        Ep = np.ascontiguousarray(Ep, dtype=np.float64)
+        if Eu.shape != (st.N, 2) or Ep.shape != (st.n_edges,):
+            raise ValueError(f"energies of shapes {Eu.shape}, {Ep.shape} do not match the CRF")
+        die = os.getpid() if self._die_at_call == self.n_calls else None
+        self.n_calls += 1
+        nb, eb = st.node_off[self.bounds], st.edge_off[self.bounds]
+        parts = [(Eu[nb[k] : nb[k + 1]], Ep[eb[k] : eb[k + 1]]) for k in range(self.n_shards)]
+        nodes = self._nodes()
+        args = [(self._refs[lo:hi], parts[lo:hi], die) for lo, hi in nodes]
+        results = self._session.map(_run_energy_node, args, what="the loss-augmented oracle")
+        if len(results) != len(nodes) or sum(len(r[0]) for r in results) != st.N:
+            raise ParallelFitError(  # never reduce an incomplete answer
+                f"the oracle returned {len(results)} of {len(nodes)} shard groups; the fit "
+                "was aborted and no partial model was returned"
+            )
+        if self._session.kind != "inline":
+            self.bytes_sent += sum(sum(e.nbytes + p.nbytes for e, p in a[1]) for a in args)
+            self.bytes_received += sum(sum(x.nbytes for x in r) for r in results)
+        return (
+            np.concatenate([r[0] for r in results]).astype(np.int64),
+            np.concatenate([r[1] for r in results]),
+            np.concatenate([r[2] for r in results]),
+        )
 
 
 def _nbytes(layout) -> int:

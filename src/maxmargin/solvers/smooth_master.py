@@ -92,15 +92,18 @@ class SmoothedMaster:
     def _evaluate(self, F: np.ndarray) -> float:
         """Smoothed restricted objective without the 1'w term (the risk is kept)."""
         t0 = time.perf_counter()
-        self._trial = self.task.smoothed_risk(F, self.beta)
+        value, self._trial = self.task.smoothed_value(F, self.beta)
         self.t_oracle += time.perf_counter() - t0
-        return self.C * self._trial.smooth
+        return self.C * value
 
     def _accept(self, w: np.ndarray, F: np.ndarray, loss_term: float) -> None:
         """Make (w, F) current (``loss_term`` from :meth:`_evaluate` at F): duals, signed
         weights, gradient, objective values."""
         self.w, self.F, self._loss_term = w, F, loss_term
-        self.risk = self._trial
+        t0 = time.perf_counter()
+        self.risk = self.task.complete_smoothed_risk(F, self.beta, self._trial)
+        self.t_oracle += time.perf_counter() - t0
+        self._trial = None
         self.xi = self.risk.risk
         self.A = self.C * self.risk.weights
         self.gains = self.store.gains(self.A, fast=True)

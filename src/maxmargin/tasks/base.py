@@ -299,6 +299,19 @@ class StructuredTask(ABC):
         dual = float(np.einsum("ij,ij->", aug, self._dense_losses_cached())) / m
         return SmoothedRisk(hinge / m, lse / m, self.dense_weak_weights(aug / m), dual, aug)
 
+    def smoothed_value(self, F: np.ndarray, beta: float):
+        """``(smooth, state)``: the smoothed risk alone, for line-search trials, and a
+        state from which :meth:`complete_smoothed_risk` finishes the full
+        :class:`SmoothedRisk` if the trial is accepted.  Tasks whose gradient costs more
+        than the value (chains: the backward pass) override both; by default the state
+        is the whole :meth:`smoothed_risk`."""
+        r = self.smoothed_risk(F, beta)
+        return r.smooth, r
+
+    def complete_smoothed_risk(self, F: np.ndarray, beta: float, state) -> SmoothedRisk:
+        """The :class:`SmoothedRisk` at F from the state of :meth:`smoothed_value` at F."""
+        return state
+
     # -- 1-slack planes (tasks with a faster joint oracle override these) -----------
     #: master formulations the task can be trained with
     formulations: tuple[str, ...] = ("1-slack", "n-slack")

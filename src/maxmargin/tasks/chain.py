@@ -40,8 +40,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from maxmargin.inference.viterbi import (
+    batch_chain_forward,
+    batch_chain_marginals,
     batch_loss_augmented,
-    batch_smoothed_loss_augmented,
     batch_viterbi,
 )
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
@@ -119,6 +120,7 @@ class ChainTask(StructuredTask):
         bound = copy.deepcopy(self)
         bound._dense_losses_cache = None
         bound._Z = None
+        bound._seq_of_cache = None
         bound._bind(X, y, **fit_params)
         return bound
 
@@ -293,33 +295,60 @@ class ChainTask(StructuredTask):
         marginals: ``A[t, k] = ([y_t = k] - P(z_t = k)) / m`` for the unary slots,
         ``A[pair (a, b), transition slot] = (#(a, b) in y - E #(a, b) in z) / m``.  The
         duals ``mu_i(z) = P_i(z) / m`` are box-feasible; ``dual = E_mu Delta``."""
+        return self.complete_smoothed_risk(F, beta, self.smoothed_value(F, beta)[1])
+
+    def smoothed_value(self, F, beta):
+        """The smoothed risk alone (the forward pass; what a line search needs) and the
+        state :meth:`complete_smoothed_risk` continues from (the backward pass, the
+        gradient and the hard hinge by loss-augmented Viterbi)."""
         N, m = len(self.y_), self.n_samples
         K = len(self.classes_)
         U, P = self._scores(F, N)
-        marg = np.empty((N, K))
-        pair = np.zeros((K, K))
-        lse = np.empty(m)
-        batch_smoothed_loss_augmented(
+        fa = np.empty((N, K))
+        logz = np.empty(m)
+        batch_chain_forward(
             U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), float(beta),
-            marg, pair, lse,
+            fa, logz,
         )  # fmt: skip
         y = self.y_
-        starts = self.offsets_[:-1]
-        s_true = np.add.reduceat(U[np.arange(N), y], starts)
-        t = self._inner_positions() if self.transitions else np.zeros(0, np.int64)
+        s_true = np.add.reduceat(U[np.arange(N), y], self.offsets_[:-1])
         if self.transitions:
-            seq_of = np.repeat(np.arange(m), np.diff(self.offsets_))
-            s_true += np.bincount(seq_of[t], weights=P[y[t], y[t + 1]], minlength=m)
-        smooth = float(np.mean(lse - s_true))
+            t = self._inner_positions()
+            s_true += np.bincount(self._seq_of()[t], weights=P[y[t], y[t + 1]], minlength=m)
+        smooth = float(np.mean(logz / float(beta) - s_true))
+        return smooth, (U, P, float(beta), fa, logz, smooth)
+
+    def complete_smoothed_risk(self, F, beta, state) -> SmoothedRisk:
+        U, P, b, fa, logz, smooth = state
+        if b != float(beta):
+            raise ValueError("state from smoothed_value at a different beta")
+        N, m = len(self.y_), self.n_samples
+        K = len(self.classes_)
+        y = self.y_
+        marg = np.empty((N, K))
+        pair = np.zeros((K, K))
+        batch_chain_marginals(
+            U, P, self.offsets_, y, self.delta_, bool(self.transitions), b, fa, logz,
+            marg, pair,
+        )  # fmt: skip
         risk = float(self.most_violated(F).hinge.mean())
         A = np.zeros((self.weak_inputs().shape[0], self.n_slots))
         A[np.arange(N), y] += 1.0 / m
         A[:N, :K] -= marg / m
         if self.transitions:
+            t = self._inner_positions()
             count = np.bincount(y[t] * K + y[t + 1], minlength=K * K).astype(np.float64)
             A[N : N + K * K, K] = (count - pair.ravel()) / m
         dual = float(np.sum(marg * self.delta_[y]) / m)
         return SmoothedRisk(risk, smooth, A, dual)
+
+    def _seq_of(self) -> np.ndarray:
+        """Sequence index of every position."""
+        seq = getattr(self, "_seq_of_cache", None)
+        if seq is None:
+            seq = np.repeat(np.arange(self.n_samples), np.diff(self.offsets_))
+            self._seq_of_cache = seq
+        return seq
 
     # -- StructBoost: prediction --------------------------------------------------------
     def prediction_layout(self, X):

@@ -39,13 +39,22 @@ row, after Szummer, Kohli & Hoiem, "Learning CRFs using graph cuts", ECCV 2008) 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from maxmargin.inference.graphcut import binary_graphcut
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 
-__all__ = ["CRFGraph", "CRFLinearModel", "CRFTask"]
+__all__ = [
+    "CRFGraph",
+    "CRFLinearModel",
+    "CRFShard",
+    "CRFTask",
+    "crf_shard_from_energies",
+    "crf_shard_oracle",
+]
 
 
 @dataclass
@@ -254,13 +263,25 @@ class CRFTask(StructuredTask):
         """Eq. 30 for every image: ``argmin_y E(y) - Delta(y_i, y)`` by one graph cut.
 
         ``label`` holds the concatenated node labels; ``loss`` and ``margin`` are per
-        image (margin = E(y') - E(y_i) = w.dPsi_i(y'))."""
+        image (margin = E(y') - E(y_i) = w.dPsi_i(y')).  With a sharded oracle attached
+        (``StructBoost(n_jobs=...)``, :meth:`attach_sharded_oracle`) the cuts run per
+        shard of images on its workers."""
         st = self.st_
         Eu, Ep = self.energies(F)
+        sharded = getattr(self, "_sharded_oracle", None)
+        if sharded is not None:
+            lab, loss, margin = sharded.run_energies(Eu, Ep)
+            return OracleResult(label=lab, loss=loss, margin=margin)
         aug = Eu.copy()
         aug[np.arange(st.N), 1 - self.y_] -= self.lw_
         lab = _solve(st, aug, Ep)
         return self._result(Eu, Ep, lab)
+
+    def attach_sharded_oracle(self, oracle) -> None:
+        """Route :meth:`most_violated` through ``oracle`` (a placed
+        :class:`~maxmargin.solvers.parallel.ShardedOracle` over :meth:`linear_model`), or
+        back to the single graph cut with ``None``."""
+        self._sharded_oracle = oracle
 
     def _result(self, Eu, Ep, lab) -> OracleResult:
         st = self.st_
@@ -422,3 +443,145 @@ class CRFLinearModel:
 
     def predict(self, w, X) -> list[np.ndarray]:
         return self.task.predict_linear(X, w)
+
+    def shard(self, a: int, b: int) -> CRFShard:
+        """Images ``a..b-1`` as a :class:`CRFShard` (for the sharded oracle)."""
+        st, t = self.st, self.task
+        n0, n1 = int(st.node_off[a]), int(st.node_off[b])
+        e0, e1 = int(st.edge_off[a]), int(st.edge_off[b])
+        c = np.ascontiguousarray
+        return CRFShard(
+            c(st.U[n0:n1]),
+            c(st.V[e0:e1]),
+            c(st.edges[e0:e1] - n0),
+            c(self.y[n0:n1]),
+            c(t.lw_[n0:n1]),
+            c(st.node_img[n0:n1] - a),
+            c(st.edge_img[e0:e1] - a),
+            c(t._cut_true[e0:e1]),
+            int(b - a),
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# the per-shard oracle of the linear CRF (StructSVM with n_jobs; solvers/parallel.py)
+# ---------------------------------------------------------------------------------------
+class CRFShard(NamedTuple):
+    """Images ``a..b-1`` of a bound :class:`CRFTask`, everything re-based to the shard:
+    what a worker needs for the loss-augmented graph cuts and the shard's 1-slack plane."""
+
+    U: np.ndarray  # (N_s, 2, d_u) unary potentials
+    V: np.ndarray  # (E_s, d_v) pairwise potentials
+    edges: np.ndarray  # (E_s, 2) node pairs, shard-local
+    y: np.ndarray  # (N_s,) true labels
+    lw: np.ndarray  # (N_s,) node loss weights
+    node_img: np.ndarray  # (N_s,) shard-local image of every node
+    edge_img: np.ndarray  # (E_s,) shard-local image of every edge
+    cut_true: np.ndarray  # (E_s,) 1.0 where the true labels differ across the edge
+    m: int  # images in the shard
+
+
+@njit(cache=True, nogil=True)
+def _crf_energies(U, V, w, d_u):  # pragma: no cover - compiled
+    """Unary energies (N, 2) and cut energies (E,) under ``w`` in a fixed order (no BLAS,
+    whose summation order may depend on the thread count)."""
+    N, _, du = U.shape
+    Eu = np.empty((N, 2))
+    for p in range(N):
+        for lab in range(2):
+            s = 0.0
+            for j in range(du):
+                s += U[p, lab, j] * w[j]
+            Eu[p, lab] = s
+    E, dv = V.shape
+    Ep = np.empty(E)
+    for e in range(E):
+        s = 0.0
+        for j in range(dv):
+            s += V[e, j] * w[d_u + j]
+        Ep[e] = s
+    return Eu, Ep
+
+
+@njit(cache=True, nogil=True)
+def _crf_shard_plane(sh_U, sh_V, edges, y, lw, node_img, edge_img, cut_true, m, Eu, Ep, lab, a):
+    """Per-image losses and margins (true energies, ``E(y') - E(y_i)``) of labelling
+    ``lab`` and, if ``a`` is not empty, the shard's plane sums ``a += sum_i dPsi_i`` over
+    the violators (``dPsi = [sum_p U(y'_p) - U(y_p), sum_e (cut' - cut) V_e]``); returns
+    ``(loss, margin, sum of the violators' losses)``."""
+    N = y.shape[0]
+    loss = np.zeros(m)
+    e_lab = np.zeros(m)
+    e_true = np.zeros(m)
+    for p in range(N):
+        i = node_img[p]
+        if lab[p] != y[p]:
+            loss[i] += lw[p]
+        e_lab[i] += Eu[p, lab[p]]
+        e_true[i] += Eu[p, y[p]]
+    E = edges.shape[0]
+    for e in range(E):
+        i = edge_img[e]
+        if lab[edges[e, 0]] != lab[edges[e, 1]]:
+            e_lab[i] += Ep[e]
+        if cut_true[e] != 0.0:
+            e_true[i] += Ep[e]
+    margin = e_lab - e_true
+    b = 0.0
+    if a.shape[0] > 0:
+        du = sh_U.shape[2]
+        viol = np.zeros(m, dtype=np.bool_)
+        for i in range(m):
+            if loss[i] - margin[i] > 0.0:
+                viol[i] = True
+                b += loss[i]
+        for p in range(N):
+            if viol[node_img[p]] and lab[p] != y[p]:
+                for j in range(du):
+                    a[j] += sh_U[p, lab[p], j] - sh_U[p, y[p], j]
+        dv = sh_V.shape[1]
+        for e in range(E):
+            if viol[edge_img[e]]:
+                d = -cut_true[e]
+                if lab[edges[e, 0]] != lab[edges[e, 1]]:
+                    d += 1.0
+                if d != 0.0:
+                    for j in range(dv):
+                        a[du + j] += d * sh_V[e, j]
+    return loss, margin, b
+
+
+def crf_shard_oracle(sh: CRFShard, w: np.ndarray, want_plane: bool):
+    """Loss-augmented labelling (eq. 30, one graph cut over the shard's images, cut
+    weights clipped at 0 as in :class:`CRFLinearModel`) of every image of the shard;
+    returns ``(labels, loss, margin, a, b)`` with the shard's plane ``a`` (empty unless
+    ``want_plane``) and ``b`` the violators' summed loss.  Deterministic: the same shard
+    and ``w`` give the same bits on any worker."""
+    d_u = sh.U.shape[2]
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if len(w) != d_u + sh.V.shape[1]:
+        raise ValueError(f"w has {len(w)} entries, the CRF has {d_u + sh.V.shape[1]} features")
+    Eu, Ep = _crf_energies(sh.U, sh.V, w, d_u)
+    a = np.zeros(len(w) if want_plane else 0)
+    lab, loss, margin, b = crf_shard_from_energies(sh, Eu, Ep, a)
+    return lab, loss, margin, a, b
+
+
+def crf_shard_from_energies(sh: CRFShard, Eu: np.ndarray, Ep: np.ndarray, a=None):
+    """The shard's loss-augmented graph cut under given unary (N_s, 2) and cut (E_s,)
+    energies (the cut clipped at 0 for inference, margins with ``Ep`` as given);
+    returns ``(labels, loss, margin, b)`` and adds the plane into ``a`` if it is not
+    empty.  StructBoost's sharded oracle sends the energies from its slot scores."""
+    Eu = np.ascontiguousarray(Eu, dtype=np.float64)
+    Ep = np.ascontiguousarray(Ep, dtype=np.float64)
+    if Eu.shape != (len(sh.y), 2) or Ep.shape != (len(sh.edges),):
+        raise ValueError("energies do not match the shard")
+    aug = Eu.copy()
+    aug[np.arange(len(sh.y)), 1 - sh.y] -= sh.lw
+    lab = binary_graphcut(aug, sh.edges, np.maximum(Ep, 0.0))[0].astype(np.int64)
+    a = np.zeros(0) if a is None else a
+    loss, margin, b = _crf_shard_plane(
+        sh.U, sh.V, sh.edges, sh.y, sh.lw, sh.node_img, sh.edge_img, sh.cut_true, sh.m,
+        Eu, Ep, lab, a,
+    )  # fmt: skip
+    return lab, loss, margin, b

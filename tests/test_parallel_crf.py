@@ -1,0 +1,113 @@
+"""Sharded CRF oracle (graph cuts per shard on workers): parallel == serial, bit for bit,
+and the sharded answers equal the single-process oracle of CRFLinearModel."""
+
+import joblib
+import numpy as np
+import pytest
+
+from maxmargin import StructSVM
+from maxmargin.solvers.parallel import ShardedOracle
+from maxmargin.solvers.ssvm import solve_ssvm
+from maxmargin.tasks.crf import CRFTask
+from test_crf import make_graphs
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+@pytest.fixture(scope="module")
+def crf_data():
+    return make_graphs(np.random.default_rng(11), 40, h=5, w=6, noise=1.5)
+
+
+@pytest.fixture(scope="module")
+def crf_model(crf_data):
+    X, Y = crf_data
+    return CRFTask(loss="area").bind(X, Y).linear_model()
+
+
+def test_sharded_crf_oracle_equals_batch_oracle(crf_model):
+    m = crf_model
+    rng = np.random.default_rng(0)
+    w_fit = solve_ssvm(m, 10.0, "1-slack", max_iter=30).w
+    n_active = n_inactive = 0
+    for scale in (0.3, 1.0, 1.5, 2.0, 3.0, 30.0):
+        w = scale * w_fit + 0.05 * rng.normal(size=m.dim)
+        labels, loss, margin = m.loss_augmented(w)
+        with ShardedOracle(m, n_jobs=1, n_shards=7) as orc:
+            r = orc.run(w, plane=True)
+        assert np.array_equal(r.labels, labels)
+        np.testing.assert_allclose(r.loss, loss, rtol=1e-12)
+        np.testing.assert_allclose(r.margin, margin, rtol=1e-10, atol=1e-10)
+        active = np.maximum(0.0, loss - margin) > 0
+        n_active += int(active.sum())
+        n_inactive += int((~active).sum())
+        np.testing.assert_allclose(r.a, m.plane(labels, active.astype(float)), atol=1e-9)
+        assert r.b == pytest.approx(float(np.sum(loss[active])))
+        assert r.hinge_sum == pytest.approx(float(np.sum(np.maximum(0.0, loss - margin))))
+    assert n_active > 0 and n_inactive > 0  # the violator selection was exercised
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_crf_ssvm_parallel_equals_serial(crf_model, backend):
+    kw = dict(max_iter=15, tol=0.0)
+    serial = solve_ssvm(crf_model, 10.0, "1-slack", n_jobs=1, **kw)
+    with joblib.parallel_config(backend=backend):
+        par = solve_ssvm(crf_model, 10.0, "1-slack", n_jobs=2, **kw)
+        par3 = solve_ssvm(crf_model, 10.0, "1-slack", n_jobs=3, **kw)
+    assert len(serial.history) == len(par.history) == 15
+    assert np.array_equal(serial.w, par.w) and np.array_equal(serial.w, par3.w)
+    assert [h["primal"] for h in serial.history] == [h["primal"] for h in par.history]
+
+
+def test_crf_struct_svm_n_jobs_fit(crf_data):
+    X, Y = crf_data
+    kw = dict(task=CRFTask(), C=10.0, solver="1-slack", max_iter=40)
+    a = StructSVM(**kw, n_jobs=1).fit(X, Y)
+    b = StructSVM(**kw, n_jobs=2).fit(X, Y)
+    ref = StructSVM(**kw).fit(X, Y)  # the single-process path: same optimum within tol
+    assert np.array_equal(a.coef_, b.coef_)
+    assert a.objective_ == pytest.approx(ref.objective_, rel=1e-2)
+    pred = b.predict(X)
+    assert b.task_.hamming(Y, pred) < 0.2
+    with pytest.raises(ValueError, match="margin"):
+        solve_ssvm(a.task_.linear_model(), 1.0, "1-slack", rescaling="slack", n_jobs=1)
+
+
+def test_structboost_crf_oracle_sharded_equals_serial(crf_data, monkeypatch):
+    """StructBoost's own oracle on CRFTask (graph cuts per shard of images on the
+    workers, energies from the slot scores): the sharded answers equal the single graph
+    cut, and every integer n_jobs gives the same model bit for bit."""
+    from maxmargin import StructBoost
+    from maxmargin.weak.nonneg import NonNegative
+
+    X, Y = crf_data
+    task = CRFTask().bind(X, Y)
+    rng = np.random.default_rng(3)
+    F = np.abs(rng.normal(size=(len(task.weak_inputs()), 2)))
+    serial = task.most_violated(F)
+    with ShardedOracle(task.linear_model(), n_jobs=1, n_shards=7) as orc:
+        task.attach_sharded_oracle(orc)
+        try:
+            sharded = task.most_violated(F)
+        finally:
+            task.attach_sharded_oracle(None)
+    assert np.array_equal(sharded.label, serial.label)
+    np.testing.assert_allclose(sharded.loss, serial.loss, rtol=1e-12)
+    np.testing.assert_allclose(sharded.margin, serial.margin, rtol=1e-10, atol=1e-12)
+    kw = dict(task=CRFTask(), weak_learner=NonNegative("stump"), C=10.0, max_iter=8,
+              random_state=0)  # fmt: skip
+    calls = []
+    run = ShardedOracle.run_energies
+    monkeypatch.setattr(
+        ShardedOracle, "run_energies", lambda self, *a: calls.append(1) or run(self, *a)
+    )
+    fits = [StructBoost(**kw, n_jobs=n).fit(X, Y) for n in (1, 2, 3)]
+    assert len(calls) >= 3 * 8  # the oracle really ran sharded, every iteration
+    for other in fits[1:]:
+        assert np.array_equal(other.slot_weights_, fits[0].slot_weights_)
+        assert [h["objective"] for h in other.history_] == [
+            h["objective"] for h in fits[0].history_
+        ]
+    assert getattr(fits[0].task_, "_sharded_oracle", None) is None  # detached after fit
+    ref = StructBoost(**kw).fit(X, Y)  # n_jobs=None: one graph cut over all images
+    assert fits[0].objective_ == pytest.approx(ref.objective_, rel=1e-6)
