@@ -688,20 +688,31 @@ def fit_dual_cd(
             pg_spread=float(state[5]), active=int(state[0]),
         )  # fmt: skip
 
+    last = None  # (visits, log gap) at the previous check
+    rate = log_gap = 0.0  # decrease of the log gap per visit between the last two checks
     try:
         while ep < max_iter:
             # a check costs n visits: after W visits, checking every sqrt(2 n W) visits
-            # balances the checks' cost against the delay in seeing the gap close
+            # balances the checks' cost against the delay in seeing the gap close; when
+            # the last two checks give a linear rate, check no later than where it puts
+            # the gap at tol (but not sooner than n/2 visits)
             work = check_every * max(n, np.sqrt(2.0 * n * visits))
+            if rate > 0.0:
+                work = min(work, max(0.5 * n, 1.1 * (log_gap - np.log(tol)) / rate))
             done, seen, primal, d_val = _dcd_run(
                 *args, Qd, C, diag, U, squared, index, state, rstate, max_iter - ep,
                 max(1, int(work)), bool(shrinking),
             )  # fmt: skip
             ep += done
             visits += seen
-            if record(primal, d_val, callback) <= tol:
+            rel = record(primal, d_val, callback)
+            if rel <= tol:
                 converged = True
                 break
+            log_gap = np.log(max(rel, 1e-300))
+            if last is not None and visits > last[0]:
+                rate = (last[1] - log_gap) / (visits - last[0])
+            last = (visits, log_gap)
             if max_time is not None and time.perf_counter() - t0 >= max_time:
                 break
     except KeyboardInterrupt:
