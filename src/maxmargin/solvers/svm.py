@@ -56,8 +56,10 @@ from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.ssvm_base import Tracker
 
 __all__ = [
+    "DualCDData",
     "KernelRows",
     "SVMSolution",
+    "dual_cd_data",
     "fit_dual_cd",
     "fit_one_slack_svm",
     "fit_pegasos",
@@ -589,9 +591,23 @@ def _csr(X):
 DENSE_FILL = 0.2
 
 
-def _dcd_data(X):
-    """``(M, arrays)``: X as the matrix ``M`` (CSR, or a dense C-ordered array when X is
-    dense or at least half full) and the kernels' ``(indptr, indices, data, Xd, dense)``."""
+class DualCDData(NamedTuple):
+    """X prepared for :func:`fit_dual_cd` by :func:`dual_cd_data` (reusable by several
+    problems on the same X): the matrix ``M`` (CSR, or a dense C-ordered array when at
+    least ``DENSE_FILL`` of X is non-zero), the kernels' arrays and the squared row
+    norms."""
+
+    M: object
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    Xd: np.ndarray
+    dense: bool
+    sqn: np.ndarray
+
+
+def dual_cd_data(X) -> DualCDData:
+    """:class:`DualCDData` for a dense or sparse X."""
     if not sp.issparse(X):
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
@@ -599,10 +615,11 @@ def _dcd_data(X):
     nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
     if nnz < DENSE_FILL * X.shape[0] * X.shape[1]:
         Xc = _csr(X)
-        return Xc, (Xc.indptr, Xc.indices, Xc.data, np.zeros((0, 0)), False)
+        sqn = np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()
+        return DualCDData(Xc, Xc.indptr, Xc.indices, Xc.data, np.zeros((0, 0)), False, sqn)
     Xd = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     e = np.zeros(1, dtype=np.int32)
-    return Xd, (e, e, np.zeros(0), Xd, True)
+    return DualCDData(Xd, e, e, np.zeros(0), Xd, True, np.einsum("ij,ij->i", Xd, Xd))
 
 
 def fit_dual_cd(
@@ -622,8 +639,9 @@ def fit_dual_cd(
     verbose=0,
 ) -> SVMSolution:
     """Dual coordinate descent for the L1- (``"hinge"``) or L2-loss (``"squared_hinge"``)
-    linear SVM (Hsieh et al. 2008), one random permutation of the active samples per
-    epoch, with liblinear's shrinking (``shrinking=False``: every sample every epoch).
+    linear SVM (Hsieh et al. 2008) on X (dense, sparse or :class:`DualCDData`), one
+    random permutation of the active samples per epoch, with liblinear's shrinking
+    (``shrinking=False``: every sample every epoch).
 
     Stops when the relative duality gap ``(P(w) - D(alpha)) / P(w) <= tol`` or after
     ``max_iter`` epochs.  The dual is ``D(alpha) = e^T alpha - 1/2 ||w(alpha)||^2 -
@@ -632,8 +650,10 @@ def fit_dual_cd(
     evaluated after ``check_every * max(n, sqrt(2 n W))`` sample visits of the epochs
     (``W``: visits so far; with shrinking an epoch visits only the active samples; the
     square root balances the checks' cost against the delay in seeing the gap close),
-    after ``max_iter`` epochs and when the active set's projected-gradient spread has
-    halved; that pass also returns wrongly shrunk samples to the active set.  The epochs
+    or sooner where the last two checks' linear rate of the log gap puts it at ``tol``
+    (but not before ``n/2`` visits), after ``max_iter`` epochs and when the active set's
+    projected-gradient spread has halved; that pass also returns wrongly shrunk samples
+    to the active set.  The epochs
     between two checks and the check run in one compiled call (:func:`_dcd_run`); X is
     kept as dense rows when at least ``DENSE_FILL`` of it is non-zero, else as CSR.
     History rows carry ``pg_spread`` (projected-gradient spread over all samples,
@@ -643,7 +663,8 @@ def fit_dual_cd(
         raise ValueError(f"loss must be 'hinge' or 'squared_hinge', got {loss!r}")
     if not check_every > 0:
         raise ValueError(f"check_every must be positive, got {check_every!r}")
-    M, (indptr, indices, data, Xd, dense) = _dcd_data(X)
+    prep = X if isinstance(X, DualCDData) else dual_cd_data(X)
+    M, indptr, indices, data, Xd, dense, sqn = prep
     y = np.asarray(y, dtype=np.float64)
     n = y.shape[0]
     if M.shape[0] != n:
@@ -660,11 +681,6 @@ def fit_dual_cd(
     if alpha.shape != (n,):
         raise ValueError(f"alpha0 must have shape ({n},), got {alpha.shape}")
     w = np.asarray(M.T @ (alpha * y), dtype=np.float64).ravel()
-    sqn = (
-        np.asarray(M.multiply(M).sum(axis=1)).ravel()
-        if sp.issparse(M)
-        else np.einsum("ij,ij->i", M, M)
-    )
     Qd = sqn + diag
     t0 = time.perf_counter()
     history: list[dict] = []
