@@ -585,9 +585,8 @@ def _csr(X):
 
 
 #: dual CD keeps X as dense rows when at least this fraction of its entries is non-zero
-#: (vectorised dense dot products beat CSR gathers above it: dna one-vs-rest, 26 % full,
-#: 40 vs 70 ms CPU; mnist1000, 19 % full, 22 vs 20 ms; /tmp measurements on the shared
-#: 2-core machine, see docs/benchmarks.md)
+#: (vectorised dense dot products beat CSR gathers above it; measurements in
+#: docs/benchmarks.md, issue 14)
 DENSE_FILL = 0.2
 
 
