@@ -370,3 +370,16 @@ def test_kernel_rows_equal_scikit_learn_and_a_tiny_cache_changes_nothing(kernel)
     full = kernel_rows(X, kernel, **params)
     fit_smo(full, y, C, tol=1e-8)
     assert full.clock[1] <= 70 and tiny.clock[1] > full.clock[1]
+
+
+def test_dual_cd_from_a_small_initial_active_set_reaches_the_qp_optimum():
+    """active0 starts all but five samples shrunk: the gap passes must bring the
+    violating ones back for the optimum of the box QP (scipy) to be reached."""
+    X, y = _small(n=70, d=4, seed=4)
+    Xa = np.hstack([X, np.ones((70, 1))])
+    ref = _dual_qp_box(Xa, y, 1.0)
+    sol = fit_dual_cd(Xa, y, 1.0, tol=1e-9, max_iter=100000, rng=0, active0=np.arange(5))
+    assert sol.converged
+    assert sol.primal == pytest.approx(ref, rel=1e-7)
+    assert sol.active is not None and len(sol.active) <= 70
+    assert sol.history[0]["active"] > 5  # the first gap pass re-activated violators

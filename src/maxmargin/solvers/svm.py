@@ -83,6 +83,7 @@ class SVMSolution:
     n_iter: int
     history: list = field(default_factory=list)
     interrupted: bool = False  # Ctrl-C stopped the solver: the last consistent iterate
+    active: np.ndarray | None = None  # dual CD: the samples active at the end
 
     @property
     def gap(self) -> float:
@@ -632,6 +633,7 @@ def fit_dual_cd(
     max_time=None,
     rng=None,
     alpha0=None,
+    active0=None,
     shrinking=True,
     check_every=1.0,
     callback=None,
@@ -656,7 +658,10 @@ def fit_dual_cd(
     between two checks and the check run in one compiled call (:func:`_dcd_run`); X is
     kept as dense rows when at least ``DENSE_FILL`` of it is non-zero, else as CSR.
     History rows carry ``pg_spread`` (projected-gradient spread over all samples,
-    liblinear's stopping quantity) and ``active`` (the active-set size).
+    liblinear's stopping quantity) and ``active`` (the active-set size).  ``active0``:
+    sample indices to start the active set from (the others start shrunk until a gap
+    pass finds them violating; with ``alpha0`` of a related problem, e.g. the last round of
+    feature selection); the solution's ``active`` is the final active set.
     """
     if loss not in ("hinge", "squared_hinge"):
         raise ValueError(f"loss must be 'hinge' or 'squared_hinge', got {loss!r}")
@@ -688,7 +693,13 @@ def fit_dual_cd(
     dual = -np.inf
     ep = 0
     index = np.arange(n, dtype=np.int64)
-    state = np.array([n, np.inf, -np.inf, -1.0, np.nan, np.nan])
+    n_active = n
+    if active0 is not None and shrinking:  # start from these samples; the rest shrunk
+        first = np.zeros(n, dtype=bool)
+        first[np.asarray(active0, dtype=np.int64)] = True
+        index = np.concatenate([np.flatnonzero(first), np.flatnonzero(~first)])
+        n_active = int(first.sum())
+    state = np.array([n_active, np.inf, -np.inf, -1.0, np.nan, np.nan])
     visits = 0  # coordinate steps tried so far
     interrupted = False
     args = (indptr, indices, data, Xd, dense, y, alpha, w)
@@ -751,6 +762,7 @@ def fit_dual_cd(
         n_iter=ep,
         history=history,
         interrupted=interrupted,
+        active=np.sort(index[: int(state[0])]),
     )
 
 
