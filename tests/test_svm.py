@@ -383,3 +383,16 @@ def test_dual_cd_from_a_small_initial_active_set_reaches_the_qp_optimum():
     assert sol.primal == pytest.approx(ref, rel=1e-7)
     assert sol.active is not None and len(sol.active) <= 70
     assert sol.history[0]["active"] > 5  # the first gap pass re-activated violators
+
+
+def test_dual_cd_layout_follows_fill_and_memory(monkeypatch):
+    import maxmargin.solvers.svm as S
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 20)) * (rng.random((50, 20)) < 0.3)  # 30 % full
+    assert S.dual_cd_data(X).dense and S.dual_cd_data(sp.csr_matrix(X)).dense
+    thin = X * (rng.random((50, 20)) < 0.1)  # about 3 % full
+    assert not S.dual_cd_data(thin).dense
+    monkeypatch.setattr(S, "DENSE_MAX_BYTES", 100)  # a sparse X too big to densify
+    assert not S.dual_cd_data(sp.csr_matrix(X)).dense
+    assert S.dual_cd_data(X).dense  # dense input is already dense

@@ -586,9 +586,11 @@ def _csr(X):
 
 
 #: dual CD keeps X as dense rows when at least this fraction of its entries is non-zero
-#: (vectorised dense dot products beat CSR gathers above it; measurements in
-#: docs/benchmarks.md, issue 14)
-DENSE_FILL = 0.2
+#: (vectorised dense dot products beat CSR gathers above it: benchmarks/
+#: profile_dual_cd_layout.py, docs/benchmarks.md, issue 14) ...
+DENSE_FILL = 0.1
+#: ... and, for sparse input, the dense copy would take at most this many bytes
+DENSE_MAX_BYTES = 2**28
 
 
 class DualCDData(NamedTuple):
@@ -607,13 +609,16 @@ class DualCDData(NamedTuple):
 
 
 def dual_cd_data(X) -> DualCDData:
-    """:class:`DualCDData` for a dense or sparse X."""
+    """:class:`DualCDData` for a dense or sparse X: dense rows when at least
+    ``DENSE_FILL`` of X is non-zero (for sparse X, only if the dense copy fits in
+    ``DENSE_MAX_BYTES``), else CSR."""
     if not sp.issparse(X):
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {X.shape}")
     nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
-    if nnz < DENSE_FILL * X.shape[0] * X.shape[1]:
+    size = X.shape[0] * X.shape[1]
+    if nnz < DENSE_FILL * size or (sp.issparse(X) and 8 * size > DENSE_MAX_BYTES):
         Xc = _csr(X)
         sqn = np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()
         return DualCDData(Xc, Xc.indptr, Xc.indices, Xc.data, np.zeros((0, 0)), False, sqn)
@@ -656,7 +661,7 @@ def fit_dual_cd(
     projected-gradient spread has halved; that pass also returns wrongly shrunk samples
     to the active set.  The epochs
     between two checks and the check run in one compiled call (:func:`_dcd_run`); X is
-    kept as dense rows when at least ``DENSE_FILL`` of it is non-zero, else as CSR.
+    kept as dense rows when at least ``DENSE_FILL`` (10 %) of it is non-zero, else as CSR.
     History rows carry ``pg_spread`` (projected-gradient spread over all samples,
     liblinear's stopping quantity) and ``active`` (the active-set size).  ``active0``:
     sample indices to start the active set from (the others start shrunk until a gap
