@@ -137,3 +137,64 @@ def test_pipeline_and_multiclass():
     assert pipe.score(X, y) > 0.6
     frac = ForwardFeatureSelector(n_features_to_select=0.25, loss="logistic").fit(X, y)
     assert frac.get_support().sum() == 5
+
+
+@pytest.mark.parametrize(
+    ("step", "sizes"),
+    [
+        (3, [0, 3, 6, 9, 12]),
+        (0.25, [0, 1, 2, 3, 4, 5, 7, 9, 12]),  # ceil(0.25 * selected), at least one
+        ("auto", list(range(13))),  # 0.1: one per round to 11 features, then ceil(1.1) = 2
+    ],
+)
+def test_features_per_step_sets_the_rounds(data, step, sizes):
+    X, y = data
+    sel = ForwardFeatureSelector(n_features_to_select=12, features_per_step=step).fit(X, y)
+    assert [r["n_selected"] for r in sel.history_] == sizes
+
+
+def test_capped_pricing_rounds_still_end_on_the_restricted_optimum():
+    """Rounds solved for pricing with a one-epoch cap (pricing_epochs=1) and uncapped
+    select columns whose final restricted problem is solved fully: the objective is the
+    sum of the one-vs-rest optima on the selected columns (scipy)."""
+    X, y = make_classification(
+        n_samples=90, n_features=12, n_informative=4, n_classes=3, random_state=1
+    )
+    C = 0.5
+    for cap in (1, None):
+        sel = ForwardFeatureSelector(
+            n_features_to_select=5, C=C, pricing_epochs=cap, inner_tol=1e-9
+        ).fit(X, y)
+        Xs = X[:, sel.get_support()]
+        ref = sum(_l2_hinge(Xs, np.where(y == c, 1.0, -1.0), C) for c in range(3))
+        assert sel.objective_ == pytest.approx(ref, rel=1e-6)
+
+
+def test_scores_of_all_classes_in_one_product_equal_the_per_class_scores():
+    import scipy.sparse as sp
+
+    from maxmargin.solvers.feature_selection import column_scores
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 7)) * (rng.random((30, 7)) < 0.5)
+    Y = np.where(rng.random((30, 3)) < 0.5, 1.0, -1.0)
+    A = rng.random((30, 3))
+    for M in (X, sp.csc_matrix(X)):
+        S = column_scores(M, Y, A)
+        assert S.shape == (7, 3)
+        for c in range(3):
+            np.testing.assert_allclose(S[:, c], column_scores(M, Y[:, c], A[:, c]), rtol=1e-12)
+            np.testing.assert_allclose(S[:, c], X.T @ (A[:, c] * Y[:, c]), rtol=1e-12)
+
+
+def test_bad_features_per_step_and_pricing_options(data):
+    X, y = data
+    for kw in (
+        {"features_per_step": 0},
+        {"features_per_step": 1.5},
+        {"features_per_step": "many"},
+        {"pricing_tol": 0.0},
+        {"pricing_epochs": 0},
+    ):
+        with pytest.raises(ValueError):
+            ForwardFeatureSelector(**kw).fit(X, y)

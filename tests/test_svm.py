@@ -200,6 +200,79 @@ def test_dual_cd_with_and_without_shrinking_reach_the_same_optimum():
         b = fit_dual_cd(X, y, 1.0, loss=loss, tol=1e-6, max_iter=5000, rng=0, shrinking=False)
         assert a.converged and b.converged
         np.testing.assert_allclose(a.primal, b.primal, rtol=1e-5)
+        assert min(h["active"] for h in a.history) < len(y)  # shrinking did shrink
+        assert all(h["active"] == len(y) for h in b.history)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+@pytest.mark.parametrize("shrinking", [True, False])
+def test_dual_cd_reaches_the_qp_optimum_on_both_layouts(monkeypatch, layout, shrinking):
+    """Dense rows and CSR, shrinking on and off: the optimum of the box QP (scipy), for
+    the hinge; the squared hinge against the same QP with ``Q + I/(2C)`` and no upper
+    bound."""
+    import maxmargin.solvers.svm as S
+
+    monkeypatch.setattr(S, "DENSE_FILL", 0.0 if layout == "dense" else 2.0)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 8)) * (rng.random((60, 8)) < 0.4)  # sparse-ish, 40 % full
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=60) > 0, 1.0, -1.0)
+    Xa = np.hstack([X, np.ones((60, 1))])
+    C = 0.7
+    ref = _dual_qp_box(Xa, y, C)
+    Xin = sp.csr_matrix(Xa) if layout == "csr" else Xa
+    sol = S.fit_dual_cd(Xin, y, C, tol=1e-10, max_iter=50000, rng=1, shrinking=shrinking)
+    assert sol.converged
+    assert sol.primal == pytest.approx(ref, rel=1e-8)
+    assert sol.dual <= ref * (1 + 1e-9)
+
+    def f(w):
+        h = np.maximum(0.0, 1.0 - y * (Xa @ w))
+        return 0.5 * w @ w + C * h @ h, w - 2 * C * Xa.T @ (h * y)
+
+    sq = minimize(f, np.zeros(9), jac=True, method="L-BFGS-B", options={"gtol": 1e-12})
+    sol = S.fit_dual_cd(
+        Xin, y, C, loss="squared_hinge", tol=1e-10, max_iter=50000, rng=1, shrinking=shrinking
+    )
+    assert sol.converged
+    assert sol.primal == pytest.approx(sq.fun, rel=1e-8)
+
+
+def test_dual_cd_from_a_poor_warm_start_with_rare_checks():
+    """Started from every multiplier at C (most of them wrong) with gap checks 50x rarer
+    than the default, dual CD still reaches the QP optimum.  (Re-entry of wrongly shrunk
+    samples at the checks is what the tests above need: with it disabled, the shrinking
+    cases of the two tests above and the squared-hinge LinearSVC match fail.)"""
+    X, y = _small(n=80, d=4, seed=2)
+    Xa = np.hstack([X, np.ones((80, 1))])
+    C = 1.0
+    ref = _dual_qp_box(Xa, y, C)
+    sol = fit_dual_cd(
+        Xa, y, C, tol=1e-9, max_iter=100000, rng=0, alpha0=np.full(80, C), check_every=50.0
+    )
+    assert sol.converged
+    assert sol.primal == pytest.approx(ref, rel=1e-7)
+
+
+def test_dual_cd_shuffle_is_a_uniform_permutation():
+    from maxmargin.solvers.svm import _rand_below
+
+    state = np.array([12345], dtype=np.uint64)
+    draws = np.array([_rand_below(state, 7) for _ in range(7000)])
+    counts = np.bincount(draws, minlength=7)
+    assert draws.min() == 0 and draws.max() == 6
+    assert np.all(np.abs(counts - 1000) < 150)  # ~5 standard deviations
+
+
+def test_dual_cd_rejects_bad_input():
+    X, y = _small()
+    with pytest.raises(ValueError, match="rows"):
+        fit_dual_cd(X[:-1], y, 1.0)
+    with pytest.raises(ValueError, match="alpha0"):
+        fit_dual_cd(X, y, 1.0, alpha0=np.zeros(3))
+    with pytest.raises(ValueError, match="loss"):
+        fit_dual_cd(X, y, 1.0, loss="log")
+    with pytest.raises(ValueError, match="check_every"):
+        fit_dual_cd(X, y, 1.0, check_every=0)
 
 
 class _CtrlCAt:
@@ -297,3 +370,29 @@ def test_kernel_rows_equal_scikit_learn_and_a_tiny_cache_changes_nothing(kernel)
     full = kernel_rows(X, kernel, **params)
     fit_smo(full, y, C, tol=1e-8)
     assert full.clock[1] <= 70 and tiny.clock[1] > full.clock[1]
+
+
+def test_dual_cd_from_a_small_initial_active_set_reaches_the_qp_optimum():
+    """active0 starts all but five samples shrunk: the gap passes must bring the
+    violating ones back for the optimum of the box QP (scipy) to be reached."""
+    X, y = _small(n=70, d=4, seed=4)
+    Xa = np.hstack([X, np.ones((70, 1))])
+    ref = _dual_qp_box(Xa, y, 1.0)
+    sol = fit_dual_cd(Xa, y, 1.0, tol=1e-9, max_iter=100000, rng=0, active0=np.arange(5))
+    assert sol.converged
+    assert sol.primal == pytest.approx(ref, rel=1e-7)
+    assert sol.active is not None and len(sol.active) <= 70
+    assert sol.history[0]["active"] > 5  # the first gap pass re-activated violators
+
+
+def test_dual_cd_layout_follows_fill_and_memory(monkeypatch):
+    import maxmargin.solvers.svm as S
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 20)) * (rng.random((50, 20)) < 0.3)  # 30 % full
+    assert S.dual_cd_data(X).dense and S.dual_cd_data(sp.csr_matrix(X)).dense
+    thin = X * (rng.random((50, 20)) < 0.1)  # about 3 % full
+    assert not S.dual_cd_data(thin).dense
+    monkeypatch.setattr(S, "DENSE_MAX_BYTES", 100)  # a sparse X too big to densify
+    assert not S.dual_cd_data(sp.csr_matrix(X)).dense
+    assert S.dual_cd_data(X).dense  # dense input is already dense

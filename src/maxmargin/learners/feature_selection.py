@@ -14,7 +14,6 @@ from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
     POSITIVE,
-    POSITIVE_INT,
     VERBOSE,
     Interval,
     Options,
@@ -22,7 +21,13 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
-from maxmargin.solvers.feature_selection import column_scores, dual_value, solve_restricted
+from maxmargin.solvers.feature_selection import (
+    column_scores,
+    dual_value,
+    solve_restricted,
+    with_const,
+)
+from maxmargin.solvers.svm import dual_cd_data
 
 __all__ = ["ForwardFeatureSelector"]
 
@@ -61,13 +66,25 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     loss : {"hinge", "logistic"}, default="hinge"
     penalty : {"l2", "l1"}, default="l2"
     C : float, default=1.0
-    features_per_step : int, default=1
-        Columns added per round (the highest scores).
+    features_per_step : "auto", int or float in (0, 1), default="auto"
+        Columns added per round (the highest scores): an int, that many; a float ``f``,
+        ``ceil(f * n_selected)`` (at least one: one per round while fewer than ``1/f``
+        are selected, then a geometric growth like RFE's ``step``, which keeps the
+        number of rounds logarithmic in the budget); ``"auto"`` is ``0.1``.
     tol : float, default=1e-3
         See the stopping rule.
     inner_tol : float, default=1e-7
-        Accuracy of each restricted problem (dual CD: relative duality gap; L-BFGS:
-        projected-gradient tolerance; the LP is solved exactly).
+        Accuracy of the restricted problem of the last round (dual CD: relative duality
+        gap; L-BFGS: projected-gradient tolerance; the LP is solved exactly).
+    pricing_tol : float, default=0.1
+        Accuracy of the restricted problems of the other rounds, whose dual variables
+        only rank the columns: ``min(pricing_tol, max(inner_tol, gap / 10))`` with
+        ``gap`` the last round's relative full-problem gap (any dual point gives a valid
+        bound, so the recorded gaps stay valid).
+    pricing_epochs : int or None, default=5
+        L2 hinge: rounds solved at ``pricing_tol`` stop after at most this many dual CD
+        epochs (warm started from the last round's multipliers; None: no cap).  The
+        last round and rounds nearer the stopping rule are solved fully.
     max_time : float or None
     verbose : int, default=0
     callback : callable or None
@@ -110,9 +127,15 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         "loss": [Options("hinge", "logistic")],
         "penalty": [Options("l2", "l1")],
         "C": [POSITIVE],
-        "features_per_step": [POSITIVE_INT],
+        "features_per_step": [
+            Options("auto"),
+            Interval(int, 1, None, closed="left"),
+            Interval(float, 0, 1, closed="neither"),
+        ],
         "tol": [POSITIVE],
         "inner_tol": [POSITIVE],
+        "pricing_tol": [POSITIVE],
+        "pricing_epochs": [None, Interval(int, 1, None, closed="left")],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
         "callback": CALLBACK,
@@ -125,9 +148,11 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         loss="hinge",
         penalty="l2",
         C=1.0,
-        features_per_step=1,
+        features_per_step="auto",
         tol=1e-3,
         inner_tol=1e-7,
+        pricing_tol=0.1,
+        pricing_epochs=5,
         max_time=None,
         verbose=0,
         callback=None,
@@ -139,6 +164,8 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         self.features_per_step = features_per_step
         self.tol = tol
         self.inner_tol = inner_tol
+        self.pricing_tol = pricing_tol
+        self.pricing_epochs = pricing_epochs
         self.max_time = max_time
         self.verbose = verbose
         self.callback = callback
@@ -166,13 +193,21 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         it = 0
         inner = float(self.inner_tol)
 
+        Y = np.column_stack(ys)
+        step = 0.1 if self.features_per_step == "auto" else self.features_per_step
+
         def evaluate(tol_k):
             Xs = X[:, order]
+            # the L2 problems' data (constant column, dual CD layout) formed once per
+            # round for every class
+            Xa = dual_cd_data(with_const(Xs)) if penalty == "l2" else None
+            cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
             sols = [
-                solve_restricted(Xs, yb, C, loss, penalty, tol=tol_k, warm=wm)
+                solve_restricted(Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap)
                 for yb, wm in zip(ys, warms)
             ]
-            S = np.vstack([column_scores(X, yb, a) for yb, (_, _, a, _) in zip(ys, sols)])
+            # pricing: the scores of every column for every class in one matrix product
+            S = column_scores(X, Y, np.column_stack([s[2] for s in sols])).T
             objective = sum(s[3] for s in sols)
             dual = 0.0
             for yb, (_, _, a, _), s in zip(ys, sols, S):
@@ -201,9 +236,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         try:
             while True:
                 # restricted problems are solved as accurately as the selection needs: a tenth
-                # of the last full-problem gap (any dual point gives a valid bound), and to
-                # inner_tol before stopping
-                tol_k = float(min(1e-2, max(inner, 0.1 * rel_prev)))
+                # of the last full-problem gap (any dual point gives a valid bound), at most
+                # pricing_tol, and to inner_tol before stopping
+                tol_k = float(min(self.pricing_tol, max(inner, 0.1 * rel_prev)))
                 sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
                 stop = should_stop(free, viol, rel)
                 if stop and tol_k > inner:
@@ -237,7 +272,11 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     if not np.isfinite(score.max()):
                         break
                 n_left = int(np.isfinite(score).sum())
-                m = min(int(self.features_per_step), limit - len(order), n_left)
+                if isinstance(step, int):
+                    m = step
+                else:
+                    m = max(1, int(np.ceil(step * len(order))))
+                m = min(m, limit - len(order), n_left)
                 new = np.argsort(-score, kind="stable")[:m]
                 order.extend(int(j) for j in new)
                 it += 1

@@ -29,6 +29,7 @@ from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.svm import (
     ROW_KERNELS,
+    dual_cd_data,
     fit_dual_cd,
     fit_one_slack_svm,
     fit_pegasos,
@@ -289,6 +290,8 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
                 K = self._kernel(X, X)
         else:
             Xa = self._augment(X)
+            if self.solver == "dual_cd":
+                Xa = dual_cd_data(Xa)  # laid out once for the one-vs-rest problems
         problems = [1] if k == 2 else list(range(k))
         coefs, intercepts, alphas, history = [], [], [], []
         primal = dual = 0.0

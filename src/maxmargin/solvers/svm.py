@@ -56,8 +56,10 @@ from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.ssvm_base import Tracker
 
 __all__ = [
+    "DualCDData",
     "KernelRows",
     "SVMSolution",
+    "dual_cd_data",
     "fit_dual_cd",
     "fit_one_slack_svm",
     "fit_pegasos",
@@ -81,6 +83,7 @@ class SVMSolution:
     n_iter: int
     history: list = field(default_factory=list)
     interrupted: bool = False  # Ctrl-C stopped the solver: the last consistent iterate
+    active: np.ndarray | None = None  # dual CD: the samples active at the end
 
     @property
     def gap(self) -> float:
@@ -384,65 +387,244 @@ def fit_smo(
 
 # ============================================================ dual coordinate descent
 @njit(cache=True)
-def _dcd_epoch_shrink(indptr, indices, data, y, alpha, w, Qd, diag, U, index, active, pmax, pmin):
-    """One pass of dual coordinate descent (Hsieh et al. 2008, Alg. 1) over the
-    ``active`` first entries of ``index`` with liblinear's shrinking
-    (Hsieh et al. 2008, Sec. 3.2): a variable at a bound whose gradient lies beyond the
-    previous pass's projected-gradient extremes ``pmax`` / ``pmin`` leaves the active set
-    (swapped behind it).  Returns (active, new max PG, new min PG)."""
+def _rand_below(rstate, m):  # pragma: no cover - compiled
+    """A uniform integer in ``[0, m)`` from a xorshift64* generator whose state is
+    ``rstate[0]`` (Marsaglia 2003; Vigna 2016): deterministic for a given seed and
+    independent of numba's global random state."""
+    x = rstate[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    rstate[0] = x
+    r = (x * np.uint64(2685821657736338717)) >> np.uint64(11)  # 53 random bits
+    return np.int64(r % np.uint64(m))
+
+
+@njit(cache=True, fastmath=True)
+def _dense_dot(Xd, i, w):  # pragma: no cover - compiled
+    """``<x_i, w>`` for a dense row (fastmath: a vectorised sum)."""
+    g = 0.0
+    for k in range(Xd.shape[1]):
+        g += Xd[i, k] * w[k]
+    return g
+
+
+@njit(cache=True)
+def _row_dot(indptr, indices, data, Xd, dense, i, w):  # pragma: no cover - compiled
+    """``<x_i, w>`` from the dense rows ``Xd`` or the CSR arrays (the sparse sum without
+    fastmath, whose gathers were twice as slow here)."""
+    if dense:
+        return _dense_dot(Xd, i, w)
+    g = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        g += w[indices[k]] * data[k]
+    return g
+
+
+@njit(cache=True)
+def _row_axpy(indptr, indices, data, Xd, dense, i, d, w):  # pragma: no cover - compiled
+    """``w += d x_i``."""
+    if dense:
+        for k in range(Xd.shape[1]):
+            w[k] += d * Xd[i, k]
+    else:
+        for k in range(indptr[i], indptr[i + 1]):
+            w[indices[k]] += d * data[k]
+
+
+@njit(cache=True)
+def _dcd_check(
+    indptr, indices, data, Xd, dense, y, alpha, w, C, diag, U, squared, index, active, react
+):  # pragma: no cover - compiled  # fmt: skip
+    """One pass over every sample: the primal ``1/2||w||^2 + C sum loss(y_i <w, x_i>)``,
+    the dual ``e^T alpha - 1/2 ||w||^2 - diag/2 ||alpha||^2``, the projected-gradient
+    spread over all samples (liblinear's stopping quantity) and, if ``react``, the shrunk
+    samples whose projected gradient is non-zero moved back into the active set (the
+    margins are at hand).  Returns (primal, dual, spread, active)."""
+    n = y.shape[0]
+    loss = 0.0
+    asum = 0.0
+    asq = 0.0
     pgmax = -np.inf
     pgmin = np.inf
-    s = 0
-    while s < active:
+    for s in range(n):
         i = index[s]
-        if Qd[i] <= 0.0:
-            s += 1
-            continue
-        g = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            g += w[indices[k]] * data[k]
-        g = y[i] * g - 1.0 + diag * alpha[i]
-        pg = 0.0
-        if alpha[i] <= 0.0:
-            if g > pmax:
-                active -= 1
-                index[s], index[active] = index[active], index[s]
-                continue
-            if g < 0.0:
-                pg = g
-        elif alpha[i] >= U:
-            if g < pmin:
-                active -= 1
-                index[s], index[active] = index[active], index[s]
-                continue
-            if g > 0.0:
-                pg = g
-        else:
-            pg = g
+        m = y[i] * _row_dot(indptr, indices, data, Xd, dense, i, w)
+        h = 1.0 - m
+        if h > 0.0:
+            loss += h * h if squared else h
+        a = alpha[i]
+        asum += a
+        asq += a * a
+        g = m - 1.0 + diag * a
+        pg = g
+        if a <= 0.0:
+            pg = g if g < 0.0 else 0.0
+        elif a >= U:
+            pg = g if g > 0.0 else 0.0
         if pg > pgmax:
             pgmax = pg
         if pg < pgmin:
             pgmin = pg
-        if pg != 0.0:
-            old = alpha[i]
-            new = old - g / Qd[i]
-            if new < 0.0:
-                new = 0.0
-            elif new > U:
-                new = U
-            alpha[i] = new
-            d = (new - old) * y[i]
-            if d != 0.0:
-                for k in range(indptr[i], indptr[i + 1]):
-                    w[indices[k]] += d * data[k]
-        s += 1
-    return active, pgmax, pgmin
+        if react and s >= active and pg != 0.0:
+            index[s], index[active] = index[active], index[s]
+            active += 1
+    sq = 0.0
+    for k in range(w.shape[0]):
+        sq += w[k] * w[k]
+    spread = pgmax - pgmin if n > 0 else 0.0
+    return 0.5 * sq + C * loss, asum - 0.5 * sq - 0.5 * diag * asq, spread, active
+
+
+@njit(cache=True)
+def _dcd_run(
+    indptr, indices, data, Xd, dense, y, alpha, w, Qd, C, diag, U, squared, index, state,
+    rstate, max_epochs, work, shrinking,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Epochs of dual coordinate descent (Hsieh et al. 2008, Alg. 1) up to the next
+    duality-gap check, then the check (:func:`_dcd_check`); returns (epochs, sample
+    visits, primal, dual).
+
+    Each epoch visits the ``active`` first entries of ``index`` in a fresh random order
+    (Fisher-Yates with :func:`_rand_below`) and takes the exact coordinate step
+    ``alpha_i <- clip(alpha_i - G_i / Q_ii, 0, U)`` with ``G_i = y_i <w, x_i> - 1 +
+    diag alpha_i``, keeping ``w = sum_i alpha_i y_i x_i``.  Shrinking (Sec. 3.2, as
+    liblinear): a variable at a bound whose gradient lies beyond the previous epoch's
+    projected-gradient extremes ``pmax`` / ``pmin`` leaves the active set (swapped behind
+    it).  The check comes after ``work`` sample visits (it costs ``n``), after
+    ``max_epochs``, or when the active set's projected-gradient spread falls to
+    ``eps_pg`` (a tenth of the first epoch's spread, halved at each such check); the check
+    returns every shrunk variable with a non-zero projected gradient to the active set
+    (liblinear instead restores all of them once its spread reaches its tolerance).
+
+    ``state`` (float64) carries ``[active, pmax, pmin, eps_pg, spread on the active set,
+    spread on all samples]`` between calls (``eps_pg < 0``: not yet set).
+    """
+    active = np.int64(state[0])
+    pmax = state[1]
+    pmin = state[2]
+    eps_pg = state[3]
+    spread = state[4]
+    ep = 0
+    done = 0
+    while ep < max_epochs:
+        for s in range(active - 1, 0, -1):
+            r = _rand_below(rstate, s + 1)
+            index[s], index[r] = index[r], index[s]
+        done += active
+        pgmax = -np.inf
+        pgmin = np.inf
+        s = 0
+        while s < active:
+            i = index[s]
+            if Qd[i] <= 0.0:
+                s += 1
+                continue
+            g = y[i] * _row_dot(indptr, indices, data, Xd, dense, i, w) - 1.0 + diag * alpha[i]
+            pg = 0.0
+            if alpha[i] <= 0.0:
+                if g > pmax:
+                    active -= 1
+                    index[s], index[active] = index[active], index[s]
+                    continue
+                if g < 0.0:
+                    pg = g
+            elif alpha[i] >= U:
+                if g < pmin:
+                    active -= 1
+                    index[s], index[active] = index[active], index[s]
+                    continue
+                if g > 0.0:
+                    pg = g
+            else:
+                pg = g
+            if pg > pgmax:
+                pgmax = pg
+            if pg < pgmin:
+                pgmin = pg
+            if pg != 0.0:
+                old = alpha[i]
+                new = old - g / Qd[i]
+                if new < 0.0:
+                    new = 0.0
+                elif new > U:
+                    new = U
+                alpha[i] = new
+                d = (new - old) * y[i]
+                if d != 0.0:
+                    _row_axpy(indptr, indices, data, Xd, dense, i, d, w)
+            s += 1
+        ep += 1
+        spread = pgmax - pgmin if active > 0 else 0.0
+        if shrinking:
+            if eps_pg < 0.0:
+                eps_pg = 0.1 * spread
+            pmax = pgmax if pgmax > 0.0 else np.inf
+            pmin = pgmin if pgmin < 0.0 else -np.inf
+            if spread <= eps_pg:
+                eps_pg *= 0.5
+                break
+        if done >= work:
+            break
+    primal, dual, full_spread, active = _dcd_check(
+        indptr, indices, data, Xd, dense, y, alpha, w, C, diag, U, squared, index, active,
+        shrinking,
+    )  # fmt: skip
+    state[0] = active
+    state[1] = pmax
+    state[2] = pmin
+    state[3] = eps_pg
+    state[4] = spread
+    state[5] = full_spread
+    return ep, done, primal, dual
 
 
 def _csr(X):
     X = sp.csr_matrix(X, dtype=np.float64)
     X.sort_indices()
     return X
+
+
+#: dual CD keeps X as dense rows when at least this fraction of its entries is non-zero
+#: (vectorised dense dot products beat CSR gathers above it: benchmarks/
+#: profile_dual_cd_layout.py, docs/benchmarks.md, issue 14) ...
+DENSE_FILL = 0.1
+#: ... and, for sparse input, the dense copy would take at most this many bytes
+DENSE_MAX_BYTES = 2**28
+
+
+class DualCDData(NamedTuple):
+    """X prepared for :func:`fit_dual_cd` by :func:`dual_cd_data` (reusable by several
+    problems on the same X): the matrix ``M`` (CSR, or a dense C-ordered array when at
+    least ``DENSE_FILL`` of X is non-zero), the kernels' arrays and the squared row
+    norms."""
+
+    M: object
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    Xd: np.ndarray
+    dense: bool
+    sqn: np.ndarray
+
+
+def dual_cd_data(X) -> DualCDData:
+    """:class:`DualCDData` for a dense or sparse X: dense rows when at least
+    ``DENSE_FILL`` of X is non-zero (for sparse X, only if the dense copy fits in
+    ``DENSE_MAX_BYTES``), else CSR."""
+    if not sp.issparse(X):
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {X.shape}")
+    nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
+    size = X.shape[0] * X.shape[1]
+    if nnz < DENSE_FILL * size or (sp.issparse(X) and 8 * size > DENSE_MAX_BYTES):
+        Xc = _csr(X)
+        sqn = np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()
+        return DualCDData(Xc, Xc.indptr, Xc.indices, Xc.data, np.zeros((0, 0)), False, sqn)
+    Xd = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    e = np.zeros(1, dtype=np.int32)
+    return DualCDData(Xd, e, e, np.zeros(0), Xd, True, np.einsum("ij,ij->i", Xd, Xd))
 
 
 def fit_dual_cd(
@@ -456,32 +638,59 @@ def fit_dual_cd(
     max_time=None,
     rng=None,
     alpha0=None,
+    active0=None,
     shrinking=True,
+    check_every=1.0,
     callback=None,
     verbose=0,
 ) -> SVMSolution:
     """Dual coordinate descent for the L1- (``"hinge"``) or L2-loss (``"squared_hinge"``)
-    linear SVM, one random permutation of the active samples per epoch, with liblinear's
-    shrinking (``shrinking=False``: every sample every epoch).
+    linear SVM (Hsieh et al. 2008) on X (dense, sparse or :class:`DualCDData`), one
+    random permutation of the active samples per epoch, with liblinear's shrinking
+    (``shrinking=False``: every sample every epoch).
 
     Stops when the relative duality gap ``(P(w) - D(alpha)) / P(w) <= tol`` or after
-    ``max_iter`` epochs.  The gap takes a pass over all samples, so with shrinking it is
-    evaluated every 5 epochs, on a full active set, and whenever the active set is restored
-    (its projected-gradient spread fell to a threshold, halved at each restore).  The dual
-    is ``D(alpha) = e^T alpha - 1/2 ||w(alpha)||^2 - diag/2 ||alpha||^2`` with
-    ``diag = 0``, ``U = C`` (hinge) or ``diag = 1/(2C)``, ``U = inf`` (squared hinge).
+    ``max_iter`` epochs.  The dual is ``D(alpha) = e^T alpha - 1/2 ||w(alpha)||^2 -
+    diag/2 ||alpha||^2`` with ``diag = 0``, ``U = C`` (hinge) or ``diag = 1/(2C)``,
+    ``U = inf`` (squared hinge).  The gap takes a pass over all ``n`` samples, so it is
+    evaluated after ``check_every * max(n, sqrt(2 n W))`` sample visits of the epochs
+    (``W``: visits so far; with shrinking an epoch visits only the active samples; the
+    square root balances the checks' cost against the delay in seeing the gap close),
+    or sooner where the last two checks' linear rate of the log gap puts it at ``tol``
+    (but not before ``n/2`` visits), after ``max_iter`` epochs and when the active set's
+    projected-gradient spread has halved; that pass also returns wrongly shrunk samples
+    to the active set.  The epochs
+    between two checks and the check run in one compiled call (:func:`_dcd_run`); X is
+    kept as dense rows when at least ``DENSE_FILL`` (10 %) of it is non-zero, else as CSR.
+    History rows carry ``pg_spread`` (projected-gradient spread over all samples,
+    liblinear's stopping quantity) and ``active`` (the active-set size).  ``active0``:
+    sample indices to start the active set from (the others start shrunk until a gap
+    pass finds them violating; with ``alpha0`` of a related problem, e.g. the last round of
+    feature selection); the solution's ``active`` is the final active set.
     """
-    X = _csr(X)
+    if loss not in ("hinge", "squared_hinge"):
+        raise ValueError(f"loss must be 'hinge' or 'squared_hinge', got {loss!r}")
+    if not check_every > 0:
+        raise ValueError(f"check_every must be positive, got {check_every!r}")
+    prep = X if isinstance(X, DualCDData) else dual_cd_data(X)
+    M, indptr, indices, data, Xd, dense, sqn = prep
     y = np.asarray(y, dtype=np.float64)
-    n = X.shape[0]
+    n = y.shape[0]
+    if M.shape[0] != n:
+        raise ValueError(f"X has {M.shape[0]} rows but y has {n} entries")
     rng = np.random.default_rng(rng)
-    if loss == "hinge":
-        diag, U = 0.0, float(C)
-    else:
+    rstate = np.array([rng.integers(1, 2**63 - 1)], dtype=np.uint64)
+    squared = loss == "squared_hinge"
+    C = float(C)
+    if squared:
         diag, U = 0.5 / C, np.inf
+    else:
+        diag, U = 0.0, C
     alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=np.float64)
-    w = np.asarray(X.T @ (alpha * y)).ravel()
-    Qd = np.asarray(X.multiply(X).sum(axis=1)).ravel() + diag
+    if alpha.shape != (n,):
+        raise ValueError(f"alpha0 must have shape ({n},), got {alpha.shape}")
+    w = np.asarray(M.T @ (alpha * y), dtype=np.float64).ravel()
+    Qd = sqn + diag
     t0 = time.perf_counter()
     history: list[dict] = []
     converged = False
@@ -489,77 +698,65 @@ def fit_dual_cd(
     dual = -np.inf
     ep = 0
     index = np.arange(n, dtype=np.int64)
-    active = n
-    pmax, pmin = np.inf, -np.inf
-    eps_pg = None  # unshrink threshold on the active set's projected-gradient spread
-    spread = np.nan
+    n_active = n
+    if active0 is not None and shrinking:  # start from these samples; the rest shrunk
+        first = np.zeros(n, dtype=bool)
+        first[np.asarray(active0, dtype=np.int64)] = True
+        index = np.concatenate([np.flatnonzero(first), np.flatnonzero(~first)])
+        n_active = int(first.sum())
+    state = np.array([n_active, np.inf, -np.inf, -1.0, np.nan, np.nan])
+    visits = 0  # coordinate steps tried so far
     interrupted = False
+    args = (indptr, indices, data, Xd, dense, y, alpha, w)
+
+    def record(primal, d_val, cb):
+        nonlocal dual, best
+        dual = max(dual, d_val)
+        if primal < best[0]:
+            best = (primal, w.copy())
+        return _record(
+            history, t0, ep, best[0], dual, cb, verbose, "dual_cd",
+            pg_spread=float(state[5]), active=int(state[0]),
+        )  # fmt: skip
+
+    last = None  # (visits, log gap) at the previous check
+    rate = log_gap = 0.0  # decrease of the log gap per visit between the last two checks
     try:
-        for ep in range(1, max_iter + 1):
-            if shrinking:
-                index[:active] = index[:active][rng.permutation(active)]
-                active, gmax, gmin = _dcd_epoch_shrink(
-                    X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, index, active, pmax, pmin
-                )
-                spread = gmax - gmin if active else 0.0
-                if eps_pg is None:
-                    eps_pg = 0.1 * spread
-                pmax = gmax if gmax > 0 else np.inf
-                pmin = gmin if gmin < 0 else -np.inf
-                unshrink = spread <= eps_pg
-                # the gap needs a pass over every sample: after an unshrink, on a full active
-                # set, or every 5 epochs
-                check = unshrink or active == n or ep % 5 == 0
-                if unshrink:
-                    active, pmax, pmin = n, np.inf, -np.inf
-                    eps_pg *= 0.5
-            else:
-                perm = rng.permutation(n).astype(np.int64)
-                # one pass of Hsieh et al. 2008, Alg. 1: the shrinking pass with nothing to
-                # shrink (infinite projected-gradient bounds)
-                _, gmax, gmin = _dcd_epoch_shrink(
-                    X.indptr, X.indices, X.data, y, alpha, w, Qd, diag, U, perm, n, np.inf, -np.inf
-                )
-                spread = gmax - gmin
-                check = True
-            if check:
-                sq = float(w @ w)
-                primal = hinge_objective(y * (X @ w), sq, C, loss)
-                dual = max(dual, float(alpha.sum()) - 0.5 * sq - 0.5 * diag * float(alpha @ alpha))
-                if primal < best[0]:
-                    best = (primal, w.copy())
-                rel = _record(
-                    history,
-                    t0,
-                    ep,
-                    best[0],
-                    dual,
-                    callback,
-                    verbose,
-                    "dual_cd",
-                    pg_spread=float(spread),
-                )
-                if rel <= tol:
-                    converged = True
-                    break
+        while ep < max_iter:
+            # a check costs n visits: after W visits, checking every sqrt(2 n W) visits
+            # balances the checks' cost against the delay in seeing the gap close; when
+            # the last two checks give a linear rate, check no later than where it puts
+            # the gap at tol (but not sooner than n/2 visits)
+            work = check_every * max(n, np.sqrt(2.0 * n * visits))
+            if rate > 0.0:
+                work = min(work, max(0.5 * n, 1.1 * (log_gap - np.log(tol)) / rate))
+            done, seen, primal, d_val = _dcd_run(
+                *args, Qd, C, diag, U, squared, index, state, rstate, max_iter - ep,
+                max(1, int(work)), bool(shrinking),
+            )  # fmt: skip
+            ep += done
+            visits += seen
+            rel = record(primal, d_val, callback)
+            if rel <= tol:
+                converged = True
+                break
+            log_gap = np.log(max(rel, 1e-300))
+            if last is not None and visits > last[0]:
+                rate = (last[1] - log_gap) / (visits - last[0])
+            last = (visits, log_gap)
             if max_time is not None and time.perf_counter() - t0 >= max_time:
                 break
     except KeyboardInterrupt:
-        # (alpha, w) are updated together inside the numba epoch, which Ctrl-C cannot
+        # (alpha, w) are updated together inside the numba kernel, which Ctrl-C cannot
         # split, so the current w is consistent: score it below and keep the better one
         if not np.any(alpha):
             raise  # no update yet: nothing to keep
         interrupted, converged = True, False
-    if interrupted or not history or history[-1]["iteration"] != ep:  # end on a checked epoch
-        sq = float(w @ w)
-        primal = hinge_objective(y * (X @ w), sq, C, loss)
-        dual = max(dual, float(alpha.sum()) - 0.5 * sq - 0.5 * diag * float(alpha @ alpha))
-        if primal < best[0]:
-            best = (primal, w.copy())
-        _record(
-            history, t0, ep, best[0], dual, None if interrupted else callback, verbose,
-            "dual_cd", pg_spread=float(spread),
-        )  # fmt: skip
+    if interrupted or not history:
+        primal, d_val, state[5], _ = _dcd_check(
+            *args, C, diag, U, squared, index, int(state[0]), False
+        )
+        record(primal, d_val, None if interrupted else callback)
     return SVMSolution(
         w=best[1],
         b=0.0,
@@ -570,6 +767,7 @@ def fit_dual_cd(
         n_iter=ep,
         history=history,
         interrupted=interrupted,
+        active=np.sort(index[: int(state[0])]),
     )
 
 
