@@ -65,3 +65,26 @@ def test_column_store_finds_duplicates_by_full_comparison():
     assert st.find(H[0]) == 0 and st.find(H[1]) == 1 and st.find(-H[0]) == -1
     assert len(st.add(hyps.take([0]), H[:1], [[0]])) == 0  # already present
     np.testing.assert_array_equal(st.hyps.feature, [0, 1])
+
+
+def test_box_task_keeps_uint8_codes():
+    from maxmargin.tasks.boxes import BoxCandidates, BoxTask, sample_boxes
+
+    rng = np.random.default_rng(2)
+    data = []
+    for _ in range(4):
+        b = sample_boxes([20, 20, 10, 10], 30, 8.0, (60, 60), method="random", rng=rng)
+        data.append(BoxCandidates(b, rng.integers(0, 256, size=(len(b), 5)).astype(np.uint8)))
+    as_float = [BoxCandidates(c.boxes, c.features.astype(float)) for c in data]
+    y = np.zeros(4, dtype=np.int64)
+    t8, tf = BoxTask().bind(data, y), BoxTask().bind(as_float, y)
+    assert t8.weak_inputs().dtype == np.uint8
+    np.testing.assert_array_equal(t8.weak_inputs(), tf.weak_inputs())
+    kw = dict(C=10.0, weak_learner=CodedStump(), max_iter=10, random_state=0)
+    m8 = StructBoost(task=BoxTask(), **kw).fit(data, y)
+    mf = StructBoost(task=BoxTask(), **kw).fit(as_float, y)
+    np.testing.assert_allclose(m8.slot_weights_, mf.slot_weights_)
+    # the linear model's joint differences must not wrap around in uint8
+    lm8, lmf = t8.linear_model(), tf.linear_model()
+    lab = np.array([1, 2, 3, 4])
+    np.testing.assert_allclose(lm8.plane(lab, np.ones(4)), lmf.plane(lab, np.ones(4)))

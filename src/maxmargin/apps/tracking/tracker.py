@@ -105,6 +105,8 @@ class _OnlineBoxTracker:
         self._data = deque(maxlen=int(self._window_size()))
         self.timing_ = {"features": 0.0, "predict": 0.0, "train": 0.0, "sampling": 0.0}
         self.n_frames_ = 0
+        self.n_skipped_ = 0  # frames not used for training (confidence gate)
+        self._n_added = 0
         self.n_trainings_ = 0
         self.score_ = float("nan")
         grey = to_grey(frame)
@@ -144,11 +146,19 @@ class _OnlineBoxTracker:
         self.timing_["predict"] += t3 - t2
         self.box_, self.score_ = cand[k].copy(), float(s[k])
         self.candidates_, self.candidate_scores_ = cand, s
-        self._add(grey, self.box_)
         self.n_frames_ += 1
-        if self.n_frames_ % int(self.retrain_every) == 0:
+        if not self._accept_frame(self.score_):
+            self.n_skipped_ += 1
+            return self.box_.copy()
+        self._add(grey, self.box_)
+        self._n_added += 1
+        if self._n_added % int(self.retrain_every) == 0:
             self._train(initial=False)
         return self.box_.copy()
+
+    def _accept_frame(self, score: float) -> bool:
+        """Whether the new frame becomes training data (confidence gate; default all)."""
+        return True
 
     # -- shared pieces ---------------------------------------------------------------
     def _window_size(self) -> int:
@@ -225,6 +235,11 @@ class StructBoostTracker(_OnlineBoxTracker):
     warm_start : bool, default=True
         Re-train from the previous model's weak learners and weights (the fast smoothed
         master continues from them; only new columns are searched).
+    update_gate : float or None, default=None
+        Confidence-gated updates: a frame becomes training data only if its box's score
+        is at least ``ref - (1 - update_gate) * |ref|``, ``ref`` the median score of the
+        last 20 accepted frames (e.g. 0.5: half the usual score).  Skipped frames
+        (occlusion, drift) are counted in ``n_skipped_``.  None: every frame is used.
     polish_updates : bool, default=False
         End every warm re-training with StructBoost's exact LP polish.  The initial
         training always ends with it; the re-trainings keep the fast master's smoothed
@@ -259,6 +274,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         weak_learner: str = "fixed_bins",
         warm_start: bool = True,
         polish_updates: bool = False,
+        update_gate: float | None = None,
         features: str = "hog",
         n_predict: int = 2000,
         n_train: int = 200,
@@ -288,6 +304,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         self.weak_learner = weak_learner
         self.warm_start = warm_start
         self.polish_updates = polish_updates
+        self.update_gate = update_gate
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -297,7 +314,19 @@ class StructBoostTracker(_OnlineBoxTracker):
                 f"got {self.weak_learner!r}"
             )
 
+    def _accept_frame(self, score: float) -> bool:
+        if self.update_gate is None:
+            return True
+        hist = self._gate_scores
+        ok = len(hist) < 5 or score >= (ref := float(np.median(hist))) - (
+            1.0 - float(self.update_gate)
+        ) * abs(ref)
+        if ok:
+            hist.append(score)
+        return ok
+
     def _init_encoding(self) -> None:
+        self._gate_scores = deque(maxlen=20)
         if self.weak_learner != "fixed_bins":
             return
         stored = self._anchors + list(self._data)
