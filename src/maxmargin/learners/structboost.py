@@ -136,7 +136,7 @@ class StructBoost(Persistent, BaseEstimator):
     polish : bool, default=True
         End the fast master with the exact LP optimum over the final weak learners.
         False: return the smoothed master's solution (``gap_`` is its certified relative
-        gap, typically a few per cent; ``converged_`` means no weak learner had gain
+        gap; ``converged_`` means no weak learner had gain
         above ``1 + eps_cg`` under the smoothed duals).  Only the fast master skips it; for
         frequent warm re-trainings (the tracker) where the exact vertex is not worth its
         time.
