@@ -250,6 +250,23 @@ def test_fixed_bin_tracker_scores_raw_features_like_codes():
     np.testing.assert_allclose(tr.candidate_scores_, tr._score(Z))
     with pytest.raises(ValueError, match="weak_learner"):
         StructBoostTracker(weak_learner="tree", **FAST).init(frames[0], boxes[0])
+    with pytest.raises(ValueError, match="update_gate"):
+        StructBoostTracker(update_gate=1.5, **FAST).init(frames[0], boxes[0])
+
+
+def test_update_gate_skips_low_scoring_frames():
+    frames, boxes = synthetic_video()
+    kw = dict(max_iter=30, update_iter=5, random_state=0, **FAST)
+    always = StructBoostTracker(**kw)
+    track_sequence(always, frames, boxes)
+    assert always.n_skipped_ == 0
+    strict = StructBoostTracker(update_gate=1.0, **kw)  # only frames at or above the median
+    _pred, info = track_sequence(strict, frames, boxes)
+    assert strict.n_skipped_ > 0
+    # 3 labelled frames, then the accepted ones, in a window of 12
+    assert len(strict._data) == min(12, len(frames) - strict.n_skipped_)
+    assert strict.n_trainings_ == 1 + (len(frames) - 3 - strict.n_skipped_) // 2
+    assert info["metrics"]["overlap"] > 0.8
 
 
 @pytest.mark.parametrize("weak", ["hist_stump", "stump"])

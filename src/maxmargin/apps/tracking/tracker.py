@@ -313,6 +313,8 @@ class StructBoostTracker(_OnlineBoxTracker):
                 "weak_learner must be 'fixed_bins', 'hist_stump' or 'stump', "
                 f"got {self.weak_learner!r}"
             )
+        if self.update_gate is not None and not 0.0 <= float(self.update_gate) <= 1.0:
+            raise ValueError(f"update_gate must be in [0, 1] or None, got {self.update_gate!r}")
 
     def _accept_frame(self, score: float) -> bool:
         if self.update_gate is None:
