@@ -206,3 +206,91 @@ def test_keep_labelled_frames_stay_in_training():
         tr.update(frames[k])
     assert len(tr._anchors) == 3 and len(tr._data) == 2
     np.testing.assert_array_equal(tr._anchors[0].boxes[0], boxes[0])
+
+
+# -- speed path: features coded once per frame, stumps on codes, warm updates unpolished --
+def test_feature_quantizer_matches_searchsorted():
+    from maxmargin.apps.tracking import FeatureQuantizer
+
+    rng = np.random.default_rng(0)
+    Z = rng.random((300, 7))
+    Z[:, 0] = np.round(Z[:, 0] * 3) / 3  # few distinct values: repeated edges
+    q = FeatureQuantizer(256).fit(Z)
+    X = rng.random((500, 7)) * 1.4 - 0.2  # also outside the fitted range
+    X[:40] = Z[:40]  # values equal to edges
+    ref = np.stack([np.searchsorted(q.edges_[f], X[:, f], side="left") for f in range(7)], 1)
+    codes = q.transform(X)
+    assert codes.dtype == np.uint8
+    np.testing.assert_array_equal(codes, ref)
+    # equal-frequency: each of the 256 codes of a continuous feature holds about n / 256
+    counts = np.bincount(q.transform(Z)[:, 1], minlength=256)
+    assert counts.max() <= 3
+    with pytest.raises(ValueError, match="n_bins"):
+        FeatureQuantizer(300)
+    with pytest.raises(ValueError, match="expected"):
+        q.transform(X[:, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        FeatureQuantizer().fit(np.array([[np.nan]]))
+
+
+def test_fixed_bin_tracker_scores_raw_features_like_codes():
+    """The tracker trains stumps on codes and maps them back to raw thresholds
+    (code > b  <=>  value > edges[b]): both give the same candidate scores."""
+    frames, boxes = synthetic_video(n=6)
+    tr = StructBoostTracker(max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr.init(frames[0], boxes[0])
+    for k in range(1, 6):
+        tr.update(frames[k])
+    assert tr._encoded and len(tr._hyps) > 0
+    Z = tr._feat(to_grey(frames[5]), tr.candidates_)
+    on_codes = tr.model_.slot_weights_[:, 0] @ tr.model_.hypotheses_.evaluate(
+        tr._quantizer.transform(Z).astype(float)
+    )
+    np.testing.assert_allclose(tr._score(Z), on_codes)
+    np.testing.assert_allclose(tr.candidate_scores_, tr._score(Z))
+    with pytest.raises(ValueError, match="weak_learner"):
+        StructBoostTracker(weak_learner="tree", **FAST).init(frames[0], boxes[0])
+    with pytest.raises(ValueError, match="update_gate"):
+        StructBoostTracker(update_gate=1.5, **FAST).init(frames[0], boxes[0])
+
+
+def test_update_gate_skips_low_scoring_frames():
+    frames, boxes = synthetic_video()
+    kw = dict(max_iter=30, update_iter=5, random_state=0, **FAST)
+    always = StructBoostTracker(**kw)
+    track_sequence(always, frames, boxes)
+    assert always.n_skipped_ == 0
+    strict = StructBoostTracker(update_gate=1.0, **kw)  # only frames at or above the median
+    _pred, info = track_sequence(strict, frames, boxes)
+    assert strict.n_skipped_ > 0
+    # 3 labelled frames, then the accepted ones, in a window of 12
+    assert len(strict._data) == min(12, len(frames) - strict.n_skipped_)
+    assert strict.n_trainings_ == 1 + (len(frames) - 3 - strict.n_skipped_) // 2
+    assert info["metrics"]["overlap"] > 0.8
+
+
+@pytest.mark.parametrize("weak", ["hist_stump", "stump"])
+def test_structboost_tracker_other_weak_learners(weak):
+    frames, boxes = synthetic_video()
+    tr = StructBoostTracker(weak_learner=weak, max_iter=30, update_iter=5, random_state=0, **FAST)
+    _pred, info = track_sequence(tr, frames, boxes)
+    assert not tr._encoded
+    assert info["metrics"]["overlap"] > 0.8
+
+
+def test_warm_updates_skip_the_polish():
+    frames, boxes = synthetic_video(n=5)
+    tr = StructBoostTracker(max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr.init(frames[0], boxes[0])
+    assert tr.model_.history_[-1]["certified"]  # the initial training is polished
+    tr.update(frames[1])
+    tr.update(frames[2])
+    assert tr.n_trainings_ == 2 and not tr.model_.polish
+    assert not tr.model_.history_[-1]["certified"]
+    tr2 = StructBoostTracker(
+        max_iter=30, update_iter=5, polish_updates=True, random_state=0, **FAST
+    )
+    tr2.init(frames[0], boxes[0])
+    tr2.update(frames[1])
+    tr2.update(frames[2])
+    assert tr2.model_.history_[-1]["certified"]

@@ -134,6 +134,13 @@ class StructBoost(Persistent, BaseEstimator):
         weights (they enter the new master as columns, re-evaluated on the new data;
         ``max_iter`` then counts the iterations added).  For re-training on data that
         changes a little, such as a tracker's sliding window of frames.
+    polish : bool, default=True
+        End the fast master with the exact LP optimum over the final weak learners.
+        False: return the smoothed master's solution (``gap_`` is its certified relative
+        gap; ``converged_`` means no weak learner had gain
+        above ``1 + eps_cg`` under the smoothed duals).  Only the fast master skips it; for
+        frequent warm re-trainings (the tracker) where the exact vertex is not worth its
+        time.
 
     Attributes
     ----------
@@ -206,9 +213,11 @@ class StructBoost(Persistent, BaseEstimator):
         verbose: int = 0,
         callback=None,
         warm_start: bool = False,
+        polish: bool = True,
     ):
         self.task = task
         self.warm_start = warm_start
+        self.polish = polish
         self.master = master
         self.tol = tol
         self.max_cp_rounds = max_cp_rounds
@@ -242,6 +251,7 @@ class StructBoost(Persistent, BaseEstimator):
         "verbose": VERBOSE,
         "callback": CALLBACK,
         "warm_start": [bool, np.bool_],
+        "polish": [bool, np.bool_],
     }
 
     def _validate_hyperparameters(self) -> None:
@@ -351,6 +361,7 @@ class StructBoost(Persistent, BaseEstimator):
             callback=report,
             max_cp_rounds=self.max_cp_rounds,
             n_jobs=self._search_n_jobs(),
+            polish=bool(self.polish),
             **init,
         )
         self._store_result(res)
@@ -372,7 +383,12 @@ class StructBoost(Persistent, BaseEstimator):
                 EmptyModelWarning,
                 stacklevel=3,
             )
-        elif res.gap > self.GAP_WARNING and (not res.certified or self.task_.dense_outputs):
+        elif (
+            res.gap > self.GAP_WARNING
+            and (not res.certified or self.task_.dense_outputs)
+            and (self.polish or self.master_ != "fast")
+        ):
+            # (polish=False asked for the smoothed solution and its gap)
             # (a certified 1-slack model of a task without listable outputs -- ranking --
             # is accurate to C * eps_cp by design, Alg. 2)
             if res.stop_reason == "stalled":

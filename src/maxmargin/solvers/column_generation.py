@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
@@ -622,6 +622,19 @@ def _interrupted(store, history, w_path) -> ColumnGenerationResult:
     )
 
 
+_THREADPOOLS: ThreadpoolController | None = None
+
+
+def _blas_one_thread():
+    """``threadpool_limits(1, "blas")`` with the loaded libraries scanned once per
+    process (the scan costs milliseconds, which an online tracker re-training every
+    other frame would pay each time)."""
+    global _THREADPOOLS
+    if _THREADPOOLS is None:
+        _THREADPOOLS = ThreadpoolController()
+    return _THREADPOOLS.limit(limits=1, user_api="blas")
+
+
 def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
     """Run Alg. 1 on a bound task (see :func:`_fit_structboost` for the parameters).
 
@@ -630,7 +643,7 @@ def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
     slower on two cores.
     """
     n_jobs = kwargs.pop("n_jobs", None)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_one_thread():
         if n_jobs is None:
             return _fit_structboost(*args, **kwargs)
         task = args[0]
@@ -695,6 +708,7 @@ def _fit_structboost(
     truncate_gap: float = TRUNCATE_GAP,
     init_hypotheses: Hypotheses | None = None,
     init_slot_weights: np.ndarray | None = None,
+    polish: bool = True,
 ) -> ColumnGenerationResult:
     """Alg. 1: column generation over weak structured learners around a master.
 
@@ -712,6 +726,11 @@ def _fit_structboost(
     slot of positive weight -- and the master is solved over them first (the fast master
     starting from the given weights), so column generation only adds what the new data
     needs (e.g. an online tracker re-trained on a sliding window of frames).
+
+    ``polish=False`` (fast master only): no exact solve at all -- column generation stops
+    when the smoothed master's duals price no new column (or at ``max_iter``) and the
+    smoothed solution is returned, with its certified gap (``certified`` False).  For
+    frequent warm re-trainings where the exact vertex is not worth its time.
     """
     if master not in MASTERS:
         raise ValueError(f"master must be one of {MASTERS}, got {master!r}")
@@ -788,6 +807,7 @@ def _fit_structboost(
         )
         return rec
 
+    skip_polish = not polish and isinstance(mst, FastMaster)
     converged, reason = False, "max_iter"
     it = 0
     t_weak = t_cert = 0.0
@@ -808,7 +828,7 @@ def _fit_structboost(
                     # the continuation stalled and its duals price nothing new either
                     reason = "stalled"
                     break
-                if not mst.certified:
+                if not mst.certified and not skip_polish:
                     # approximate duals priced nothing new: solve exactly, then re-price
                     t1 = time.perf_counter()
                     ok = mst.certify(final_deadline)
@@ -842,7 +862,7 @@ def _fit_structboost(
     except KeyboardInterrupt:
         return _interrupted(store, history, w_path)
 
-    if not mst.certified and history:
+    if not mst.certified and history and not skip_polish:
         # the final polish: the exact optimum over the final columns, inside max_time
         t1 = time.perf_counter()
         try:

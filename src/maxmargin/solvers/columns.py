@@ -7,9 +7,10 @@ classifiers' outputs ``H[h] = phi_h(z)`` on the task's weak inputs ``z``: the sl
 of a weight vector are ``F = H' W`` with ``W[h, s]`` the weight of column ``(h, s)``, and a
 column's gain under signed weights ``A`` is ``(H A)[h, s]``.  ``H`` lives in a growable
 buffer (appending a classifier copies only its own row), and identical classifiers are
-found by hashing their outputs, so an inexact master cannot make the same weak learner
-enter twice.  A float32 mirror of ``H`` serves the smoothed master's inner products
-(half the memory traffic); everything exact (LP coefficients, certificates) uses float64.
+found by hashing a fixed sample of their outputs and comparing the outputs in full, so an
+inexact master cannot make the same weak learner enter twice.  A float32 mirror of ``H``
+serves the smoothed master's inner products (half the memory traffic); everything exact
+(LP coefficients, certificates) uses float64.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class ColumnStore:
         self.n_hyp = 0
         self.col_hyp = np.zeros(0, dtype=np.int64)
         self.col_slot = np.zeros(0, dtype=np.int64)
-        self._seen: dict[bytes, int] = {}
+        self._seen: dict[bytes, list[int]] = {}
+        # outputs hashed on a fixed sample of at most 256 inputs, then compared in full
+        self._probe = np.unique(np.linspace(0, max(self.n_z - 1, 0), 256).astype(np.intp))
 
     # -- views ---------------------------------------------------------------------------
     @property
@@ -74,9 +77,19 @@ class ColumnStore:
         index[: self.n_hyp] = self.index
         self._H, self._H32, self._index = H, H32, index
 
+    def _key(self, outputs: np.ndarray) -> bytes:
+        return outputs[self._probe].tobytes() if self.n_z else b""
+
+    def _lookup(self, outputs: np.ndarray, key: bytes) -> int:
+        for h in self._seen.get(key, ()):
+            if np.array_equal(self._H[h], outputs):
+                return h
+        return -1
+
     def find(self, outputs: np.ndarray) -> int:
         """Index of a stored classifier with exactly these outputs, or -1."""
-        return self._seen.get(np.ascontiguousarray(outputs, dtype=np.float64).tobytes(), -1)
+        outputs = np.ascontiguousarray(outputs, dtype=np.float64)
+        return self._lookup(outputs, self._key(outputs))
 
     def add(self, new_hyps: Hypotheses, outputs: np.ndarray, slots_per_hyp) -> np.ndarray:
         """Add classifiers (or reuse identical stored ones) in the given slots.
@@ -85,20 +98,24 @@ class ColumnStore:
         """
         outputs = np.asarray(outputs, dtype=np.float64).reshape(len(new_hyps), self.n_z)
         new_cols = []
-        for k in range(len(new_hyps)):
-            h = self.find(outputs[k])
+        taken = []  # new classifiers, in the order they get their numbers
+        self._grow(len(new_hyps))
+        for k in range(len(new_hyps)):  # one step per new classifier (not per input)
+            key = self._key(outputs[k])
+            h = self._lookup(outputs[k], key)
             if h < 0:
-                self._grow(1)
                 h = self.n_hyp
                 self._H[h] = outputs[k]
                 self._H32[h] = outputs[k]
-                self.hyps = self.hyps.concat(new_hyps.take(np.array([k])))
+                taken.append(k)
                 self.n_hyp += 1
-                self._seen[self._H[h].tobytes()] = h
+                self._seen.setdefault(key, []).append(h)
             for s in np.asarray(slots_per_hyp[k], dtype=np.int64):
                 if self._index[h, s] < 0:
                     self._index[h, s] = self.n_columns + len(new_cols)
                     new_cols.append((h, s))
+        if taken:
+            self.hyps = self.hyps.concat(new_hyps.take(np.array(taken)))
         if new_cols:
             hs = np.array(new_cols, dtype=np.int64)
             self.col_hyp = np.concatenate([self.col_hyp, hs[:, 0]])

@@ -136,7 +136,8 @@ class SmoothedMaster:
         self.w = np.concatenate([self.w, np.zeros(k)])
         self.gains = np.concatenate([self.gains, g_new])
         self.grad = 1.0 - self.gains
-        self._pairs = [(np.pad(s, (0, k)), np.pad(y, (0, k))) for s, y in self._pairs]
+        z = np.zeros(k)
+        self._pairs = [(np.concatenate([s, z]), np.concatenate([y, z])) for s, y in self._pairs]
 
     def set_weights(self, w: np.ndarray, keep_memory: bool = False) -> None:
         """Restart from given weights (e.g. the exact LP solution after a polish); the

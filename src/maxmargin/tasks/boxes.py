@@ -159,7 +159,9 @@ class BoxCandidates:
     """Candidate boxes of one image with their patch features.
 
     boxes : (k, 4) array ``(x, y, w, h)``.
-    features : (k, d) array, the feature vector ``Phi``-input of each box's patch.
+    features : (k, d) array, the feature vector ``Phi``-input of each box's patch
+        (float, or uint8 bin codes: when every image's features are uint8 the task's
+        weak inputs stay uint8, e.g. for :class:`~maxmargin.weak.CodedStump`).
     """
 
     boxes: np.ndarray
@@ -170,14 +172,16 @@ def _check_candidates(c, d=None) -> BoxCandidates:
     if not isinstance(c, BoxCandidates):
         raise ValueError(f"box inputs must be BoxCandidates, got {type(c).__name__}")
     B = _as_boxes(c.boxes)
-    Fe = np.asarray(c.features, dtype=np.float64)
+    Fe = np.asarray(c.features)
+    if Fe.dtype != np.uint8:  # uint8: bin codes, kept as they are (1/8 of the memory)
+        Fe = np.asarray(Fe, dtype=np.float64)
     if Fe.ndim != 2 or Fe.shape[0] != B.shape[0] or B.shape[0] < 1:
         raise ValueError(
             f"features must have shape ({B.shape[0]}, d) matching the boxes, got {Fe.shape}"
         )
     if d is not None and Fe.shape[1] != d:
         raise ValueError(f"features have {Fe.shape[1]} columns, expected {d}")
-    if not np.all(np.isfinite(Fe)):
+    if Fe.dtype != np.uint8 and not np.all(np.isfinite(Fe)):
         raise ValueError("features contain NaN or inf")
     if np.any(B[:, 2] <= 0) or np.any(B[:, 3] <= 0):
         raise ValueError("candidate boxes must have positive width and height")
@@ -219,7 +223,8 @@ class BoxTask(StructuredTask):
         if np.any(y < 0) or np.any(y >= sizes):
             raise ValueError("true-box index out of range of the candidates")
         m, K = len(cs), int(sizes.max())
-        Z = np.empty((m, K, d))
+        codes = all(c.features.dtype == np.uint8 for c in cs)
+        Z = np.empty((m, K, d), dtype=np.uint8 if codes else np.float64)
         B = np.empty((m, K, 4))
         for i, c in enumerate(cs):  # one copy per image (no loop over boxes)
             k = len(c.boxes)
@@ -339,7 +344,7 @@ class BoxLinearModel:
         self.n_samples = task.n_samples
         self.K = int(task.n_outputs)
         self.dim = task.n_features_
-        self.Z = task._Z.reshape(self.n_samples, self.K, self.dim)
+        self.Z = np.asarray(task._Z, dtype=np.float64).reshape(self.n_samples, self.K, self.dim)
         self.y = task.y_
         self.n_positions = self.n_samples
         self.n_features, self.n_slots, self.n_states = self.dim, 1, self.K

@@ -5,7 +5,7 @@ Names accepted by ``weak_learner=``: see :data:`WEAK_LEARNERS`; any
 """
 
 from maxmargin.weak.base import Hypotheses, WeakLearner
-from maxmargin.weak.hist_stump import HistogramStump
+from maxmargin.weak.hist_stump import CodedStump, HistogramStump
 from maxmargin.weak.linear import LinearClassifiers
 from maxmargin.weak.linear_svm import LinearSVMWeak
 from maxmargin.weak.nonneg import NonNegative, shifted_class
@@ -52,6 +52,7 @@ def make_weak_learner(spec) -> WeakLearner:
 __all__ = [
     "HYPOTHESES",
     "WEAK_LEARNERS",
+    "CodedStump",
     "DecisionStump",
     "DecisionTree",
     "FeatureSubset",

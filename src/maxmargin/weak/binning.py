@@ -215,5 +215,7 @@ def dense_columns(Z, features) -> np.ndarray:
         if Z.format != "csc":
             Z = Z.tocsc()
         return np.asarray(Z[:, features].toarray(), dtype=np.float64)
-    Z = np.asarray(Z, dtype=np.float64)
-    return np.ascontiguousarray(Z[:, features])
+    Z = np.asarray(Z)
+    if Z.dtype.kind not in "iuf":
+        Z = Z.astype(np.float64)
+    return np.ascontiguousarray(Z[:, features], dtype=np.float64)  # only these converted

@@ -97,7 +97,9 @@ class Stumps(Hypotheses):
 
     def evaluate(self, Z) -> np.ndarray:
         if not sp.issparse(Z):
-            Z = np.asarray(Z, dtype=np.float64)
+            Z = np.asarray(Z)
+            if Z.dtype.kind not in "iu":  # integer codes: only the used columns converted
+                Z = np.asarray(Z, dtype=np.float64)
         return evaluate_thresholds(Z, self.feature, self.threshold, -self.polarity, self.polarity)
 
     def take(self, index) -> Stumps:

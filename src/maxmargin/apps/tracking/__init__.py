@@ -4,7 +4,7 @@ See docs/tracking.md.
 """
 
 from maxmargin.apps.tracking.data import Sequence, load_sequence, read_boxes, write_boxes
-from maxmargin.apps.tracking.features import PatchFeatures, to_grey
+from maxmargin.apps.tracking.features import FeatureQuantizer, PatchFeatures, to_grey
 from maxmargin.apps.tracking.metrics import (
     centre_errors,
     overlaps,
@@ -24,6 +24,7 @@ from maxmargin.apps.tracking.tracker import (
 __all__ = [
     "TRACKERS",
     "AdaBoostTracker",
+    "FeatureQuantizer",
     "PatchFeatures",
     "SSVMTracker",
     "Sequence",

@@ -28,8 +28,9 @@ Feature kinds (combine with ``+``, e.g. ``"raw+hog"``, the paper's choice, Sec. 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-__all__ = ["PatchFeatures", "to_grey"]
+__all__ = ["FeatureQuantizer", "PatchFeatures", "to_grey"]
 
 KINDS = ("raw", "hog", "haar")
 
@@ -188,3 +189,60 @@ class PatchFeatures:
         S = _cell_sums(_integral(chans), rb, self.hog_cells)  # (nb, n, g, g)
         v = np.moveaxis(S, 0, -1).reshape(len(rb), -1)
         return v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-6)
+
+
+@njit(cache=True)
+def _quantize(ZT, edges, out):  # pragma: no cover - compiled
+    # branchless bisection: edges (d, 2**p) padded with +inf; code = #edges < v
+    d, n = ZT.shape
+    k = edges.shape[1]
+    for f in range(d):
+        e = edges[f]
+        z = ZT[f]
+        o = out[f]
+        for i in range(n):
+            v = z[i]
+            lo = 0
+            step = k >> 1
+            while step > 0:
+                lo += step * (e[lo + step - 1] < v)
+                step >>= 1
+            o[i] = lo
+
+
+class FeatureQuantizer:
+    """Per-feature equal-frequency bin codes with edges fixed once (``fit``).
+
+    A tracker codes each frame's features once, when the frame arrives, and keeps the
+    codes; the stumps (:class:`~maxmargin.weak.CodedStump`) then train on codes without
+    re-sorting the whole window at every re-training.  ``fit`` takes the ``n_bins - 1``
+    inner quantiles of every feature as edges; ``transform`` gives each value the number
+    of edges strictly below it (uint8 codes in ``0 .. n_bins - 1``; values beyond the
+    fitted range fall in the end bins).
+    """
+
+    def __init__(self, n_bins: int = 256) -> None:
+        if not 2 <= int(n_bins) <= 256:
+            raise ValueError(f"n_bins must be in [2, 256], got {n_bins!r}")
+        self.n_bins = int(n_bins)
+
+    def fit(self, Z) -> FeatureQuantizer:
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim != 2 or len(Z) == 0:
+            raise ValueError(f"need a non-empty (n, d) array, got shape {Z.shape}")
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("features contain NaN or inf")
+        q = np.arange(1, self.n_bins) / self.n_bins
+        self.edges_ = np.ascontiguousarray(np.quantile(Z, q, axis=0).T)  # (d, n_bins - 1)
+        k = 1 << int(np.ceil(np.log2(self.n_bins)))  # padded to a power of two
+        self._padded = np.full((len(self.edges_), k), np.inf)
+        self._padded[:, : self.n_bins - 1] = self.edges_
+        return self
+
+    def transform(self, Z) -> np.ndarray:
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        if Z.ndim != 2 or Z.shape[1] != self.edges_.shape[0]:
+            raise ValueError(f"expected (n, {self.edges_.shape[0]}) features, got {Z.shape}")
+        out = np.empty(Z.shape[::-1], dtype=np.uint8)
+        _quantize(np.ascontiguousarray(Z.T), self._padded, out)
+        return out.T
