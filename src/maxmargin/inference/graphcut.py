@@ -26,6 +26,8 @@ Convention: label 1 is the sink side of the cut.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 __all__ = [
@@ -74,6 +76,12 @@ def energy(unary, edges, pairwise, labels) -> float:
     return e
 
 
+#: one max-flow graph per thread, reset and refilled by every cut: allocating a fresh graph
+#: per call cost up to 40 % of the cut time in worker processes (docs/benchmarks.md,
+#: "Scale-out", CRF)
+_GRAPHS = threading.local()
+
+
 def _binary_cut(unary, edges, A, B, C, D):
     """Minimum cut of ``sum_p unary[p, y_p] + sum_e table_e(y_p, y_q)`` with table
     entries A=(0,0), B=(0,1), C=(1,0), D=(1,1) (submodular: B + C >= A + D)."""
@@ -86,7 +94,11 @@ def _binary_cut(unary, edges, A, B, C, D):
     u1 = u1 + np.bincount(p, weights=C - A, minlength=n)
     u1 = u1 + np.bincount(q, weights=D - C, minlength=n)
     lam = np.maximum(B + C - A - D, 0.0)
-    g = maxflow.Graph[float](n, max(len(edges), 1))
+    g = getattr(_GRAPHS, "graph", None)
+    if g is None:
+        g = _GRAPHS.graph = maxflow.Graph[float](n, max(len(edges), 1))
+    else:  # reuse the memory of the last cut (no new/delete of the node and arc blocks)
+        g.reset()
     nodes = g.add_nodes(n)
     # label 1 (sink side) pays the source capacity, label 0 the sink capacity
     g.add_grid_tedges(np.asarray(nodes), np.maximum(u1, 0.0), np.maximum(-u1, 0.0))
