@@ -58,12 +58,17 @@ def _l2_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
     Xa = dual_cd_data(with_const(X)) if Xa is None else Xa
     alpha0 = warm.get("a")
     max_iter = 100_000 if max_iter is None else max_iter
-    # a capped (pricing) solve also starts from the last solve's active set: the gap pass
-    # returns any sample the new columns made violating
-    act = warm.get("active") if max_iter < 100_000 else None
+    # every solve starts from the last solve's active set: the gap passes return any
+    # sample the new columns made violating.  A capped (pricing) solve skips the gap
+    # check (a pass over every sample) after its last epoch when an earlier one was
+    # made: the pricing needs only approximate multipliers, and the objective of the best
+    # checked iterate is still a valid bound
+    capped = max_iter < 100_000
+    act = warm.get("active")
     sol = fit_dual_cd(
-        Xa, y, C, loss="hinge", tol=tol, max_iter=max_iter, rng=0, alpha0=alpha0, active0=act
-    )
+        Xa, y, C, loss="hinge", tol=tol, max_iter=max_iter, rng=0, alpha0=alpha0,
+        active0=act, certify=not capped,
+    )  # fmt: skip
     warm["active"] = sol.active
     w = sol.w
     return w[:-1], float(w[-1]), sol.alpha.copy(), sol.primal
