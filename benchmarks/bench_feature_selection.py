@@ -39,7 +39,7 @@ from _common import DEFAULT_DATA, load_multiclass, write_result
 from maxmargin import ForwardFeatureSelector
 
 K = (5, 10, 20, 40, 80)
-REPEATS = 3
+REPEATS = 5
 #: forward-selection variants: (name, keyword arguments)
 VARIANTS = (
     ("ffs_auto", {"inner_tol": 1e-3}),

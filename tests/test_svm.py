@@ -385,6 +385,27 @@ def test_dual_cd_from_a_small_initial_active_set_reaches_the_qp_optimum():
     assert sol.history[0]["active"] > 5  # the first gap pass re-activated violators
 
 
+def test_dual_cd_uncertified_end_keeps_a_valid_bound():
+    """certify=False skips the gap pass after the last epoch (if an earlier one was made):
+    the reported primal is that of the returned w (so an upper bound on the optimum, scipy
+    QP), the multipliers are the last iterate, feasible, and the dual bound holds."""
+    X, y = _small(n=70, d=4, seed=4)
+    Xa = np.hstack([X, np.ones((70, 1))])
+    ref = _dual_qp_box(Xa, y, 1.0)
+    for cap in (1, 3, 8):
+        sol = fit_dual_cd(Xa, y, 1.0, tol=1e-12, max_iter=cap, rng=0, certify=False)
+        full = fit_dual_cd(Xa, y, 1.0, tol=1e-12, max_iter=cap, rng=0)
+        assert sol.n_iter == cap and full.history[-1]["iteration"] == cap
+        np.testing.assert_array_equal(sol.alpha, full.alpha)  # the same epochs either way
+        # a gap pass was made before the last epoch (or, if none was, after it)
+        assert sol.history[-1]["iteration"] == (
+            cap if cap == 1 else [h["iteration"] for h in full.history][-2]
+        )
+        assert sol.primal == pytest.approx(hinge_objective(y * (Xa @ sol.w), sol.w @ sol.w, 1.0))
+        assert sol.primal >= ref * (1 - 1e-9) and sol.dual <= ref * (1 + 1e-9)
+        assert np.all((sol.alpha >= 0) & (sol.alpha <= 1.0))
+
+
 def test_dual_cd_layout_follows_fill_and_memory(monkeypatch):
     import maxmargin.solvers.svm as S
 

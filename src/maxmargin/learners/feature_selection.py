@@ -24,10 +24,9 @@ from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.feature_selection import (
     column_scores,
     dual_value,
+    restricted_data,
     solve_restricted,
-    with_const,
 )
-from maxmargin.solvers.svm import dual_cd_data
 
 __all__ = ["ForwardFeatureSelector"]
 
@@ -196,11 +195,19 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         Y = np.column_stack(ys)
         step = 0.1 if self.features_per_step == "auto" else self.features_per_step
 
+        data = None  # the last round's L2 data (restricted_data)
+
         def evaluate(tol_k):
-            Xs = X[:, order]
+            nonlocal data
             # the L2 problems' data (constant column, dual CD layout) formed once per
-            # round for every class
-            Xa = dual_cd_data(with_const(Xs)) if penalty == "l2" else None
+            # round for every class, grown from the last round's
+            Xa = None
+            if penalty == "l2":
+                data = restricted_data(X, order, data)
+                Xa = data[0]
+                Xs = Xa.M[:, :-1]  # the solvers read Xa; Xs gives the shape
+            else:
+                Xs = X[:, order]
             cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
             sols = [
                 solve_restricted(Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap)

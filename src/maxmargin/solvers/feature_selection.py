@@ -28,9 +28,9 @@ import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 from scipy.special import expit
 
-from maxmargin.solvers.svm import dual_cd_data, fit_dual_cd
+from maxmargin.solvers.svm import DENSE_FILL, DualCDData, dual_cd_data, fit_dual_cd
 
-__all__ = ["column_scores", "dual_value", "solve_restricted", "with_const"]
+__all__ = ["column_scores", "dual_value", "restricted_data", "solve_restricted", "with_const"]
 
 
 def _logistic(m):
@@ -58,12 +58,17 @@ def _l2_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
     Xa = dual_cd_data(with_const(X)) if Xa is None else Xa
     alpha0 = warm.get("a")
     max_iter = 100_000 if max_iter is None else max_iter
-    # a capped (pricing) solve also starts from the last solve's active set: the gap pass
-    # returns any sample the new columns made violating
-    act = warm.get("active") if max_iter < 100_000 else None
+    # every solve starts from the last solve's active set: the gap passes return any
+    # sample the new columns made violating.  A capped (pricing) solve skips the gap
+    # check (a pass over every sample) after its last epoch when an earlier one was
+    # made: the pricing needs only approximate multipliers, and the objective of the best
+    # checked iterate is still a valid bound
+    capped = max_iter < 100_000
+    act = warm.get("active")
     sol = fit_dual_cd(
-        Xa, y, C, loss="hinge", tol=tol, max_iter=max_iter, rng=0, alpha0=alpha0, active0=act
-    )
+        Xa, y, C, loss="hinge", tol=tol, max_iter=max_iter, rng=0, alpha0=alpha0,
+        active0=act, certify=not capped,
+    )  # fmt: skip
     warm["active"] = sol.active
     w = sol.w
     return w[:-1], float(w[-1]), sol.alpha.copy(), sol.primal
@@ -155,6 +160,34 @@ def with_const(X, scale=1.0):
         out[:, k] = scale
         return out
     return _with_const(X, scale)
+
+
+def restricted_data(X, order, prev=None):
+    """``(dual_cd_data(with_const(X[:, order])), nnz)`` -- the L2 problems' data on the
+    selected columns and its number of non-zeros.  ``prev``: this function's result for a
+    prefix of ``order`` (the last round); for dense X whose data stays dense (at least
+    ``DENSE_FILL`` non-zero, as :func:`dual_cd_data` decides), the new data is grown
+    from it: the old columns copied row by row, only the new ones gathered from X, the
+    squared row norms updated.
+    """
+    if prev is not None and not sp.issparse(X) and prev[0].dense:
+        old, nnz = prev
+        kp = old.M.shape[1] - 1
+        k = len(order)
+        new = X[:, order[kp:]]
+        nnz = nnz + int(np.count_nonzero(new))
+        n = X.shape[0]
+        if kp <= k and nnz >= DENSE_FILL * n * (k + 1):
+            out = np.empty((n, k + 1))
+            out[:, :kp] = old.M[:, :kp]
+            out[:, kp:k] = new
+            out[:, k] = 1.0
+            sqn = old.sqn + np.einsum("ij,ij->i", new, new)
+            e = np.zeros(1, dtype=np.int32)
+            return DualCDData(out, e, e, np.zeros(0), out, True, sqn), nnz
+    Xa = with_const(X[:, order])
+    nnz = Xa.nnz if sp.issparse(Xa) else int(np.count_nonzero(Xa))
+    return dual_cd_data(Xa), nnz
 
 
 def solve_restricted(X, y, C, loss, penalty, *, tol=1e-8, warm=None, Xa=None, max_iter=None):

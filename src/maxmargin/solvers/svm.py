@@ -479,7 +479,7 @@ def _dcd_check(
 @njit(cache=True)
 def _dcd_run(
     indptr, indices, data, Xd, dense, y, alpha, w, Qd, C, diag, U, squared, index, state,
-    rstate, max_epochs, work, shrinking,
+    rstate, max_epochs, work, shrinking, check,
 ):  # pragma: no cover - compiled  # fmt: skip
     """Epochs of dual coordinate descent (Hsieh et al. 2008, Alg. 1) up to the next
     duality-gap check, then the check (:func:`_dcd_check`); returns (epochs, sample
@@ -496,6 +496,7 @@ def _dcd_run(
     ``eps_pg`` (a tenth of the first epoch's spread, halved at each such check); the check
     returns every shrunk variable with a non-zero projected gradient to the active set
     (liblinear instead restores all of them once its spread reaches its tolerance).
+    ``check=False``: no check when the epochs ran out (primal and dual returned as NaN).
 
     ``state`` (float64) carries ``[active, pmax, pmin, eps_pg, spread on the active set,
     spread on all samples]`` between calls (``eps_pg < 0``: not yet set).
@@ -566,10 +567,12 @@ def _dcd_run(
                 break
         if done >= work:
             break
-    primal, dual, full_spread, active = _dcd_check(
-        indptr, indices, data, Xd, dense, y, alpha, w, C, diag, U, squared, index, active,
-        shrinking,
-    )  # fmt: skip
+    primal = dual = full_spread = np.nan
+    if check or ep < max_epochs:
+        primal, dual, full_spread, active = _dcd_check(
+            indptr, indices, data, Xd, dense, y, alpha, w, C, diag, U, squared, index, active,
+            shrinking,
+        )  # fmt: skip
     state[0] = active
     state[1] = pmax
     state[2] = pmin
@@ -641,6 +644,7 @@ def fit_dual_cd(
     active0=None,
     shrinking=True,
     check_every=1.0,
+    certify=True,
     callback=None,
     verbose=0,
 ) -> SVMSolution:
@@ -667,6 +671,10 @@ def fit_dual_cd(
     sample indices to start the active set from (the others start shrunk until a gap
     pass finds them violating; with ``alpha0`` of a related problem, e.g. the last round of
     feature selection); the solution's ``active`` is the final active set.
+    ``certify=False``: no check after the last epoch if an earlier one was made (a
+    capped solve that needs only approximate multipliers, e.g. feature selection's pricing
+    rounds: ``alpha`` is the last iterate, ``w``, ``primal`` and ``dual`` those of the
+    best checked one, still a valid bound).
     """
     if loss not in ("hinge", "squared_hinge"):
         raise ValueError(f"loss must be 'hinge' or 'squared_hinge', got {loss!r}")
@@ -732,10 +740,12 @@ def fit_dual_cd(
                 work = min(work, max(0.5 * n, 1.1 * (log_gap - np.log(tol)) / rate))
             done, seen, primal, d_val = _dcd_run(
                 *args, Qd, C, diag, U, squared, index, state, rstate, max_iter - ep,
-                max(1, int(work)), bool(shrinking),
+                max(1, int(work)), bool(shrinking), bool(certify),
             )  # fmt: skip
             ep += done
             visits += seen
+            if np.isnan(primal):  # certify=False and the epochs ran out: no last check
+                break
             rel = record(primal, d_val, callback)
             if rel <= tol:
                 converged = True
