@@ -123,6 +123,25 @@ def _abort(exc: BaseException, what: str) -> ParallelFitError:
     )
 
 
+def release_placement(owner, exc) -> None:
+    """Undo what a placement (:class:`ShardedOracle`, and the feature blocks of
+    :class:`~maxmargin.solvers.parallel_weak.BlockedStumpSearch`) set up on ``owner``:
+    cancel scattered Dask futures, close the worker session, delete the shard folder.
+    Safe to call twice."""
+    if owner._futures is not None:
+        try:
+            owner._session.backend.client.cancel(owner._futures)
+        except Exception:  # the cluster may be gone already
+            pass
+        owner._futures = None
+    if owner._session is not None:
+        owner._session.__exit__(*exc)
+        owner._session = None
+    if owner._folder is not None:
+        shutil.rmtree(owner._folder, ignore_errors=True)
+        owner._folder = None
+
+
 # ---------------------------------------------------------------------------
 # the per-shard kernel
 # ---------------------------------------------------------------------------
@@ -431,18 +450,7 @@ class ShardedOracle:
         self.bytes_placed = int(sum(_nbytes(sh) for sh in self.shards))
 
     def __exit__(self, *exc):
-        if self._futures is not None:
-            try:
-                self._session.backend.client.cancel(self._futures)
-            except Exception:  # the cluster may be gone already
-                pass
-            self._futures = None
-        if self._session is not None:
-            self._session.__exit__(*exc)
-            self._session = None
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
+        release_placement(self, exc)
         return False
 
     def _nodes(self):

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass
 
 import numpy as np
 
-from maxmargin.solvers.parallel import parallel_session
+from maxmargin.solvers.parallel import parallel_session, release_placement
 from maxmargin.weak.base import WeakLearner
 from maxmargin.weak.binning import code_features
 from maxmargin.weak.stump import DecisionStump, Stumps
@@ -164,18 +163,7 @@ class BlockedStumpSearch(WeakLearner):
         return self
 
     def __exit__(self, *exc):
-        if self._futures is not None:
-            try:
-                self._session.backend.client.cancel(self._futures)
-            except Exception:  # the cluster may be gone already
-                pass
-            self._futures = None
-        if self._session is not None:
-            self._session.__exit__(*exc)
-            self._session = None
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
+        release_placement(self, exc)
         _PREPARED.clear()
         return False
 

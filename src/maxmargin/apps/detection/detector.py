@@ -123,18 +123,26 @@ class _WindowDetector(BaseEstimator):
             [boxes[k] for k in keep], [np.asarray(images[k]).shape for k in keep]
         )
 
-    def _describe(self, pyr, lv, r, c) -> np.ndarray:
+    def _prior(self, pyr, boxes):
+        """The location-prior column of ``boxes`` (None without ``location_prior``): the
+        log density under the training boxes' distribution (:class:`BoxDistribution`),
+        clipped at -30 and divided by 10 (so in [-3, 0] up to the density's constant)."""
+        if getattr(self, "distribution_", None) is None:
+            return None
+        ld = self.distribution_.log_density(boxes, pyr.image_shape)
+        return (np.maximum(ld, -30.0) / 10.0).astype(np.float32)
+
+    def _describe(self, pyr, lv, r, c, prior=None) -> np.ndarray:
         """Window features: the HOG descriptor, and with ``location_prior`` one more
-        column, the window's log density under the training boxes' distribution
-        (:class:`BoxDistribution`), clipped at -30 and divided by 10 (so in [-3, 0] up
-        to the density's constant) -- the detector learns how much to trust where and
-        how large objects usually are against how they look."""
+        column, :meth:`_prior` -- the detector learns how much to trust where and how
+        large objects usually are against how they look.  ``prior``: that column when
+        the caller already has it (it is computed once per image, not per use)."""
         X = pyr.descriptors(lv, r, c)
         if getattr(self, "distribution_", None) is None:
             return X
-        ld = self.distribution_.log_density(pyr.boxes(lv, r, c), pyr.image_shape)
-        col = (np.maximum(ld, -30.0) / 10.0).astype(X.dtype)
-        return np.hstack([X, col[:, None]])
+        if prior is None:
+            prior = self._prior(pyr, pyr.boxes(lv, r, c))
+        return np.hstack([X, prior.astype(X.dtype)[:, None]])
 
     def _windows(self, images, boxes):
         """Per image: pyramid, window coordinates, boxes and max overlap with the truth."""
@@ -159,7 +167,7 @@ class _WindowDetector(BaseEstimator):
             raise ValueError("no positive windows: check the boxes and the window size")
         return X
 
-    def _score_windows(self, pyr, lv, r, c) -> np.ndarray:  # pragma: no cover - abstract
+    def _score_windows(self, pyr, lv, r, c, prior=None) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     def detect(self, image):
@@ -169,8 +177,8 @@ class _WindowDetector(BaseEstimator):
         lv, r, c = pyr.windows()
         if len(lv) == 0:
             return np.zeros((0, 4)), np.zeros(0)
-        s = self._score_windows(pyr, lv, r, c)
         b = pyr.boxes(lv, r, c)
+        s = self._score_windows(pyr, lv, r, c, prior=self._prior(pyr, b))
         if self.score_threshold is not None:
             keep = s > self.score_threshold
             b, s = b[keep], s[keep]
@@ -316,12 +324,19 @@ class HOGSVMDetector(_WindowDetector):
         wins = self._windows(images, boxes)
         Xp = self._positives(wins, boxes)
         offsets = np.cumsum([0] + [len(w[1]) for w in wins])
+        # the prior of every negative window, once (the scan repeats every round)
+        negs = [np.flatnonzero(w[4] < self.neg_overlap) for w in wins]
+        priors = [
+            self._prior(pyr, pyr.boxes(lv[neg], r[neg], c[neg]))
+            for (pyr, lv, r, c, _), neg in zip(wins, negs)
+        ]
 
         def scan():
-            for k, (pyr, lv, r, c, ov) in enumerate(wins):
-                neg = np.flatnonzero(ov < self.neg_overlap)
+            for k, (pyr, lv, r, c, _) in enumerate(wins):
+                neg = negs[k]
                 if len(neg):
-                    yield offsets[k] + neg, self._describe(pyr, lv[neg], r[neg], c[neg])
+                    X = self._describe(pyr, lv[neg], r[neg], c[neg], prior=priors[k])
+                    yield offsets[k] + neg, X
 
         res = mine_hard_negatives(
             Xp,
@@ -341,8 +356,9 @@ class HOGSVMDetector(_WindowDetector):
         self.n_train_images_ = len(images)
         return self
 
-    def _score_windows(self, pyr, lv, r, c):
-        return self._describe(pyr, lv, r, c) @ self.coef_.astype(np.float32) + self.intercept_
+    def _score_windows(self, pyr, lv, r, c, prior=None):
+        X = self._describe(pyr, lv, r, c, prior=prior)
+        return X @ self.coef_.astype(np.float32) + self.intercept_
 
     def _get_state(self):
         self._check_fitted()
@@ -530,8 +546,9 @@ class CascadeDetector(_WindowDetector):
         self.n_train_images_ = len(images)
         return self
 
-    def _score_windows(self, pyr, lv, r, c):
-        return self.cascade_.decision_function(self._describe(pyr, lv, r, c).astype(np.float64))
+    def _score_windows(self, pyr, lv, r, c, prior=None):
+        X = self._describe(pyr, lv, r, c, prior=prior)
+        return self.cascade_.decision_function(X.astype(np.float64))
 
     def _get_state(self):
         self._check_fitted()
