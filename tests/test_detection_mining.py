@@ -50,3 +50,59 @@ def test_mining_errors():
         mine_hard_negatives(Xp, lambda: iter([]))
     with pytest.raises(ValueError, match="features"):
         mine_hard_negatives(Xp, lambda: iter([(np.arange(10), Xn[:, :3])]))
+
+
+def test_mining_ctrl_c_keeps_the_last_solved_svm():
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    Xp, Xn = _data()
+    chunks = [(np.arange(k, k + 250), Xn[k : k + 250]) for k in range(0, len(Xn), 250)]
+    kw = dict(max_working_set=200, tol=1e-10, rng=0)
+    full = mine_hard_negatives(Xp, lambda: iter(chunks), 0.5, max_rounds=1, **kw)
+    calls = {"n": 0}
+
+    def scan():  # Ctrl-C in the middle of round 1's scan
+        calls["n"] += 1
+        for k, chunk in enumerate(chunks):
+            if calls["n"] == 2 and k == 3:
+                raise KeyboardInterrupt
+            yield chunk
+
+    with pytest.warns(FitInterruptedWarning):
+        res = mine_hard_negatives(Xp, scan, 0.5, **kw)
+    assert not res.converged and np.isnan(res.primal)
+    # the model is round 0's solve, the same as a run stopped after one round
+    np.testing.assert_array_equal(res.w, full.w)
+    assert res.b == full.b and len(res.history) == 1
+
+    def early():  # before the first solve there is nothing to keep
+        raise KeyboardInterrupt
+        yield
+
+    with pytest.raises(KeyboardInterrupt):
+        mine_hard_negatives(Xp, early, 0.5, **kw)
+
+
+def test_detector_ctrl_c_keeps_a_working_model(monkeypatch):
+    import maxmargin.apps.detection.detector as det
+    from maxmargin.apps.detection import HOGSVMDetector
+    from maxmargin.datasets import make_detection_scenes
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    real = det.mine_hard_negatives
+
+    def interrupted(*args, **kwargs):
+        def stop(rec):
+            if rec["iteration"] == 1:
+                raise KeyboardInterrupt
+
+        return real(*args, callback=stop, **kwargs)
+
+    monkeypatch.setattr(det, "mine_hard_negatives", interrupted)
+    images, boxes = make_detection_scenes(6, random_state=0)
+    with pytest.warns(FitInterruptedWarning):
+        d = HOGSVMDetector(window=(3, 3), C=0.1, max_working_set=300, random_state=0)
+        d.fit(images, boxes)
+    assert not d.converged_ and len(d.mining_history_) == 2
+    b, s = d.detect(images[0])
+    assert len(b) and np.all(np.isfinite(s))

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.svm import fit_dual_cd
 
 __all__ = ["MiningResult", "mine_hard_negatives"]
@@ -90,6 +91,11 @@ def mine_hard_negatives(
     0 in the last row, where the loop stopped),
     ``working_set``, ``objective`` (full primal at the scanned ``w``), ``dual_bound``,
     ``gap``, ``t_scan``, ``t_solve``, ``t_total``.
+
+    Ctrl-C (KeyboardInterrupt, also from ``scan`` or ``callback``) after the first
+    restricted solve returns the SVM of the last completed solve, ``converged=False``,
+    NaN objectives, and a :class:`~maxmargin.exceptions.FitInterruptedWarning`; before
+    it, the interrupt propagates.
     """
     rng = np.random.default_rng(rng)
     scale = float(intercept_scaling) if fit_intercept else None
@@ -109,127 +115,138 @@ def mine_hard_negatives(
     dual = -np.inf
     converged = False
     primal = np.inf
-    for rnd in range(int(max_rounds) + 1):
-        # ---- scan every negative with the current w
-        ts = time.perf_counter()
-        ws_set = ws_ids
-        n_hard = 0
-        hinge_neg = 0.0
-        seen = 0
-        cand_ids = np.zeros(0, dtype=np.int64)
-        cand_X = np.zeros((0, d))
-        cand_key = np.zeros(0)
-        n_violating = 0
-        for ids, X in scan():
-            ids = np.asarray(ids, dtype=np.int64).ravel()
-            Xa = _augment(X, scale)
-            if Xa.shape != (len(ids), d):
-                raise ValueError(
-                    f"scan() gave {Xa.shape[0]} x {Xa.shape[1] - (scale is not None)} "
-                    f"features for {len(ids)} ids; expected {d - (scale is not None)} features"
+    solved = False  # a restricted solve has completed: there is a model to keep
+    try:
+        for rnd in range(int(max_rounds) + 1):
+            # ---- scan every negative with the current w
+            ts = time.perf_counter()
+            ws_set = ws_ids
+            n_hard = 0
+            hinge_neg = 0.0
+            seen = 0
+            cand_ids = np.zeros(0, dtype=np.int64)
+            cand_X = np.zeros((0, d))
+            cand_key = np.zeros(0)
+            n_violating = 0
+            for ids, X in scan():
+                ids = np.asarray(ids, dtype=np.int64).ravel()
+                Xa = _augment(X, scale)
+                if Xa.shape != (len(ids), d):
+                    raise ValueError(
+                        f"scan() gave {Xa.shape[0]} x {Xa.shape[1] - (scale is not None)} "
+                        f"features for {len(ids)} ids; expected {d - (scale is not None)} features"
+                    )
+                seen += len(ids)
+                s = Xa @ w
+                hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
+                n_hard += int((s >= -1.0).sum())
+                new = (s > -1.0 + eps) & ~np.isin(ids, ws_set)
+                n_violating += int(new.sum())
+                if not new.any():
+                    continue
+                # streaming top-k by (score, random tie-break): keep at most max_working_set
+                key = s[new] + 1e-9 * rng.random(int(new.sum()))
+                cand_ids = np.concatenate([cand_ids, ids[new]])
+                cand_X = np.vstack([cand_X, Xa[new]])
+                cand_key = np.concatenate([cand_key, key])
+                if len(cand_key) > 2 * max_working_set:
+                    top = np.argsort(-cand_key, kind="stable")[:max_working_set]
+                    cand_ids, cand_X, cand_key = cand_ids[top], cand_X[top], cand_key[top]
+            if seen == 0:
+                raise ValueError("scan() produced no negatives")
+            t_scan = time.perf_counter() - ts
+            hinge_pos = float(np.maximum(0.0, 1.0 - Xp @ w).sum())
+            primal = 0.5 * float(w @ w) + C * (hinge_pos + hinge_neg)
+            gap = (primal - dual) / max(abs(primal), 1e-12)
+            rec = {
+                "iteration": rnd,
+                "n_hard": n_hard,
+                "n_new": int(min(len(cand_ids), max_working_set)),
+                "n_violating": n_violating,
+                "working_set": len(ws_ids),
+                "n_negatives": seen,
+                "objective": primal,
+                "dual_bound": float(dual),
+                "gap": float(gap),
+                "t_scan": t_scan,
+            }
+            if len(cand_ids) == 0 or rnd == max_rounds:
+                converged = len(cand_ids) == 0
+                rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
+                history.append(rec)
+                if verbose:
+                    print(f"[mining] round {rnd}: {n_hard} hard, stop", flush=True)
+                if callback is not None:
+                    callback(rec)
+                break
+            # ---- update the working set
+            order = np.argsort(-cand_key, kind="stable")
+            cand_ids, cand_X = cand_ids[order], cand_X[order]
+            room = max_working_set - len(ws_ids)
+            if room < len(cand_ids) and len(ws_ids):
+                s_ws = ws_X @ w
+                easy = (ws_alpha <= 0.0) & (s_ws < -1.0)
+                # drop easy members only as far as needed
+                need = min(len(cand_ids) - room, int(easy.sum()))
+                drop = np.flatnonzero(easy)[np.argsort(s_ws[easy])[:need]]
+                keep = np.ones(len(ws_ids), dtype=bool)
+                keep[drop] = False
+                ws_ids, ws_X, ws_alpha = ws_ids[keep], ws_X[keep], ws_alpha[keep]
+                room = max_working_set - len(ws_ids)
+            if room <= 0:
+                warnings.warn(
+                    f"the working set is full of support vectors ({len(ws_ids)}); "
+                    "raise max_working_set to reach the full problem's optimum",
+                    RuntimeWarning,
+                    stacklevel=2,
                 )
-            seen += len(ids)
-            s = Xa @ w
-            hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
-            n_hard += int((s >= -1.0).sum())
-            new = (s > -1.0 + eps) & ~np.isin(ids, ws_set)
-            n_violating += int(new.sum())
-            if not new.any():
-                continue
-            # streaming top-k by (score, random tie-break): keep at most max_working_set
-            key = s[new] + 1e-9 * rng.random(int(new.sum()))
-            cand_ids = np.concatenate([cand_ids, ids[new]])
-            cand_X = np.vstack([cand_X, Xa[new]])
-            cand_key = np.concatenate([cand_key, key])
-            if len(cand_key) > 2 * max_working_set:
-                top = np.argsort(-cand_key, kind="stable")[:max_working_set]
-                cand_ids, cand_X, cand_key = cand_ids[top], cand_X[top], cand_key[top]
-        if seen == 0:
-            raise ValueError("scan() produced no negatives")
-        t_scan = time.perf_counter() - ts
-        hinge_pos = float(np.maximum(0.0, 1.0 - Xp @ w).sum())
-        primal = 0.5 * float(w @ w) + C * (hinge_pos + hinge_neg)
-        gap = (primal - dual) / max(abs(primal), 1e-12)
-        rec = {
-            "iteration": rnd,
-            "n_hard": n_hard,
-            "n_new": int(min(len(cand_ids), max_working_set)),
-            "n_violating": n_violating,
-            "working_set": len(ws_ids),
-            "n_negatives": seen,
-            "objective": primal,
-            "dual_bound": float(dual),
-            "gap": float(gap),
-            "t_scan": t_scan,
-        }
-        if len(cand_ids) == 0 or rnd == max_rounds:
-            converged = len(cand_ids) == 0
-            rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
+                rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
+                history.append(rec)
+                break
+            add = slice(0, room)
+            ws_ids = np.concatenate([ws_ids, cand_ids[add]])
+            ws_X = np.vstack([ws_X, cand_X[add]])
+            ws_alpha = np.concatenate([ws_alpha, np.zeros(len(cand_ids[add]))])
+            rec["n_new"] = len(cand_ids[add])
+            # ---- solve the restricted problem, warm-started
+            tv = time.perf_counter()
+            X = np.vstack([Xp, ws_X])
+            y = np.concatenate([np.ones(n_pos), -np.ones(len(ws_ids))])
+            sol = fit_dual_cd(
+                X,
+                y,
+                float(C),
+                tol=tol,
+                max_iter=max_iter,
+                rng=rng,
+                alpha0=np.concatenate([alpha_pos, ws_alpha]),
+            )
+            w = sol.w
+            dual = float(sol.dual)
+            alpha_pos, ws_alpha = sol.alpha[:n_pos], sol.alpha[n_pos:]
+            solved = True
+            rec.update(
+                t_solve=time.perf_counter() - tv,
+                t_total=time.perf_counter() - t0,
+                solve_converged=bool(sol.converged),
+            )
             history.append(rec)
             if verbose:
-                print(f"[mining] round {rnd}: {n_hard} hard, stop", flush=True)
+                print(
+                    f"[mining] round {rnd}: {n_hard} hard of {seen}, +{rec['n_new']} -> "
+                    f"working set {len(ws_ids)}, objective {primal:.6g}",
+                    flush=True,
+                )
             if callback is not None:
                 callback(rec)
-            break
-        # ---- update the working set
-        order = np.argsort(-cand_key, kind="stable")
-        cand_ids, cand_X = cand_ids[order], cand_X[order]
-        room = max_working_set - len(ws_ids)
-        if room < len(cand_ids) and len(ws_ids):
-            s_ws = ws_X @ w
-            easy = (ws_alpha <= 0.0) & (s_ws < -1.0)
-            # drop easy members only as far as needed
-            need = min(len(cand_ids) - room, int(easy.sum()))
-            drop = np.flatnonzero(easy)[np.argsort(s_ws[easy])[:need]]
-            keep = np.ones(len(ws_ids), dtype=bool)
-            keep[drop] = False
-            ws_ids, ws_X, ws_alpha = ws_ids[keep], ws_X[keep], ws_alpha[keep]
-            room = max_working_set - len(ws_ids)
-        if room <= 0:
-            warnings.warn(
-                f"the working set is full of support vectors ({len(ws_ids)}); "
-                "raise max_working_set to reach the full problem's optimum",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
-            history.append(rec)
-            break
-        add = slice(0, room)
-        ws_ids = np.concatenate([ws_ids, cand_ids[add]])
-        ws_X = np.vstack([ws_X, cand_X[add]])
-        ws_alpha = np.concatenate([ws_alpha, np.zeros(len(cand_ids[add]))])
-        rec["n_new"] = len(cand_ids[add])
-        # ---- solve the restricted problem, warm-started
-        tv = time.perf_counter()
-        X = np.vstack([Xp, ws_X])
-        y = np.concatenate([np.ones(n_pos), -np.ones(len(ws_ids))])
-        sol = fit_dual_cd(
-            X,
-            y,
-            float(C),
-            tol=tol,
-            max_iter=max_iter,
-            rng=rng,
-            alpha0=np.concatenate([alpha_pos, ws_alpha]),
-        )
-        w = sol.w
-        dual = float(sol.dual)
-        alpha_pos, ws_alpha = sol.alpha[:n_pos], sol.alpha[n_pos:]
-        rec.update(
-            t_solve=time.perf_counter() - tv,
-            t_total=time.perf_counter() - t0,
-            solve_converged=bool(sol.converged),
-        )
-        history.append(rec)
-        if verbose:
-            print(
-                f"[mining] round {rnd}: {n_hard} hard of {seen}, +{rec['n_new']} -> "
-                f"working set {len(ws_ids)}, objective {primal:.6g}",
-                flush=True,
-            )
-        if callback is not None:
-            callback(rec)
+    except KeyboardInterrupt:
+        # Ctrl-C: keep the SVM of the last completed restricted solve (w is replaced only
+        # after a solve returns); before the first solve there is nothing to keep
+        if not solved:
+            raise
+        converged = False
+        primal = dual = float("nan")  # the last scan may belong to an older w
+        warn_interrupted(len(history))
     if scale is None:
         return MiningResult(w, 0.0, ws_ids, history, converged, primal, dual)
     return MiningResult(w[:-1], float(w[-1] * scale), ws_ids, history, converged, primal, dual)
