@@ -128,6 +128,36 @@ def test_structboost_chain_n_jobs_bit_for_bit():
     assert np.array_equal(a.hypotheses_.feature, b.hypotheses_.feature)
 
 
+@pytest.mark.parametrize("master", ["fast", "exact"])
+def test_structboost_chain_oracle_on_threads_bit_for_bit(monkeypatch, master):
+    """With n_jobs the chain oracle (Viterbi, forward-backward) runs over fixed shards
+    of the sequences on numba threads: the fit equals the serial one bit for bit."""
+    import numba
+
+    import maxmargin.tasks.chain as chain_mod
+
+    monkeypatch.setattr(ChainTask, "_PARALLEL_WORK", 0)  # threads even for tiny data
+    seen = []
+    for name in ("sharded_chain_forward", "sharded_loss_augmented"):
+        kernel = getattr(chain_mod, name)
+
+        def spy(*args, _k=kernel):
+            seen.append(numba.get_num_threads())
+            return _k(*args)
+
+        monkeypatch.setattr(chain_mod, name, spy)
+    X, y = make_chain_data(n=40, K=3, d=12, seed=5)
+    kw = dict(task=ChainTask(), C=10.0, max_iter=12, master=master, random_state=0)
+    a = StructBoost(**kw).fit(X, y)
+    assert set(seen) == {1}
+    seen.clear()
+    b = StructBoost(**kw, n_jobs=2).fit(X, y)
+    assert set(seen) == {min(2, numba.config.NUMBA_NUM_THREADS)}
+    assert np.array_equal(a.slot_weights_, b.slot_weights_)
+    assert np.array_equal(a.hypotheses_.feature, b.hypotheses_.feature)
+    assert a.objective_ == b.objective_
+
+
 def _brute_smooth(task, F, beta):
     """Mean over sequences of (1/beta) log sum_z exp(beta (Delta + s(z) - s(y))) and the
     expected Hamming loss under the Gibbs distribution, by enumeration."""

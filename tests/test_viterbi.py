@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from maxmargin.inference._threads import numba_threads, resolve_threads
 from maxmargin.inference.viterbi import (
     batch_chain_forward,
     batch_chain_marginals,
@@ -14,6 +15,10 @@ from maxmargin.inference.viterbi import (
     batch_viterbi,
     chain_score,
     loss_augmented_viterbi,
+    sequence_shards,
+    sharded_chain_forward,
+    sharded_chain_marginals,
+    sharded_loss_augmented,
     slack_viterbi,
     viterbi,
 )
@@ -147,3 +152,79 @@ def test_forward_backward_matches_enumeration(pairwise, beta):
     batch_smoothed_loss_augmented(U, P, offsets, ytrue, L, pairwise, beta, marg2, pair2, lse)
     np.testing.assert_array_equal(marg2, marg)
     np.testing.assert_allclose(lse, logz / beta, rtol=1e-15)
+
+
+def test_sequence_shards_cover_every_sequence_once():
+    offsets = np.array([0, 5, 6, 20, 21, 22, 40], dtype=np.int64)
+    for S in (1, 2, 3, 64):
+        b = sequence_shards(offsets, S)
+        assert b[0] == 0 and b[-1] == 6 and np.all(np.diff(b) > 0)
+        assert len(b) - 1 <= min(S, 6)
+    # balanced by positions (20 + 20), not by sequences (3 + 3 happens to agree here)
+    assert list(sequence_shards(offsets, 2)) == [0, 3, 6]
+    assert list(sequence_shards(np.array([0, 30, 31, 32, 33, 40]), 2)) == [0, 1, 5]
+
+
+@pytest.mark.parametrize("pairwise", [True, False])
+@pytest.mark.parametrize("beta", [0.3, 400.0])
+@pytest.mark.parametrize("slack", [False, True])
+def test_sharded_kernels_equal_enumeration_for_any_thread_count(pairwise, beta, slack):
+    """The sharded (numba-thread) chain kernels that ChainTask's oracle runs give the
+    batch kernels' answers -- per-sequence outputs bit for bit, the transition marginals
+    (summed per shard, then over shards) to rounding -- and bit-identical answers for
+    one and two threads."""
+    rng = np.random.default_rng(7 + pairwise)
+    K = 3
+    lens = rng.integers(1, 6, size=9)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    N = int(offsets[-1])
+    U = rng.normal(size=(N, K)) * 3.0
+    P = rng.normal(size=(K, K)) * 3.0
+    ytrue = rng.integers(0, K, size=N)
+    L = 1.0 - np.eye(K)
+    n = len(lens)
+    fa, logz = np.empty((N, K)), np.empty(n)
+    batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
+    marg, pair = np.empty((N, K)), np.zeros((K, K))
+    batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair)
+    lab, loss, mar = np.empty(N, np.int64), np.empty(n), np.empty(n)
+    batch_loss_augmented(U, P, offsets, ytrue, L, pairwise, slack, lab, loss, mar)
+    lz_b, marg_b, pair_b = _brute_gibbs(U, P, offsets, ytrue, L, pairwise, beta)
+    answers = []
+    for threads in (1, 2):
+        bounds = sequence_shards(offsets, 4)
+        with numba_threads(threads):
+            fa2, logz2 = np.empty((N, K)), np.empty(n)
+            sharded_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa2, logz2, bounds)
+            marg2, pair2 = np.empty((N, K)), np.full((K, K), np.nan)
+            sharded_chain_marginals(
+                U, P, offsets, ytrue, L, pairwise, beta, fa2, logz2, marg2, pair2, bounds
+            )
+            lab2, loss2, mar2 = np.empty(N, np.int64), np.empty(n), np.empty(n)
+            sharded_loss_augmented(
+                U, P, offsets, ytrue, L, pairwise, slack, lab2, loss2, mar2, bounds
+            )
+        np.testing.assert_array_equal(fa2, fa)
+        np.testing.assert_array_equal(logz2, logz)
+        np.testing.assert_array_equal(marg2, marg)
+        np.testing.assert_allclose(pair2, pair, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(pair2, pair_b, atol=1e-10)
+        np.testing.assert_allclose(marg2, marg_b, atol=1e-10)
+        np.testing.assert_allclose(logz2, lz_b, rtol=1e-12)
+        np.testing.assert_array_equal(lab2, lab)
+        np.testing.assert_array_equal(loss2, loss)
+        np.testing.assert_array_equal(mar2, mar)
+        answers.append((fa2, logz2, marg2, pair2, lab2, loss2, mar2))
+    for a, b in zip(*answers):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_resolve_threads():
+    import numba
+
+    cap = numba.config.NUMBA_NUM_THREADS
+    assert resolve_threads(None) == 1
+    assert resolve_threads(1) == 1
+    assert resolve_threads(-1) == cap
+    assert resolve_threads(10**6) == cap
+    assert resolve_threads(0) == 1

@@ -25,7 +25,7 @@ Ties are broken towards the lowest state index.  All kernels are numba-compiled
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 __all__ = [
     "batch_chain_forward",
@@ -36,6 +36,10 @@ __all__ = [
     "batch_viterbi",
     "chain_score",
     "loss_augmented_viterbi",
+    "sequence_shards",
+    "sharded_chain_forward",
+    "sharded_chain_marginals",
+    "sharded_loss_augmented",
     "slack_viterbi",
     "viterbi",
 ]
@@ -218,8 +222,15 @@ def batch_loss_augmented(U, P, offsets, ytrue, L, pairwise, slack, labels, loss,
     Writes the violators into ``labels`` (concatenated), their losses into ``loss`` and
     ``margin[i] = s(y*_i) - s(yhat_i)``.
     """
-    n = offsets.shape[0] - 1
-    for i in range(n):
+    _loss_augmented_range(
+        U, P, offsets, ytrue, L, pairwise, slack, labels, loss, margin, 0, offsets.shape[0] - 1
+    )
+
+
+@njit(cache=True)
+def _loss_augmented_range(U, P, offsets, ytrue, L, pairwise, slack, labels, loss, margin, i0, i1):
+    """:func:`batch_loss_augmented` for sequences ``i0 .. i1 - 1``."""
+    for i in range(i0, i1):
         a, b = offsets[i], offsets[i + 1]
         Ui = U[a:b]
         yt = ytrue[a:b]
@@ -314,12 +325,17 @@ def batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz):
     per position instead of K^2); where the scaled sum falls below ``_TINY`` (only for
     very sharp smoothing) that entry is recomputed by an exact log-sum-exp.
     """
-    K = U.shape[1]
-    n = offsets.shape[0] - 1
     BP, cmax, Ec, _rmax, _Er = _chain_factors(P, pairwise, beta)
+    _forward_range(U, offsets, ytrue, L, beta, fa, logz, 0, offsets.shape[0] - 1, BP, cmax, Ec)
+
+
+@njit(cache=True)
+def _forward_range(U, offsets, ytrue, L, beta, fa, logz, i0, i1, BP, cmax, Ec):
+    """:func:`batch_chain_forward` for sequences ``i0 .. i1 - 1`` (given the factors)."""
+    K = U.shape[1]
     a = np.empty(K)
     s = np.empty(K)
-    for i in range(n):
+    for i in range(i0, i1):
         a0, b0 = offsets[i], offsets[i + 1]
         for k in range(K):
             fa[a0, k] = beta * (U[a0, k] + L[ytrue[a0], k])
@@ -372,15 +388,25 @@ def batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, mar
     ``P(z_(t+1) = k | z_t = j) = Er[j, k] exp(b[k] - max b) / S[j]``; entries whose
     ``S[j]`` falls below ``_TINY`` are recomputed in log space.
     """
-    K = U.shape[1]
-    n = offsets.shape[0] - 1
     BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
-    pm = pair_marg
-    pm[:] = 0.0
+    pair_marg[:] = 0.0
+    _marginals_range(
+        U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg,
+        0, offsets.shape[0] - 1, BP, rmax, Er,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _marginals_range(
+    U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm, i0, i1, BP, rmax, Er
+):  # pragma: no cover - compiled
+    """:func:`batch_chain_marginals` for sequences ``i0 .. i1 - 1``, adding their
+    transition marginals to ``pm`` in sequence order."""
+    K = U.shape[1]
     fb = np.empty(K)
     b = np.empty(K)
     c = np.empty(K)
-    for i in range(n):
+    for i in range(i0, i1):
         a0, b0 = offsets[i], offsets[i + 1]
         lz = logz[i]
         for k in range(K):
@@ -443,3 +469,59 @@ def batch_smoothed_loss_augmented(U, P, offsets, ytrue, L, pairwise, beta, marg,
     batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg)
     for i in range(logz.shape[0]):
         lse[i] = logz[i] / beta
+
+
+# ------------------------------------------------------------------ sharded (threads)
+# The same kernels over fixed shards of the sequences, the shards run by numba's thread
+# pool.  A sequence's rows are written by one shard only, and the one reduction (the
+# transition marginals) is summed per shard and then over the shards in shard order, so
+# the answers do not depend on the number of threads -- bit for bit.
+def sequence_shards(offsets, n_shards: int = 64) -> np.ndarray:
+    """Fixed shard bounds over the sequences of ``offsets``: at most ``n_shards``
+    contiguous runs of sequences holding about equal numbers of positions (a function of
+    the data only, never of the thread count)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = len(offsets) - 1
+    S = max(1, min(int(n_shards), n))
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], S + 1)[1:-1])
+    return np.unique(np.concatenate([[0], np.clip(cuts, 0, n), [n]])).astype(np.int64)
+
+
+@njit(cache=True, parallel=True)
+def sharded_loss_augmented(U, P, offsets, ytrue, L, pairwise, slack, labels, loss, margin, bounds):
+    """:func:`batch_loss_augmented` over the shards ``bounds`` in parallel (same answers)."""
+    for c in prange(bounds.shape[0] - 1):
+        _loss_augmented_range(
+            U, P, offsets, ytrue, L, pairwise, slack, labels, loss, margin, bounds[c], bounds[c + 1]
+        )
+
+
+@njit(cache=True, parallel=True)
+def sharded_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, bounds):
+    """:func:`batch_chain_forward` over the shards ``bounds`` in parallel (same answers)."""
+    BP, cmax, Ec, _rmax, _Er = _chain_factors(P, pairwise, beta)
+    for c in prange(bounds.shape[0] - 1):
+        _forward_range(U, offsets, ytrue, L, beta, fa, logz, bounds[c], bounds[c + 1], BP, cmax, Ec)
+
+
+@njit(cache=True, parallel=True)
+def sharded_chain_marginals(
+    U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg, bounds
+):  # pragma: no cover - compiled
+    """:func:`batch_chain_marginals` over the shards ``bounds`` in parallel; the transition
+    marginals are summed per shard, then over the shards in order."""
+    BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
+    S = bounds.shape[0] - 1
+    K = U.shape[1]
+    pm = np.zeros((S, K, K))
+    for c in prange(S):
+        _marginals_range(
+            U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm[c],
+            bounds[c], bounds[c + 1], BP, rmax, Er,
+        )  # fmt: skip
+    for j in range(K):
+        for k in range(K):
+            acc = 0.0
+            for c in range(S):
+                acc += pm[c, j, k]
+            pair_marg[j, k] = acc

@@ -654,7 +654,9 @@ def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
                     return _fit_with_search(n_jobs, *args, **kwargs)
                 finally:
                     task.attach_sharded_oracle(None)
-        return _fit_with_search(n_jobs, *args, **kwargs)
+        # tasks with their own sharded kernels (chains): the oracle on n_jobs threads
+        with task.oracle_threads(n_jobs):
+            return _fit_with_search(n_jobs, *args, **kwargs)
 
 
 def _fit_with_search(n_jobs, task, weak, *args, **kwargs) -> ColumnGenerationResult:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from maxmargin.inference._threads import resolve_threads
 from maxmargin.tasks.smoothing import SmoothedRisk, softmax_rows
 
 __all__ = ["Cut", "DualPairs", "LabelCodingTask", "OracleResult", "StructuredTask"]
@@ -162,6 +164,24 @@ class StructuredTask(ABC):
     @abstractmethod
     def _bind(self, X, y) -> None:
         """Store the encoded training labels (called on a fresh copy)."""
+
+    #: numba threads of the task's own oracle (set by :meth:`oracle_threads`; tasks
+    #: whose oracle runs over fixed shards of the examples read it)
+    _oracle_threads: int = 1
+
+    @contextmanager
+    def oracle_threads(self, n_jobs):
+        """Within the block, the task's oracle (loss-augmented inference, smoothed risk)
+        may use ``n_jobs`` numba threads (``None``: one; ``-1``: all).  Tasks whose
+        oracle runs over fixed shards of the examples (:class:`~maxmargin.tasks.chain.
+        ChainTask`) give the same answers, bit for bit, for every thread count; the
+        others ignore it."""
+        old = self._oracle_threads
+        self._oracle_threads = resolve_threads(n_jobs)
+        try:
+            yield self
+        finally:
+            self._oracle_threads = old
 
     # -- weak learners ---------------------------------------------------------------
     @abstractmethod

@@ -39,11 +39,13 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
+from maxmargin.inference._threads import numba_threads
 from maxmargin.inference.viterbi import (
-    batch_chain_forward,
-    batch_chain_marginals,
-    batch_loss_augmented,
     batch_viterbi,
+    sequence_shards,
+    sharded_chain_forward,
+    sharded_chain_marginals,
+    sharded_loss_augmented,
 )
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 from maxmargin.tasks.linear import LinearJointModel
@@ -121,6 +123,7 @@ class ChainTask(StructuredTask):
         bound._dense_losses_cache = None
         bound._Z = None
         bound._seq_of_cache = None
+        bound._shards_cache = None
         bound._bind(X, y, **fit_params)
         return bound
 
@@ -226,11 +229,27 @@ class ChainTask(StructuredTask):
         labels = np.empty(N, dtype=np.int64)
         loss = np.empty(self.n_samples)
         margin = np.empty(self.n_samples)
-        batch_loss_augmented(
-            U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), False,
-            labels, loss, margin,
-        )  # fmt: skip
+        with numba_threads(self._threads_for(N)):
+            sharded_loss_augmented(
+                U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), False,
+                labels, loss, margin, self._shards(),
+            )  # fmt: skip
         return OracleResult(label=labels, loss=loss, margin=margin)
+
+    # the oracle runs over fixed shards of the sequences (the same answers, bit for bit,
+    # for any number of threads: ``oracle_threads``); below this many position-state
+    # pairs one thread is faster than waking the pool
+    _PARALLEL_WORK = 20_000
+
+    def _shards(self) -> np.ndarray:
+        b = getattr(self, "_shards_cache", None)
+        if b is None:
+            b = self._shards_cache = sequence_shards(self.offsets_)
+        return b
+
+    def _threads_for(self, N: int) -> int:
+        K = len(self.classes_)
+        return self._oracle_threads if N * K >= self._PARALLEL_WORK else 1
 
     def _cut_from_labels(self, orc: OracleResult) -> Cut:
         m = self.n_samples
@@ -306,10 +325,11 @@ class ChainTask(StructuredTask):
         U, P = self._scores(F, N)
         fa = np.empty((N, K))
         logz = np.empty(m)
-        batch_chain_forward(
-            U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), float(beta),
-            fa, logz,
-        )  # fmt: skip
+        with numba_threads(self._threads_for(N)):
+            sharded_chain_forward(
+                U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), float(beta),
+                fa, logz, self._shards(),
+            )  # fmt: skip
         y = self.y_
         s_true = np.add.reduceat(U[np.arange(N), y], self.offsets_[:-1])
         if self.transitions:
@@ -327,10 +347,11 @@ class ChainTask(StructuredTask):
         y = self.y_
         marg = np.empty((N, K))
         pair = np.zeros((K, K))
-        batch_chain_marginals(
-            U, P, self.offsets_, y, self.delta_, bool(self.transitions), b, fa, logz,
-            marg, pair,
-        )  # fmt: skip
+        with numba_threads(self._threads_for(N)):
+            sharded_chain_marginals(
+                U, P, self.offsets_, y, self.delta_, bool(self.transitions), b, fa, logz,
+                marg, pair, self._shards(),
+            )  # fmt: skip
         risk = float(self.most_violated(F).hinge.mean())
         A = np.zeros((self.weak_inputs().shape[0], self.n_slots))
         A[np.arange(N), y] += 1.0 / m

@@ -1,0 +1,190 @@
+"""Scale-out on threads (issue 17): the oracles on numba / joblib threads, 1 vs 2 workers.
+
+Processes pay for every call (task dispatch, results pickled back, 20-30 ms per call on
+this machine, see docs/benchmarks.md); threads share the data and the answers in memory,
+so the short oracle calls of a structured fit can be split too.  On OCR (Taskar et al.
+2003; ``load_ocr``):
+
+1. ``cores``: how many cores were really free (``bench_scaleout.cores_section``);
+2. ``ssvm_oracle``: one loss-augmented call with its 1-slack plane of ``StructSVM``'s
+   sharded oracle (``ShardedOracle``) on the large fold stacked ``--replicate`` times,
+   in-process (``n_jobs=1``) and on joblib's threading backend with 2 threads (the
+   numba kernel releases the GIL);
+3. ``ssvm_fit``: the 1-slack StructSVM fit (C = 62.6, tol 0, ``--ssvm-iter``
+   iterations) with ``n_jobs`` 1 and 2 on the threading backend (bit-identical models);
+4. ``chain_oracle``: one smoothed forward-backward (``ChainTask.smoothed_value`` +
+   ``complete_smoothed_risk``, what StructBoost's fast master calls per accepted step)
+   on the 626 standard training words, ``oracle_threads`` 1 and 2;
+5. ``structboost``: ``StructBoost(task=ChainTask(), weak_learner=DecisionTree(max_depth=2),
+   C=200)`` with ``--sb-iter`` iterations, ``n_jobs`` None and 2 (bit-identical models),
+   with the time in the oracle-bound master and in the rest.
+
+Every section records the load average.  Run under ``flock /tmp/maxmargin-bench.lock`` on
+the shared 2-core machine, with ``NUMBA_NUM_THREADS=2`` (numba's pool must have two
+threads) and ``OPENBLAS_NUM_THREADS=1``.
+
+Usage (from the repository root):
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 python benchmarks/bench_scaleout_threads.py \\
+        [--replicate 4] [--ssvm-iter 25] [--sb-iter 10] \\
+        [--out benchmarks/results/scaleout_threads.json]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+
+import argparse
+import time
+import warnings
+
+import joblib
+import numpy as np
+
+from _common import write_result
+from bench_scaleout import OCR, _median_time, cores_section
+from maxmargin import StructBoost, StructSVM
+from maxmargin.datasets.ocr import load_ocr
+from maxmargin.solvers.parallel import ShardedOracle
+from maxmargin.tasks.chain import ChainTask
+from maxmargin.weak import DecisionTree
+
+
+def ssvm_oracle_section(X, y, repeat):
+    model = ChainTask().bind(X, y).linear_model()
+    w = np.random.default_rng(0).normal(size=model.dim) * 0.01
+    rows = []
+    for n_jobs in (1, 2, 1, 2):  # alternated: the load moves within minutes
+        with joblib.parallel_config(backend="threading"):
+            with ShardedOracle(model, n_jobs=n_jobs) as orc:
+                orc.run(w, plane=True)
+                t, ts = _median_time(lambda o=orc: o.run(w, plane=True), repeat)
+        rows.append({"n_jobs": n_jobs, "backend": "threading", "sec_per_call": t, "times": ts})
+    return {"n_words": len(y), "n_letters": int(model.n_positions), "rows": rows}
+
+
+def ssvm_fit_section(X, y, iters):
+    rows, ref = [], None
+    for n_jobs in (1, 2, 1, 2):
+        est = StructSVM(
+            task=ChainTask(), C=62.6, solver="1-slack", tol=0.0, max_iter=iters, n_jobs=n_jobs
+        )
+        t = time.perf_counter()
+        with warnings.catch_warnings(), joblib.parallel_config(backend="threading"):
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        t = time.perf_counter() - t
+        ref = est.coef_ if ref is None else ref
+        rows.append(
+            {
+                "n_jobs": n_jobs,
+                "backend": "threading",
+                "fit_seconds": t,
+                "t_oracle": float(sum(h["t_oracle"] for h in est.history_)),
+                "iterations": est.n_iter_,
+                "bit_identical": bool(np.array_equal(ref, est.coef_)),
+                "loadavg": os.getloadavg(),
+            }
+        )
+    return {"solver": "1-slack", "C": 62.6, "max_iter": iters, "rows": rows}
+
+
+def chain_oracle_section(X, y, repeat):
+    task = ChainTask().bind(X, y)
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(task.weak_inputs().shape[0], task.n_slots))
+    rows = []
+    for beta in (1.0, 30.0):
+        for threads in (1, 2, 1, 2):
+            with task.oracle_threads(threads):
+
+                def call(b=beta):
+                    _v, state = task.smoothed_value(F, b)
+                    return task.complete_smoothed_risk(F, b, state)
+
+                call()
+                t, ts = _median_time(call, repeat)
+            rows.append({"beta": beta, "threads": threads, "sec_per_call": t, "times": ts})
+    return {"n_words": len(y), "n_letters": len(task.y_), "rows": rows}
+
+
+def structboost_section(X, y, iters):
+    rows, ref = [], None
+    for n_jobs in (None, 2, None, 2):
+        est = StructBoost(
+            task=ChainTask(),
+            C=200.0,
+            weak_learner=DecisionTree(max_depth=2),
+            max_iter=iters,
+            random_state=0,
+            n_jobs=n_jobs,
+        )
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        t = time.perf_counter() - t
+        ref = est.slot_weights_ if ref is None else ref
+        h = est.history_
+        rows.append(
+            {
+                "n_jobs": n_jobs,
+                "fit_seconds": t,
+                "iterations": est.n_iter_,
+                "t_weak": float(sum(r["t_weak"] for r in h)),
+                "t_master": float(sum(r["t_master"] for r in h)),
+                "bit_identical": bool(np.array_equal(ref, est.slot_weights_)),
+                "loadavg": os.getloadavg(),
+            }
+        )
+    return {"C": 200.0, "weak": "DecisionTree(max_depth=2)", "max_iter": iters, "rows": rows}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mat", default=str(OCR))
+    ap.add_argument(
+        "--sections",
+        nargs="+",
+        default=["cores", "ssvm_oracle", "ssvm_fit", "chain_oracle", "structboost"],
+    )
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--replicate", type=int, default=4)
+    ap.add_argument("--ssvm-iter", type=int, default=25)
+    ap.add_argument("--sb-iter", type=int, default=10)
+    ap.add_argument("--out", default="benchmarks/results/scaleout_threads.json")
+    args = ap.parse_args(argv)
+    Xs, ys = load_ocr(args.mat, "train")
+    Xl, yl = load_ocr(args.mat, "test")
+    Xr, yr = Xl * args.replicate, yl * args.replicate
+    res = {"cpus": os.cpu_count(), "replicate": args.replicate}
+    for sec in args.sections:
+        before = os.getloadavg()
+        t = time.perf_counter()
+        if sec == "cores":
+            out = cores_section([1, 2])
+        elif sec == "ssvm_oracle":
+            out = ssvm_oracle_section(Xr, yr, args.repeat)
+        elif sec == "ssvm_fit":
+            out = ssvm_fit_section(Xr, yr, args.ssvm_iter)
+        elif sec == "chain_oracle":
+            out = chain_oracle_section(Xs, ys, args.repeat)
+        elif sec == "structboost":
+            out = structboost_section(Xs, ys, args.sb_iter)
+        else:
+            raise SystemExit(f"unknown section {sec}")
+        res[sec] = {
+            **out,
+            "loadavg_before": before,
+            "loadavg_after": os.getloadavg(),
+            "section_seconds": time.perf_counter() - t,
+        }
+        print(sec, res[sec], flush=True)
+    print("wrote", write_result(args.out, res))
+
+
+if __name__ == "__main__":
+    main()
