@@ -105,3 +105,61 @@ def test_input_validation():
         most_violated_constraint([0.0, 1.0], [0.0, 1.0], rescaling="both")
     with pytest.raises(ValueError):
         PreferenceGraph([0.0, 1.0], graph="complete", top_k=1)
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack", "unit"])
+@pytest.mark.parametrize("kind,top_k", GRAPHS)
+def test_threaded_tree_and_piecewise_sort_equal_serial_bit_for_bit(
+    monkeypatch, kind, top_k, rescaling
+):
+    """With the parallel paths forced on for small n (tree levels on numba threads, the
+    sort cut into fixed pieces merged by co-rank), the oracle equals the serial one bit
+    for bit, and the brute force; ties in the keys included."""
+    import maxmargin.inference.ranking as R
+
+    rng = np.random.default_rng(3)
+    for trial in range(4):
+        n = int(rng.integers(2, 300))
+        loss = np.round(rng.random(n), 1)
+        s = np.round(rng.normal(size=n), 1)  # many ties
+        group = rng.integers(0, 4, n) if trial % 2 else None
+        plain = most_violated_constraint(loss, s, kind, rescaling, group, top_k, n_jobs=1)
+        monkeypatch.setattr(R, "_PARALLEL_N", 0)
+        monkeypatch.setattr(R, "_PIECEWISE_N", 2)
+        try:
+            serial = most_violated_constraint(loss, s, kind, rescaling, group, top_k, 1)
+            for n_jobs in (2, -1):
+                a, d = most_violated_constraint(loss, s, kind, rescaling, group, top_k, n_jobs)
+                np.testing.assert_array_equal(a, serial[0])
+                assert d == serial[1]
+        finally:
+            monkeypatch.undo()
+        # the piecewise sort orders tied keys differently: the same answer to rounding
+        np.testing.assert_allclose(serial[0], plain[0], rtol=1e-12, atol=1e-12)
+        assert np.isclose(serial[1], plain[1], rtol=1e-12)
+        a_ref, d_ref = brute_force_constraint(loss, s, kind, rescaling, group, top_k)
+        np.testing.assert_allclose(serial[0], a_ref, rtol=1e-9, atol=1e-9)
+        assert np.isclose(serial[1], d_ref, rtol=1e-12)
+
+
+def test_sorted_order_pieces_and_merge(monkeypatch):
+    import maxmargin.inference.ranking as R
+
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(R, "_PIECEWISE_N", 2)
+    for n in (2, 3, 7, 100, 1001):
+        for key in (rng.normal(size=n), np.round(rng.normal(size=n))):  # distinct / tied
+            orders = [R.sorted_order(key, t) for t in (1, 2, 3)]
+            for p in orders:
+                assert np.array_equal(np.sort(p), np.arange(n))  # a permutation
+                assert np.all(np.diff(key[p]) >= 0)  # sorted
+                np.testing.assert_array_equal(p, orders[0])  # same for any thread count
+            if len(np.unique(key)) == n:
+                np.testing.assert_array_equal(orders[0], np.argsort(key))
+    # the merge takes the left run's element first on ties, at every co-rank split
+    key = np.array([1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 2.0])
+    A, B = np.array([0, 1, 2, 3]), np.array([4, 5, 6])
+    for segments in (1, 2, 3, 7):
+        out = np.empty(7, np.int64)
+        R._merge_sorted(key, A, B, out, segments)
+        np.testing.assert_array_equal(out, [0, 1, 2, 4, 5, 3, 6])

@@ -45,9 +45,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import njit, prange
+
+from maxmargin.inference._threads import numba_threads, resolve_threads
 
 __all__ = [
     "GRAPHS",
@@ -348,29 +349,196 @@ def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
             alpha[q] += ca[i]
 
 
-@njit(cache=True, parallel=True)
-def _run_chunks(tree, p, key, bounds, rule):
-    """Parallel Algorithm 2: contiguous ranges of tree levels run concurrently.
+@njit(cache=True)
+def _node_step(
+    cq, ck, cl, ca, nq, nk, nl, na, node_lo, node_t, node_hi, k, k0, k1, last, margin, mode, strict
+):  # pragma: no cover - compiled
+    """One node of a level of :func:`_run_tree`: its sweep (returns the node's delta)
+    and, unless ``last``, the stable partition of its range into the next buffers plus
+    the inactive gap before it (and, for the level's last node, after it)."""
+    n = cq.shape[0]
+    lo, t, hi = node_lo[k], node_t[k], node_hi[k]
+    d = _sweep(cq, ck, cl, ca, lo, t, hi, margin, mode, strict)
+    if last:
+        return d
+    g0 = node_hi[k - 1] if k > k0 else 0
+    for j in range(g0, lo):
+        nq[j] = cq[j]
+        na[j] = ca[j]
+    if k == k1 - 1:
+        for j in range(hi, n):
+            nq[j] = cq[j]
+            na[j] = ca[j]
+    ia = lo
+    ib = t
+    for idx in range(lo, hi):
+        q = cq[idx]
+        if q < t:
+            j = ia
+            ia += 1
+        else:
+            j = ib
+            ib += 1
+        nq[j] = q
+        nk[j] = ck[idx]
+        nl[j] = cl[idx]
+        na[j] = ca[idx]
+    return d
 
-    Every level depends only on the global key order and the (loss-only) tree,
-    so level ranges are independent (Sec. 3.1 of the paper); each range gets
-    its own alpha buffer, summed at the end.
+
+@njit(cache=True, parallel=True)
+def _run_tree(tree, p, key, rule, alpha, delta_g):  # pragma: no cover - compiled
+    """:func:`_run_levels` over all levels with the nodes of each level on numba's
+    threads (the nodes of a level cover disjoint position ranges, so each one sweeps and
+    partitions its own range).  Every node does the arithmetic the serial loop does, and
+    the node deltas are added to ``delta_g`` in node order after each level, so the answer
+    is the same, bit for bit, for any number of threads.
     """
-    n = tree.loss.shape[0]
-    n_chunks = bounds.shape[0] - 1
-    G = tree.group_starts.shape[0] - 1
-    alpha_c = np.zeros((n_chunks, n))
-    delta_c = np.zeros((n_chunks, G))
-    for c in prange(n_chunks):
-        _run_levels(tree, p, key, bounds[c], bounds[c + 1], rule, alpha_c[c], delta_c[c])
-    alpha = np.zeros(n)
-    for c in range(n_chunks):
+    loss, node_lo, node_t, node_hi = tree.loss, tree.lo, tree.t, tree.hi
+    level_off, group_starts = tree.level_off, tree.group_starts
+    margin, mode, strict = rule.margin, rule.mode, rule.strict
+    n = loss.shape[0]
+    L = level_off.shape[0] - 1
+    if L == 0:
+        return
+    cq = np.empty(n, np.int64)
+    ck = np.empty(n)
+    cl = np.empty(n)
+    ca = np.zeros(n)
+    nq = np.empty(n, np.int64)
+    nk = np.empty(n)
+    nl = np.empty(n)
+    na = np.empty(n)
+    a, b = level_off[0], level_off[1]
+    if b - a == 1 and node_lo[a] == 0 and node_hi[a] == n:
         for i in prange(n):
-            alpha[i] += alpha_c[c, i]
-    delta_g = np.zeros(G)
-    for c in range(n_chunks):
-        delta_g += delta_c[c]
-    return alpha, delta_g
+            q = p[i]
+            cq[i] = q
+            ck[i] = key[q]
+            cl[i] = loss[q]
+    else:
+        owner = np.full(n, -1, np.int64)
+        cursor = np.empty(b - a, np.int64)
+        for k in range(a, b):
+            cursor[k - a] = node_lo[k]
+            for q in range(node_lo[k], node_hi[k]):
+                owner[q] = k - a
+        for i in range(n):
+            q = p[i]
+            k = owner[q]
+            if k >= 0:
+                j = cursor[k]
+                cq[j] = q
+                ck[j] = key[q]
+                cl[j] = loss[q]
+                cursor[k] = j + 1
+        for i in range(n):
+            if owner[i] < 0:
+                cq[i] = -1
+    dnode = np.zeros(node_lo.shape[0])
+    for lev in range(L):
+        last = lev == L - 1
+        k0, k1 = level_off[lev], level_off[lev + 1]
+        for k in prange(k0, k1):
+            dnode[k] = _node_step(
+                cq, ck, cl, ca, nq, nk, nl, na, node_lo, node_t, node_hi, k, k0, k1, last,
+                margin, mode, strict,
+            )  # fmt: skip
+        for k in range(k0, k1):
+            g = np.searchsorted(group_starts, node_lo[k], side="right") - 1
+            delta_g[g] += dnode[k]
+        if not last:
+            cq, nq = nq, cq
+            ck, nk = nk, ck
+            cl, nl = nl, cl
+            ca, na = na, ca
+    for i in prange(n):
+        q = cq[i]
+        if q >= 0:
+            alpha[q] += ca[i]
+
+
+#: below this many samples the oracle runs on one thread (waking the pool costs more)
+_PARALLEL_N = 200_000
+#: the sort of the keys is cut into this many fixed pieces above _PIECEWISE_N samples
+_SORT_PIECES = 4
+_PIECEWISE_N = 1 << 20
+
+
+def sorted_order(key, threads: int = 1) -> np.ndarray:
+    """``argsort(key)`` as int64, the same permutation for any ``threads``.
+
+    Above ``_PIECEWISE_N`` samples the keys are cut into ``_SORT_PIECES`` fixed pieces,
+    each sorted by NumPy's argsort (which releases the GIL, so the pieces sort on
+    ``threads`` Python threads), and the pieces are merged pairwise, ties taken from
+    the left piece first (:func:`_merge_sorted`, split over the threads by co-rank).
+    The pieces do not depend on ``threads``, so neither does the permutation.
+    """
+    n = key.shape[0]
+    if n < _PIECEWISE_N:
+        return np.argsort(key).astype(np.int64, copy=False)
+    bounds = np.linspace(0, n, _SORT_PIECES + 1).astype(np.int64)
+
+    def piece(c):
+        lo = bounds[c]
+        return np.argsort(key[lo : bounds[c + 1]]).astype(np.int64, copy=False) + lo
+
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads) as ex:
+            parts = list(ex.map(piece, range(_SORT_PIECES)))
+    else:
+        parts = [piece(c) for c in range(_SORT_PIECES)]
+    with numba_threads(threads):
+        while len(parts) > 1:
+            merged = []
+            for c in range(0, len(parts) - 1, 2):
+                out = np.empty(len(parts[c]) + len(parts[c + 1]), np.int64)
+                _merge_sorted(key, parts[c], parts[c + 1], out, max(1, 4 * threads))
+                merged.append(out)
+            if len(parts) % 2:
+                merged.append(parts[-1])
+            parts = merged
+    return parts[0]
+
+
+@njit(cache=True)
+def _co_rank(key, A, B, k):  # pragma: no cover - compiled
+    """How many of the first ``k`` merged elements come from ``A`` (ties: A first)."""
+    na, nb = A.shape[0], B.shape[0]
+    lo = max(0, k - nb)
+    hi = min(k, na)
+    while lo < hi:
+        i = (lo + hi) // 2
+        j = k - i
+        if j > 0 and key[A[i]] <= key[B[j - 1]]:
+            lo = i + 1
+        else:
+            hi = i
+    return lo
+
+
+@njit(cache=True, parallel=True)
+def _merge_sorted(key, A, B, out, n_segments):  # pragma: no cover - compiled
+    """Merge index arrays ``A`` and ``B`` (each sorted by ``key``) into ``out``, taking
+    ``A``'s element first on equal keys; the output is cut into ``n_segments`` ranges
+    merged in parallel (the result does not depend on ``n_segments``)."""
+    na, nb = A.shape[0], B.shape[0]
+    n = na + nb
+    S = max(1, min(n_segments, n))
+    for s in prange(S):
+        k0 = n * s // S
+        k1 = n * (s + 1) // S
+        i = _co_rank(key, A, B, k0)
+        j = k0 - i
+        for k in range(k0, k1):
+            if j >= nb or (i < na and key[A[i]] <= key[B[j]]):
+                out[k] = A[i]
+                i += 1
+            else:
+                out[k] = B[j]
+                j += 1
 
 
 # --------------------------------------------------------------------------- #
@@ -585,33 +753,16 @@ class PreferenceGraph:
         gid[self.order] = np.repeat(np.arange(self.n_groups), np.diff(self.group_starts))
         return w_group, w_group[gid]
 
-    def _level_bounds(self, n_chunks):
-        L = self.n_levels
-        n_chunks = max(1, min(n_chunks, L))
-        work = np.zeros(L)
-        sizes = (self.node_hi - self.node_lo).astype(np.float64)
-        for lev in range(L):
-            work[lev] = sizes[self.level_off[lev] : self.level_off[lev + 1]].sum() + self.n / 4
-        cum = np.concatenate([[0.0], np.cumsum(work)])
-        targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
-        inner = np.searchsorted(cum, targets)
-        bounds = np.unique(np.concatenate([[0], inner, [L]])).astype(np.int64)
-        return bounds
-
     def _run(self, key_sorted, rule, n_jobs):
-        p = np.argsort(key_sorted).astype(np.int64, copy=False)
-        if n_jobs == 1 or self.n_levels <= 1:
-            alpha = np.zeros(self.n)
-            delta_g = np.zeros(self.n_groups)
+        threads = resolve_threads(n_jobs)
+        p = sorted_order(key_sorted, threads)
+        alpha = np.zeros(self.n)
+        delta_g = np.zeros(self.n_groups)
+        if threads == 1 or self.n < _PARALLEL_N:
             _run_levels(self.tree, p, key_sorted, 0, self.n_levels, rule, alpha, delta_g)
         else:
-            n_threads = numba.get_num_threads()
-            numba.set_num_threads(max(1, min(n_jobs, numba.config.NUMBA_NUM_THREADS)))
-            try:
-                bounds = self._level_bounds(numba.get_num_threads())
-                alpha, delta_g = _run_chunks(self.tree, p, key_sorted, bounds, rule)
-            finally:
-                numba.set_num_threads(n_threads)
+            with numba_threads(threads):
+                _run_tree(self.tree, p, key_sorted, rule, alpha, delta_g)
         return alpha, delta_g
 
     def most_violated(self, scores, rescaling="margin", n_jobs=1):
