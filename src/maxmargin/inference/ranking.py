@@ -496,6 +496,7 @@ def sorted_order(key, threads: int = 1) -> np.ndarray:
             for c in range(0, len(parts) - 1, 2):
                 out = np.empty(len(parts[c]) + len(parts[c + 1]), np.int64)
                 _merge_sorted(key, parts[c], parts[c + 1], out, max(1, 4 * threads))
+                parts[c] = parts[c + 1] = None  # free the runs as they are merged
                 merged.append(out)
             if len(parts) % 2:
                 merged.append(parts[-1])
