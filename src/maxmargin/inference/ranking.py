@@ -257,20 +257,54 @@ def _sweep(sq, sk, sl, ca, lo, t, hi, margin, mode, strict):
 
 
 @njit(cache=True)
+def _place(tree, p, key, l0, cq, ck, cl):  # pragma: no cover - compiled
+    """The key order of level ``l0``: the global order ``p`` scattered into the level's
+    node segments (positions, keys and losses side by side); slots outside the level's
+    nodes get position -1 (inert)."""
+    loss, node_lo, node_hi, level_off = tree.loss, tree.lo, tree.hi, tree.level_off
+    n = loss.shape[0]
+    a, b = level_off[l0], level_off[l0 + 1]
+    if b - a == 1 and node_lo[a] == 0 and node_hi[a] == n:
+        for i in range(n):
+            q = p[i]
+            cq[i] = q
+            ck[i] = key[q]
+            cl[i] = loss[q]
+        return
+    owner = np.full(n, -1, np.int64)
+    cursor = np.empty(b - a, np.int64)
+    for k in range(a, b):
+        cursor[k - a] = node_lo[k]
+        for q in range(node_lo[k], node_hi[k]):
+            owner[q] = k - a
+    for i in range(n):
+        q = p[i]
+        k = owner[q]
+        if k >= 0:
+            j = cursor[k]
+            cq[j] = q
+            ck[j] = key[q]
+            cl[j] = loss[q]
+            cursor[k] = j + 1
+    for i in range(n):
+        if owner[i] < 0:
+            cq[i] = -1
+
+
+@njit(cache=True)
 def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
     """Process tree levels l0..l1-1 (Algorithm 2 without recursion).
 
     The key order of level l0 is obtained by scattering the global order ``p``
-    into the node segments; each further level is a stable partition of the
-    previous one (lines 6/8 of Algorithm 2), never a re-sort.  Position, key,
-    loss and the running alpha of every sample travel together through the
-    partitions, so the hot loops only touch memory sequentially; alpha is
-    scattered back once at the end.
+    into the node segments (:func:`_place`); each further level is a stable partition
+    of the previous one (lines 6/8 of Algorithm 2), never a re-sort
+    (:func:`_node_step`).  Position, key, loss and the running alpha of every sample
+    travel together through the partitions, so the hot loops only touch memory
+    sequentially; alpha is scattered back once at the end.
     """
-    loss, node_lo, node_t, node_hi = tree.loss, tree.lo, tree.t, tree.hi
-    level_off, group_starts = tree.level_off, tree.group_starts
+    node_lo, level_off, group_starts = tree.lo, tree.level_off, tree.group_starts
     margin, mode, strict = rule.margin, rule.mode, rule.strict
-    n = loss.shape[0]
+    n = tree.loss.shape[0]
     if l0 >= l1:
         return
     cq = np.empty(n, np.int64)
@@ -281,64 +315,18 @@ def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
     nk = np.empty(n)
     nl = np.empty(n)
     na = np.empty(n)
-    a, b = level_off[l0], level_off[l0 + 1]
-    if b - a == 1 and node_lo[a] == 0 and node_hi[a] == n:
-        for i in range(n):
-            q = p[i]
-            cq[i] = q
-            ck[i] = key[q]
-            cl[i] = loss[q]
-    else:
-        owner = np.full(n, -1, np.int64)
-        cursor = np.empty(b - a, np.int64)
-        for k in range(a, b):
-            cursor[k - a] = node_lo[k]
-            for q in range(node_lo[k], node_hi[k]):
-                owner[q] = k - a
-        for i in range(n):
-            q = p[i]
-            k = owner[q]
-            if k >= 0:
-                j = cursor[k]
-                cq[j] = q
-                ck[j] = key[q]
-                cl[j] = loss[q]
-                cursor[k] = j + 1
-        # slots outside the level's nodes: keep them inert
-        for i in range(n):
-            if owner[i] < 0:
-                cq[i] = -1
+    _place(tree, p, key, l0, cq, ck, cl)
     for lev in range(l0, l1):
         last = lev == l1 - 1
-        done = 0  # next slot not yet copied to the next buffer
-        for k in range(level_off[lev], level_off[lev + 1]):
-            lo, t, hi = node_lo[k], node_t[k], node_hi[k]
-            d = _sweep(cq, ck, cl, ca, lo, t, hi, margin, mode, strict)
-            g = np.searchsorted(group_starts, lo, side="right") - 1
+        k0, k1 = level_off[lev], level_off[lev + 1]
+        for k in range(k0, k1):
+            d = _node_step(
+                cq, ck, cl, ca, nq, nk, nl, na, tree.lo, tree.t, tree.hi, k, k0, k1, last,
+                margin, mode, strict,
+            )  # fmt: skip
+            g = np.searchsorted(group_starts, node_lo[k], side="right") - 1
             delta_g[g] += d
-            if not last:
-                for j in range(done, lo):  # inactive gap: carry over unchanged
-                    nq[j] = cq[j]
-                    na[j] = ca[j]
-                ia = lo
-                ib = t
-                for idx in range(lo, hi):
-                    q = cq[idx]
-                    if q < t:
-                        j = ia
-                        ia += 1
-                    else:
-                        j = ib
-                        ib += 1
-                    nq[j] = q
-                    nk[j] = ck[idx]
-                    nl[j] = cl[idx]
-                    na[j] = ca[idx]
-                done = hi
         if not last:
-            for j in range(done, n):
-                nq[j] = cq[j]
-                na[j] = ca[j]
             cq, nq = nq, cq
             ck, nk = nk, ck
             cl, nl = nl, cl
@@ -409,32 +397,7 @@ def _run_tree(tree, p, key, rule, alpha, delta_g):  # pragma: no cover - compile
     nk = np.empty(n)
     nl = np.empty(n)
     na = np.empty(n)
-    a, b = level_off[0], level_off[1]
-    if b - a == 1 and node_lo[a] == 0 and node_hi[a] == n:
-        for i in prange(n):
-            q = p[i]
-            cq[i] = q
-            ck[i] = key[q]
-            cl[i] = loss[q]
-    else:
-        owner = np.full(n, -1, np.int64)
-        cursor = np.empty(b - a, np.int64)
-        for k in range(a, b):
-            cursor[k - a] = node_lo[k]
-            for q in range(node_lo[k], node_hi[k]):
-                owner[q] = k - a
-        for i in range(n):
-            q = p[i]
-            k = owner[q]
-            if k >= 0:
-                j = cursor[k]
-                cq[j] = q
-                ck[j] = key[q]
-                cl[j] = loss[q]
-                cursor[k] = j + 1
-        for i in range(n):
-            if owner[i] < 0:
-                cq[i] = -1
+    _place(tree, p, key, 0, cq, ck, cl)
     dnode = np.zeros(node_lo.shape[0])
     for lev in range(L):
         last = lev == L - 1
