@@ -147,6 +147,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     feature selection", JMLR 3 (2003) (the filter / wrapper / embedded taxonomy, RFE).
     A. Demiriz, K. P. Bennett, J. Shawe-Taylor, "Linear programming boosting via column
     generation", Machine Learning 46 (2002) (column generation for the L1 hinge LP).
+    I. Guyon, J. Weston, S. Barnhill, V. Vapnik, "Gene selection for cancer classification
+    using support vector machines", Machine Learning 46 (2002) (RFE: the backward pass's
+    smallest-weight elimination).
     """
 
     _parameter_constraints = {
