@@ -315,3 +315,37 @@ def test_overselect_without_a_budget_is_ignored(data):
     b = ForwardFeatureSelector(tol=3e-2).fit(X, y)
     np.testing.assert_array_equal(a.order_, b.order_)
     assert a.removed_.size == 0 and a.selected_by_ == "forward"
+
+
+def test_interrupt_in_the_backward_pass_keeps_the_forward_set(data):
+    """Ctrl-C during the backward pass: the forward set of the budget (solved to
+    inner_tol) is kept, never a set of the wrong size."""
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, y = data
+
+    def stop(rec):
+        if rec["phase"] == "backward" and rec["n_selected"] > 3:
+            raise KeyboardInterrupt
+
+    with pytest.warns(FitInterruptedWarning):
+        sel = ForwardFeatureSelector(
+            n_features_to_select=3, overselect=3.0, inner_tol=1e-9, callback=stop
+        ).fit(X, y)
+    fwd = ForwardFeatureSelector(n_features_to_select=3, inner_tol=1e-9).fit(X, y)
+    np.testing.assert_array_equal(sel.order_, fwd.order_)
+    assert sel.objective_ == pytest.approx(fwd.objective_, rel=1e-9)
+    assert sel.selected_by_ == "forward"
+
+
+def test_overselect_with_sparse_input(data):
+    import scipy.sparse as sp
+
+    X, y = data
+    Xs = X * (np.abs(X) > 0.5)
+    a = ForwardFeatureSelector(n_features_to_select=4, overselect=2.0, inner_tol=1e-9)
+    b = ForwardFeatureSelector(n_features_to_select=4, overselect=2.0, inner_tol=1e-9)
+    a.fit(Xs, y)
+    b.fit(sp.csr_matrix(Xs), y)
+    np.testing.assert_array_equal(np.sort(a.order_), np.sort(b.order_))
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-6)

@@ -394,7 +394,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             if kept is None:
                 raise  # nothing recorded: nothing to keep
             order, sols, objective, dual, it = kept
-            if candidate is not None and len(order) != limit:
+            # in the backward pass: the forward candidate unless the pass had finished
+            # with a better set
+            if candidate is not None and (len(order) != limit or candidate[2] < objective):
                 order, sols, objective, dual, _ = candidate
             warn_interrupted(len(history))
         self.selected_by_ = "forward" if candidate is None or order == candidate[0] else "backward"
