@@ -195,6 +195,157 @@ def test_bad_features_per_step_and_pricing_options(data):
         {"features_per_step": "many"},
         {"pricing_tol": 0.0},
         {"pricing_epochs": 0},
+        {"overselect": 0.5},
+        {"overselect": np.inf},
     ):
         with pytest.raises(ValueError):
             ForwardFeatureSelector(**kw).fit(X, y)
+
+
+def _l2_hinge_weights(X, y, C):
+    """Weights (without the intercept) of 1/2||(w, b)||^2 + C sum hinge, from its dual
+    solved by L-BFGS-B on the box (independent of dual CD)."""
+    Xa = np.hstack([X, np.ones((len(X), 1))])
+    Z = y[:, None] * Xa
+    Q = Z @ Z.T
+    r = minimize(
+        lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1),
+        np.zeros(len(y)),
+        jac=True,
+        bounds=[(0, C)] * len(y),
+        method="L-BFGS-B",
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000},
+    )
+    return (Z.T @ r.x)[:-1]
+
+
+def test_backward_pass_removes_the_smallest_weights_of_the_restricted_problem(data):
+    """overselect: forward to ceil(2.5 * 3) = 8 columns, then one column per round
+    (ceil(0.1 * 8) = 1) removed -- the one of smallest |w_j| of the restricted problem on
+    the remaining columns, replayed here with weights from an independent dual solve."""
+    X, y = data
+    C = 0.5
+    exact = {"features_per_step": 1, "pricing_tol": 1e-9, "inner_tol": 1e-9, "pricing_epochs": None}
+    sel = ForwardFeatureSelector(n_features_to_select=3, overselect=2.5, C=C, **exact).fit(X, y)
+    fwd = ForwardFeatureSelector(n_features_to_select=8, C=C, **exact).fit(X, y)
+    cols = list(fwd.order_)
+    assert [r["n_selected"] for r in sel.history_] == [*range(9), 7, 6, 5, 4, 3]
+    assert [r["phase"] for r in sel.history_] == ["forward"] * 9 + ["backward"] * 5
+    removed = []
+    while len(cols) > 3:
+        w = _l2_hinge_weights(X[:, cols], y, C)
+        removed.append(cols.pop(int(np.argmin(np.abs(w)))))
+    assert list(sel.removed_) == removed
+    # the kept set is the better (smaller restricted objective) of the forward prefix and
+    # the backward pass's set, both solved independently here
+    ref_f = _l2_hinge(X[:, fwd.order_[:3]], y, C)
+    ref_b = _l2_hinge(X[:, cols], y, C)
+    assert sel.objective_ == pytest.approx(min(ref_f, ref_b), rel=1e-6)
+    best = cols if ref_b < ref_f else list(fwd.order_[:3])
+    assert sorted(sel.order_) == sorted(best)
+    assert sel.selected_by_ == ("backward" if ref_b < ref_f else "forward")
+    assert sel.support_.sum() == 3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_overselect_keeps_the_better_of_the_forward_and_backward_sets(seed):
+    """Whatever the backward pass finds, the kept set's restricted objective is at most
+    the forward set's of the same size (the forward candidate is solved to inner_tol and
+    compared); on these problems the backward set wins at least once."""
+    X, y = make_classification(
+        n_samples=120, n_features=30, n_informative=6, n_redundant=6, n_classes=3,
+        flip_y=0.05, random_state=seed,
+    )  # fmt: skip
+    C = 1.0
+    sel = ForwardFeatureSelector(n_features_to_select=4, overselect=3.0, C=C, inner_tol=1e-9)
+    sel.fit(X, y)
+    fwd = ForwardFeatureSelector(n_features_to_select=4, C=C, inner_tol=1e-9).fit(X, y)
+    ys = [np.where(y == c, 1.0, -1.0) for c in range(3)]
+    ref = sum(_l2_hinge(X[:, sel.support_], yc, C) for yc in ys)
+    ref_fwd = sum(_l2_hinge(X[:, fwd.support_], yc, C) for yc in ys)
+    assert sel.objective_ == pytest.approx(ref, rel=1e-6)
+    assert ref <= ref_fwd * (1 + 1e-6)
+    rows = [r for r in sel.history_ if r["n_selected"] == 4]
+    assert [r["phase"] for r in rows] == ["forward", "backward"]
+    assert sel.objective_ == pytest.approx(min(r["objective"] for r in rows), rel=1e-12)
+    _SEEN.add(sel.selected_by_)
+
+
+_SEEN: set = set()
+
+
+def test_overselect_backward_set_won_somewhere():
+    assert "backward" in _SEEN  # run after the parametrised test above
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+@pytest.mark.parametrize("penalty", ["l2", "l1"])
+def test_overselect_restricted_problem_equals_the_problem_on_the_selected_columns(
+    data, loss, penalty
+):
+    """After the backward pass (warm starts with the removed columns dropped) the final
+    model is the optimum on the selected columns, with exactly the budget."""
+    X, y = data
+    C = 0.5
+    sel = ForwardFeatureSelector(
+        n_features_to_select=4, overselect=2.0, loss=loss, penalty=penalty, C=C
+    ).fit(X, y)
+    assert sel.get_support().sum() == len(sel.order_) == 4
+    ref = _reference(X[:, sel.get_support()], y, C, loss, penalty)
+    assert sel.objective_ == pytest.approx(ref, rel=1e-5)
+    assert not np.any(sel.coef_[:, ~sel.get_support()])
+    assert len(sel.removed_) == 4  # forward to 8, backward to 4
+    if sel.selected_by_ == "backward":
+        assert set(sel.removed_).isdisjoint(sel.order_)
+
+
+def test_dropping_columns_from_a_warm_start():
+    from maxmargin.learners.feature_selection import _drop_columns
+
+    warm = {"w_full": np.array([1.0, 2.0, 3.0, 9.0]), "z": np.arange(7.0), "a": np.ones(5)}
+    _drop_columns(warm, np.array([True, False, True]))
+    np.testing.assert_array_equal(warm["w_full"], [1.0, 3.0, 9.0])  # intercept kept last
+    np.testing.assert_array_equal(warm["z"], [0.0, 2.0, 3.0, 5.0, 6.0])  # u, v, b
+    np.testing.assert_array_equal(warm["a"], np.ones(5))  # multipliers untouched
+
+
+def test_overselect_without_a_budget_is_ignored(data):
+    X, y = data
+    a = ForwardFeatureSelector(overselect=3.0, tol=3e-2).fit(X, y)
+    b = ForwardFeatureSelector(tol=3e-2).fit(X, y)
+    np.testing.assert_array_equal(a.order_, b.order_)
+    assert a.removed_.size == 0 and a.selected_by_ == "forward"
+
+
+def test_interrupt_in_the_backward_pass_keeps_the_forward_set(data):
+    """Ctrl-C during the backward pass: the forward set of the budget (solved to
+    inner_tol) is kept, never a set of the wrong size."""
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, y = data
+
+    def stop(rec):
+        if rec["phase"] == "backward" and rec["n_selected"] > 3:
+            raise KeyboardInterrupt
+
+    with pytest.warns(FitInterruptedWarning):
+        sel = ForwardFeatureSelector(
+            n_features_to_select=3, overselect=3.0, inner_tol=1e-9, callback=stop
+        ).fit(X, y)
+    fwd = ForwardFeatureSelector(n_features_to_select=3, inner_tol=1e-9).fit(X, y)
+    np.testing.assert_array_equal(sel.order_, fwd.order_)
+    assert sel.objective_ == pytest.approx(fwd.objective_, rel=1e-9)
+    assert sel.selected_by_ == "forward"
+
+
+def test_overselect_with_sparse_input(data):
+    import scipy.sparse as sp
+
+    X, y = data
+    Xs = X * (np.abs(X) > 0.5)
+    a = ForwardFeatureSelector(n_features_to_select=4, overselect=2.0, inner_tol=1e-9)
+    b = ForwardFeatureSelector(n_features_to_select=4, overselect=2.0, inner_tol=1e-9)
+    a.fit(Xs, y)
+    b.fit(sp.csr_matrix(Xs), y)
+    np.testing.assert_array_equal(np.sort(a.order_), np.sort(b.order_))
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-6)

@@ -30,6 +30,22 @@ from maxmargin.solvers.feature_selection import (
 
 __all__ = ["ForwardFeatureSelector"]
 
+#: relative duality gap of the backward pass's restricted problems (its weight ranking),
+#: the last one solved to ``inner_tol``
+_BACKWARD_TOL = 1e-2
+
+
+def _drop_columns(warm, keep):
+    """Remove the selected columns not in the mask ``keep`` from a restricted problem's
+    warm start (the multipliers stay valid; the weights lose those entries)."""
+    w = warm.get("w_full")
+    if w is not None:
+        warm["w_full"] = np.append(w[:-1][keep], w[-1])
+    z = warm.get("z")
+    if z is not None:  # L1 logistic: (u, v, b)
+        k = (z.shape[0] - 1) // 2
+        warm["z"] = np.concatenate([z[:k][keep], z[k : 2 * k][keep], z[-1:]])
+
 
 class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     """Forward feature selection by column generation for linear classifiers.
@@ -84,6 +100,19 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         L2 hinge: rounds solved at ``pricing_tol`` stop after at most this many dual CD
         epochs (warm started from the last round's multipliers; None: no cap).  The
         last round and rounds nearer the stopping rule are solved fully.
+    overselect : float >= 1, default=1.0
+        With a budget ``k = n_features_to_select``: forward selection runs to
+        ``ceil(overselect * k)`` features (at most all), then a backward pass removes,
+        per round, the ``ceil(0.1 * n_selected)`` selected columns (at least one, at
+        most down to k) of smallest weight norm ``sqrt(sum_c w_cj^2)`` (over the
+        one-vs-rest problems) of the restricted problem, re-solved (warm started, to a
+        relative gap of ``min(pricing_tol, 1e-2)``, not priced) after each removal,
+        until ``k`` remain -- RFE's elimination (Guyon et al. 2002) on the
+        over-selected columns.  Of the forward set of k columns (met on the way and
+        solved to ``inner_tol``) and the backward pass's (solved to ``inner_tol``), the
+        one with the smaller restricted objective is kept (``selected_by_``).  The
+        sets for different k are then not nested.  1.0: no backward pass.  Ignored
+        without a budget.
     max_time : float or None
     verbose : int, default=0
     callback : callable or None
@@ -94,7 +123,10 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     coef_ : ndarray (1 or n_classes, n_features), zero outside the support,
     intercept_ : ndarray, classes_, objective_, dual_objective_, history_ (per round:
     ``iteration``, ``n_selected``, ``objective``, ``dual_bound``, ``gap``,
-    ``max_violation``, ``t_total``), n_iter_.
+    ``max_violation``, ``t_total``, ``phase`` -- ``"forward"`` or ``"backward"``),
+    removed_ : the columns the backward pass removed, in the order removed (empty
+    without one), selected_by_ : ``"backward"`` if the backward pass's set was kept,
+    else ``"forward"``, n_iter_.
 
     Examples
     --------
@@ -115,6 +147,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     feature selection", JMLR 3 (2003) (the filter / wrapper / embedded taxonomy, RFE).
     A. Demiriz, K. P. Bennett, J. Shawe-Taylor, "Linear programming boosting via column
     generation", Machine Learning 46 (2002) (column generation for the L1 hinge LP).
+    I. Guyon, J. Weston, S. Barnhill, V. Vapnik, "Gene selection for cancer classification
+    using support vector machines", Machine Learning 46 (2002) (RFE: the backward pass's
+    smallest-weight elimination).
     """
 
     _parameter_constraints = {
@@ -135,6 +170,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         "inner_tol": [POSITIVE],
         "pricing_tol": [POSITIVE],
         "pricing_epochs": [None, Interval(int, 1, None, closed="left")],
+        "overselect": [Interval(float, 1, None, closed="left")],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
         "callback": CALLBACK,
@@ -152,6 +188,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         inner_tol=1e-7,
         pricing_tol=0.1,
         pricing_epochs=5,
+        overselect=1.0,
         max_time=None,
         verbose=0,
         callback=None,
@@ -165,6 +202,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         self.inner_tol = inner_tol
         self.pricing_tol = pricing_tol
         self.pricing_epochs = pricing_epochs
+        self.overselect = overselect
         self.max_time = max_time
         self.verbose = verbose
         self.callback = callback
@@ -197,7 +235,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
 
         data = None  # the last round's L2 data (restricted_data)
 
-        def evaluate(tol_k):
+        def evaluate(tol_k, price=True):
             nonlocal data
             # the L2 problems' data (constant column, dual CD layout) formed once per
             # round for every class, grown from the last round's
@@ -213,9 +251,11 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 solve_restricted(Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap)
                 for yb, wm in zip(ys, warms)
             ]
+            objective = sum(s[3] for s in sols)
+            if not price:  # a backward round: only the weights are needed
+                return sols, objective, -np.inf, None, None, np.nan, np.inf
             # pricing: the scores of every column for every class in one matrix product
             S = column_scores(X, Y, np.column_stack([s[2] for s in sols])).T
-            objective = sum(s[3] for s in sols)
             dual = 0.0
             for yb, (_, _, a, _), s in zip(ys, sols, S):
                 s_all = np.append(s, a @ yb) if penalty == "l2" else s
@@ -228,8 +268,8 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             rel = (objective - dual) / max(abs(objective), 1e-12)
             return sols, objective, dual, free, score, viol, rel
 
-        def should_stop(free, viol, rel):
-            if len(order) >= limit or not free.any():
+        def should_stop(free, viol, rel, reach):
+            if len(order) >= reach or not free.any():
                 return True
             if self.n_features_to_select is None:
                 if penalty == "l1" and viol <= 1.0 + self.tol:
@@ -238,41 +278,75 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     return True
             return False
 
+        # with a budget and overselect > 1: forward to ``reach`` columns (the rounds land
+        # on ``limit`` on the way, where the forward set is kept as a candidate), then
+        # backward to ``limit``
+        reach = limit
+        if self.n_features_to_select is not None and self.overselect > 1.0:
+            reach = min(d, int(np.ceil(float(self.overselect) * limit)))
+        # the backward rounds' tolerance (their weights rank the columns)
+        bw_tol = max(inner, min(float(self.pricing_tol), _BACKWARD_TOL))
         rel_prev = np.inf
         kept = None  # (order, sols, objective, dual, it) of the last recorded round
+        candidate = None  # the forward set of ``limit`` columns when a backward pass follows
+        removed: list[int] = []
+        timed_out = False
+
+        def record(sols, objective, dual, viol, rel, phase):
+            nonlocal kept
+            rec = {
+                "iteration": it,
+                "n_selected": len(order),
+                "objective": float(objective),
+                "dual_bound": float(dual),
+                "gap": float(rel),
+                "max_violation": viol,
+                "t_total": time.perf_counter() - t0,
+                "phase": phase,
+            }
+            history.append(rec)
+            kept = (list(order), sols, objective, dual, it)
+            if self.verbose:
+                print(
+                    f"[ffs] {phase:8s} {len(order):5d} features objective {objective:.6g} "
+                    f"gap {rel:.3g}",
+                    flush=True,
+                )
+            if self.callback is not None:
+                self.callback(rec)
+            return rec
+
         try:
             while True:
                 # restricted problems are solved as accurately as the selection needs: a tenth
                 # of the last full-problem gap (any dual point gives a valid bound), at most
                 # pricing_tol, and to inner_tol before stopping
                 tol_k = float(min(self.pricing_tol, max(inner, 0.1 * rel_prev)))
+                # the forward candidate (compared with the backward pass's set by its
+                # objective) is solved to inner_tol, the set the backward pass starts
+                # from to its tolerance, the last set to inner_tol: where the budget makes
+                # that known in advance, directly (no pricing solve first)
+                budget = self.n_features_to_select is not None
+                if budget and len(order) >= min(reach, d):
+                    tol_k = inner if reach == limit else bw_tol
+                elif reach > limit and len(order) == limit:
+                    tol_k = inner
                 sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
-                stop = should_stop(free, viol, rel)
-                if stop and tol_k > inner:
-                    sols, objective, dual, free, score, viol, rel = evaluate(inner)
-                    stop = should_stop(free, viol, rel)
+                stop = should_stop(free, viol, rel, reach)
+                need = inner if stop else tol_k
+                if stop and reach > limit and len(order) > limit:
+                    need = bw_tol
+                if need < tol_k:
+                    sols, objective, dual, free, score, viol, rel = evaluate(need)
+                    stop = should_stop(free, viol, rel, reach)
                 rel_prev = rel
-                rec = {
-                    "iteration": it,
-                    "n_selected": len(order),
-                    "objective": float(objective),
-                    "dual_bound": float(dual),
-                    "gap": float(rel),
-                    "max_violation": viol,
-                    "t_total": time.perf_counter() - t0,
-                }
-                history.append(rec)
-                kept = (list(order), sols, objective, dual, it)
-                if self.verbose:
-                    print(
-                        f"[ffs] {len(order):5d} features objective {objective:.6g} gap {rel:.3g}",
-                        flush=True,
-                    )
-                if self.callback is not None:
-                    self.callback(rec)
+                rec = record(sols, objective, dual, viol, rel, "forward")
+                if reach > limit and len(order) == limit:
+                    candidate = kept
                 if stop:
                     break
                 if self.max_time is not None and rec["t_total"] >= self.max_time:
+                    timed_out = True
                     break
                 if penalty == "l1":  # only violated constraints may enter (eq. 2.90)
                     score = np.where(score > 1.0, score, -np.inf)
@@ -283,15 +357,50 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     m = step
                 else:
                     m = max(1, int(np.ceil(step * len(order))))
-                m = min(m, limit - len(order), n_left)
+                goal = limit if len(order) < limit else reach
+                m = min(m, goal - len(order), n_left)
                 new = np.argsort(-score, kind="stable")[:m]
                 order.extend(int(j) for j in new)
                 it += 1
+            # backward pass: remove the columns of smallest weight norm, re-solving after
+            # each removal, until ``limit`` remain; keep it if its objective beats the
+            # forward candidate's
+            while len(order) > limit and not timed_out:
+                Wc = np.array([s[0] for s in sols])
+                norm2 = (Wc * Wc).sum(0)
+                # a tenth of the selected columns per round (at least one), as RFE's step
+                m = min(len(order) - limit, max(1, int(np.ceil(0.1 * len(order)))))
+                drop = np.argsort(norm2, kind="stable")[:m]
+                keep = np.ones(len(order), dtype=bool)
+                keep[drop] = False
+                removed.extend(order[j] for j in drop)
+                order = [c for c, k_ in zip(order, keep) if k_]
+                for wm in warms:
+                    _drop_columns(wm, keep)
+                data = None
+                it += 1
+                tol_k = inner if len(order) == limit else bw_tol
+                last = len(order) == limit
+                sols, objective, dual, _, _, viol, rel = evaluate(tol_k, price=last)
+                rec = record(sols, objective, dual, viol, rel, "backward")
+                if self.max_time is not None and rec["t_total"] >= self.max_time:
+                    timed_out = True
+            if len(order) != limit and candidate is not None:
+                # timed out in the backward pass: the forward candidate has ``limit`` columns
+                order, sols, objective, dual, _ = candidate
+            elif candidate is not None and candidate[2] < objective:
+                order, sols, objective, dual, _ = candidate
         except KeyboardInterrupt:
             if kept is None:
                 raise  # nothing recorded: nothing to keep
             order, sols, objective, dual, it = kept
+            # in the backward pass: the forward candidate unless the pass had finished
+            # with a better set
+            if candidate is not None and (len(order) != limit or candidate[2] < objective):
+                order, sols, objective, dual, _ = candidate
             warn_interrupted(len(history))
+        self.selected_by_ = "forward" if candidate is None or order == candidate[0] else "backward"
+        self.removed_ = np.asarray(removed, dtype=np.int64)
         coef = np.zeros((len(ys), d))
         for r, (w, _, _, _) in enumerate(sols):
             coef[r, order] = w
@@ -318,7 +427,10 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         return s[:, 0] if s.shape[1] == 1 else s
 
     # -------------------------------------------------------------- persistence
-    _saved_meta = fitted("n_features_in_", "history_", "objective_", "dual_objective_", "n_iter_")
+    _saved_meta = (
+        *fitted("n_features_in_", "history_", "objective_", "dual_objective_", "n_iter_"),
+        ("selected_by_", str, "forward"),
+    )
     _saved_arrays = (
         ("classes_", None),
         ("order_", np.int64),
@@ -326,9 +438,15 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         ("intercept_", np.float64),
     )
 
+    def _save_extra(self, meta, arrays):
+        meta["removed"] = [int(j) for j in self.removed_]
+
     def _load_extra(self, meta, arrays):
         if self.coef_.shape[1] != self.n_features_in_ or np.any(self.order_ >= self.n_features_in_):
             raise ValueError("model file is inconsistent: weights do not match the features")
+        self.removed_ = np.asarray(meta.get("removed", []), dtype=np.int64).reshape(-1)
+        if np.any(self.removed_ >= self.n_features_in_) or np.any(self.removed_ < 0):
+            raise ValueError("model file is inconsistent: removed columns out of range")
         self.support_ = np.zeros(self.n_features_in_, dtype=bool)
         self.support_[self.order_] = True
 
