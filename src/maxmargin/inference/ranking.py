@@ -337,7 +337,7 @@ def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
             alpha[q] += ca[i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _node_step(
     cq, ck, cl, ca, nq, nk, nl, na, node_lo, node_t, node_hi, k, k0, k1, last, margin, mode, strict
 ):  # pragma: no cover - compiled
