@@ -4,6 +4,7 @@ Process pools are started once per session by joblib (loky reuses its executor),
 these tests share one pool of two workers.
 """
 
+import contextlib
 import os
 
 import joblib
@@ -62,11 +63,14 @@ def test_sharded_oracle_equals_batch_oracle(chain_model, rescaling):
     assert r2.hinge_sum == pytest.approx(float(np.sum(hinge)))
 
 
+@pytest.mark.parametrize("backend", [None, "loky"])  # None: the default, threads
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_parallel_equals_serial_every_solver(chain_model, solver):
+def test_parallel_equals_serial_every_solver(chain_model, solver, backend):
     kw = dict(max_iter=8, random_state=0)
     serial = solve_ssvm(chain_model, 1.0, solver, n_jobs=1, **kw)
-    par = solve_ssvm(chain_model, 1.0, solver, n_jobs=2, **kw)
+    ctx = joblib.parallel_config(backend=backend) if backend else contextlib.nullcontext()
+    with ctx:
+        par = solve_ssvm(chain_model, 1.0, solver, n_jobs=2, **kw)
     assert np.array_equal(par.w, serial.w)
     assert par.primal == serial.primal and par.dual == serial.dual
     # the sharded path is the same optimisation as the default one, to rounding
@@ -81,9 +85,24 @@ def test_one_slack_output_cache_parallel_equals_serial(chain_model):
     assert np.array_equal(par.w, serial.w)
 
 
-def test_parallel_runs_in_worker_processes(chain_model):
-    """n_jobs=2 really leaves the process: shards are written once and memory-mapped."""
+def test_linear_kernel_defaults_to_threads(chain_model):
+    """Without a backend chosen by the caller the (GIL-free) linear kernel runs on
+    threads with the shards shared in memory; a chosen backend wins."""
     with ShardedOracle(chain_model, n_jobs=2) as orc:
+        assert orc._session.kind == "threads" and orc._folder is None
+        assert type(orc._session.parallel._backend).__name__ == "ThreadingBackend"
+        r = orc.run(np.ones(chain_model.dim), plane=True)
+    with ShardedOracle(chain_model, n_jobs=1) as orc:
+        r1 = orc.run(np.ones(chain_model.dim), plane=True)
+    assert np.array_equal(r.a, r1.a) and r.b == r1.b
+    with joblib.parallel_config(backend="loky"), ShardedOracle(chain_model, n_jobs=2) as orc:
+        assert orc._session.kind == "files"
+
+
+def test_parallel_runs_in_worker_processes(chain_model):
+    """With loky, n_jobs=2 really leaves the process: shards are written once and
+    memory-mapped."""
+    with joblib.parallel_config(backend="loky"), ShardedOracle(chain_model, n_jobs=2) as orc:
         assert orc._session.kind == "files" and orc._session.n_workers == 2
         folder = orc._folder
         assert len(os.listdir(folder)) == orc.n_shards
@@ -146,11 +165,12 @@ def test_dead_worker_aborts_fit(monkeypatch):
     X, y = make_chain_data(n=40, K=3, d=4, seed=2)
     est = StructSVM(task=ChainTask(), C=1.0, max_iter=10, n_jobs=2)
     monkeypatch.setattr(ShardedOracle, "_die_at_call", 2)  # the third oracle call
-    with pytest.raises(ParallelFitError, match="aborted"):
+    with joblib.parallel_config(backend="loky"), pytest.raises(ParallelFitError, match="aborted"):
         est.fit(X, y)
     assert not hasattr(est, "coef_")
     monkeypatch.setattr(ShardedOracle, "_die_at_call", None)
-    ok = StructSVM(task=ChainTask(), C=1.0, max_iter=10, n_jobs=2).fit(X, y)  # pool recovers
+    with joblib.parallel_config(backend="loky"):  # the pool recovers
+        ok = StructSVM(task=ChainTask(), C=1.0, max_iter=10, n_jobs=2).fit(X, y)
     ref = StructSVM(task=ChainTask(), C=1.0, max_iter=10, n_jobs=1).fit(X, y)
     assert np.array_equal(ok.coef_, ref.coef_)
 

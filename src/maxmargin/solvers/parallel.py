@@ -27,7 +27,12 @@ Data movement.  Shards are placed on the workers once per fit and stay there:
   module-level cache, so an iteration sends only ``w`` and the shard file names;
 * dask.distributed: the shards are scattered once (``Client.scatter``) and tasks name
   their futures, so an iteration sends only ``w``;
-* threads: the shards are shared in memory (the kernel releases the GIL);
+* threads: the shards are shared in memory (the kernel releases the GIL).  This is
+  the default for the linear kernel when the caller has not chosen a backend with
+  ``joblib.parallel_config`` (joblib's ``prefer="threads"``): on OCR a 1-slack fit ran
+  1.6-1.8x faster on 2 threads, where loky processes gained 1.0-1.2x
+  (docs/benchmarks.md).  The CRF oracle's PyMaxflow call holds the GIL, so CRF shards
+  default to processes;
 * any other backend (e.g. Ray's): the shards are pickled with every call -- correct,
   but it moves the data every iteration (docs/scaling.md).
 
@@ -314,8 +319,9 @@ class parallel_session:
     plus the active backend's kind: ``"inline"`` (n_jobs None / 1: no joblib at all),
     ``"threads"``, ``"dask"``, ``"files"`` (loky / multiprocessing) or ``"pickle"``."""
 
-    def __init__(self, n_jobs):
+    def __init__(self, n_jobs, prefer=None):
         self.n_jobs = n_jobs
+        self.prefer = prefer
         self.parallel = None
         self.kind = "inline"
         self.backend = None
@@ -329,9 +335,13 @@ class parallel_session:
 
         # batch_size=1: joblib's automatic batching would pack quick tasks (a node
         # takes tens of ms) into one batch, i.e. onto one worker, one after the other
-        self.parallel = Parallel(n_jobs=self.n_jobs, batch_size=1, pre_dispatch="all")
+        # prefer: joblib's soft hint, used only when no backend was chosen with
+        # joblib.parallel_config (a Dask or Ray backend always wins)
+        self.parallel = Parallel(
+            n_jobs=self.n_jobs, batch_size=1, pre_dispatch="all", prefer=self.prefer
+        )
         self.parallel.__enter__()
-        backend, _ = get_active_backend()
+        backend, _ = get_active_backend(prefer=self.prefer)
         self.backend = backend
         name = type(backend).__name__
         self.n_workers = max(1, int(backend.effective_n_jobs(self.n_jobs)))
@@ -422,7 +432,11 @@ class ShardedOracle:
         return len(self.shards)
 
     def __enter__(self):
-        self._session = parallel_session(self.n_jobs).__enter__()
+        # the linear kernel is numba code that releases the GIL: without a backend chosen
+        # by the caller it runs on threads (shards shared in memory, no per-call process
+        # round trip); PyMaxflow holds the GIL, so the CRF cuts stay in processes
+        prefer = "threads" if self.kind == "linear" else None
+        self._session = parallel_session(self.n_jobs, prefer=prefer).__enter__()
         try:
             self._place()
         except BaseException:
