@@ -398,7 +398,9 @@ class CascadeDetector(_WindowDetector):
 
     Attributes
     ----------
-    cascade_, n_train_images_, distribution_
+    cascade_, converged_ (the cascade's: False when Ctrl-C ended training early -- the
+    completed stages are kept, see :class:`~maxmargin.BoostedCascade`), n_train_images_,
+    distribution_
     """
 
     _parameter_constraints = {
@@ -541,7 +543,9 @@ class CascadeDetector(_WindowDetector):
         casc = self._cascade()
         if mask is not None:
             casc.set_params(validation_fraction=0.0)
+        # Ctrl-C inside a stage: the cascade keeps its completed stages (and warns)
         self.cascade_ = casc.fit(X, y, validation_mask=mask)
+        self.converged_ = bool(self.cascade_.converged_)
         self.n_positives_, self.n_negatives_ = int((y == 1).sum()), int((y == 0).sum())
         self.n_train_images_ = len(images)
         return self
@@ -568,6 +572,7 @@ class CascadeDetector(_WindowDetector):
         est._load_prior(arrays)
         sub = {k[8:]: v for k, v in arrays.items() if k.startswith("cascade.")}
         est.cascade_ = BoostedCascade._from_state(meta["cascade"], sub)
+        est.converged_ = bool(est.cascade_.converged_)
         est.n_positives_ = int(meta["n_positives"])
         est.n_negatives_ = int(meta["n_negatives"])
         est.n_train_images_ = int(meta["n_train_images"])
