@@ -40,6 +40,18 @@ __all__ = ["BoostedCascade"]
 STAGE_LEARNERS = CS_VARIANTS + ASYM_VARIANTS
 
 
+def _stage_caps(max_weak) -> list:
+    """``max_weak`` as a list of per-stage caps (the last one repeats)."""
+    caps = [max_weak] if isinstance(max_weak, (int, np.integer)) else list(max_weak)
+    if not caps or not all(
+        isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1 for c in caps
+    ):
+        raise ValueError(
+            f"max_weak must be a positive int or a non-empty sequence of them, got {max_weak!r}"
+        )
+    return [int(c) for c in caps]
+
+
 def _sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
@@ -75,8 +87,11 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         section's main example); ``"recall"`` keeps the per-stage recall
         ``A^(1/n)`` and accepts more false positives (its "reversed strategy").  With weak
         stage classifiers ``"far"`` lets the recall collapse stage after stage.
-    max_weak : int, default=50
-        Weak classifiers per stage at most.
+    max_weak : int or sequence of int, default=50
+        Weak classifiers per stage at most; a sequence gives stage ``k`` the cap
+        ``max_weak[min(k, len - 1)]`` -- a schedule of small early stages as in Viola &
+        Jones's detector (e.g. ``(2, 5, 10, 20, 50)``), so that the stages most windows
+        reach stay cheap.
     recycle : float or None, default=None
         Information recycling (Sec. 4.4, Algorithm 3) with ``lambda* = recycle``; None:
         off.
@@ -113,7 +128,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         "target_far": [Interval(float, 0, 1, closed="neither")],
         "rule": [Options(*RULES)],
         "fallback": [Options(*FALLBACKS)],
-        "max_weak": [POSITIVE_INT],
+        "max_weak": [POSITIVE_INT, list, tuple],
         "recycle": [None, Interval(float, 0, None, closed="left")],
         "theta": [POSITIVE],
         "sigma": [Interval(float, 0, None, closed="left")],
@@ -202,6 +217,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                     hold[rng.choice(idx, k, replace=False)] = True
             if hold.any() and (ys[~hold] > 0).any() and (ys[~hold] < 0).any():
                 tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
+        caps = _stage_caps(self.max_weak)
         r = float(self.cost_ratio)
         c_pos, c_neg = 2.0 * r / (1.0 + r), 2.0 / (1.0 + r)
         A, B, n_left = float(self.target_recall), float(self.target_far), int(self.n_stages)
@@ -264,7 +280,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                             interrupted = True
 
                 kw = dict(
-                    max_weak=int(self.max_weak),
+                    max_weak=caps[min(s, len(caps) - 1)],
                     recycle=pool,
                     recycle_lambda=0.0 if self.recycle is None else float(self.recycle),
                     stop=stop,
