@@ -176,3 +176,20 @@ def test_ctrl_c_inside_the_first_stage_propagates(monkeypatch):
     interrupt_in_stage(monkeypatch, stage=0)
     with pytest.raises(KeyboardInterrupt):
         BoostedCascade(n_stages=5, max_weak=8, target_far=1e-4, random_state=0).fit(X, y)
+
+
+def test_max_weak_schedule_caps_each_stage():
+    X, y = _data(8)
+    kw = dict(n_stages=5, target_far=1e-6, target_recall=0.99, random_state=0)
+    c = BoostedCascade(max_weak=(1, 3), **kw).fit(X, y)
+    n_weak = [t["n_weak"] for t in c.stages_]
+    assert c.n_stages_ >= 3 and n_weak[0] == 1 and max(n_weak[1:]) <= 3
+    assert max(n_weak[1:]) == 3  # the goal is out of reach: the later caps bind
+    flat = BoostedCascade(max_weak=3, **kw).fit(X, y)
+    assert flat.stages_[0]["n_weak"] > 1
+    # a one-element schedule is the plain cap
+    one = BoostedCascade(max_weak=[3], **kw).fit(X, y)
+    np.testing.assert_array_equal(one.thresholds_, flat.thresholds_)
+    for bad in ([], [2, 0], (1.5,), 0):
+        with pytest.raises(ValueError, match="max_weak"):
+            BoostedCascade(max_weak=bad).fit(X, y)
