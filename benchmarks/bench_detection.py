@@ -101,6 +101,25 @@ def flat_weak_needed(flat, Xp, Xn, recall, far, max_t):
     return found, rows, (float(f[best]), best + 1)
 
 
+def flat_sensitivity(flat, Xp, Xn, recall, far, max_t):
+    """How T_flat moves when the FAR to reach is a little higher: T for ``far`` times
+    1.05, 1.1, 1.25, 1.5; and the range of the flat booster's FAR at ``recall`` over T >=
+    50 (its plateau)."""
+    out = {
+        f"x{m}": flat_weak_needed(flat, Xp, Xn, recall, far * m, max_t)[0]
+        for m in (1.05, 1.1, 1.25, 1.5)
+    }
+    Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
+    Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
+    Fp, Fn = np.cumsum(Hp, axis=1)[:, 49:max_t], np.cumsum(Hn, axis=1)[:, 49:max_t]
+    if Fp.shape[1]:
+        sp = np.sort(Fp, axis=0)
+        thr = sp[min(int(np.floor((1.0 - recall) * len(sp))), len(sp) - 1)] - 1e-12
+        f = (Fn > thr).mean(axis=0)
+        out["far_range_T50_up"] = [float(f.min()), float(f.max())]
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "detection/raccoon")
@@ -314,6 +333,7 @@ def main(argv=None):
                 "ratio": ratio,
                 "min_far_at_recall": floor[0],
                 "T_at_min_far": floor[1],
+                "T_needed_if_far_times": flat_sensitivity(flat, Xp_te, Xn_te, R, F, args.flat_weak),
                 "curve": rows,
             }
             print(
