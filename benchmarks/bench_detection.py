@@ -12,10 +12,14 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   after NMS (0.3), and detection time per test image (HOG pyramid + scoring + NMS).
 * Cascade efficiency goal: on the test windows (positives: windows with overlap >= 0.6
   with a raccoon, plus the window nearest to each raccoon; negatives: windows with
-  overlap < 0.3), the cascade's recall R and FAR F; a flat Gentle AdaBoost trained on the
-  same training windows is evaluated with its first T weak classifiers, thresholded to
-  reach recall R on the test positives; T_flat is the smallest T whose FAR is <= F.  The
+  overlap < 0.3), the cascade's recall R and FAR F; a flat Gentle AdaBoost trained on
+  exactly the cascade's training windows (``CascadeDetector.training_set``: the same
+  features, positives and negative pool, the held-out rows included) is evaluated with
+  its first T weak classifiers, thresholded to reach recall R on the test positives;
+  T_flat is the smallest T (every T from 1 to ``--flat-weak``) whose FAR is <= F.  The
   goal is met when the cascade's expected weak classifiers per window <= T_flat / 10.
+  The JSON also records the flat booster's lowest FAR at recall R and the T reaching it:
+  when F is near that floor, T_flat sits on a plateau and is very sensitive to F.
 * Ranking: ``--candidates`` windows per test image from the box distribution fitted on
   the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
   10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
@@ -73,26 +77,47 @@ def window_set(det, images, boxes):
     return Xp.astype(np.float64), Xn.astype(np.float64)
 
 
-def flat_weak_needed(flat, Xp, Xn, recall, far, grid):
-    """Smallest T in ``grid`` whose first T weak classifiers reach ``recall`` with FAR <=
-    ``far`` (threshold at the recall quantile of the positives); None if none does."""
+def flat_weak_needed(flat, Xp, Xn, recall, far, max_t):
+    """Smallest T in 1 .. ``max_t`` whose first T weak classifiers reach ``recall`` with
+    FAR <= ``far`` (threshold just below the recall quantile of the positives' scores);
+    None if none does.  Also the curve at a grid of T and the lowest FAR at ``recall``
+    over all T with its T."""
     Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
     Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
     Fp, Fn = np.cumsum(Hp, axis=1), np.cumsum(Hn, axis=1)
-    rows = []
-    found = None
-    for T in grid:
-        if T > Fp.shape[1]:
-            break
-        sp = np.sort(Fp[:, T - 1])
-        k = int(np.floor((1.0 - recall) * len(sp)))
-        thr = sp[k] - 1e-12 if k < len(sp) else sp[-1]
-        rec = float((Fp[:, T - 1] > thr).mean())
-        f = float((Fn[:, T - 1] > thr).mean())
-        rows.append({"T": int(T), "recall": rec, "far": f})
-        if found is None and rec >= recall - 1e-12 and f <= far:
-            found = int(T)
-    return found, rows
+    n_t = min(int(max_t), Fp.shape[1])
+    sp = np.sort(Fp[:, :n_t], axis=0)
+    k = int(np.floor((1.0 - recall) * len(sp)))
+    thr = sp[min(k, len(sp) - 1)] - 1e-12  # (n_t,)
+    rec = (Fp[:, :n_t] > thr).mean(axis=0)
+    f = (Fn[:, :n_t] > thr).mean(axis=0)
+    ok = np.flatnonzero((rec >= recall - 1e-12) & (f <= far))
+    found = int(ok[0]) + 1 if len(ok) else None
+    grid = sorted({1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, n_t} | {found or 1})
+    rows = [
+        {"T": int(T), "recall": float(rec[T - 1]), "far": float(f[T - 1])} for T in grid if T <= n_t
+    ]
+    best = int(np.argmin(np.where(rec >= recall - 1e-12, f, np.inf)))
+    return found, rows, (float(f[best]), best + 1)
+
+
+def flat_sensitivity(flat, Xp, Xn, recall, far, max_t):
+    """How T_flat moves when the FAR to reach is a little higher: T for ``far`` times
+    1.05, 1.1, 1.25, 1.5; and the range of the flat booster's FAR at ``recall`` over T >=
+    50 (its plateau)."""
+    out = {
+        f"x{m}": flat_weak_needed(flat, Xp, Xn, recall, far * m, max_t)[0]
+        for m in (1.05, 1.1, 1.25, 1.5)
+    }
+    Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
+    Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
+    Fp, Fn = np.cumsum(Hp, axis=1)[:, 49:max_t], np.cumsum(Hn, axis=1)[:, 49:max_t]
+    if Fp.shape[1]:
+        sp = np.sort(Fp, axis=0)
+        thr = sp[min(int(np.floor((1.0 - recall) * len(sp))), len(sp) - 1)] - 1e-12
+        f = (Fn > thr).mean(axis=0)
+        out["far_range_T50_up"] = [float(f.min()), float(f.max())]
+    return out
 
 
 def main(argv=None):
@@ -102,6 +127,7 @@ def main(argv=None):
     ap.add_argument("--window", type=int, default=7, help="window side in HOG cells")
     ap.add_argument("--aspect-ratios", default="0.7,1,1.4", help="window aspect ratios")
     ap.add_argument("--colour", action="store_true", help="colour HOG")
+    ap.add_argument("--channels", action="store_true", help="aggregated channel features (ACF) too")
     ap.add_argument("--no-location-prior", action="store_true")
     ap.add_argument(
         "--ablation",
@@ -117,7 +143,9 @@ def main(argv=None):
     ap.add_argument("--fallback", default="recall", choices=["recall", "far"])
     ap.add_argument("--n-stages", type=int, default=10)
     ap.add_argument("--recycle", type=float, default=None, help="recycling lambda* (Alg. 3)")
-    ap.add_argument("--max-weak", type=int, default=50)
+    ap.add_argument(
+        "--max-weak", default="50", help="weak per stage at most; a comma list: per stage"
+    )
     ap.add_argument("--target-recall", type=float, default=0.9)
     ap.add_argument("--target-far", type=float, default=1e-3)
     ap.add_argument("--n-negatives", type=int, default=40000)
@@ -146,8 +174,11 @@ def main(argv=None):
         cell=8,
         aspect_ratios=tuple(float(a) for a in args.aspect_ratios.split(",")),
         colour=bool(args.colour),
+        channels=bool(args.channels),
         location_prior=not args.no_location_prior,
     )
+    caps = [int(v) for v in str(args.max_weak).split(",")]
+    max_weak = caps[0] if len(caps) == 1 else caps
     out: dict = {
         "dataset": "raccoon",
         "n_train": len(tri),
@@ -246,7 +277,7 @@ def main(argv=None):
                 rule=args.rule,
                 fallback=args.fallback,
                 n_stages=args.n_stages,
-                max_weak=args.max_weak,
+                max_weak=max_weak,
                 target_recall=args.target_recall,
                 target_far=args.target_far,
                 n_negatives=args.n_negatives,
@@ -287,30 +318,28 @@ def main(argv=None):
                     f"val recall {s['recall']:.3f} FAR {s['far']:.3g}",
                     flush=True,
                 )
-            # flat booster at equal recall
+            # flat booster at equal recall, trained on exactly the cascade's windows
+            # (every cascade here draws the same set: same random_state and settings)
             if flat is None:
                 t = time.perf_counter()
-                wins = cas._windows(tri, trb)
-                Xp = cas._positives(wins, trb)
-                rng = np.random.default_rng(0)
-                Xn_all = [
-                    cas._describe(pyr, lv[ov < 0.3], r[ov < 0.3], c_[ov < 0.3])
-                    for pyr, lv, r, c_, ov in wins
-                ]
-                Xn = np.vstack(Xn_all)
-                Xn = Xn[rng.choice(len(Xn), min(len(Xn), args.n_negatives), replace=False)]
-                flat = BinaryAdaBoost(variant="gentle", max_iter=args.flat_weak).fit(
-                    np.vstack([Xp, Xn]).astype(np.float64),
-                    np.r_[np.ones(len(Xp)), np.zeros(len(Xn))],
-                )
+                Xtr, ytr, _ = cas.training_set(tri, trb)
+                flat = BinaryAdaBoost(variant="gentle", max_iter=args.flat_weak).fit(Xtr, ytr)
                 out["flat_fit_seconds"] = time.perf_counter() - t
-            grid = sorted({1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, args.flat_weak})
-            T, rows = flat_weak_needed(flat, Xp_te, Xn_te, R, F, grid)
+                out["flat_training_windows"] = [int((ytr == 1).sum()), int((ytr == 0).sum())]
+            T, rows, floor = flat_weak_needed(flat, Xp_te, Xn_te, R, F, args.flat_weak)
             ratio = None if T is None else fm["expected_weak"] / T
-            out["cascade"][learner]["flat"] = {"T_needed": T, "ratio": ratio, "curve": rows}
+            out["cascade"][learner]["flat"] = {
+                "T_needed": T,
+                "ratio": ratio,
+                "min_far_at_recall": floor[0],
+                "T_at_min_far": floor[1],
+                "T_needed_if_far_times": flat_sensitivity(flat, Xp_te, Xn_te, R, F, args.flat_weak),
+                "curve": rows,
+            }
             print(
                 f"  flat Gentle AdaBoost needs T = {T} weak for recall {R:.3f} at FAR <= "
-                f"{F:.2g}; cascade/flat = {ratio}",
+                f"{F:.3g}; cascade/flat = {ratio}; its lowest FAR at that recall "
+                f"{floor[0]:.3g} (T = {floor[1]})",
                 flush=True,
             )
 

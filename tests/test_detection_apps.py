@@ -51,6 +51,39 @@ def test_cascade_detector(scenes, tmp_path, learner):
     np.testing.assert_array_equal(back.detect(tei[0])[0], c.detect(tei[0])[0])
 
 
+def test_cascade_detector_with_channels_and_a_stage_schedule(scenes, tmp_path):
+    (tri, trb), (tei, teb) = scenes
+    kw = dict(window=(3, 3), n_stages=4, max_weak=[2, 5, 10], random_state=0)
+    c = CascadeDetector(channels=True, **kw).fit(tri, trb)
+    assert c.cascade_.n_features_in_ == 1 + 2 * 2 * 4 * 9 + 3 * 3 * 10  # prior, HOG, ACF
+    assert c.cascade_.stages_[0]["n_weak"] <= 2 and _ap(c, tei, teb) > 0.3
+    X, y, _ = c.training_set(tri, trb)  # the very windows the cascade was fitted on
+    assert X.shape[1] == c.cascade_.n_features_in_ and int(y.sum()) == c.n_positives_
+    back = maxmargin.load(maxmargin.save(c, tmp_path / "c.npz"))
+    assert back.channels and back.max_weak == [2, 5, 10]
+    np.testing.assert_array_equal(back.detect(tei[0])[1], c.detect(tei[0])[1])
+
+
+def test_cascade_detector_ctrl_c_keeps_the_completed_stages(scenes, monkeypatch):
+    from maxmargin.exceptions import FitInterruptedWarning
+    from test_detection_cascade import interrupt_in_stage
+
+    (tri, trb), (tei, _) = scenes
+    kw = dict(window=(3, 3), n_stages=4, max_weak=20, validation_fraction=0.0, random_state=0)
+    ref = CascadeDetector(**kw).fit(tri, trb)
+    assert ref.converged_ and ref.cascade_.n_stages_ >= 2
+    interrupt_in_stage(monkeypatch, stage=1, at_round=0)
+    with pytest.warns(FitInterruptedWarning):
+        c = CascadeDetector(**kw).fit(tri, trb)
+    assert not c.converged_ and c.cascade_.n_stages_ == 1
+    np.testing.assert_array_equal(c.cascade_.thresholds_, ref.cascade_.thresholds_[:1])
+    b, s = c.detect(tei[0])
+    assert len(b) and np.all(np.isfinite(s))
+    interrupt_in_stage(monkeypatch, stage=0, at_round=0)
+    with pytest.raises(KeyboardInterrupt):
+        CascadeDetector(**kw).fit(tri, trb)
+
+
 @pytest.mark.parametrize("graph,rescaling", [("complete", "margin"), ("star", "slack")])
 def test_proposal_ranker_beats_the_unranked_pool(scenes, tmp_path, graph, rescaling):
     (tri, trb), (tei, teb) = scenes

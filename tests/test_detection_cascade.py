@@ -113,3 +113,83 @@ def test_recall_fallback_keeps_the_recall_of_weak_stages():
     rk = (keep.predict(X[:200]) == 1).mean()
     rd = (drop.predict(X[:200]) == 1).mean()
     assert rk >= 0.85 and rd < rk
+
+
+def interrupt_in_stage(monkeypatch, stage, at_round=2):
+    """Make a Ctrl-C arrive inside the booster of ``stage`` (0-based), at its round
+    ``at_round``: raised from the booster's own per-round hook (both stage learners), not
+    from the cascade's ``callback``."""
+    import maxmargin.learners.cascade as casc
+
+    calls = {"n": 0}
+
+    def wrap(real):
+        def booster(*args, on_round, **kwargs):
+            k = calls["n"]
+            calls["n"] += 1
+
+            def hook(rec):
+                on_round(rec)
+                if k == stage and rec["iteration"] >= at_round:
+                    raise KeyboardInterrupt
+
+            return real(*args, on_round=hook, **kwargs)
+
+        return booster
+
+    for name in ("fit_cost_sensitive_stage", "fit_asymmetric_stage"):
+        monkeypatch.setattr(casc, name, wrap(getattr(casc, name)))
+    return calls
+
+
+@pytest.mark.parametrize("learner", ["gentle", "lacboost"])
+def test_ctrl_c_inside_a_stage_keeps_the_completed_stages(monkeypatch, tmp_path, learner):
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, y = _data(7)
+    kw = dict(stage_learner=learner, n_stages=5, max_weak=8, target_far=1e-4, random_state=0)
+    ref = BoostedCascade(**kw).fit(X, y)
+    assert ref.converged_ and ref.n_stages_ >= 3
+    calls = interrupt_in_stage(monkeypatch, stage=2)
+    with pytest.warns(FitInterruptedWarning, match="2 stage"):
+        c = BoostedCascade(**kw).fit(X, y)
+    assert calls["n"] == 3 and not c.converged_
+    # the model: the first two stages, exactly those of an uninterrupted fit
+    assert c.n_stages_ == 2 and len(c.stages_) == 2 and len(c.thresholds_) == 2
+    np.testing.assert_array_equal(c.thresholds_, ref.thresholds_[:2])
+    for a, b in zip(c.stumps_, ref.stumps_):
+        np.testing.assert_array_equal(a.feature, b.feature)
+        np.testing.assert_array_equal(a.v_hi, b.v_hi)
+    assert c.stages_ == ref.stages_[:2]
+    d = c.decision_function(X)
+    depth, _ = ref._depth_scores(X)
+    np.testing.assert_array_equal(d > 0, depth >= 2)
+    fm = c.figure_of_merit(X)
+    assert len(fm["entering"]) == 2
+    back = maxmargin.load(maxmargin.save(c, tmp_path / "c.npz"))
+    assert not back.converged_
+    np.testing.assert_array_equal(back.decision_function(X), d)
+
+
+def test_ctrl_c_inside_the_first_stage_propagates(monkeypatch):
+    X, y = _data(7)
+    interrupt_in_stage(monkeypatch, stage=0)
+    with pytest.raises(KeyboardInterrupt):
+        BoostedCascade(n_stages=5, max_weak=8, target_far=1e-4, random_state=0).fit(X, y)
+
+
+def test_max_weak_schedule_caps_each_stage():
+    X, y = _data(8)
+    kw = dict(n_stages=5, target_far=1e-6, target_recall=0.99, random_state=0)
+    c = BoostedCascade(max_weak=(1, 3), **kw).fit(X, y)
+    n_weak = [t["n_weak"] for t in c.stages_]
+    assert c.n_stages_ >= 3 and n_weak[0] == 1 and max(n_weak[1:]) <= 3
+    assert max(n_weak[1:]) == 3  # the goal is out of reach: the later caps bind
+    flat = BoostedCascade(max_weak=3, **kw).fit(X, y)
+    assert flat.stages_[0]["n_weak"] > 1
+    # a one-element schedule is the plain cap
+    one = BoostedCascade(max_weak=[3], **kw).fit(X, y)
+    np.testing.assert_array_equal(one.thresholds_, flat.thresholds_)
+    for bad in ([], [2, 0], (1.5,), 0):
+        with pytest.raises(ValueError, match="max_weak"):
+            BoostedCascade(max_weak=bad).fit(X, y)

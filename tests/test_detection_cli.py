@@ -92,3 +92,16 @@ def test_detect_fit_window_options(voc, tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--aspect-ratios", "1,-2"]) == 2
     assert "aspect-ratios" in capsys.readouterr().err
+
+
+def test_detect_fit_cascade_channels_and_stage_caps(voc, tmp_path, capsys):
+    m = tmp_path / "c.npz"
+    base = ["detect", "fit", str(voc / "train/img"), str(voc / "train/ann"), "-o", str(m)]
+    base += ["--window", "3,3", "--model", "cascade", "--n-stages", "3"]
+    assert main([*base, "--channels", "--max-weak", "2,5"]) == 0
+    est = maxmargin.load(m)
+    assert est.channels and est.max_weak == [2, 5]
+    assert est.cascade_.stages_[0]["n_weak"] <= 2
+    capsys.readouterr()
+    assert main([*base, "--max-weak", "2,0"]) == 2
+    assert "max-weak" in capsys.readouterr().err

@@ -244,3 +244,62 @@ def test_pyramid_colour_uses_the_strongest_channel():
     np.testing.assert_allclose(pyr.levels[0], ref, rtol=1e-4, atol=1e-5)
     grey = HOGPyramid(img, window=(4, 4), scales=[1.0])
     assert not np.allclose(pyr.levels[0], grey.levels[0])
+
+
+def _channels_by_loops(img, cell, n_or):
+    """channel_grid written out pixel by pixel (independent of its array code)."""
+    from skimage.color import rgb2luv
+
+    rgb = img if img.ndim == 3 else np.stack([img] * 3, axis=2)
+    grey = rgb @ np.array([0.299, 0.587, 0.114]) if img.ndim == 3 else img
+    H, W = grey.shape
+    out = np.zeros((H // cell, W // cell, 1 + n_or + 3))
+    for i in range(H // cell * cell):
+        for j in range(W // cell * cell):
+            # central differences, one-sided at the border
+            i0, i1 = max(i - 1, 0), min(i + 1, H - 1)
+            j0, j1 = max(j - 1, 0), min(j + 1, W - 1)
+            gy = (grey[i1, j] - grey[i0, j]) / (i1 - i0)
+            gx = (grey[i, j1] - grey[i, j0]) / (j1 - j0)
+            m = (gx * gx + gy * gy) ** 0.5
+            a = np.arctan2(gy, gx) % np.pi
+            b = min(int(a / np.pi * n_or), n_or - 1)
+            L, u, v = rgb2luv(rgb[i : i + 1, j : j + 1])[0, 0]
+            cell_ = out[i // cell, j // cell]
+            cell_[0] += m
+            cell_[1 + b] += m
+            cell_[1 + n_or :] += [L / 100, (u + 100) / 270, (v + 140) / 270]
+    return out / cell**2
+
+
+@pytest.mark.parametrize("colour", [True, False])
+def test_channel_grid_against_loops(colour):
+    from maxmargin.apps.detection.features import channel_grid
+
+    rng = np.random.default_rng(5)
+    img = rng.random((19, 26, 3) if colour else (19, 26))
+    got = channel_grid(img.astype(np.float32), 4, orientations=6)
+    assert got.shape == (4, 6, 10)
+    np.testing.assert_allclose(got, _channels_by_loops(img, 4, 6), rtol=1e-3, atol=2e-4)
+
+
+def test_pyramid_channels_gather_the_window_cells():
+    from maxmargin.apps.detection.features import channel_grid, to_float
+
+    rng = np.random.default_rng(6)
+    img = (rng.random((48, 72, 3)) * 255).astype(np.uint8)
+    plain = HOGPyramid(img, window=(4, 3), scale_step=1.5)
+    pyr = HOGPyramid(img, window=(4, 3), scale_step=1.5, channels=True)
+    lv, r, c = pyr.windows()
+    D = pyr.descriptors(lv, r, c)
+    nh = plain.n_features
+    assert pyr.n_features == nh + 4 * 3 * 10 == D.shape[1]
+    np.testing.assert_array_equal(D[:, :nh], plain.descriptors(lv, r, c))  # HOG unchanged
+    top = lv == 0  # level 0 is the image itself: its cells, window by window
+    g = channel_grid(to_float(img), 8)
+    for k in np.flatnonzero(top)[::7]:
+        np.testing.assert_array_equal(D[k, nh:], g[r[k] : r[k] + 3, c[k] : c[k] + 4].ravel())
+    grey = HOGPyramid(img[..., 0], window=(4, 3), scale_step=1.5, channels=True)
+    assert grey.n_features == pyr.n_features  # grey images: the same channels (R = G = B)
+    with pytest.raises(ValueError, match="channel_orientations"):
+        HOGPyramid(img, channels=True, channel_orientations=0)

@@ -44,6 +44,16 @@ def _ratios(text: str) -> tuple[float, ...]:
     return vals
 
 
+def _caps(text: str):
+    try:
+        vals = [int(v) for v in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"--max-weak must be integers n or a,b,..., got {text!r}") from None
+    if not vals or min(vals) < 1:
+        raise ValueError(f"--max-weak must be positive integers, got {text!r}")
+    return vals[0] if len(vals) == 1 else vals
+
+
 def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "detect",
@@ -73,6 +83,11 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     )
     fit.add_argument("--colour", action="store_true", help="svm/cascade: colour HOG")
     fit.add_argument(
+        "--channels",
+        action="store_true",
+        help="svm/cascade: aggregated channel features (gradient, orientations, LUV) too",
+    )
+    fit.add_argument(
         "--no-location-prior",
         action="store_true",
         help="svm/cascade: no box-distribution feature",
@@ -84,7 +99,12 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     )
     fit.add_argument("--rule", choices=["fixed", "one-point", "two-point"], default="two-point")
     fit.add_argument("--n-stages", type=int, default=10)
-    fit.add_argument("--max-weak", type=int, default=50, help="weak classifiers per stage")
+    fit.add_argument(
+        "--max-weak",
+        default="50",
+        help="weak classifiers per stage at most; a comma list a,b,... caps stage by stage "
+        "(the last repeats), e.g. 2,5,10,20,50",
+    )
     fit.add_argument("--target-recall", type=float, default=0.9)
     fit.add_argument("--target-far", type=float, default=1e-4)
     fit.add_argument("--recycle", type=float, default=None, help="recycling lambda*")
@@ -130,6 +150,7 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
     look = dict(
         aspect_ratios=_ratios(args.aspect_ratios),
         colour=bool(args.colour),
+        channels=bool(args.channels),
         location_prior=not args.no_location_prior,
     )
     if args.model == "svm":
@@ -144,7 +165,7 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
             stage_learner=args.stage_learner,
             rule=args.rule,
             n_stages=args.n_stages,
-            max_weak=args.max_weak,
+            max_weak=_caps(args.max_weak),
             target_recall=args.target_recall,
             target_far=args.target_far,
             recycle=args.recycle,

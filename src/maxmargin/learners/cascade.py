@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -24,7 +25,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
-from maxmargin.exceptions import warn_interrupted
+from maxmargin.exceptions import FitInterruptedWarning
 from maxmargin.solvers.asymmetric_boost import (
     ASYM_VARIANTS,
     CS_VARIANTS,
@@ -37,6 +38,18 @@ from maxmargin.weak.real_stump import RealStumps
 __all__ = ["BoostedCascade"]
 
 STAGE_LEARNERS = CS_VARIANTS + ASYM_VARIANTS
+
+
+def _stage_caps(max_weak) -> list:
+    """``max_weak`` as a list of per-stage caps (the last one repeats)."""
+    caps = [max_weak] if isinstance(max_weak, (int, np.integer)) else list(max_weak)
+    if not caps or not all(
+        isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1 for c in caps
+    ):
+        raise ValueError(
+            f"max_weak must be a positive int or a non-empty sequence of them, got {max_weak!r}"
+        )
+    return [int(c) for c in caps]
 
 
 def _sigmoid(z):
@@ -74,8 +87,11 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         section's main example); ``"recall"`` keeps the per-stage recall
         ``A^(1/n)`` and accepts more false positives (its "reversed strategy").  With weak
         stage classifiers ``"far"`` lets the recall collapse stage after stage.
-    max_weak : int, default=50
-        Weak classifiers per stage at most.
+    max_weak : int or sequence of int, default=50
+        Weak classifiers per stage at most; a sequence gives stage ``k`` the cap
+        ``max_weak[min(k, len - 1)]`` -- a schedule of small early stages as in Viola &
+        Jones's detector (e.g. ``(2, 5, 10, 20, 50)``), so that the stages most windows
+        reach stay cheap.
     recycle : float or None, default=None
         Information recycling (Sec. 4.4, Algorithm 3) with ``lambda* = recycle``; None:
         off.
@@ -94,7 +110,14 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     ``recall``, ``far``, ``attained``, ``n_pos``, ``n_neg``, ``n_recycled``),
     stumps_ (list of :class:`~maxmargin.weak.RealStumps`), thresholds_, history_ (one row
     per boosting round: ``iteration``, ``stage``, ``objective``, ``gap``, ``t_total``),
-    n_stages_.
+    n_stages_, converged_ (False when Ctrl-C or ``max_time`` ended training early).
+
+    Ctrl-C (KeyboardInterrupt) -- from ``callback`` or anywhere inside a stage's
+    boosting -- keeps the stages completed so far as the model (``converged_ = False``,
+    a :class:`~maxmargin.exceptions.FitInterruptedWarning`); the stage being trained is
+    dropped, except when the interrupt came through ``callback``, which lets the stage
+    end at its current round.  Before the first stage is complete the interrupt
+    propagates.
     """
 
     _parameter_constraints = {
@@ -105,7 +128,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         "target_far": [Interval(float, 0, 1, closed="neither")],
         "rule": [Options(*RULES)],
         "fallback": [Options(*FALLBACKS)],
-        "max_weak": [POSITIVE_INT],
+        "max_weak": [POSITIVE_INT, list, tuple],
         "recycle": [None, Interval(float, 0, None, closed="left")],
         "theta": [POSITIVE],
         "sigma": [Interval(float, 0, None, closed="left")],
@@ -194,6 +217,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                     hold[rng.choice(idx, k, replace=False)] = True
             if hold.any() and (ys[~hold] > 0).any() and (ys[~hold] < 0).any():
                 tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
+        caps = _stage_caps(self.max_weak)
         r = float(self.cost_ratio)
         c_pos, c_neg = 2.0 * r / (1.0 + r), 2.0 / (1.0 + r)
         A, B, n_left = float(self.target_recall), float(self.target_far), int(self.n_stages)
@@ -202,121 +226,140 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         pool = None
         seen: set = set()
         t0 = time.perf_counter()
-        interrupted = False
+        interrupted = timed_out = False
         state = {"round": 0}
         for s in range(int(self.n_stages)):
-            a_tr = tr[alive[tr]]
-            a_va = va[alive[va]]
-            pos_tr, neg_tr = a_tr[ys[a_tr] > 0], a_tr[ys[a_tr] < 0]
-            pos_va, neg_va = a_va[ys[a_va] > 0], a_va[ys[a_va] < 0]
-            lac = self.stage_learner in ASYM_VARIANTS
-            need = 2 if lac else 1
-            if min(len(pos_tr), len(neg_tr)) < need or min(len(pos_va), len(neg_va)) < 1:
-                break
-            if self.max_negatives is not None and len(neg_tr) > self.max_negatives:
-                neg_tr = np.sort(rng.choice(neg_tr, int(self.max_negatives), replace=False))
-            idx = np.concatenate([pos_tr, neg_tr])
-            Xs, yss = X[idx], ys[idx]
-            Xv = X[np.concatenate([pos_va, neg_va])]
-            nvp = len(pos_va)
-            goal = (min(A, 1.0), B, n_left)
+            try:
+                a_tr = tr[alive[tr]]
+                a_va = va[alive[va]]
+                pos_tr, neg_tr = a_tr[ys[a_tr] > 0], a_tr[ys[a_tr] < 0]
+                pos_va, neg_va = a_va[ys[a_va] > 0], a_va[ys[a_va] < 0]
+                lac = self.stage_learner in ASYM_VARIANTS
+                need = 2 if lac else 1
+                if min(len(pos_tr), len(neg_tr)) < need or min(len(pos_va), len(neg_va)) < 1:
+                    break
+                if self.max_negatives is not None and len(neg_tr) > self.max_negatives:
+                    neg_tr = np.sort(rng.choice(neg_tr, int(self.max_negatives), replace=False))
+                idx = np.concatenate([pos_tr, neg_tr])
+                Xs, yss = X[idx], ys[idx]
+                Xv = X[np.concatenate([pos_va, neg_va])]
+                nvp = len(pos_va)
+                goal = (min(A, 1.0), B, n_left)
 
-            def stop(st, _goal=goal, _Xv=Xv, _nvp=nvp):
-                F = st.evaluate(_Xv).sum(axis=0)
-                op = select_operating_point(F[:_nvp], F[_nvp:], *_goal, rule=self.rule)
-                # a stage that rejects no negative is not done, whatever the plan says
-                # (a recycled split can be constant on the windows that reach it)
-                done = op.attained and op.far < 1.0
-                if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
-                    done = True
-                return done or interrupted
+                def stop(st, _goal=goal, _Xv=Xv, _nvp=nvp):
+                    F = st.evaluate(_Xv).sum(axis=0)
+                    op = select_operating_point(F[:_nvp], F[_nvp:], *_goal, rule=self.rule)
+                    # a stage that rejects no negative is not done, whatever the plan says
+                    # (a recycled split can be constant on the windows that reach it)
+                    done = op.attained and op.far < 1.0
+                    if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
+                        done = True
+                    return done or interrupted  # noqa: B023 (read when called: set by record)
 
-            def record(rec, _s=s):
-                nonlocal interrupted
-                row = {
-                    **rec,
-                    "iteration": state["round"],
-                    "stage_round": rec["iteration"],
-                    "stage": _s,
-                    "t_total": time.perf_counter() - t0,
-                }
-                state["round"] += 1
-                history.append(row)
-                if self.verbose:
-                    print(
-                        f"[cascade] stage {_s} round {rec['iteration']} "
-                        f"objective {rec['objective']:.6g} weak {rec['n_weak']}",
-                        flush=True,
+                def record(rec, _s=s):
+                    nonlocal interrupted
+                    row = {
+                        **rec,
+                        "iteration": state["round"],
+                        "stage_round": rec["iteration"],
+                        "stage": _s,
+                        "t_total": time.perf_counter() - t0,
+                    }
+                    state["round"] += 1
+                    history.append(row)
+                    if self.verbose:
+                        print(
+                            f"[cascade] stage {_s} round {rec['iteration']} "
+                            f"objective {rec['objective']:.6g} weak {rec['n_weak']}",
+                            flush=True,
+                        )
+                    if self.callback is not None and not interrupted:
+                        try:
+                            self.callback(row)
+                        except KeyboardInterrupt:
+                            interrupted = True
+
+                kw = dict(
+                    max_weak=caps[min(s, len(caps) - 1)],
+                    recycle=pool,
+                    recycle_lambda=0.0 if self.recycle is None else float(self.recycle),
+                    stop=stop,
+                    on_round=record,
+                )
+                if lac:
+                    res = fit_asymmetric_stage(
+                        Xs,
+                        yss,
+                        kind=self.stage_learner,
+                        theta=float(self.theta),
+                        sigma=float(self.sigma),
+                        **kw,
                     )
-                if self.callback is not None and not interrupted:
-                    try:
-                        self.callback(row)
-                    except KeyboardInterrupt:
-                        interrupted = True
-
-            kw = dict(
-                max_weak=int(self.max_weak),
-                recycle=pool,
-                recycle_lambda=0.0 if self.recycle is None else float(self.recycle),
-                stop=stop,
-                on_round=record,
-            )
-            if lac:
-                res = fit_asymmetric_stage(
-                    Xs,
-                    yss,
-                    kind=self.stage_learner,
-                    theta=float(self.theta),
-                    sigma=float(self.sigma),
-                    **kw,
+                else:
+                    res = fit_cost_sensitive_stage(
+                        Xs, yss, variant=self.stage_learner, c_pos=c_pos, c_neg=c_neg, **kw
+                    )
+                st = res.stumps
+                if len(st) == 0:
+                    break
+                F = st.evaluate(Xv).sum(axis=0)
+                op = select_operating_point(
+                    F[:nvp], F[nvp:], *goal, rule=self.rule, fallback=self.fallback
                 )
-            else:
-                res = fit_cost_sensitive_stage(
-                    Xs, yss, variant=self.stage_learner, c_pos=c_pos, c_neg=c_neg, **kw
+                splits = set(zip(st.feature.tolist(), st.threshold.tolist()))
+                table.append(
+                    {
+                        "stage": s,
+                        "n_weak": len(st),
+                        "n_new_weak": len(splits - seen),
+                        "threshold": op.threshold,
+                        "recall": op.recall,
+                        "far": op.far,
+                        "attained": op.attained,
+                        "n_pos": len(pos_tr),
+                        "n_neg": len(neg_tr),
+                        "n_recycled": res.n_recycled,
+                        "goal": [goal[0], goal[1], goal[2]],
+                    }
                 )
-            st = res.stumps
-            if len(st) == 0:
+                seen |= splits
+                stumps.append(st)
+                thresholds.append(op.threshold)
+                if self.recycle is not None:
+                    pool = st if pool is None else pool.concat(st)
+                # bootstrap: only windows passing this stage go on
+                rows = np.flatnonzero(alive)
+                Fall = st.evaluate(X[rows]).sum(axis=0)
+                alive[rows[Fall <= op.threshold]] = False
+                A, B, n_left = A / op.recall, B / op.far, n_left - 1
+                if interrupted or B >= 1.0 or n_left < 1:
+                    break
+                if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
+                    timed_out = s + 1 < int(self.n_stages)
+                    break
+            except KeyboardInterrupt:
+                # Ctrl-C inside the stage's boosting (or its bookkeeping): the stages
+                # completed so far are the model; before the first one there is none
+                if not thresholds:
+                    raise
+                interrupted = True
                 break
-            F = st.evaluate(Xv).sum(axis=0)
-            op = select_operating_point(
-                F[:nvp], F[nvp:], *goal, rule=self.rule, fallback=self.fallback
-            )
-            splits = set(zip(st.feature.tolist(), st.threshold.tolist()))
-            table.append(
-                {
-                    "stage": s,
-                    "n_weak": len(st),
-                    "n_new_weak": len(splits - seen),
-                    "threshold": op.threshold,
-                    "recall": op.recall,
-                    "far": op.far,
-                    "attained": op.attained,
-                    "n_pos": len(pos_tr),
-                    "n_neg": len(neg_tr),
-                    "n_recycled": res.n_recycled,
-                    "goal": [goal[0], goal[1], goal[2]],
-                }
-            )
-            seen |= splits
-            stumps.append(st)
-            thresholds.append(op.threshold)
-            if self.recycle is not None:
-                pool = st if pool is None else pool.concat(st)
-            # bootstrap: only windows passing this stage go on
-            rows = np.flatnonzero(alive)
-            Fall = st.evaluate(X[rows]).sum(axis=0)
-            alive[rows[Fall <= op.threshold]] = False
-            A, B, n_left = A / op.recall, B / op.far, n_left - 1
-            if interrupted or B >= 1.0 or n_left < 1:
-                break
-            if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
-                break
+        # a Ctrl-C between the three appends of a stage: keep the stages complete in all
+        k = min(len(stumps), len(thresholds), len(table))
+        stumps, thresholds, table = stumps[:k], thresholds[:k], table[:k]
         if not stumps:
             if interrupted:
                 raise KeyboardInterrupt
             raise ValueError("no stage could be trained (too few examples of a class)")
+        self.converged_ = not (interrupted or timed_out)
         if interrupted:
-            warn_interrupted(len(history))
+            warnings.warn(
+                f"fit interrupted (KeyboardInterrupt): the model is the cascade of the "
+                f"{k} stage(s) completed before it ({len(history)} boosting rounds "
+                f"recorded); it has not converged",
+                FitInterruptedWarning,
+                stacklevel=2,
+            )
         self.stumps_ = stumps
         self.thresholds_ = np.asarray(thresholds, dtype=np.float64)
         self.stages_ = table
@@ -393,6 +436,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             "n_features_in": int(self.n_features_in_),
             "stages": self.stages_,
             "history": self.history_,
+            "converged": bool(self.converged_),
         }
         return meta, arrays
 
@@ -416,6 +460,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         est.stages_ = list(meta["stages"])
         est.history_ = list(meta["history"])
         est.n_stages_ = len(est.stumps_)
+        est.converged_ = bool(meta.get("converged", True))  # files from before the flag
         return est
 
     def __sklearn_tags__(self):

@@ -91,6 +91,7 @@ class _WindowDetector(BaseEstimator):
         "max_detections": [POSITIVE_INT],
         "aspect_ratios": [tuple, list],
         "colour": [bool],
+        "channels": [bool],
         "location_prior": [bool],
         "random_state": RANDOM_STATE,
         "verbose": VERBOSE,
@@ -106,6 +107,7 @@ class _WindowDetector(BaseEstimator):
             scale_step=float(self.scale_step),
             aspect_ratios=tuple(self.aspect_ratios),
             colour=bool(self.colour),
+            channels=bool(getattr(self, "channels", False)),
         )
 
     def _fit_prior(self, images, boxes):
@@ -205,6 +207,7 @@ class _WindowDetector(BaseEstimator):
         # files written before these parameters existed: square windows, grey, no prior
         p["aspect_ratios"] = tuple(p.get("aspect_ratios", (1.0,)))
         p.setdefault("colour", False)
+        p.setdefault("channels", False)
         p.setdefault("location_prior", False)
         return p
 
@@ -254,6 +257,11 @@ class HOGSVMDetector(_WindowDetector):
         of pyramid levels (:class:`HOGPyramid`).
     colour : bool, default=False
         HOG of the colour channel with the strongest gradient instead of grey.
+    channels : bool, default=False
+        Append aggregated channel features to the HOG descriptor: per cell of the window
+        the mean gradient magnitude, the magnitude in 6 orientation bins and the LUV
+        colour (:func:`~maxmargin.apps.detection.features.channel_grid`; Dollar et al.,
+        TPAMI 2014), computed once per pyramid level like HOG.
     location_prior : bool, default=True
         Append the window's log density under the training boxes' distribution
         (:class:`BoxDistribution`) as one more feature, so the detector learns where
@@ -293,12 +301,14 @@ class HOGSVMDetector(_WindowDetector):
         max_detections=100,
         aspect_ratios=(0.7, 1.0, 1.4),
         colour=False,
+        channels=False,
         location_prior=True,
         random_state=None,
         verbose=0,
     ):
         self.aspect_ratios = aspect_ratios
         self.colour = colour
+        self.channels = channels
         self.location_prior = location_prior
         self.window = window
         self.cell = cell
@@ -393,12 +403,14 @@ class CascadeDetector(_WindowDetector):
     the pool that passed the earlier stages (``max_negatives`` per stage).  Cascade
     parameters are passed through; see :class:`~maxmargin.BoostedCascade`.
 
-    ``aspect_ratios``, ``colour`` and ``location_prior`` are those of
+    ``aspect_ratios``, ``colour``, ``channels`` and ``location_prior`` are those of
     :class:`HOGSVMDetector` (the location prior is one more input of the stumps).
 
     Attributes
     ----------
-    cascade_, n_train_images_, distribution_
+    cascade_, converged_ (the cascade's: False when Ctrl-C ended training early -- the
+    completed stages are kept, see :class:`~maxmargin.BoostedCascade`), n_train_images_,
+    distribution_
     """
 
     _parameter_constraints = {
@@ -409,7 +421,7 @@ class CascadeDetector(_WindowDetector):
         "n_stages": [POSITIVE_INT],
         "target_recall": [Interval(float, 0, 1, closed="right")],
         "target_far": [Interval(float, 0, 1, closed="neither")],
-        "max_weak": [POSITIVE_INT],
+        "max_weak": [POSITIVE_INT, list, tuple],
         "cost_ratio": [POSITIVE],
         "recycle": [None, Interval(float, 0, None, closed="left")],
         "n_negatives": [POSITIVE_INT],
@@ -444,12 +456,14 @@ class CascadeDetector(_WindowDetector):
         max_detections=100,
         aspect_ratios=(0.7, 1.0, 1.4),
         colour=False,
+        channels=False,
         location_prior=True,
         random_state=None,
         verbose=0,
     ):
         self.aspect_ratios = aspect_ratios
         self.colour = colour
+        self.channels = channels
         self.location_prior = location_prior
         self.window = window
         self.cell = cell
@@ -499,8 +513,25 @@ class CascadeDetector(_WindowDetector):
         random), held out from stage training."""
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
-        rng = as_generator(self.random_state)
         self._fit_prior(images, boxes)
+        X, y, mask = self.training_set(images, boxes)
+        casc = self._cascade()
+        if mask is not None:
+            casc.set_params(validation_fraction=0.0)
+        # Ctrl-C inside a stage: the cascade keeps its completed stages (and warns)
+        self.cascade_ = casc.fit(X, y, validation_mask=mask)
+        self.converged_ = bool(self.cascade_.converged_)
+        self.n_positives_, self.n_negatives_ = int((y == 1).sum()), int((y == 0).sum())
+        self.n_train_images_ = len(images)
+        return self
+
+    def training_set(self, images, boxes):
+        """``(X, y, validation_mask)``: the windows :meth:`fit` trains the cascade on
+        (after the location prior is fitted) -- every positive window and the random
+        pool of ``n_negatives`` negatives, drawn with ``random_state`` -- and the rows
+        of the held-out images (None without).  The same call gives the same set, so a
+        comparison (a flat booster) can be trained on exactly these windows."""
+        rng = as_generator(self.random_state)
         wins = self._windows(images, boxes)
         Xp = [
             self._positives([w], [b]) if len(b) and w[0].levels else None
@@ -538,13 +569,7 @@ class CascadeDetector(_WindowDetector):
         y = np.concatenate(ys_)
         hold = np.concatenate(hold)
         mask = hold if hold.any() and (y[hold] == 0).any() and (y[~hold] == 0).any() else None
-        casc = self._cascade()
-        if mask is not None:
-            casc.set_params(validation_fraction=0.0)
-        self.cascade_ = casc.fit(X, y, validation_mask=mask)
-        self.n_positives_, self.n_negatives_ = int((y == 1).sum()), int((y == 0).sum())
-        self.n_train_images_ = len(images)
-        return self
+        return X, y, mask
 
     def _score_windows(self, pyr, lv, r, c, prior=None):
         X = self._describe(pyr, lv, r, c, prior=prior)
@@ -568,6 +593,7 @@ class CascadeDetector(_WindowDetector):
         est._load_prior(arrays)
         sub = {k[8:]: v for k, v in arrays.items() if k.startswith("cascade.")}
         est.cascade_ = BoostedCascade._from_state(meta["cascade"], sub)
+        est.converged_ = bool(est.cascade_.converged_)
         est.n_positives_ = int(meta["n_positives"])
         est.n_negatives_ = int(meta["n_negatives"])
         est.n_train_images_ = int(meta["n_train_images"])

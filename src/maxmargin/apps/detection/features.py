@@ -13,13 +13,23 @@ other box, which :meth:`HOGPyramid.snap` maps to the nearest level and cell offs
 
 (Gradients at a window's border are taken from the surrounding image, as in the usual
 scanning detectors, so a descriptor differs slightly from ``hog`` of the cropped window.)
+
+**Channel features** (``channels=True``): the aggregated channel features of Dollar,
+Appel, Belongie & Perona ("Fast feature pyramids for object detection", TPAMI 36, 2014;
+after Dollar, Tu, Perona & Belongie, "Integral channel features", BMVC 2009): per pixel
+the gradient magnitude, the magnitude split into ``channel_orientations`` unsigned
+orientation bins, and the colour in CIE LUV (grey: the intensity); each channel is
+averaged over the HOG cells (:func:`channel_grid`), once per pyramid level, and a
+window's channel descriptor is the gather of its ``w x h`` cells -- unnormalised, cheap
+single values that a boosted stump can threshold (HOG's block-normalised bins are
+contrast-free by design).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HOGPyramid", "to_float", "to_grey"]
+__all__ = ["HOGPyramid", "channel_grid", "to_float", "to_grey"]
 
 
 def to_grey(image) -> np.ndarray:
@@ -52,6 +62,43 @@ def to_float(image, *, colour: bool = True) -> np.ndarray:
     return g
 
 
+def channel_grid(image, cell: int, orientations: int = 6) -> np.ndarray:
+    """Aggregated channels of one image, shape ``(H // cell, W // cell, 1 +
+    orientations + colours)``: per cell the mean gradient magnitude, the mean magnitude in
+    each of ``orientations`` unsigned orientation bins (``[0, pi)``), and the mean colour
+    in CIE LUV scaled to about [0, 1] (a grey image is taken as R = G = B, so every
+    image has the same channels: ``1 + orientations + 3``).
+
+    ``image``: float (H, W) grey or (H, W, 3) RGB in [0, 1].  Gradients by central
+    differences (one-sided at the border) of the grey image.  Everything is a whole-image
+    array operation; the cell means are one reshape-sum."""
+    from skimage.color import rgb2luv
+
+    img = np.asarray(image, dtype=np.float32)
+    cell, orientations = int(cell), int(orientations)
+    if cell < 1 or orientations < 1:
+        raise ValueError("cell and orientations must be positive")
+    grey = to_grey(img) if img.ndim == 3 else img
+    H, W = grey.shape
+    Hc, Wc = H // cell, W // cell
+    if Hc == 0 or Wc == 0:
+        return np.zeros((Hc, Wc, 1 + orientations + 3), np.float32)
+    gy, gx = np.gradient(grey) if min(H, W) > 1 else (np.zeros_like(grey),) * 2
+    mag = np.hypot(gx, gy).astype(np.float32)
+    ang = np.mod(np.arctan2(gy, gx), np.pi)
+    b = np.minimum((ang * (orientations / np.pi)).astype(np.int64), orientations - 1)
+    chans = np.zeros((H, W, orientations), np.float32)
+    np.put_along_axis(chans, b[..., None], mag[..., None], axis=2)
+    rgb = img if img.ndim == 3 else np.repeat(img[..., None], 3, axis=2)
+    luv = rgb2luv(np.clip(rgb, 0.0, 1.0)).astype(np.float32)
+    # L in [0, 100], u and v in about [-100, 180]: bring all to about unit range
+    colour = luv * np.array([1 / 100, 1 / 270, 1 / 270], np.float32) + np.array(
+        [0, 100 / 270, 140 / 270], np.float32
+    )
+    allc = np.concatenate([mag[..., None], chans, colour], axis=2)[: Hc * cell, : Wc * cell]
+    return allc.reshape(Hc, cell, Wc, cell, -1).mean(axis=(1, 3)).astype(np.float32)
+
+
 class HOGPyramid:
     """Block grids of an image at several scales and the windows they describe.
 
@@ -79,6 +126,11 @@ class HOGPyramid:
     colour : bool
         Colour images: gradients of the channel with the largest magnitude per pixel
         (Dalal & Triggs' choice; scikit-image's ``channel_axis``); False: grey.
+    channels : bool
+        Append the window's aggregated channel features (:func:`channel_grid` of the
+        level's image, colour when the input is colour, whatever ``colour`` says) to its
+        HOG descriptor: ``w * h * (1 + channel_orientations + 3)`` more features.
+    channel_orientations : int
     """
 
     def __init__(
@@ -94,12 +146,21 @@ class HOGPyramid:
         max_levels: int = 12,
         aspect_ratios=(1.0,),
         colour: bool = False,
+        channels: bool = False,
+        channel_orientations: int = 6,
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
 
         img0 = to_float(image, colour=colour)
         self.image_shape = img0.shape[:2]
+        self.channels = bool(channels)
+        self.channel_orientations = int(channel_orientations)
+        if self.channel_orientations < 1:
+            raise ValueError(f"channel_orientations must be positive, got {channel_orientations}")
+        # the channel features see the colour whatever ``colour`` says for HOG
+        cimg0 = to_float(image, colour=True) if self.channels else None
+        self.grids = []  # per level: channel_grid of the level's image (channels=True)
         self.window = (int(window[0]), int(window[1]))
         self.cell, self.block, self.orientations = int(cell), int(block), int(orientations)
         if min(self.window) < self.block:
@@ -138,6 +199,14 @@ class HOGPyramid:
                     anti_aliasing=min(sx, sy) < 1,
                     channel_axis=-1 if img0.ndim == 3 else None,
                 ).astype(np.float32)
+            if self.channels:
+                if cimg0.ndim == img0.ndim:
+                    cimg = img  # the same image (colour HOG, or grey input)
+                else:
+                    cimg = rescale(
+                        cimg0, (sy, sx), anti_aliasing=min(sx, sy) < 1, channel_axis=-1
+                    ).astype(np.float32)
+                self.grids.append(channel_grid(cimg, self.cell, self.channel_orientations))
             g = hog(
                 img,
                 orientations=self.orientations,
@@ -150,10 +219,15 @@ class HOGPyramid:
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
             self.levels.append(g)
         self.n_blocks = (self.window[1] - self.block + 1, self.window[0] - self.block + 1)
+        self.n_channels = (1 + self.channel_orientations + 3) if self.channels else 0
+
+    @property
+    def n_hog_features(self) -> int:
+        return int(self.n_blocks[0] * self.n_blocks[1] * self.block**2 * self.orientations)
 
     @property
     def n_features(self) -> int:
-        return int(self.n_blocks[0] * self.n_blocks[1] * self.block**2 * self.orientations)
+        return self.n_hog_features + self.window[0] * self.window[1] * self.n_channels
 
     def positions(self, level: int):
         """Number of valid window offsets (rows, cols) at ``level``."""
@@ -199,9 +273,17 @@ class HOGPyramid:
             if np.any((r < 0) | (r >= nr) | (c < 0) | (c >= nc)):
                 raise ValueError(f"window offsets outside level {k} ({nr} x {nc} positions)")
             g = self.levels[int(k)]
-            out[sel] = g[r[:, None, None] + dr[None, :, None], c[:, None, None] + dc].reshape(
+            nh = self.n_hog_features
+            out[sel, :nh] = g[r[:, None, None] + dr[None, :, None], c[:, None, None] + dc].reshape(
                 len(sel), -1
             )
+            if self.channels:
+                # the window's w x h cells of the channel grid (cells r .. r + h - 1)
+                cg = self.grids[int(k)]
+                wr, wc = np.arange(self.window[1]), np.arange(self.window[0])
+                out[sel, nh:] = cg[
+                    r[:, None, None] + wr[None, :, None], c[:, None, None] + wc
+                ].reshape(len(sel), -1)
         return out
 
     def snap(self, boxes):
