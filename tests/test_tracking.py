@@ -391,3 +391,15 @@ def test_relabel_picks_the_best_nearby_candidate():
     assert tr.labels_[:3].tolist() == [0, 0, 0]  # (the last training, one frame earlier)
     with pytest.raises(ValueError, match="relabel"):
         StructBoostTracker(relabel=2.0, **FAST).init(frames[0], boxes[0])
+
+
+def test_n_train_labelled_samples_more_boxes_on_the_labelled_frames():
+    frames, boxes = synthetic_video(n=6)
+    kw = dict(random_state=0, **{**FAST, "n_train": 40})
+    tr = SSVMTracker(n_train_labelled=150, **kw)
+    tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
+    tr.update(frames[3])
+    sizes = [len(c.boxes) for c in tr._data]
+    assert min(sizes[:3]) > 100 and sizes[3] <= 41, sizes
+    with pytest.raises(ValueError, match="n_train_labelled"):
+        SSVMTracker(n_train_labelled=0, **FAST).init(frames[0], boxes[0])

@@ -58,11 +58,13 @@ class _OnlineBoxTracker:
         keep_labelled: bool = False,
         velocity: float = 0.0,
         top_k: int = 1,
+        n_train_labelled: int | None = None,
         random_state=None,
     ) -> None:
         self.features = features
         self.velocity = velocity
         self.top_k = top_k
+        self.n_train_labelled = n_train_labelled
         self.keep_labelled = keep_labelled
         self.n_predict = n_predict
         self.n_train = n_train
@@ -92,6 +94,13 @@ class _OnlineBoxTracker:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if not 0.0 <= float(self.velocity) <= 1.0:
             raise ValueError(f"velocity must be in [0, 1], got {self.velocity!r}")
+        if self.n_train_labelled is not None and (
+            not isinstance(self.n_train_labelled, (int, np.integer)) or self.n_train_labelled < 1
+        ):
+            raise ValueError(
+                f"n_train_labelled must be a positive integer or None, "
+                f"got {self.n_train_labelled!r}"
+            )
         if not isinstance(self.top_k, (int, np.integer)) or self.top_k < 1:
             raise ValueError(f"top_k must be a positive integer, got {self.top_k!r}")
         if not self.search_radius > 0:
@@ -202,9 +211,12 @@ class _OnlineBoxTracker:
 
     def _add(self, grey, box, into=None) -> None:
         t0 = time.perf_counter()
+        n = self.n_train
+        if self.n_frames_ == 0 and self.n_train_labelled is not None:  # init: known boxes
+            n = self.n_train_labelled
         cand = sample_boxes(
             box,
-            self.n_train,
+            int(n),
             self._train_radius(box),
             grey.shape,
             scales=self._scales,
@@ -319,6 +331,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         keep_labelled: bool = False,
         velocity: float = 0.0,
         top_k: int = 1,
+        n_train_labelled: int | None = None,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -333,6 +346,7 @@ class StructBoostTracker(_OnlineBoxTracker):
             keep_labelled=keep_labelled,
             velocity=velocity,
             top_k=top_k,
+            n_train_labelled=n_train_labelled,
             random_state=random_state,
         )
         self.C = C
@@ -481,6 +495,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
         keep_labelled: bool = False,
         velocity: float = 0.0,
         top_k: int = 1,
+        n_train_labelled: int | None = None,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -495,6 +510,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
             keep_labelled=keep_labelled,
             velocity=velocity,
             top_k=top_k,
+            n_train_labelled=n_train_labelled,
             random_state=random_state,
         )
         self.n_estimators = n_estimators
@@ -557,6 +573,7 @@ class SSVMTracker(_OnlineBoxTracker):
         keep_labelled: bool = False,
         velocity: float = 0.0,
         top_k: int = 1,
+        n_train_labelled: int | None = None,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -571,6 +588,7 @@ class SSVMTracker(_OnlineBoxTracker):
             keep_labelled=keep_labelled,
             velocity=velocity,
             top_k=top_k,
+            n_train_labelled=n_train_labelled,
             random_state=random_state,
         )
         self.C = C
