@@ -36,7 +36,7 @@ def add_track_parser(sub, parents=()) -> argparse.ArgumentParser:
     p.add_argument(
         "--features",
         default=None,
-        help="raw, hog, haar joined by + (default: the tracker's, hog+haar for structboost, "
+        help="raw, hog, haar joined by + (default: the tracker's, hog for structboost, "
         "raw+hog for the baselines)",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed (0)")
