@@ -357,6 +357,19 @@ def test_top_k_box_is_the_weighted_mean_of_the_best_candidates():
     ref = np.round((w[:, None] * c[order[:4]]).sum(0) / w.sum())
     np.testing.assert_array_equal(b, ref)
     assert tr.score_ == s.max()
+    # controlled scores: two candidates 20 px apart score 3 and 1, all others 0, so the
+    # box is 3/4 of the way to the first (weights 3 - 0 and 1 - 0)
+    from maxmargin.tasks.boxes import sample_boxes
+
+    tr2 = SSVMTracker(top_k=2, random_state=0, **FAST).init(frames[0], boxes[0])
+    cand = sample_boxes(tr2.box_, tr2.n_predict, tr2.search_radius, frames[1].shape)
+    a = int(np.flatnonzero(np.all(cand[:, :2] == tr2.box_[:2] + np.array([-10, 0]), axis=1))[0])
+    b = int(np.flatnonzero(np.all(cand[:, :2] == tr2.box_[:2] + np.array([10, 0]), axis=1))[0])
+    fake = np.zeros(len(cand))
+    fake[a], fake[b] = 3.0, 1.0
+    tr2._score = lambda Z: fake.copy()
+    box = tr2.update(frames[1])
+    np.testing.assert_array_equal(box, np.round(0.75 * cand[a] + 0.25 * cand[b]))
     with pytest.raises(ValueError, match="top_k"):
         SSVMTracker(top_k=0, **FAST).init(frames[0], boxes[0])
 

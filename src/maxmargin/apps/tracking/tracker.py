@@ -98,7 +98,7 @@ class _OnlineBoxTracker:
             not isinstance(self.n_train_labelled, (int, np.integer)) or self.n_train_labelled < 1
         ):
             raise ValueError(
-                f"n_train_labelled must be a positive integer or None, "
+                "n_train_labelled must be a positive integer or None, "
                 f"got {self.n_train_labelled!r}"
             )
         if not isinstance(self.top_k, (int, np.integer)) or self.top_k < 1:
