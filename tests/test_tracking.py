@@ -294,3 +294,125 @@ def test_warm_updates_skip_the_polish():
     tr2.update(frames[1])
     tr2.update(frames[2])
     assert tr2.model_.history_[-1]["certified"]
+
+
+# -- drift remedies: anchor model, constant-velocity search centre, top-k box -------------
+def test_anchor_model_is_the_frozen_initial_model():
+    """With ``anchor_weight`` a the score is online + a * (initial model): before any
+    re-training both are the initial model, so the scores are (1 + a) times the plain
+    tracker's; after re-trainings the anchor part is still the initial model's."""
+    frames, boxes = synthetic_video(n=8)
+    kw = dict(max_iter=30, update_iter=5, random_state=0, **FAST)
+    plain = StructBoostTracker(**kw).init(frames[0], boxes[0])
+    anch = StructBoostTracker(anchor_weight=0.5, **kw).init(frames[0], boxes[0])
+    plain.update(frames[1])
+    anch.update(frames[1])
+    np.testing.assert_allclose(anch.candidate_scores_, 1.5 * plain.candidate_scores_)
+    first = StructBoostTracker(**kw).init(frames[0], boxes[0])  # the initial model alone
+    for k in range(2, 8):
+        anch.update(frames[k])
+    assert anch.n_trainings_ > 1
+    Z = anch._feat(to_grey(frames[7]), anch.candidates_)
+    online = anch.model_.slot_weights_[:, 0] @ anch._hyps.evaluate(Z)
+    np.testing.assert_allclose(anch.candidate_scores_, online + 0.5 * first._score(Z))
+    with pytest.raises(ValueError, match="anchor_weight"):
+        StructBoostTracker(anchor_weight=-1.0, **FAST).init(frames[0], boxes[0])
+
+
+def test_velocity_prior_follows_fast_motion():
+    """A square moving 9 px per frame with a search radius of 6 px: without the motion
+    prior the tracker falls behind, with the constant-velocity prior it keeps up."""
+    rng = np.random.default_rng(1)
+    H, W, side, n = 60, 200, 16, 16
+    bg = np.kron(rng.random((H // 4, W // 4)), np.ones((4, 4)))
+    tex = np.kron(rng.random((side // 2, side // 2)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
+    frames, boxes = [], []
+    for t in range(n):
+        x, y = 10 + 9 * t, 22
+        f = bg.copy()
+        f[y : y + side, x : x + side] = tex
+        frames.append((f * 255).astype(np.uint8))
+        boxes.append([x, y, side, side])
+    boxes = np.array(boxes, dtype=float)
+    kw = dict(
+        random_state=0, n_predict=300, n_train=100,
+        search_radius=6.0, train_radius=20.0, window=12,
+    )  # fmt: skip
+    _p, slow = track_sequence(SSVMTracker(**kw), frames, boxes)
+    _p, fast = track_sequence(SSVMTracker(velocity=1.0, **kw), frames, boxes)
+    assert slow["metrics"]["overlap"] < 0.5
+    assert fast["metrics"]["overlap"] > 0.8
+    with pytest.raises(ValueError, match="velocity"):
+        SSVMTracker(velocity=2.0, **FAST).init(frames[0], boxes[0])
+
+
+def test_top_k_box_is_the_weighted_mean_of_the_best_candidates():
+    frames, boxes = synthetic_video(n=4)
+    tr = SSVMTracker(top_k=4, random_state=0, **FAST).init(frames[0], boxes[0])
+    for k in range(1, 4):
+        b = tr.update(frames[k])
+    s, c = tr.candidate_scores_, tr.candidates_
+    order = np.argsort(-s, kind="stable")
+    w = s[order[:4]] - s[order[4]]
+    ref = np.round((w[:, None] * c[order[:4]]).sum(0) / w.sum())
+    np.testing.assert_array_equal(b, ref)
+    assert tr.score_ == s.max()
+    # controlled scores: two candidates 20 px apart score 3 and 1, all others 0, so the
+    # box is 3/4 of the way to the first (weights 3 - 0 and 1 - 0)
+    from maxmargin.tasks.boxes import sample_boxes
+
+    tr2 = SSVMTracker(top_k=2, random_state=0, **FAST).init(frames[0], boxes[0])
+    cand = sample_boxes(tr2.box_, tr2.n_predict, tr2.search_radius, frames[1].shape)
+    a = int(np.flatnonzero(np.all(cand[:, :2] == tr2.box_[:2] + np.array([-10, 0]), axis=1))[0])
+    b = int(np.flatnonzero(np.all(cand[:, :2] == tr2.box_[:2] + np.array([10, 0]), axis=1))[0])
+    fake = np.zeros(len(cand))
+    fake[a], fake[b] = 3.0, 1.0
+    tr2._score = lambda Z: fake.copy()
+    box = tr2.update(frames[1])
+    np.testing.assert_array_equal(box, np.round(0.75 * cand[a] + 0.25 * cand[b]))
+    with pytest.raises(ValueError, match="top_k"):
+        SSVMTracker(top_k=0, **FAST).init(frames[0], boxes[0])
+
+
+def test_relabel_picks_the_best_nearby_candidate():
+    """Re-labelling equals a per-frame brute force: the best-scoring candidate (current
+    model) among those overlapping the frame's own box by >= relabel; labelled frames
+    keep their box."""
+    from maxmargin.tasks.boxes import box_overlap
+
+    frames, boxes = synthetic_video(n=10)
+    tr = StructBoostTracker(relabel=0.5, max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
+    for k in range(3, 10):
+        tr.update(frames[k])
+    data = list(tr._data)
+    m = tr.model_
+    # perturb the model so that some labels move: flip the weights' signs
+    w0 = m.slot_weights_.copy()
+    m.slot_weights_ = -w0
+    y = tr._relabelled(data)
+    m.slot_weights_ = w0
+    ref = []
+    for i, c in enumerate(data):  # brute force, frame by frame
+        s = -w0[:, 0] @ m.hypotheses_.evaluate(c.features)
+        ok = box_overlap(c.boxes, c.boxes[0]) >= 0.5
+        ok[0] = True
+        best = int(np.argmax(np.where(ok, s, -np.inf)))
+        ref.append(0 if i < 3 else best)  # the 3 labelled frames are still in the window
+    np.testing.assert_array_equal(y, ref)
+    assert np.any(y[3:] != 0)
+    assert tr.labels_[:3].tolist() == [0, 0, 0]  # (the last training, one frame earlier)
+    with pytest.raises(ValueError, match="relabel"):
+        StructBoostTracker(relabel=2.0, **FAST).init(frames[0], boxes[0])
+
+
+def test_n_train_labelled_samples_more_boxes_on_the_labelled_frames():
+    frames, boxes = synthetic_video(n=6)
+    kw = dict(random_state=0, **{**FAST, "n_train": 40})
+    tr = SSVMTracker(n_train_labelled=150, **kw)
+    tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
+    tr.update(frames[3])
+    sizes = [len(c.boxes) for c in tr._data]
+    assert min(sizes[:3]) > 100 and sizes[3] <= 41, sizes
+    with pytest.raises(ValueError, match="n_train_labelled"):
+        SSVMTracker(n_train_labelled=0, **FAST).init(frames[0], boxes[0])
