@@ -292,6 +292,15 @@ def _place(tree, p, key, l0, cq, ck, cl):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _level_buffers(n):  # pragma: no cover - compiled
+    """The current and the next level's positions, keys, losses and running alpha."""
+    return (
+        np.empty(n, np.int64), np.empty(n), np.empty(n), np.zeros(n),
+        np.empty(n, np.int64), np.empty(n), np.empty(n), np.empty(n),
+    )  # fmt: skip
+
+
+@njit(cache=True)
 def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
     """Process tree levels l0..l1-1 (Algorithm 2 without recursion).
 
@@ -307,14 +316,7 @@ def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
     n = tree.loss.shape[0]
     if l0 >= l1:
         return
-    cq = np.empty(n, np.int64)
-    ck = np.empty(n)
-    cl = np.empty(n)
-    ca = np.zeros(n)
-    nq = np.empty(n, np.int64)
-    nk = np.empty(n)
-    nl = np.empty(n)
-    na = np.empty(n)
+    cq, ck, cl, ca, nq, nk, nl, na = _level_buffers(n)
     _place(tree, p, key, l0, cq, ck, cl)
     for lev in range(l0, l1):
         last = lev == l1 - 1
@@ -389,14 +391,7 @@ def _run_tree(tree, p, key, rule, alpha, delta_g):  # pragma: no cover - compile
     L = level_off.shape[0] - 1
     if L == 0:
         return
-    cq = np.empty(n, np.int64)
-    ck = np.empty(n)
-    cl = np.empty(n)
-    ca = np.zeros(n)
-    nq = np.empty(n, np.int64)
-    nk = np.empty(n)
-    nl = np.empty(n)
-    na = np.empty(n)
+    cq, ck, cl, ca, nq, nk, nl, na = _level_buffers(n)
     _place(tree, p, key, 0, cq, ck, cl)
     dnode = np.zeros(node_lo.shape[0])
     for lev in range(L):
