@@ -78,7 +78,9 @@ def main() -> None:
             _pred, info = track_sequence(tracker, seq)
             wall = time.perf_counter() - t0
             m = info["metrics"]
-            paper = PAPER.get(sname, {}).get(tname, (None, None))
+            # our SSVM tracker is the paper's Struck (budget 50) row
+            paper_key = "struck50" if tname == "ssvm" else tname
+            paper = PAPER.get(sname, {}).get(paper_key, (None, None))
             row = {
                 "sequence": sname,
                 "tracker": tname,
