@@ -132,6 +132,26 @@ def provenance() -> dict:
     }
 
 
+def run_sections(sections, runners: dict, res: dict) -> dict:
+    """Run ``runners[name]()`` for each name in ``sections`` into ``res[name]``, each
+    result with the load average before / after and its seconds (the machine is shared);
+    an unknown name exits with an error."""
+    for sec in sections:
+        if sec not in runners:
+            raise SystemExit(f"unknown section {sec} (known: {', '.join(runners)})")
+        before = os.getloadavg()
+        t = time.perf_counter()
+        out = runners[sec]()
+        res[sec] = {
+            **out,
+            "loadavg_before": before,
+            "loadavg_after": os.getloadavg(),
+            "section_seconds": time.perf_counter() - t,
+        }
+        print(sec, res[sec], flush=True)
+    return res
+
+
 def write_result(path, payload: dict) -> Path:
     """Write ``payload`` with a ``provenance`` block as indented JSON; returns the path."""
     path = Path(path)

@@ -43,7 +43,7 @@ import warnings
 
 import numpy as np
 
-from _common import DEFAULT_DATA, write_result
+from _common import DEFAULT_DATA, run_sections, write_result
 from maxmargin import StructBoost, StructSVM
 from maxmargin.datasets.ocr import load_ocr
 from maxmargin.solvers.parallel import ShardedOracle
@@ -52,10 +52,6 @@ from maxmargin.tasks.chain import ChainTask
 from maxmargin.weak import DecisionStump
 
 OCR = DEFAULT_DATA / "sequence_labeling/ocr_taskar/ocr_taskar.mat"
-
-
-def load():
-    return os.getloadavg()
 
 
 def _median_time(fn, repeat):
@@ -368,32 +364,16 @@ def main(argv=None):
     Xl, yl = load_ocr(args.mat, "test")
     Xr, yr = Xl * args.replicate, yl * args.replicate
     res = {"cpus": os.cpu_count(), "workers": args.workers, "replicate": args.replicate}
-    for sec in args.sections:
-        before = load()
-        t = time.perf_counter()
-        if sec == "cores":
-            out = cores_section(args.workers)
-        elif sec == "oracle":
-            out = oracle_section(Xr, yr, args.workers, args.repeat)
-        elif sec == "ssvm":
-            out = ssvm_section(Xr, yr, args.workers, args.ssvm_iter)
-        elif sec == "stumps":
-            out = stumps_section(Xr, yr, args.workers, args.repeat)
-        elif sec == "structboost":
-            out = structboost_section(Xs, ys, args.workers, args.sb_bench_iter)
-        elif sec == "accuracy":
-            out = {"rows": accuracy_section(Xs, ys, Xl, yl, args.sb_iter, args.sb_time)}
-        elif sec == "flat":
-            out = flat_section(Xl, yl, args.workers, args.flat_iter)
-        else:
-            raise SystemExit(f"unknown section {sec}")
-        res[sec] = {
-            **out,
-            "loadavg_before": before,
-            "loadavg_after": load(),
-            "section_seconds": time.perf_counter() - t,
-        }
-        print(sec, res[sec], flush=True)
+    runners = {
+        "cores": lambda: cores_section(args.workers),
+        "oracle": lambda: oracle_section(Xr, yr, args.workers, args.repeat),
+        "ssvm": lambda: ssvm_section(Xr, yr, args.workers, args.ssvm_iter),
+        "stumps": lambda: stumps_section(Xr, yr, args.workers, args.repeat),
+        "structboost": lambda: structboost_section(Xs, ys, args.workers, args.sb_bench_iter),
+        "accuracy": lambda: {"rows": accuracy_section(Xs, ys, Xl, yl, args.sb_iter, args.sb_time)},
+        "flat": lambda: flat_section(Xl, yl, args.workers, args.flat_iter),
+    }
+    run_sections(args.sections, runners, res)
     path = write_result(args.out, res)
     print("wrote", path)
 

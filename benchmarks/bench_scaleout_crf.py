@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_DATA, write_result
+from _common import DEFAULT_DATA, run_sections, write_result
 from bench_scaleout import _median_time, cores_section
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.ssvm import solve_ssvm
@@ -181,24 +181,12 @@ def main(argv=None):
         "graphs_seconds": t_build,
         "workers": args.workers,
     }
-    for sec in args.sections:
-        before = os.getloadavg()
-        t = time.perf_counter()
-        if sec == "cores":
-            out = cores_section(args.workers)
-        elif sec == "oracle":
-            out = oracle_section(model, w, args.workers, args.repeat)
-        elif sec == "ssvm":
-            out = ssvm_section(model, args.C, args.workers, args.ssvm_iter)
-        else:
-            raise SystemExit(f"unknown section {sec}")
-        res[sec] = {
-            **out,
-            "loadavg_before": before,
-            "loadavg_after": os.getloadavg(),
-            "section_seconds": time.perf_counter() - t,
-        }
-        print(sec, res[sec], flush=True)
+    runners = {
+        "cores": lambda: cores_section(args.workers),
+        "oracle": lambda: oracle_section(model, w, args.workers, args.repeat),
+        "ssvm": lambda: ssvm_section(model, args.C, args.workers, args.ssvm_iter),
+    }
+    run_sections(args.sections, runners, res)
     print("wrote", write_result(args.out, res))
 
 

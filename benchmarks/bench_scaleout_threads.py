@@ -44,7 +44,7 @@ import warnings
 import joblib
 import numpy as np
 
-from _common import write_result
+from _common import run_sections, write_result
 from bench_scaleout import OCR, _median_time, cores_section
 from maxmargin import StructBoost, StructSVM
 from maxmargin.datasets.ocr import load_ocr
@@ -161,28 +161,14 @@ def main(argv=None):
     Xl, yl = load_ocr(args.mat, "test")
     Xr, yr = Xl * args.replicate, yl * args.replicate
     res = {"cpus": os.cpu_count(), "replicate": args.replicate}
-    for sec in args.sections:
-        before = os.getloadavg()
-        t = time.perf_counter()
-        if sec == "cores":
-            out = cores_section([1, 2])
-        elif sec == "ssvm_oracle":
-            out = ssvm_oracle_section(Xr, yr, args.repeat)
-        elif sec == "ssvm_fit":
-            out = ssvm_fit_section(Xr, yr, args.ssvm_iter)
-        elif sec == "chain_oracle":
-            out = chain_oracle_section(Xs, ys, args.repeat)
-        elif sec == "structboost":
-            out = structboost_section(Xs, ys, args.sb_iter)
-        else:
-            raise SystemExit(f"unknown section {sec}")
-        res[sec] = {
-            **out,
-            "loadavg_before": before,
-            "loadavg_after": os.getloadavg(),
-            "section_seconds": time.perf_counter() - t,
-        }
-        print(sec, res[sec], flush=True)
+    runners = {
+        "cores": lambda: cores_section([1, 2]),
+        "ssvm_oracle": lambda: ssvm_oracle_section(Xr, yr, args.repeat),
+        "ssvm_fit": lambda: ssvm_fit_section(Xr, yr, args.ssvm_iter),
+        "chain_oracle": lambda: chain_oracle_section(Xs, ys, args.repeat),
+        "structboost": lambda: structboost_section(Xs, ys, args.sb_iter),
+    }
+    run_sections(args.sections, runners, res)
     print("wrote", write_result(args.out, res))
 
 

@@ -23,13 +23,14 @@ class FitInterruptedWarning(ConvergenceWarning):
     last completed iteration (``converged_`` is False)."""
 
 
-def warn_interrupted(n_iter: int, stacklevel: int = 3) -> None:
-    """Warn that a fit was interrupted and kept the model of iteration ``n_iter``."""
+def warn_interrupted(n_iter: int, stacklevel: int = 3, kept: str | None = None) -> None:
+    """Warn that a fit was interrupted and kept the model of iteration ``n_iter`` (or
+    what ``kept`` describes, e.g. "the cascade of the 3 stage(s) completed before it")."""
     import warnings
 
+    kept = kept or f"the one of the last completed iteration ({n_iter})"
     warnings.warn(
-        f"fit interrupted (KeyboardInterrupt): the model is the one of the last completed "
-        f"iteration ({n_iter}); it has not converged",
+        f"fit interrupted (KeyboardInterrupt): the model is {kept}; it has not converged",
         FitInterruptedWarning,
         stacklevel=stacklevel,
     )

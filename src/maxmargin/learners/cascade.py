@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import time
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -25,7 +24,7 @@ from maxmargin._validation import (
     json_params,
     validate_params,
 )
-from maxmargin.exceptions import FitInterruptedWarning
+from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.asymmetric_boost import (
     ASYM_VARIANTS,
     CS_VARIANTS,
@@ -353,12 +352,11 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             raise ValueError("no stage could be trained (too few examples of a class)")
         self.converged_ = not (interrupted or timed_out)
         if interrupted:
-            warnings.warn(
-                f"fit interrupted (KeyboardInterrupt): the model is the cascade of the "
-                f"{k} stage(s) completed before it ({len(history)} boosting rounds "
-                f"recorded); it has not converged",
-                FitInterruptedWarning,
-                stacklevel=2,
+            warn_interrupted(
+                len(history),
+                stacklevel=3,
+                kept=f"the cascade of the {k} stage(s) completed before it "
+                f"({len(history)} boosting rounds recorded)",
             )
         self.stumps_ = stumps
         self.thresholds_ = np.asarray(thresholds, dtype=np.float64)
