@@ -337,6 +337,14 @@ def accuracy_section(X, y, Xt, yt, sb_iter, sb_time):
     return out
 
 
+def ocr_folds(mat, replicate: int):
+    """OCR's standard training fold (626 words), its large fold (6251 words) and the
+    large fold stacked ``replicate`` times: ``(Xs, ys, Xl, yl, Xr, yr)``."""
+    Xs, ys = load_ocr(mat, "train")
+    Xl, yl = load_ocr(mat, "test")
+    return Xs, ys, Xl, yl, Xl * replicate, yl * replicate
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mat", default=str(OCR))
@@ -360,9 +368,7 @@ def main(argv=None):
     ap.add_argument("--flat-iter", type=int, default=10)
     ap.add_argument("--out", default="benchmarks/results/scaleout.json")
     args = ap.parse_args(argv)
-    Xs, ys = load_ocr(args.mat, "train")
-    Xl, yl = load_ocr(args.mat, "test")
-    Xr, yr = Xl * args.replicate, yl * args.replicate
+    Xs, ys, Xl, yl, Xr, yr = ocr_folds(args.mat, args.replicate)
     res = {"cpus": os.cpu_count(), "workers": args.workers, "replicate": args.replicate}
     runners = {
         "cores": lambda: cores_section(args.workers),

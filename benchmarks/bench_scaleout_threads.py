@@ -45,9 +45,8 @@ import joblib
 import numpy as np
 
 from _common import run_sections, write_result
-from bench_scaleout import OCR, _median_time, cores_section
+from bench_scaleout import OCR, _median_time, cores_section, ocr_folds
 from maxmargin import StructBoost, StructSVM
-from maxmargin.datasets.ocr import load_ocr
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.weak import DecisionTree
@@ -157,9 +156,7 @@ def main(argv=None):
     ap.add_argument("--sb-iter", type=int, default=10)
     ap.add_argument("--out", default="benchmarks/results/scaleout_threads.json")
     args = ap.parse_args(argv)
-    Xs, ys = load_ocr(args.mat, "train")
-    Xl, yl = load_ocr(args.mat, "test")
-    Xr, yr = Xl * args.replicate, yl * args.replicate
+    Xs, ys, _Xl, _yl, Xr, yr = ocr_folds(args.mat, args.replicate)
     res = {"cpus": os.cpu_count(), "replicate": args.replicate}
     runners = {
         "cores": lambda: cores_section([1, 2]),
