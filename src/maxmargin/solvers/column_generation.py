@@ -48,6 +48,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import ThreadpoolController
 
+from maxmargin.inference._threads import resolve_threads
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
 from maxmargin.solvers.parallel import ShardedOracle
@@ -660,6 +661,7 @@ def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
 
 
 def _fit_with_search(n_jobs, task, weak, *args, **kwargs) -> ColumnGenerationResult:
+    kwargs["product_threads"] = resolve_threads(n_jobs)  # the master's column products
     if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
         return _fit_structboost(task, weak, *args, **kwargs)
     with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
@@ -711,6 +713,7 @@ def _fit_structboost(
     init_hypotheses: Hypotheses | None = None,
     init_slot_weights: np.ndarray | None = None,
     polish: bool = True,
+    product_threads: int = 1,
 ) -> ColumnGenerationResult:
     """Alg. 1: column generation over weak structured learners around a master.
 
@@ -733,6 +736,9 @@ def _fit_structboost(
     when the smoothed master's duals price no new column (or at ``max_iter``) and the
     smoothed solution is returned, with its certified gap (``certified`` False).  For
     frequent warm re-trainings where the exact vertex is not worth its time.
+
+    ``product_threads``: threads for the fixed pieces of the master's column products
+    (:class:`~maxmargin.solvers.columns.ColumnStore`; bit-identical for any count).
     """
     if master not in MASTERS:
         raise ValueError(f"master must be one of {MASTERS}, got {master!r}")
@@ -762,7 +768,9 @@ def _fit_structboost(
 
     Z = task.weak_inputs()
     prepared = weak_learner.prepare(Z)
-    store = ColumnStore(weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots)
+    store = ColumnStore(
+        weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots, product_threads
+    )
     if master == "fast":
         mst = FastMaster(task, store, C, tol=tol, max_steps=max_inner, eps_cp=eps_cp, rng=rng)
     elif formulation == "n-slack":

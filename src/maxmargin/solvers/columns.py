@@ -11,15 +11,59 @@ found by hashing a fixed sample of their outputs and comparing the outputs in fu
 inexact master cannot make the same weak learner enter twice.  A float32 mirror of ``H``
 serves the smoothed master's inner products (half the memory traffic); everything exact
 (LP coefficients, certificates) uses float64.
+
+The two big products (``gains``: ``H A``; ``score_change``: ``H' dW``) are cut into at
+most ``PRODUCT_PIECES`` fixed pieces of rows of the result once ``H`` holds
+``PRODUCT_MIN_WORK`` entries, each piece one single-threaded BLAS call.  The pieces
+depend on the sizes only, never on the thread count, so ``threads`` (the fit's
+``n_jobs``) runs them on a thread pool (BLAS releases the GIL) with bit-identical results.
 """
 
 from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from maxmargin.weak.base import Hypotheses
 
-__all__ = ["ColumnStore"]
+__all__ = ["ColumnStore", "product_pieces"]
+
+#: fixed number of pieces a large product is cut into (independent of the threads)
+PRODUCT_PIECES = 4
+#: entries of ``H`` from which a product is cut into pieces
+PRODUCT_MIN_WORK = 1 << 19
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def product_pieces(n_rows: int, n_entries: int) -> np.ndarray:
+    """Bounds of the fixed row pieces of a product with ``n_rows`` result rows over a
+    matrix of ``n_entries`` entries (one piece below ``PRODUCT_MIN_WORK``)."""
+    k = PRODUCT_PIECES if n_entries >= PRODUCT_MIN_WORK and n_rows >= PRODUCT_PIECES else 1
+    return np.linspace(0, n_rows, k + 1).round().astype(np.intp)
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, "maxmargin-products")
+        return pool
+
+
+def _run_pieces(fn, bounds: np.ndarray, threads: int) -> None:
+    """``fn(a, b)`` for every piece ``[a, b)``: in order, or on ``threads`` threads."""
+    pieces = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    if threads <= 1 or len(pieces) == 1:
+        for a, b in pieces:
+            fn(a, b)
+        return
+    pool = _pool(threads)
+    for f in [pool.submit(fn, a, b) for a, b in pieces]:
+        f.result()
 
 
 class ColumnStore:
@@ -30,8 +74,12 @@ class ColumnStore:
     ``(h, s)`` or -1.
     """
 
-    def __init__(self, hyp_class, n_features: int, n_z: int, n_slots: int) -> None:
+    def __init__(
+        self, hyp_class, n_features: int, n_z: int, n_slots: int, threads: int = 1
+    ) -> None:
         self.hyps = hyp_class.empty(n_features)
+        #: threads for the pieces of the big products (results do not depend on it)
+        self.threads = max(1, int(threads))
         self.n_z = int(n_z)
         self.n_slots = int(n_slots)
         self._H = np.zeros((16, self.n_z))
@@ -141,12 +189,25 @@ class ColumnStore:
         if self.n_columns == 0:
             return np.zeros(0)
         if fast:
-            G = (self.H32 @ A.astype(np.float32)).astype(np.float64)
+            H, A = self.H32, np.ascontiguousarray(A, dtype=np.float32)
         else:
-            G = self.H @ A
-        return G[self.col_hyp, self.col_slot]
+            H, A = self.H, np.ascontiguousarray(A, dtype=np.float64)
+        G = np.empty((self.n_hyp, A.shape[1]), dtype=H.dtype)
+
+        def piece(a, b):
+            np.matmul(H[a:b], A, out=G[a:b])
+
+        _run_pieces(piece, product_pieces(self.n_hyp, H.size), self.threads)
+        return G[self.col_hyp, self.col_slot].astype(np.float64)
 
     def score_change(self, dw: np.ndarray) -> np.ndarray:
         """``H' dW`` in float32 (the smoothed master's line search), as float64."""
         dW = self.weight_matrix(dw).astype(np.float32)
-        return (self.H32.T @ dW).astype(np.float64)
+        H32 = self.H32
+        out = np.empty((self.n_z, self.n_slots), dtype=np.float32)
+
+        def piece(a, b):
+            np.matmul(H32[:, a:b].T, dW, out=out[a:b])
+
+        _run_pieces(piece, product_pieces(self.n_z, H32.size), self.threads)
+        return out.astype(np.float64)

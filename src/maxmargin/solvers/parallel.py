@@ -61,6 +61,7 @@ import numpy as np
 from numba import njit
 
 from maxmargin.exceptions import ParallelFitError
+from maxmargin.inference._threads import resolve_threads
 from maxmargin.tasks.crf import (
     CRFLinearModel,
     CRFShard,
@@ -406,9 +407,10 @@ class ShardedOracle:
             make = model.shard
         elif isinstance(model, LinearJointModel):
             self.kind = "linear"
+            threads = resolve_threads(n_jobs)
 
             def make(a, b):
-                return _shard_layout(model, a, b)
+                return model.shard_layout(a, b, threads)
         else:
             raise ValueError(
                 "n_jobs (a sharded oracle) needs a task with linear joint features and a "
@@ -556,20 +558,6 @@ class ShardedOracle:
 
 def _nbytes(layout) -> int:
     return sum(v.nbytes for v in layout if isinstance(v, np.ndarray))
-
-
-def _shard_layout(model: LinearJointModel, a: int, b: int) -> JointLayout:
-    """The kernel arrays of sequences ``a..b-1`` of ``model`` (offsets re-based)."""
-    p0, p1 = int(model.offsets[a]), int(model.offsets[b])
-    sub = LinearJointModel(
-        model.X[p0:p1],
-        model.offsets[a : b + 1] - p0,
-        model.y[p0:p1],
-        model.gamma,
-        model.loss,
-        pairwise=model.pairwise,
-    )
-    return sub.layout()
 
 
 class ShardedModel:

@@ -64,9 +64,9 @@ def stack_sequences(X):
     seqs = list(X)
     if not seqs:
         raise ValueError("need at least one sequence")
-    lengths = []
+    sparse = any(sp.issparse(s) for s in seqs)
     mats = []
-    for s in seqs:
+    for s in seqs:  # set-up only: a cheap view or conversion per sequence
         if sp.issparse(s):
             m = sp.csr_matrix(s, dtype=np.float64)
         else:
@@ -75,21 +75,23 @@ def stack_sequences(X):
                 m = m[:, None]
             if m.ndim != 2:
                 raise ValueError(f"each sequence must be a 2-d array, got shape {m.shape}")
-            if not np.all(np.isfinite(m)):
-                raise ValueError("input sequences contain NaN or inf")
-        if m.shape[0] < 1:
-            raise ValueError("sequences must have at least one position")
-        lengths.append(m.shape[0])
         mats.append(m)
+    lengths = np.fromiter((m.shape[0] for m in mats), dtype=np.int64, count=len(mats))
+    if np.any(lengths < 1):
+        raise ValueError("sequences must have at least one position")
     d = {m.shape[1] for m in mats}
     if len(d) != 1:
         raise ValueError(f"all sequences must have the same number of features, got {d}")
     offsets = np.zeros(len(mats) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if any(sp.issparse(m) for m in mats):
+    if sparse:
         Xf = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
+        values = Xf.data
     else:
-        Xf = np.vstack(mats)
+        Xf = np.concatenate(mats, axis=0)
+        values = Xf
+    if not np.all(np.isfinite(values)):
+        raise ValueError("input sequences contain NaN or inf")
     return Xf, offsets
 
 

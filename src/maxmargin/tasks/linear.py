@@ -27,8 +27,9 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, prange
 
+from maxmargin.inference._threads import numba_threads
 from maxmargin.inference.viterbi import (
     _loss_aug_into,
     _slack_into,
@@ -45,6 +46,44 @@ def rescaled_hinge(loss, margin, rescaling):
     if rescaling == "slack":
         return loss * np.maximum(0.0, 1.0 - margin)
     return np.maximum(0.0, loss - margin)
+
+
+@njit(parallel=True, cache=True)
+def _dense_row_counts(X, counts):  # pragma: no cover - numba
+    for i in prange(X.shape[0]):
+        c = 0
+        for j in range(X.shape[1]):
+            if X[i, j] != 0.0:
+                c += 1
+        counts[i] = c
+
+
+@njit(parallel=True, cache=True)
+def _dense_rows_fill(X, indptr, indices, data):  # pragma: no cover - numba
+    for i in prange(X.shape[0]):
+        k = indptr[i]
+        for j in range(X.shape[1]):
+            v = X[i, j]
+            if v != 0.0:
+                indices[k] = j
+                data[k] = v
+                k += 1
+
+
+def dense_to_csr(X: np.ndarray, threads: int = 1):
+    """CSR arrays ``(indptr, indices, data)`` (int64, int64, float64) of a dense C-ordered
+    matrix, rows split over ``threads`` numba threads (no arithmetic: the same arrays
+    for any thread count; the non-zeros are those of ``scipy.sparse.csr_matrix(X)``)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    counts = np.empty(X.shape[0], dtype=np.int64)
+    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    with numba_threads(threads):
+        _dense_row_counts(X, counts)
+        np.cumsum(counts, out=indptr[1:])
+        indices = np.empty(indptr[-1], dtype=np.int64)
+        data = np.empty(indptr[-1], dtype=np.float64)
+        _dense_rows_fill(X, indptr, indices, data)
+    return indptr, indices, data
 
 
 class JointLayout(NamedTuple):
@@ -127,17 +166,42 @@ class LinearJointModel:
             P = np.zeros((self.n_states, self.n_states))
         return W, P
 
-    def csr(self):
-        """CSR arrays ``(indptr, indices, data)`` for the per-example numba kernels."""
+    def csr(self, threads: int = 1):
+        """CSR arrays ``(indptr, indices, data)`` for the per-example numba kernels
+        (a dense ``X`` converted on ``threads`` numba threads, see :func:`dense_to_csr`)."""
         if self._csr is None:
-            M = self.X if sp.issparse(self.X) else sp.csr_matrix(self.X)
-            M.sort_indices()
-            self._csr = (
-                M.indptr.astype(np.int64),
-                M.indices.astype(np.int64),
-                M.data.astype(np.float64),
-            )
+            if sp.issparse(self.X):
+                M = self.X
+                M.sort_indices()
+                self._csr = (
+                    M.indptr.astype(np.int64),
+                    M.indices.astype(np.int64),
+                    M.data.astype(np.float64),
+                )
+            else:
+                self._csr = dense_to_csr(self.X, threads)
         return self._csr
+
+    def shard_layout(self, a: int, b: int, threads: int = 1) -> JointLayout:
+        """The kernel arrays of sequences ``a..b-1`` (offsets and CSR rows re-based; the
+        column and value arrays are views of the whole model's)."""
+        indptr, indices, data = self.csr(threads)
+        p0, p1 = int(self.offsets[a]), int(self.offsets[b])
+        q0, q1 = int(indptr[p0]), int(indptr[p1])
+        return JointLayout(
+            int(self.n_unary),
+            int(self.n_slots),
+            int(self.n_states),
+            indptr[p0 : p1 + 1] - q0,
+            indices[q0:q1],
+            data[q0:q1],
+            self.offsets[a : b + 1] - p0,
+            self.y[p0:p1],
+            self.gamma,
+            self.loss,
+            bool(self.onehot),
+            bool(self.pairwise),
+        )
 
     def layout(self) -> JointLayout:
         """The arrays of the per-example numba kernels as one :class:`JointLayout`."""
