@@ -106,3 +106,25 @@ def test_ocr_loader():
     assert X[0].shape[1] == 129 and np.all(X[0][:, -1] == 1)
     X2, _ = load_ocr(OCR, "test", bias=False)
     assert len(X2) == 6251 and X2[0].shape[1] == 128
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_stack_sequences_checks_its_input(sparse):
+    from maxmargin.tasks.chain import stack_sequences
+
+    def conv(a):
+        return sp.csr_matrix(a) if sparse else a
+
+    good = [conv(np.ones((2, 3))), conv(np.arange(3.0)[None, :])]
+    Xf, offsets = stack_sequences(good)
+    assert offsets.tolist() == [0, 2, 3] and Xf.shape == (3, 3)
+    bad = np.ones((2, 3))
+    bad[1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        stack_sequences([conv(np.ones((2, 3))), conv(bad)])
+    with pytest.raises(ValueError, match="same number of features"):
+        stack_sequences([conv(np.ones((2, 3))), conv(np.ones((2, 4)))])
+    with pytest.raises(ValueError, match="at least one position"):
+        stack_sequences([conv(np.ones((2, 3))), conv(np.ones((0, 3)))])
+    with pytest.raises(ValueError, match="at least one sequence"):
+        stack_sequences([])
