@@ -392,7 +392,14 @@ def _run_tree(tree, p, key, rule, alpha, delta_g):  # pragma: no cover - compile
     if L == 0:
         return
     cq, ck, cl, ca, nq, nk, nl, na = _level_buffers(n)
-    _place(tree, p, key, 0, cq, ck, cl)
+    if level_off[1] - level_off[0] == 1 and node_lo[0] == 0 and node_hi[0] == n:
+        for i in prange(n):  # one root over all samples: _place's gather, on the threads
+            q = p[i]
+            cq[i] = q
+            ck[i] = key[q]
+            cl[i] = loss[q]
+    else:
+        _place(tree, p, key, 0, cq, ck, cl)
     dnode = np.zeros(node_lo.shape[0])
     for lev in range(L):
         last = lev == L - 1
@@ -414,6 +421,20 @@ def _run_tree(tree, p, key, rule, alpha, delta_g):  # pragma: no cover - compile
         q = cq[i]
         if q >= 0:
             alpha[q] += ca[i]
+
+
+@njit(cache=True, parallel=True)
+def _gather_add(x, idx, add, with_add, out):  # pragma: no cover - compiled
+    """``out = x[idx] (+ add)``: the same numbers for any thread count."""
+    for i in prange(idx.shape[0]):
+        out[i] = x[idx[i]] + add[i] if with_add else x[idx[i]]
+
+
+@njit(cache=True, parallel=True)
+def _scatter(x, idx, out):  # pragma: no cover - compiled
+    """``out[idx] = x``."""
+    for i in prange(idx.shape[0]):
+        out[idx[i]] = x[i]
 
 
 #: below this many samples the oracle runs on one thread (waking the pool costs more)
@@ -712,6 +733,10 @@ class PreferenceGraph:
         gid[self.order] = np.repeat(np.arange(self.n_groups), np.diff(self.group_starts))
         return w_group, w_group[gid]
 
+    def _threads(self, n_jobs) -> int:
+        """numba threads for a call: one below ``_PARALLEL_N`` samples."""
+        return resolve_threads(n_jobs) if self.n >= _PARALLEL_N else 1
+
     def _run(self, key_sorted, rule, n_jobs):
         threads = resolve_threads(n_jobs)
         p = sorted_order(key_sorted, threads)
@@ -736,15 +761,17 @@ class PreferenceGraph:
         """
         if rescaling not in RESCALINGS:
             raise ValueError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
-        s = _check_1d("scores", scores, self.n)[self.order]
-        if rescaling == "margin":
-            key, margin = s + self.loss_sorted, 0.0
-        else:
-            key, margin = s, 1.0
+        scores = _check_1d("scores", scores, self.n)
+        threads = self._threads(n_jobs)
+        key = np.empty(self.n)
+        margin = 0.0 if rescaling == "margin" else 1.0
+        with numba_threads(threads):  # the key in sorted order: s[order] (+ loss)
+            _gather_add(scores, self.order, self.loss_sorted, rescaling == "margin", key)
         rule = ViolationRule(float(margin), _MODE[rescaling], True)
-        alpha_s, delta_g = self._run(np.ascontiguousarray(key), rule, n_jobs)
+        alpha_s, delta_g = self._run(key, rule, n_jobs)
         alpha = np.empty(self.n)
-        alpha[self.order] = alpha_s
+        with numba_threads(threads):
+            _scatter(alpha_s, self.order, alpha)
         return alpha, delta_g
 
     def smoothed_hinge(self, scores, delta, rescaling="unit", weights=None):
