@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from maxmargin.solvers import columns as colmod
-from maxmargin.solvers.columns import ColumnStore, product_pieces
+from maxmargin.inference import _threads as thr
+from maxmargin.inference._threads import product_pieces
+from maxmargin.solvers.columns import ColumnStore
 from maxmargin.tasks.linear import LinearJointModel, dense_to_csr
 from maxmargin.weak import DecisionStump
 
@@ -24,17 +25,17 @@ def _store(rng, n_hyp, n_z, n_slots, threads):
 
 def test_product_pieces_depend_on_sizes_only():
     assert product_pieces(10, 100).tolist() == [0, 10]
-    b = product_pieces(1001, colmod.PRODUCT_MIN_WORK)
-    assert b[0] == 0 and b[-1] == 1001 and len(b) == colmod.PRODUCT_PIECES + 1
+    b = product_pieces(1001, thr.PRODUCT_MIN_WORK)
+    assert b[0] == 0 and b[-1] == 1001 and len(b) == thr.PRODUCT_PIECES + 1
     assert np.all(np.diff(b) > 0)
 
 
 @pytest.mark.parametrize("small", [True, False])
 def test_column_products_bit_identical_for_any_threads(monkeypatch, small):
     if small:  # below the threshold: one piece
-        monkeypatch.setattr(colmod, "PRODUCT_MIN_WORK", 10**9)
+        monkeypatch.setattr(thr, "PRODUCT_MIN_WORK", 10**9)
     else:  # force pieces on a small problem
-        monkeypatch.setattr(colmod, "PRODUCT_MIN_WORK", 1)
+        monkeypatch.setattr(thr, "PRODUCT_MIN_WORK", 1)
     rng = np.random.default_rng(0)
     A = rng.normal(size=(37, 4))
     dw = rng.normal(size=23 * 4)
@@ -53,15 +54,15 @@ def test_column_products_bit_identical_for_any_threads(monkeypatch, small):
 
 
 def test_column_products_really_use_the_pool(monkeypatch):
-    monkeypatch.setattr(colmod, "PRODUCT_MIN_WORK", 1)
+    monkeypatch.setattr(thr, "PRODUCT_MIN_WORK", 1)
     seen = []
-    real = colmod._pool
+    real = thr._pool
 
     def spy(threads):
         seen.append(threads)
         return real(threads)
 
-    monkeypatch.setattr(colmod, "_pool", spy)
+    monkeypatch.setattr(thr, "_pool", spy)
     st = _store(np.random.default_rng(1), 23, 37, 4, 2)
     st.gains(np.ones((37, 4)))
     st.score_change(np.ones(23 * 4))
@@ -101,3 +102,35 @@ def test_shard_layout_equals_the_shards_own_model(sparse):
                 assert np.array_equal(u, v)
             else:
                 assert u == v
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_row_pieces_bit_identical_and_equal_to_the_products(monkeypatch, sparse):
+    from maxmargin.inference._threads import RowPieces
+
+    monkeypatch.setattr(thr, "PRODUCT_MIN_WORK", 1)  # force pieces on small data
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(203, 5)) * (rng.random((203, 5)) < 0.6)
+    X = sp.csr_matrix(X) if sparse else X
+    w, v = rng.normal(size=5), rng.normal(size=203)
+    res = {t: (RowPieces(X, t).matvec(w), RowPieces(X, t).rmatvec(v)) for t in (1, 2, 3)}
+    assert len(RowPieces(X, 2).pieces) == thr.PRODUCT_PIECES
+    for t in (2, 3):
+        assert np.array_equal(res[1][0], res[t][0]) and np.array_equal(res[1][1], res[t][1])
+    np.testing.assert_allclose(res[1][0], np.asarray(X @ w).ravel(), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(res[1][1], np.asarray(X.T @ v).ravel(), rtol=1e-13, atol=1e-13)
+
+
+def test_ranksvm_fit_bit_identical_for_any_n_jobs(monkeypatch):
+    from maxmargin.inference import ranking as rk
+    from maxmargin.inference.ranking import PreferenceGraph
+    from maxmargin.solvers.ranking import fit_ranksvm
+
+    monkeypatch.setattr(thr, "PRODUCT_MIN_WORK", 1)
+    monkeypatch.setattr(rk, "_PARALLEL_N", 1)  # the threaded tree on small data
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    loss = np.round(rng.random(300), 2)
+    g = PreferenceGraph(loss)
+    ws = [fit_ranksvm(X, g, C=10.0, max_iter=15, n_jobs=j).w for j in (1, 2)]
+    assert np.array_equal(ws[0], ws[1])

@@ -12,58 +12,21 @@ inexact master cannot make the same weak learner enter twice.  A float32 mirror 
 serves the smoothed master's inner products (half the memory traffic); everything exact
 (LP coefficients, certificates) uses float64.
 
-The two big products (``gains``: ``H A``; ``score_change``: ``H' dW``) are cut into at
-most ``PRODUCT_PIECES`` fixed pieces of rows of the result once ``H`` holds
-``PRODUCT_MIN_WORK`` entries, each piece one single-threaded BLAS call.  The pieces
+The two big products (``gains``: ``H A``; ``score_change``: ``H' dW``) are cut into fixed
+pieces of rows of the result (:func:`~maxmargin.inference._threads.product_pieces`), each
+piece one single-threaded BLAS call.  The pieces
 depend on the sizes only, never on the thread count, so ``threads`` (the fit's
 ``n_jobs``) runs them on a thread pool (BLAS releases the GIL) with bit-identical results.
 """
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
+from maxmargin.inference._threads import product_pieces, run_pieces
 from maxmargin.weak.base import Hypotheses
 
-__all__ = ["ColumnStore", "product_pieces"]
-
-#: fixed number of pieces a large product is cut into (independent of the threads)
-PRODUCT_PIECES = 4
-#: entries of ``H`` from which a product is cut into pieces
-PRODUCT_MIN_WORK = 1 << 19
-
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def product_pieces(n_rows: int, n_entries: int) -> np.ndarray:
-    """Bounds of the fixed row pieces of a product with ``n_rows`` result rows over a
-    matrix of ``n_entries`` entries (one piece below ``PRODUCT_MIN_WORK``)."""
-    k = PRODUCT_PIECES if n_entries >= PRODUCT_MIN_WORK and n_rows >= PRODUCT_PIECES else 1
-    return np.linspace(0, n_rows, k + 1).round().astype(np.intp)
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    with _POOLS_LOCK:
-        pool = _POOLS.get(threads)
-        if pool is None:
-            pool = _POOLS[threads] = ThreadPoolExecutor(threads, "maxmargin-products")
-        return pool
-
-
-def _run_pieces(fn, bounds: np.ndarray, threads: int) -> None:
-    """``fn(a, b)`` for every piece ``[a, b)``: in order, or on ``threads`` threads."""
-    pieces = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-    if threads <= 1 or len(pieces) == 1:
-        for a, b in pieces:
-            fn(a, b)
-        return
-    pool = _pool(threads)
-    for f in [pool.submit(fn, a, b) for a, b in pieces]:
-        f.result()
+__all__ = ["ColumnStore"]
 
 
 class ColumnStore:
@@ -197,7 +160,7 @@ class ColumnStore:
         def piece(a, b):
             np.matmul(H[a:b], A, out=G[a:b])
 
-        _run_pieces(piece, product_pieces(self.n_hyp, H.size), self.threads)
+        run_pieces(piece, product_pieces(self.n_hyp, H.size), self.threads)
         return G[self.col_hyp, self.col_slot].astype(np.float64)
 
     def score_change(self, dw: np.ndarray) -> np.ndarray:
@@ -209,5 +172,5 @@ class ColumnStore:
         def piece(a, b):
             np.matmul(H32[:, a:b].T, dW, out=out[a:b])
 
-        _run_pieces(piece, product_pieces(self.n_z, H32.size), self.threads)
+        run_pieces(piece, product_pieces(self.n_z, H32.size), self.threads)
         return out.astype(np.float64)

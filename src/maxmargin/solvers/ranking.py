@@ -13,8 +13,7 @@ constraint; the loop is the shared one of :mod:`maxmargin.solvers.cutting_plane`
 
 from __future__ import annotations
 
-import numpy as np
-
+from maxmargin.inference._threads import RowPieces, resolve_threads
 from maxmargin.inference.ranking import PreferenceGraph
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
 from maxmargin.solvers.qp_master import OneSlackQPMaster
@@ -37,16 +36,20 @@ def fit_ranksvm(
     callback=None,
     verbose: int = 0,
 ) -> SSVMResult:
-    """Train ``w`` on features X (dense or sparse) and a prepared preference graph."""
+    """Train ``w`` on features X (dense or sparse) and a prepared preference graph.
+
+    ``n_jobs``: threads for the oracle's tree levels and sort and for the products
+    ``X w`` / ``X' alpha`` (fixed row pieces: the same model for any ``n_jobs``)."""
     w_group, w_sample = graph.hinge_weights(normalize)
+    Xp = RowPieces(X, resolve_threads(n_jobs))
     d = X.shape[1]
     master = OneSlackQPMaster(C=float(C), dim=d, tol=1e-10)
     tr = Tracker(tol, max_iter, max_time, callback, verbose, name="RankSVM")
 
     def find_plane(sol) -> Plane:
         w = sol.w
-        alpha, delta_g = graph.most_violated(np.asarray(X @ w), rescaling=rescaling, n_jobs=n_jobs)
-        a = np.asarray(X.T @ (alpha * w_sample)).ravel()
+        alpha, delta_g = graph.most_violated(Xp.matvec(w), rescaling=rescaling, n_jobs=n_jobs)
+        a = Xp.rmatvec(alpha * w_sample)
         b = float(delta_g @ w_group)
         violation = max(0.0, b - float(a @ w))  # the hinge bound at w
         primal = 0.5 * float(w @ w) + C * violation
