@@ -17,7 +17,13 @@ so the short oracle calls of a structured fit can be split too.  On OCR (Taskar 
    on the 626 standard training words, ``oracle_threads`` 1 and 2;
 5. ``structboost``: ``StructBoost(task=ChainTask(), weak_learner=DecisionTree(max_depth=2),
    C=200)`` with ``--sb-iter`` iterations, ``n_jobs`` None and 2 (bit-identical models),
-   with the time in the oracle-bound master and in the rest.
+   with the time in the oracle-bound master and in the rest;
+6. ``ranking``: the O(n log n) ranking oracle (``PreferenceGraph.most_violated``, complete
+   graph) at ``--rank-n`` (10^7) samples, margin and slack rescaling, 1 and 2 threads
+   alternated (median of ``--rank-repeat``), and a ``RankSVM`` fit (slack rescaling,
+   ``--rank-iter`` iterations, tol 1e-12) on ``--rank-d`` Gaussian features with ``n_jobs`` 1
+   and 2 (bit-identical models).  Synthetic data as in ``bench_ranking_oracle.py``:
+   losses uniform on [0, 1) rounded to 1e-6, here made to depend on the features.
 
 Every section records the load average.  Run under ``flock /tmp/maxmargin-bench.lock`` on
 the shared 2-core machine, with ``NUMBA_NUM_THREADS=2`` (numba's pool must have two
@@ -46,7 +52,8 @@ import numpy as np
 
 from _common import run_sections, write_result
 from bench_scaleout import OCR, _median_time, cores_section, ocr_folds
-from maxmargin import StructBoost, StructSVM
+from maxmargin import RankSVM, StructBoost, StructSVM
+from maxmargin.inference.ranking import PreferenceGraph
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.weak import DecisionTree
@@ -142,14 +149,70 @@ def structboost_section(X, y, iters):
     return {"C": 200.0, "weak": "DecisionTree(max_depth=2)", "max_iter": iters, "rows": rows}
 
 
+def ranking_section(n, d, repeat, iters):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    loss = np.round(
+        np.clip(0.5 + 0.1 * (X @ rng.normal(size=d)) + 0.1 * rng.normal(size=n), 0, 1), 6
+    )
+    s = rng.normal(size=n)
+    t = time.perf_counter()
+    g = PreferenceGraph(loss)
+    prepare = time.perf_counter() - t
+    oracle = []
+    for r in ("margin", "slack"):
+        ref = None
+        for n_jobs in (1, 2, 1, 2):
+            g.most_violated(s, r, n_jobs=n_jobs)
+            t, ts = _median_time(lambda r=r, j=n_jobs: g.most_violated(s, r, n_jobs=j), repeat)
+            alpha, _ = g.most_violated(s, r, n_jobs=n_jobs)
+            ref = alpha if ref is None else ref
+            oracle.append(
+                {
+                    "rescaling": r,
+                    "n_jobs": n_jobs,
+                    "sec_per_call": t,
+                    "times": ts,
+                    "bit_identical": bool(np.array_equal(ref, alpha)),
+                    "loadavg": os.getloadavg(),
+                }
+            )
+    fits, ref = [], None
+    for n_jobs in (1, 2, 1, 2):
+        est = RankSVM(
+            C=1.0, target="loss", rescaling="slack", tol=1e-12, max_iter=iters, n_jobs=n_jobs
+        )
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, loss)
+        t = time.perf_counter() - t
+        ref = est.coef_ if ref is None else ref
+        fits.append(
+            {
+                "n_jobs": n_jobs,
+                "fit_seconds": t,
+                "t_oracle": float(sum(h["t_oracle"] for h in est.history_)),
+                "iterations": est.n_iter_,
+                "bit_identical": bool(np.array_equal(ref, est.coef_)),
+                "loadavg": os.getloadavg(),
+            }
+        )
+    return {"n": n, "d": d, "prepare": prepare, "levels": g.n_levels, "oracle": oracle, "fit": fits}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mat", default=str(OCR))
     ap.add_argument(
         "--sections",
         nargs="+",
-        default=["cores", "ssvm_oracle", "ssvm_fit", "chain_oracle", "structboost"],
+        default=["cores", "ssvm_oracle", "ssvm_fit", "chain_oracle", "structboost", "ranking"],
     )
+    ap.add_argument("--rank-n", type=int, default=10**7)
+    ap.add_argument("--rank-d", type=int, default=8)
+    ap.add_argument("--rank-repeat", type=int, default=3)
+    ap.add_argument("--rank-iter", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--replicate", type=int, default=4)
     ap.add_argument("--ssvm-iter", type=int, default=25)
@@ -164,6 +227,9 @@ def main(argv=None):
         "ssvm_fit": lambda: ssvm_fit_section(Xr, yr, args.ssvm_iter),
         "chain_oracle": lambda: chain_oracle_section(Xs, ys, args.repeat),
         "structboost": lambda: structboost_section(Xs, ys, args.sb_iter),
+        "ranking": lambda: ranking_section(
+            args.rank_n, args.rank_d, args.rank_repeat, args.rank_iter
+        ),
     }
     run_sections(args.sections, runners, res)
     print("wrote", write_result(args.out, res))
