@@ -77,11 +77,33 @@ def window_set(det, images, boxes):
     return Xp.astype(np.float64), Xn.astype(np.float64)
 
 
-def flat_weak_needed(flat, Xp, Xn, recall, far, max_t):
-    """Smallest T in 1 .. ``max_t`` whose first T weak classifiers reach ``recall`` with
-    FAR <= ``far`` (threshold just below the recall quantile of the positives' scores);
-    None if none does.  Also the curve at a grid of T and the lowest FAR at ``recall``
-    over all T with its T."""
+def fit_flat(X, y, max_iter, cache_dir):
+    """The flat Gentle AdaBoost of ``max_iter`` rounds on ``(X, y)``; with ``cache_dir``
+    loaded from / saved to a ``maxmargin.save`` file named by a hash of the training
+    windows and the rounds (a deterministic fit: the same windows give the same model).
+    Returns ``(model, from_cache)``."""
+    import hashlib
+
+    import maxmargin
+
+    path = None
+    if cache_dir:
+        h = hashlib.sha1(np.ascontiguousarray(X).tobytes())
+        h.update(np.ascontiguousarray(y).tobytes())
+        path = Path(cache_dir) / f"flat_gentle_{max_iter}_{h.hexdigest()[:16]}.npz"
+        if path.exists():
+            return maxmargin.load(path), True
+    flat = BinaryAdaBoost(variant="gentle", max_iter=max_iter).fit(X, y)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        maxmargin.save(flat, path)
+    return flat, False
+
+
+def flat_curve(flat, Xp, Xn, recall, max_t):
+    """``(recall, FAR)`` of the flat booster's first T weak classifiers, T = 1 ..
+    ``max_t``, each thresholded just below the ``recall`` quantile of the positives'
+    scores."""
     Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
     Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
     Fp, Fn = np.cumsum(Hp, axis=1), np.cumsum(Hn, axis=1)
@@ -89,8 +111,16 @@ def flat_weak_needed(flat, Xp, Xn, recall, far, max_t):
     sp = np.sort(Fp[:, :n_t], axis=0)
     k = int(np.floor((1.0 - recall) * len(sp)))
     thr = sp[min(k, len(sp) - 1)] - 1e-12  # (n_t,)
-    rec = (Fp[:, :n_t] > thr).mean(axis=0)
-    f = (Fn[:, :n_t] > thr).mean(axis=0)
+    return (Fp[:, :n_t] > thr).mean(axis=0), (Fn[:, :n_t] > thr).mean(axis=0)
+
+
+def flat_weak_needed(flat, Xp, Xn, recall, far, max_t):
+    """Smallest T in 1 .. ``max_t`` whose first T weak classifiers reach ``recall`` with
+    FAR <= ``far`` (threshold just below the recall quantile of the positives' scores);
+    None if none does.  Also the curve at a grid of T and the lowest FAR at ``recall``
+    over all T with its T."""
+    rec, f = flat_curve(flat, Xp, Xn, recall, max_t)
+    n_t = len(f)
     ok = np.flatnonzero((rec >= recall - 1e-12) & (f <= far))
     found = int(ok[0]) + 1 if len(ok) else None
     grid = sorted({1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, n_t} | {found or 1})
@@ -128,6 +158,14 @@ def main(argv=None):
     ap.add_argument("--aspect-ratios", default="0.7,1,1.4", help="window aspect ratios")
     ap.add_argument("--colour", action="store_true", help="colour HOG")
     ap.add_argument("--channels", action="store_true", help="aggregated channel features (ACF) too")
+    ap.add_argument(
+        "--channel-cells", default="1", help="channel aggregate square sizes in cells, e.g. 1,2,4"
+    )
+    ap.add_argument(
+        "--bootstrap",
+        action="store_true",
+        help="cascade: later stages draw fresh negatives from the full training scan",
+    )
     ap.add_argument("--no-location-prior", action="store_true")
     ap.add_argument(
         "--ablation",
@@ -150,6 +188,12 @@ def main(argv=None):
     ap.add_argument("--target-far", type=float, default=1e-3)
     ap.add_argument("--n-negatives", type=int, default=40000)
     ap.add_argument("--flat-weak", type=int, default=400)
+    ap.add_argument(
+        "--flat-cache",
+        default="",
+        help="directory keeping flat boosters (maxmargin.save files keyed by a hash of "
+        "their training windows), so runs that share the windows train it once",
+    )
     ap.add_argument("--rank-windows", type=int, default=200, help="training windows / image")
     ap.add_argument("--candidates", type=int, default=1000)
     ap.add_argument("--rank-C", type=float, default=1.0)
@@ -175,6 +219,7 @@ def main(argv=None):
         aspect_ratios=tuple(float(a) for a in args.aspect_ratios.split(",")),
         colour=bool(args.colour),
         channels=bool(args.channels),
+        channel_cells=tuple(int(v) for v in args.channel_cells.split(",")),
         location_prior=not args.no_location_prior,
     )
     caps = [int(v) for v in str(args.max_weak).split(",")]
@@ -282,6 +327,7 @@ def main(argv=None):
                 target_far=args.target_far,
                 n_negatives=args.n_negatives,
                 recycle=args.recycle,
+                bootstrap=bool(args.bootstrap),
                 random_state=0,
                 **hog,
             ).fit(tri, trb)
@@ -304,6 +350,7 @@ def main(argv=None):
                 "stages": c.stages_,
                 "n_test_pos_windows": len(Xp_te),
                 "n_test_neg_windows": len(Xn_te),
+                "n_bootstrapped": cas.n_bootstrapped_,
             }
             print(
                 f"cascade[{learner}]: AP {ap_c:.3f}, fit {fit_s:.1f} s, {per_img * 1e3:.1f} "
@@ -315,7 +362,8 @@ def main(argv=None):
             for k, (s, e) in enumerate(zip(c.stages_, fm["entering"])):
                 print(
                     f"  stage {k}: {s['n_weak']} weak, entering {e:.4g}, "
-                    f"val recall {s['recall']:.3f} FAR {s['far']:.3g}",
+                    f"val recall {s['recall']:.3f} FAR {s['far']:.3g}, "
+                    f"{s['n_neg']} negatives ({s.get('n_bootstrapped', 0)} bootstrapped)",
                     flush=True,
                 )
             # flat booster at equal recall, trained on exactly the cascade's windows
@@ -323,23 +371,36 @@ def main(argv=None):
             if flat is None:
                 t = time.perf_counter()
                 Xtr, ytr, _ = cas.training_set(tri, trb)
-                flat = BinaryAdaBoost(variant="gentle", max_iter=args.flat_weak).fit(Xtr, ytr)
+                flat, cached = fit_flat(Xtr, ytr, args.flat_weak, args.flat_cache)
                 out["flat_fit_seconds"] = time.perf_counter() - t
+                out["flat_from_cache"] = cached
                 out["flat_training_windows"] = [int((ytr == 1).sum()), int((ytr == 0).sum())]
             T, rows, floor = flat_weak_needed(flat, Xp_te, Xn_te, R, F, args.flat_weak)
             ratio = None if T is None else fm["expected_weak"] / T
+            # equal cost: the flat booster with as many weak classifiers as the cascade
+            # evaluates on average (rounded), at the cascade's recall
+            T_eq = max(1, round(fm["expected_weak"]))
+            rec_eq, far_eq = flat_curve(flat, Xp_te, Xn_te, R, T_eq)
             out["cascade"][learner]["flat"] = {
                 "T_needed": T,
                 "ratio": ratio,
                 "min_far_at_recall": floor[0],
                 "T_at_min_far": floor[1],
+                "ratio_at_min_far": fm["expected_weak"] / floor[1],
+                "equal_cost": {
+                    "T": T_eq,
+                    "recall": float(rec_eq[-1]),
+                    "far": float(far_eq[-1]),
+                    "cascade_far": F,
+                },
                 "T_needed_if_far_times": flat_sensitivity(flat, Xp_te, Xn_te, R, F, args.flat_weak),
                 "curve": rows,
             }
             print(
                 f"  flat Gentle AdaBoost needs T = {T} weak for recall {R:.3f} at FAR <= "
                 f"{F:.3g}; cascade/flat = {ratio}; its lowest FAR at that recall "
-                f"{floor[0]:.3g} (T = {floor[1]})",
+                f"{floor[0]:.3g} (T = {floor[1]}); at equal cost (T = {T_eq}) its FAR "
+                f"{far_eq[-1]:.3g}",
                 flush=True,
             )
 
