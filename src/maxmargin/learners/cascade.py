@@ -427,7 +427,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         st_, th_ = list(stumps), list(thresholds)
 
         def passes(Z):
-            Z = check_array(Z, accept_sparse="csr", dtype=np.float64)
+            Z = check_array(Z, accept_sparse="csr", dtype=np.float64, ensure_min_samples=0)
             if Z.shape[1] != d:
                 raise ValueError(f"passes: rows must have {d} features, got {Z.shape[1]}")
             return self._passes(st_, th_, Z)
