@@ -100,13 +100,20 @@ def fit_flat(X, y, max_iter, cache_dir):
     return flat, False
 
 
+_SCORES: dict = {}
+
+
 def flat_curve(flat, Xp, Xn, recall, max_t):
     """``(recall, FAR)`` of the flat booster's first T weak classifiers, T = 1 ..
     ``max_t``, each thresholded just below the ``recall`` quantile of the positives'
     scores."""
-    Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
-    Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
-    Fp, Fn = np.cumsum(Hp, axis=1), np.cumsum(Hn, axis=1)
+    key = (id(flat), id(Xp), id(Xn))
+    if key not in _SCORES:  # the cumulative scores of every T, once per booster and set
+        Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
+        Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
+        _SCORES.clear()
+        _SCORES[key] = (np.cumsum(Hp, axis=1), np.cumsum(Hn, axis=1))
+    Fp, Fn = _SCORES[key]
     n_t = min(int(max_t), Fp.shape[1])
     sp = np.sort(Fp[:, :n_t], axis=0)
     k = int(np.floor((1.0 - recall) * len(sp)))
@@ -396,6 +403,38 @@ def main(argv=None):
                 "T_needed_if_far_times": flat_sensitivity(flat, Xp_te, Xn_te, R, F, args.flat_weak),
                 "curve": rows,
             }
+            # every prefix of the cascade (its first K stages) is a cascade too: its
+            # recall, FAR, cost and the flat booster's T for them (a diagnostic of where
+            # the stages stop paying off; the goal is judged on the whole cascade)
+            depth_p, _ = c._depth_scores(Xp_te)
+            depth_n, _ = c._depth_scores(Xn_te)
+            n_weak = np.array([t["n_weak"] for t in c.stages_])
+            prefixes = []
+            for K in range(1, c.n_stages_ + 1):
+                Rk, Fk = float((depth_p >= K).mean()), float((depth_n >= K).mean())
+                Ek = float(sum((depth_n >= j).mean() * n_weak[j] for j in range(K)))
+                Tk, _, fl = flat_weak_needed(flat, Xp_te, Xn_te, Rk, Fk, args.flat_weak)
+                prefixes.append(
+                    {
+                        "stages": K,
+                        "recall": Rk,
+                        "far": Fk,
+                        "expected_weak": Ek,
+                        "T_needed": Tk,
+                        "ratio": None if Tk is None else Ek / Tk,
+                        "T_needed_far_x1_1": flat_weak_needed(
+                            flat, Xp_te, Xn_te, Rk, 1.1 * Fk, args.flat_weak
+                        )[0],
+                        "flat_min_far": fl[0],
+                    }
+                )
+            out["cascade"][learner]["flat"]["prefixes"] = prefixes
+            for row in prefixes:
+                print(
+                    "  prefix {stages}: recall {recall:.3f} FAR {far:.4f} weak {expected_weak:.1f}"
+                    " T_flat {T_needed} (x1.1: {T_needed_far_x1_1}) ratio {ratio}".format(**row),
+                    flush=True,
+                )
             print(
                 f"  flat Gentle AdaBoost needs T = {T} weak for recall {R:.3f} at FAR <= "
                 f"{F:.3g}; cascade/flat = {ratio}; its lowest FAR at that recall "
