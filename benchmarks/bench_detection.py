@@ -63,7 +63,8 @@ def detect_all(det, images):
 
 
 def window_set(det, images, boxes):
-    """Test windows as in training: positives and negatives of every image."""
+    """Test windows as in training: positives and negatives of every image, and every
+    negative's largest overlap with a ground-truth box."""
     wins = det._windows(images, boxes)
     Xp = det._positives(wins, boxes)
     Xn = np.vstack(
@@ -74,7 +75,18 @@ def window_set(det, images, boxes):
             for pyr, lv, r, c, ov in wins
         ]
     )
-    return Xp.astype(np.float64), Xn.astype(np.float64)
+    ov_n = np.concatenate([ov[ov < det.neg_overlap] for *_, ov in wins])
+    return Xp.astype(np.float64), Xn.astype(np.float64), ov_n
+
+
+def overlap_shares(ov, accepted):
+    """How much of a raccoon the accepted negatives hold: shares of them by their
+    largest overlap with a ground-truth box (0, (0, 0.1), [0.1, 0.2), [0.2, 0.3))."""
+    a = ov[accepted]
+    edges = [("0", a == 0), ("(0,0.1)", (a > 0) & (a < 0.1))]
+    edges += [("[0.1,0.2)", (a >= 0.1) & (a < 0.2)), ("[0.2,0.3)", a >= 0.2)]
+    n = max(len(a), 1)
+    return {"n": len(a), **{k: float(m.sum() / n) for k, m in edges}}
 
 
 def fit_flat(X, y, max_iter, cache_dir):
@@ -342,7 +354,7 @@ def main(argv=None):
             res, per_img = detect_all(cas, tei)
             ap_c = average_precision([r[0] for r in res], [r[1] for r in res], teb)
             if Xp_te is None:
-                Xp_te, Xn_te = window_set(cas, tei, teb)
+                Xp_te, Xn_te, ov_te = window_set(cas, tei, teb)
             c = cas.cascade_
             fm = c.figure_of_merit(Xn_te)
             R = float((c.predict(Xp_te) == 1).mean())
@@ -388,6 +400,22 @@ def main(argv=None):
             # evaluates on average (rounded), at the cascade's recall
             T_eq = max(1, round(fm["expected_weak"]))
             rec_eq, far_eq = flat_curve(flat, Xp_te, Xn_te, R, T_eq)
+            # the false positives left: how much of a raccoon they hold (the cascade's,
+            # and the flat booster's at its lowest FAR for the cascade's recall)
+            acc_c = c.predict(Xn_te) == 1
+            flat_curve(flat, Xp_te, Xn_te, R, floor[1])  # fills _SCORES
+            Fp_f, Fn_f = _SCORES[(id(flat), id(Xp_te), id(Xn_te))]
+            sp_ = np.sort(Fp_f[:, floor[1] - 1])
+            thr_f = sp_[min(int(np.floor((1.0 - R) * len(sp_))), len(sp_) - 1)] - 1e-12
+            acc_f = Fn_f[:, floor[1] - 1] > thr_f
+            out["cascade"][learner]["false_positive_overlap"] = {
+                "all_test_negatives": overlap_shares(ov_te, np.ones(len(ov_te), dtype=bool)),
+                "cascade": overlap_shares(ov_te, acc_c),
+                f"flat_T{floor[1]}": overlap_shares(ov_te, acc_f),
+            }
+            print(
+                f"  false positives by overlap: {out['cascade'][learner]['false_positive_overlap']}"
+            )
             out["cascade"][learner]["flat"] = {
                 "T_needed": T,
                 "ratio": ratio,
