@@ -221,6 +221,10 @@ def test_cascade_detector_bootstraps_negatives_from_the_full_scan(scenes, tmp_pa
 
 def test_cascade_files_from_before_channel_cells_and_bootstrap_load_as_trained(scenes):
     (tri, trb), (tei, _) = scenes
+    # the defaults: channel features and the stage schedule (the best raccoon setting)
+    d = CascadeDetector()
+    assert d.channels and tuple(d.max_weak) == (2, 5, 10, 20, 50) and not d.bootstrap
+    assert d.channel_cells == (1,)
     kw = dict(window=(3, 3), n_stages=3, max_weak=[2, 5], random_state=0)
     c = CascadeDetector(channels=True, **kw).fit(tri, trb)
     meta, arrays = c._get_state()
@@ -231,9 +235,9 @@ def test_cascade_files_from_before_channel_cells_and_bootstrap_load_as_trained(s
     old = CascadeDetector._from_state(meta, arrays)
     assert old.channel_cells == (1,) and old.bootstrap is False and old.n_bootstrapped_ == 0
     np.testing.assert_array_equal(old.detect(tei[0])[1], c.detect(tei[0])[1])
-    # and a file from before channel features: channels missing means off
-    del meta["params"]["channels"]
-    plain = CascadeDetector(**kw).fit(tri, trb)
+    # and a file from before channel features (trained without them): channels missing
+    # means off, although the default is now on
+    plain = CascadeDetector(channels=False, **kw).fit(tri, trb)
     pm, pa = plain._get_state()
     for k in ("channels", "channel_cells", "bootstrap"):
         del pm["params"][k]
