@@ -426,7 +426,8 @@ class CascadeDetector(_WindowDetector):
 
     The defaults ``channels=True`` and ``max_weak=(2, 5, 10, 20, 50)`` are the best
     setting measured on raccoon (docs/benchmarks.md: AP 0.652 and 29.3 weak classifiers
-    per window, against 0.460 and 55.3 with HOG alone and 50 per stage).  Model files
+    per window, against 0.460 and 55.3 with HOG alone and 50 per stage, with 7 x 7-cell
+    windows on 240-px images, goal FAR 1e-3 and 40,000 pooled negatives).  Model files
     saved before these parameters existed load with what they were trained with
     (``channels`` missing: False; ``channel_cells``: ``(1,)``; ``bootstrap``: False).
 
