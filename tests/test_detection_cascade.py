@@ -272,3 +272,31 @@ def test_bootstrapping_errors():
     ):
         with pytest.raises(ValueError, match=msg):
             BoostedCascade(**kw).fit(X, y, negatives=bad)
+
+
+def test_bootstrapping_with_sparse_rows_equals_dense():
+    import scipy.sparse as sp
+
+    X, y = _weak_data(12, 150, 800)
+    Xs, _ = _weak_data(13, 0, 5000)
+
+    def source(sparse):
+        taken = np.zeros(len(Xs), dtype=bool)
+
+        def negatives(passes, n_train, n_val):
+            Z = sp.csr_matrix(Xs) if sparse else Xs
+            pick = np.flatnonzero(passes(Z) & ~taken)[: n_train + n_val]
+            taken[pick] = True
+            return Z[pick], np.zeros(len(pick), dtype=bool)
+
+        return negatives
+
+    kw = dict(n_stages=3, max_weak=3, target_recall=0.9, target_far=1e-3, random_state=0)
+    dense = BoostedCascade(**kw).fit(X, y, negatives=source(False))
+    sparse = BoostedCascade(**kw).fit(sp.csr_matrix(X), y, negatives=source(True))
+    assert dense.stages_[1]["n_bootstrapped"] > 0
+    assert [t["n_bootstrapped"] for t in sparse.stages_] == [
+        t["n_bootstrapped"] for t in dense.stages_
+    ]
+    np.testing.assert_array_equal(sparse.thresholds_, dense.thresholds_)
+    np.testing.assert_array_equal(sparse.decision_function(Xs), dense.decision_function(Xs))
