@@ -206,6 +206,13 @@ def main(argv=None):
     ap.add_argument("--target-recall", type=float, default=0.9)
     ap.add_argument("--target-far", type=float, default=1e-3)
     ap.add_argument("--n-negatives", type=int, default=40000)
+    ap.add_argument(
+        "--neg-overlap",
+        type=float,
+        default=0.3,
+        help="cascade: negatives are windows overlapping every box by less (training and "
+        "the test windows of the goal alike)",
+    )
     ap.add_argument("--flat-weak", type=int, default=400)
     ap.add_argument(
         "--flat-cache",
@@ -345,6 +352,7 @@ def main(argv=None):
                 target_recall=args.target_recall,
                 target_far=args.target_far,
                 n_negatives=args.n_negatives,
+                neg_overlap=args.neg_overlap,
                 recycle=args.recycle,
                 bootstrap=bool(args.bootstrap),
                 random_state=0,
