@@ -19,7 +19,13 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   T_flat is the smallest T (every T from 1 to ``--flat-weak``) whose FAR is <= F.  The
   goal is met when the cascade's expected weak classifiers per window <= T_flat / 10.
   The JSON also records the flat booster's lowest FAR at recall R and the T reaching it:
-  when F is near that floor, T_flat sits on a plateau and is very sensitive to F.
+  when F is near that floor, T_flat sits on a plateau and is very sensitive to F
+  (``T_needed_if_far_times``); the flat booster's FAR at T = the cascade's expected count
+  (``equal_cost``); the same comparison for every prefix of the cascade (``prefixes``);
+  and how much of a raccoon the false positives left hold (``false_positive_overlap``).
+  ``--flat-cache DIR`` keeps the flat booster per set of training windows, so runs that
+  share them (e.g. with and without ``--bootstrap``, which starts from the same pool)
+  train it once.
 * Ranking: ``--candidates`` windows per test image from the box distribution fitted on
   the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
   10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
