@@ -19,7 +19,13 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   T_flat is the smallest T (every T from 1 to ``--flat-weak``) whose FAR is <= F.  The
   goal is met when the cascade's expected weak classifiers per window <= T_flat / 10.
   The JSON also records the flat booster's lowest FAR at recall R and the T reaching it:
-  when F is near that floor, T_flat sits on a plateau and is very sensitive to F.
+  when F is near that floor, T_flat sits on a plateau and is very sensitive to F
+  (``T_needed_if_far_times``); the flat booster's FAR at T = the cascade's expected count
+  (``equal_cost``); the same comparison for every prefix of the cascade (``prefixes``);
+  and how much of a raccoon the false positives left hold (``false_positive_overlap``).
+  ``--flat-cache DIR`` keeps the flat booster per set of training windows, so runs that
+  share them (e.g. with and without ``--bootstrap``, which starts from the same pool)
+  train it once.
 * Ranking: ``--candidates`` windows per test image from the box distribution fitted on
   the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
   10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
@@ -63,7 +69,8 @@ def detect_all(det, images):
 
 
 def window_set(det, images, boxes):
-    """Test windows as in training: positives and negatives of every image."""
+    """Test windows as in training: positives and negatives of every image, and every
+    negative's largest overlap with a ground-truth box."""
     wins = det._windows(images, boxes)
     Xp = det._positives(wins, boxes)
     Xn = np.vstack(
@@ -74,7 +81,62 @@ def window_set(det, images, boxes):
             for pyr, lv, r, c, ov in wins
         ]
     )
-    return Xp.astype(np.float64), Xn.astype(np.float64)
+    ov_n = np.concatenate([ov[ov < det.neg_overlap] for *_, ov in wins])
+    return Xp.astype(np.float64), Xn.astype(np.float64), ov_n
+
+
+def overlap_shares(ov, accepted):
+    """How much of a raccoon the accepted negatives hold: shares of them by their
+    largest overlap with a ground-truth box (0, (0, 0.1), [0.1, 0.2), [0.2, 0.3))."""
+    a = ov[accepted]
+    edges = [("0", a == 0), ("(0,0.1)", (a > 0) & (a < 0.1))]
+    edges += [("[0.1,0.2)", (a >= 0.1) & (a < 0.2)), ("[0.2,0.3)", a >= 0.2)]
+    n = max(len(a), 1)
+    return {"n": len(a), **{k: float(m.sum() / n) for k, m in edges}}
+
+
+def fit_flat(X, y, max_iter, cache_dir):
+    """The flat Gentle AdaBoost of ``max_iter`` rounds on ``(X, y)``; with ``cache_dir``
+    loaded from / saved to a ``maxmargin.save`` file named by a hash of the training
+    windows and the rounds (a deterministic fit: the same windows give the same model).
+    Returns ``(model, from_cache)``."""
+    import hashlib
+
+    import maxmargin
+
+    path = None
+    if cache_dir:
+        h = hashlib.sha1(np.ascontiguousarray(X).tobytes())
+        h.update(np.ascontiguousarray(y).tobytes())
+        path = Path(cache_dir) / f"flat_gentle_{max_iter}_{h.hexdigest()[:16]}.npz"
+        if path.exists():
+            return maxmargin.load(path), True
+    flat = BinaryAdaBoost(variant="gentle", max_iter=max_iter).fit(X, y)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        maxmargin.save(flat, path)
+    return flat, False
+
+
+_SCORES: dict = {}
+
+
+def flat_curve(flat, Xp, Xn, recall, max_t):
+    """``(recall, FAR)`` of the flat booster's first T weak classifiers, T = 1 ..
+    ``max_t``, each thresholded just below the ``recall`` quantile of the positives'
+    scores."""
+    key = (id(flat), id(Xp), id(Xn))
+    if key not in _SCORES:  # the cumulative scores of every T, once per booster and set
+        Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
+        Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
+        _SCORES.clear()
+        _SCORES[key] = (np.cumsum(Hp, axis=1), np.cumsum(Hn, axis=1))
+    Fp, Fn = _SCORES[key]
+    n_t = min(int(max_t), Fp.shape[1])
+    sp = np.sort(Fp[:, :n_t], axis=0)
+    k = int(np.floor((1.0 - recall) * len(sp)))
+    thr = sp[min(k, len(sp) - 1)] - 1e-12  # (n_t,)
+    return (Fp[:, :n_t] > thr).mean(axis=0), (Fn[:, :n_t] > thr).mean(axis=0)
 
 
 def flat_weak_needed(flat, Xp, Xn, recall, far, max_t):
@@ -82,15 +144,8 @@ def flat_weak_needed(flat, Xp, Xn, recall, far, max_t):
     FAR <= ``far`` (threshold just below the recall quantile of the positives' scores);
     None if none does.  Also the curve at a grid of T and the lowest FAR at ``recall``
     over all T with its T."""
-    Hp = np.asarray(flat.hypotheses_.evaluate(Xp)).T * flat.coef_
-    Hn = np.asarray(flat.hypotheses_.evaluate(Xn)).T * flat.coef_
-    Fp, Fn = np.cumsum(Hp, axis=1), np.cumsum(Hn, axis=1)
-    n_t = min(int(max_t), Fp.shape[1])
-    sp = np.sort(Fp[:, :n_t], axis=0)
-    k = int(np.floor((1.0 - recall) * len(sp)))
-    thr = sp[min(k, len(sp) - 1)] - 1e-12  # (n_t,)
-    rec = (Fp[:, :n_t] > thr).mean(axis=0)
-    f = (Fn[:, :n_t] > thr).mean(axis=0)
+    rec, f = flat_curve(flat, Xp, Xn, recall, max_t)
+    n_t = len(f)
     ok = np.flatnonzero((rec >= recall - 1e-12) & (f <= far))
     found = int(ok[0]) + 1 if len(ok) else None
     grid = sorted({1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, n_t} | {found or 1})
@@ -128,6 +183,14 @@ def main(argv=None):
     ap.add_argument("--aspect-ratios", default="0.7,1,1.4", help="window aspect ratios")
     ap.add_argument("--colour", action="store_true", help="colour HOG")
     ap.add_argument("--channels", action="store_true", help="aggregated channel features (ACF) too")
+    ap.add_argument(
+        "--channel-cells", default="1", help="channel aggregate square sizes in cells, e.g. 1,2,4"
+    )
+    ap.add_argument(
+        "--bootstrap",
+        action="store_true",
+        help="cascade: later stages draw fresh negatives from the full training scan",
+    )
     ap.add_argument("--no-location-prior", action="store_true")
     ap.add_argument(
         "--ablation",
@@ -149,7 +212,20 @@ def main(argv=None):
     ap.add_argument("--target-recall", type=float, default=0.9)
     ap.add_argument("--target-far", type=float, default=1e-3)
     ap.add_argument("--n-negatives", type=int, default=40000)
+    ap.add_argument(
+        "--neg-overlap",
+        type=float,
+        default=0.3,
+        help="cascade: negatives are windows overlapping every box by less (training and "
+        "the test windows of the goal alike)",
+    )
     ap.add_argument("--flat-weak", type=int, default=400)
+    ap.add_argument(
+        "--flat-cache",
+        default="",
+        help="directory keeping flat boosters (maxmargin.save files keyed by a hash of "
+        "their training windows), so runs that share the windows train it once",
+    )
     ap.add_argument("--rank-windows", type=int, default=200, help="training windows / image")
     ap.add_argument("--candidates", type=int, default=1000)
     ap.add_argument("--rank-C", type=float, default=1.0)
@@ -175,6 +251,7 @@ def main(argv=None):
         aspect_ratios=tuple(float(a) for a in args.aspect_ratios.split(",")),
         colour=bool(args.colour),
         channels=bool(args.channels),
+        channel_cells=tuple(int(v) for v in args.channel_cells.split(",")),
         location_prior=not args.no_location_prior,
     )
     caps = [int(v) for v in str(args.max_weak).split(",")]
@@ -281,7 +358,9 @@ def main(argv=None):
                 target_recall=args.target_recall,
                 target_far=args.target_far,
                 n_negatives=args.n_negatives,
+                neg_overlap=args.neg_overlap,
                 recycle=args.recycle,
+                bootstrap=bool(args.bootstrap),
                 random_state=0,
                 **hog,
             ).fit(tri, trb)
@@ -289,7 +368,7 @@ def main(argv=None):
             res, per_img = detect_all(cas, tei)
             ap_c = average_precision([r[0] for r in res], [r[1] for r in res], teb)
             if Xp_te is None:
-                Xp_te, Xn_te = window_set(cas, tei, teb)
+                Xp_te, Xn_te, ov_te = window_set(cas, tei, teb)
             c = cas.cascade_
             fm = c.figure_of_merit(Xn_te)
             R = float((c.predict(Xp_te) == 1).mean())
@@ -304,6 +383,7 @@ def main(argv=None):
                 "stages": c.stages_,
                 "n_test_pos_windows": len(Xp_te),
                 "n_test_neg_windows": len(Xn_te),
+                "n_bootstrapped": cas.n_bootstrapped_,
             }
             print(
                 f"cascade[{learner}]: AP {ap_c:.3f}, fit {fit_s:.1f} s, {per_img * 1e3:.1f} "
@@ -315,7 +395,8 @@ def main(argv=None):
             for k, (s, e) in enumerate(zip(c.stages_, fm["entering"])):
                 print(
                     f"  stage {k}: {s['n_weak']} weak, entering {e:.4g}, "
-                    f"val recall {s['recall']:.3f} FAR {s['far']:.3g}",
+                    f"val recall {s['recall']:.3f} FAR {s['far']:.3g}, "
+                    f"{s['n_neg']} negatives ({s.get('n_bootstrapped', 0)} bootstrapped)",
                     flush=True,
                 )
             # flat booster at equal recall, trained on exactly the cascade's windows
@@ -323,23 +404,84 @@ def main(argv=None):
             if flat is None:
                 t = time.perf_counter()
                 Xtr, ytr, _ = cas.training_set(tri, trb)
-                flat = BinaryAdaBoost(variant="gentle", max_iter=args.flat_weak).fit(Xtr, ytr)
+                flat, cached = fit_flat(Xtr, ytr, args.flat_weak, args.flat_cache)
                 out["flat_fit_seconds"] = time.perf_counter() - t
+                out["flat_from_cache"] = cached
                 out["flat_training_windows"] = [int((ytr == 1).sum()), int((ytr == 0).sum())]
             T, rows, floor = flat_weak_needed(flat, Xp_te, Xn_te, R, F, args.flat_weak)
             ratio = None if T is None else fm["expected_weak"] / T
+            # equal cost: the flat booster with as many weak classifiers as the cascade
+            # evaluates on average (rounded), at the cascade's recall
+            T_eq = max(1, round(fm["expected_weak"]))
+            rec_eq, far_eq = flat_curve(flat, Xp_te, Xn_te, R, T_eq)
+            # the false positives left: how much of a raccoon they hold (the cascade's,
+            # and the flat booster's at its lowest FAR for the cascade's recall)
+            acc_c = c.predict(Xn_te) == 1
+            flat_curve(flat, Xp_te, Xn_te, R, floor[1])  # fills _SCORES
+            Fp_f, Fn_f = _SCORES[(id(flat), id(Xp_te), id(Xn_te))]
+            sp_ = np.sort(Fp_f[:, floor[1] - 1])
+            thr_f = sp_[min(int(np.floor((1.0 - R) * len(sp_))), len(sp_) - 1)] - 1e-12
+            acc_f = Fn_f[:, floor[1] - 1] > thr_f
+            out["cascade"][learner]["false_positive_overlap"] = {
+                "all_test_negatives": overlap_shares(ov_te, np.ones(len(ov_te), dtype=bool)),
+                "cascade": overlap_shares(ov_te, acc_c),
+                f"flat_T{floor[1]}": overlap_shares(ov_te, acc_f),
+            }
+            print(
+                f"  false positives by overlap: {out['cascade'][learner]['false_positive_overlap']}"
+            )
             out["cascade"][learner]["flat"] = {
                 "T_needed": T,
                 "ratio": ratio,
                 "min_far_at_recall": floor[0],
                 "T_at_min_far": floor[1],
+                "ratio_at_min_far": fm["expected_weak"] / floor[1],
+                "equal_cost": {
+                    "T": T_eq,
+                    "recall": float(rec_eq[-1]),
+                    "far": float(far_eq[-1]),
+                    "cascade_far": F,
+                },
                 "T_needed_if_far_times": flat_sensitivity(flat, Xp_te, Xn_te, R, F, args.flat_weak),
                 "curve": rows,
             }
+            # every prefix of the cascade (its first K stages) is a cascade too: its
+            # recall, FAR, cost and the flat booster's T for them (a diagnostic of where
+            # the stages stop paying off; the goal is judged on the whole cascade)
+            depth_p, _ = c._depth_scores(Xp_te)
+            depth_n, _ = c._depth_scores(Xn_te)
+            n_weak = np.array([t["n_weak"] for t in c.stages_])
+            prefixes = []
+            for K in range(1, c.n_stages_ + 1):
+                Rk, Fk = float((depth_p >= K).mean()), float((depth_n >= K).mean())
+                Ek = float(sum((depth_n >= j).mean() * n_weak[j] for j in range(K)))
+                Tk, _, fl = flat_weak_needed(flat, Xp_te, Xn_te, Rk, Fk, args.flat_weak)
+                prefixes.append(
+                    {
+                        "stages": K,
+                        "recall": Rk,
+                        "far": Fk,
+                        "expected_weak": Ek,
+                        "T_needed": Tk,
+                        "ratio": None if Tk is None else Ek / Tk,
+                        "T_needed_far_x1_1": flat_weak_needed(
+                            flat, Xp_te, Xn_te, Rk, 1.1 * Fk, args.flat_weak
+                        )[0],
+                        "flat_min_far": fl[0],
+                    }
+                )
+            out["cascade"][learner]["flat"]["prefixes"] = prefixes
+            for row in prefixes:
+                print(
+                    "  prefix {stages}: recall {recall:.3f} FAR {far:.4f} weak {expected_weak:.1f}"
+                    " T_flat {T_needed} (x1.1: {T_needed_far_x1_1}) ratio {ratio}".format(**row),
+                    flush=True,
+                )
             print(
                 f"  flat Gentle AdaBoost needs T = {T} weak for recall {R:.3f} at FAR <= "
                 f"{F:.3g}; cascade/flat = {ratio}; its lowest FAR at that recall "
-                f"{floor[0]:.3g} (T = {floor[1]})",
+                f"{floor[0]:.3g} (T = {floor[1]}); at equal cost (T = {T_eq}) its FAR "
+                f"{far_eq[-1]:.3g}",
                 flush=True,
             )
 

@@ -176,3 +176,71 @@ def test_detector_files_from_before_the_window_options_load_as_trained(scenes):
     old = HOGSVMDetector._from_state(meta, arrays)
     assert old.aspect_ratios == (1.0,) and not old.location_prior and not old.colour
     np.testing.assert_array_equal(old.detect(tei[0])[0], d.detect(tei[0])[0])
+
+
+def test_cascade_detector_bootstraps_negatives_from_the_full_scan(scenes, tmp_path, monkeypatch):
+    (tri, trb), (tei, teb) = scenes
+    kw = dict(window=(3, 3), n_stages=4, max_weak=[4, 8], n_negatives=400, random_state=0)
+    plain = CascadeDetector(**kw).fit(tri, trb)
+    boot = CascadeDetector(bootstrap=True, **kw).fit(tri, trb)
+    assert plain.n_bootstrapped_ == 0 and boot.n_bootstrapped_ > 0
+    s0, s1 = boot.cascade_.stages_[:2]
+    # the first stage is the plain one; the second is refilled to the first's negatives
+    assert s0["n_neg"] == plain.cascade_.stages_[0]["n_neg"]
+    assert s1["n_bootstrapped"] > 0 and s1["n_neg"] > plain.cascade_.stages_[1]["n_neg"]
+    first = boot.cascade_.stumps_[0].feature
+    np.testing.assert_array_equal(first, plain.cascade_.stumps_[0].feature)
+    assert boot.n_bootstrapped_ == sum(t["n_bootstrapped"] for t in boot.cascade_.stages_)
+    # the scan returns windows that pass the stages so far, each once, none of the pool
+    drawn = []
+    make = CascadeDetector._negative_source
+
+    def spy(self, ctx):
+        draw = make(self, ctx)
+
+        def wrapped(passes, n_train, n_val):
+            Z, hold = draw(passes, n_train, n_val)
+            assert passes(Z).all() and len(Z) <= n_train + n_val
+            assert (~hold).sum() <= n_train and hold.sum() <= n_val
+            drawn.append(Z)
+            return Z, hold
+
+        return wrapped
+
+    monkeypatch.setattr(CascadeDetector, "_negative_source", spy)
+    again = CascadeDetector(bootstrap=True, **kw).fit(tri, trb)
+    np.testing.assert_array_equal(again.cascade_.thresholds_, boot.cascade_.thresholds_)
+    X, y, _ = boot.training_set(tri, trb)
+    rows = np.vstack([X[y == 0], *drawn])
+    assert len(np.unique(rows, axis=0)) == len(rows) and len(rows) > (y == 0).sum()
+    assert _ap(boot, tei, teb) > 0.3
+    back = maxmargin.load(maxmargin.save(boot, tmp_path / "b.npz"))
+    assert back.bootstrap and back.n_bootstrapped_ == boot.n_bootstrapped_
+    np.testing.assert_array_equal(back.detect(tei[0])[1], boot.detect(tei[0])[1])
+
+
+def test_cascade_files_from_before_channel_cells_and_bootstrap_load_as_trained(scenes):
+    (tri, trb), (tei, _) = scenes
+    # the defaults: channel features and the stage schedule (the best raccoon setting)
+    d = CascadeDetector()
+    assert d.channels and tuple(d.max_weak) == (2, 5, 10, 20, 50) and not d.bootstrap
+    assert d.channel_cells == (1,)
+    kw = dict(window=(3, 3), n_stages=3, max_weak=[2, 5], random_state=0)
+    c = CascadeDetector(channels=True, **kw).fit(tri, trb)
+    meta, arrays = c._get_state()
+    for k in ("channel_cells", "bootstrap"):
+        del meta["params"][k]
+    for t in meta["cascade"]["stages"]:
+        del t["n_bootstrapped"]
+    old = CascadeDetector._from_state(meta, arrays)
+    assert old.channel_cells == (1,) and old.bootstrap is False and old.n_bootstrapped_ == 0
+    np.testing.assert_array_equal(old.detect(tei[0])[1], c.detect(tei[0])[1])
+    # and a file from before channel features (trained without them): channels missing
+    # means off, although the default is now on
+    plain = CascadeDetector(channels=False, **kw).fit(tri, trb)
+    pm, pa = plain._get_state()
+    for k in ("channels", "channel_cells", "bootstrap"):
+        del pm["params"][k]
+    older = CascadeDetector._from_state(pm, pa)
+    assert older.channels is False
+    np.testing.assert_array_equal(older.detect(tei[0])[1], plain.detect(tei[0])[1])

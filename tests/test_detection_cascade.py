@@ -193,3 +193,110 @@ def test_max_weak_schedule_caps_each_stage():
     for bad in ([], [2, 0], (1.5,), 0):
         with pytest.raises(ValueError, match="max_weak"):
             BoostedCascade(max_weak=bad).fit(X, y)
+
+
+def _weak_data(seed, n_pos, n_neg):
+    rng = np.random.default_rng(seed)
+    Xp = rng.normal(size=(n_pos, 8))
+    Xp[:, :3] += 1.0  # weak stages: each rejects a third or so
+    return np.vstack([Xp, rng.normal(size=(n_neg, 8))]), np.r_[np.ones(n_pos), np.zeros(n_neg)]
+
+
+def test_bootstrapping_draws_fresh_negatives_that_pass_the_stages_so_far():
+    X, y = _weak_data(9, 200, 1500)
+    Xs, _ = _weak_data(10, 0, 20000)  # the larger source of negatives
+    rng = np.random.default_rng(0)
+    hold = np.zeros(len(X), dtype=bool)
+    for c in (0, 1):
+        idx = np.flatnonzero(y == c)
+        hold[rng.choice(idx, len(idx) // 4, replace=False)] = True
+    src_hold = rng.random(len(Xs)) < 0.25
+    taken = np.zeros(len(Xs), dtype=bool)
+    calls = []
+
+    def negatives(passes, n_train, n_val):
+        ok = passes(Xs)
+        pick = np.concatenate(
+            [
+                np.flatnonzero(ok & ~taken & side)[:want]
+                for want, side in ((n_train, ~src_hold), (n_val, src_hold))
+            ]
+        )
+        taken[pick] = True
+        calls.append((ok, n_train, n_val, len(pick)))
+        # and two rows the stages reject: the cascade must drop them
+        Z = np.vstack([Xs[pick], np.full((2, 8), -50.0)])
+        return Z, np.r_[src_hold[pick], False, False]
+
+    kw = dict(n_stages=4, max_weak=4, target_far=1e-4, target_recall=0.9, random_state=0)
+    c = BoostedCascade(**kw).fit(X, y, validation_mask=hold, negatives=negatives)
+    plain = BoostedCascade(**kw).fit(X, y, validation_mask=hold)
+    assert c.n_stages_ == 4 and len(calls) == 3
+    depth, _ = c._depth_scores(Xs)
+    for k, (ok, _, _, got) in enumerate(calls):
+        # passes() is the cascade of the stages completed before the call
+        np.testing.assert_array_equal(ok, depth >= k + 1)
+        assert got == c.stages_[k + 1]["n_bootstrapped"]
+    assert calls[0][3] > 0
+    # the first call refills exactly what the first stage rejected, on both sides
+    n0_tr, n0_va = int(((y == 0) & ~hold).sum()), int(((y == 0) & hold).sum())
+    alive = c._depth_scores(X)[0] >= 1
+    assert calls[0][1] == n0_tr - int((alive & (y == 0) & ~hold).sum()) > 0
+    assert calls[0][2] == n0_va - int((alive & (y == 0) & hold).sum()) > 0
+    # so every stage trains on as many negatives as the first (the source is rich)
+    assert all(t["n_neg"] == n0_tr for t in c.stages_)
+    assert plain.stages_[0]["n_neg"] == n0_tr and plain.stages_[2]["n_neg"] < n0_tr
+    assert plain.stages_[0]["n_neg"] == n0_tr and plain.stages_[2]["n_neg"] < n0_tr
+    # the first stage is the same with or without the source
+    np.testing.assert_array_equal(c.stumps_[0].threshold, plain.stumps_[0].threshold)
+    assert c.thresholds_[0] == plain.thresholds_[0]
+    # and the rows it drew are harder: the bootstrapped cascade rejects more of the source
+    assert c.figure_of_merit(Xs)["accepted"] < plain.figure_of_merit(Xs)["accepted"]
+    # no split (operating points on the training rows): nothing is asked for held out
+    calls.clear()
+    taken[:] = False
+    BoostedCascade(**kw).fit(X, y, negatives=negatives)
+    assert calls and all(n_va == 0 for _, _, n_va, _ in calls)
+
+
+def test_bootstrapping_errors():
+    X, y = _data(11, n_neg=500)
+    kw = dict(n_stages=3, max_weak=4, target_recall=0.9, target_far=1e-4, random_state=0)
+    with pytest.raises(TypeError, match="callable"):
+        BoostedCascade(**kw).fit(X, y, negatives=X)
+    for bad, msg in (
+        (lambda p, a, b: X, "pair"),
+        (lambda p, a, b: (X[:3, :5], np.zeros(3)), "expected"),
+        (lambda p, a, b: (X[:3], np.zeros(2)), "expected"),
+        (lambda p, a, b: (p(X[:, :4]), None), "features"),
+    ):
+        with pytest.raises(ValueError, match=msg):
+            BoostedCascade(**kw).fit(X, y, negatives=bad)
+
+
+def test_bootstrapping_with_sparse_rows_equals_dense():
+    import scipy.sparse as sp
+
+    X, y = _weak_data(12, 150, 800)
+    Xs, _ = _weak_data(13, 0, 5000)
+
+    def source(sparse):
+        taken = np.zeros(len(Xs), dtype=bool)
+
+        def negatives(passes, n_train, n_val):
+            Z = sp.csr_matrix(Xs) if sparse else Xs
+            pick = np.flatnonzero(passes(Z) & ~taken)[: n_train + n_val]
+            taken[pick] = True
+            return Z[pick], np.zeros(len(pick), dtype=bool)
+
+        return negatives
+
+    kw = dict(n_stages=3, max_weak=3, target_recall=0.9, target_far=1e-3, random_state=0)
+    dense = BoostedCascade(**kw).fit(X, y, negatives=source(False))
+    sparse = BoostedCascade(**kw).fit(sp.csr_matrix(X), y, negatives=source(True))
+    assert dense.stages_[1]["n_bootstrapped"] > 0
+    assert [t["n_bootstrapped"] for t in sparse.stages_] == [
+        t["n_bootstrapped"] for t in dense.stages_
+    ]
+    np.testing.assert_array_equal(sparse.thresholds_, dense.thresholds_)
+    np.testing.assert_array_equal(sparse.decision_function(Xs), dense.decision_function(Xs))

@@ -105,3 +105,13 @@ def test_detect_fit_cascade_channels_and_stage_caps(voc, tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--max-weak", "2,0"]) == 2
     assert "max-weak" in capsys.readouterr().err
+    # the defaults: the cascade with channel features and the stage schedule, the svm
+    # without channels; --no-channels turns them off
+    assert main(base) == 0
+    est = maxmargin.load(m)
+    assert est.channels and est.max_weak == [2, 5, 10, 20, 50]
+    assert main([*base, "--no-channels"]) == 0
+    assert not maxmargin.load(m).channels
+    svm = ["detect", "fit", str(voc / "train/img"), str(voc / "train/ann"), "-o", str(m)]
+    assert main([*svm, "--window", "3,3"]) == 0
+    assert not maxmargin.load(m).channels

@@ -303,3 +303,46 @@ def test_pyramid_channels_gather_the_window_cells():
     assert grey.n_features == pyr.n_features  # grey images: the same channels (R = G = B)
     with pytest.raises(ValueError, match="channel_orientations"):
         HOGPyramid(img, channels=True, channel_orientations=0)
+
+
+def test_box_means_against_loops():
+    from maxmargin.apps.detection.features import box_means
+
+    rng = np.random.default_rng(7)
+    g = rng.random((6, 9, 4)).astype(np.float32)
+    for s in (1, 2, 3, 6):
+        got = box_means(g, s)
+        ref = np.zeros((6 - s + 1, 9 - s + 1, 4))
+        for i in range(ref.shape[0]):
+            for j in range(ref.shape[1]):
+                ref[i, j] = g[i : i + s, j : j + s].reshape(-1, 4).mean(axis=0)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    assert box_means(g, 7).shape == (0, 3, 4)
+    with pytest.raises(ValueError, match="positive size"):
+        box_means(g, 0)
+
+
+def test_pyramid_channel_cells_gather_the_window_squares():
+    from maxmargin.apps.detection.features import channel_grid, to_float
+
+    rng = np.random.default_rng(8)
+    img = (rng.random((56, 80, 3)) * 255).astype(np.uint8)
+    one = HOGPyramid(img, window=(4, 3), scale_step=1.5, channels=True)
+    pyr = HOGPyramid(img, window=(4, 3), scale_step=1.5, channels=True, channel_cells=(1, 2, 3))
+    lv, r, c = pyr.windows()
+    D = pyr.descriptors(lv, r, c)
+    n1 = one.n_features
+    assert pyr.n_features == n1 + (3 * 2 + 2 * 1) * 10 == D.shape[1]
+    np.testing.assert_array_equal(D[:, :n1], one.descriptors(lv, r, c))  # cells unchanged
+    g = channel_grid(to_float(img), 8).astype(np.float64)
+    for k in np.flatnonzero(lv == 0)[::5]:  # level 0: the image's own cell grid
+        want = []
+        for s in (2, 3):  # every s x s square of the window's cells, row-major
+            for i in range(3 - s + 1):
+                for j in range(4 - s + 1):
+                    sq = g[r[k] + i : r[k] + i + s, c[k] + j : c[k] + j + s]
+                    want.append(sq.reshape(-1, 10).mean(axis=0))
+        np.testing.assert_allclose(D[k, n1:], np.concatenate(want), rtol=1e-5, atol=1e-6)
+    for bad in ((0,), (1, 1), (1.5,), (5,), ()):
+        with pytest.raises(ValueError, match="channel_cells"):
+            HOGPyramid(img, window=(4, 3), channels=True, channel_cells=bad)

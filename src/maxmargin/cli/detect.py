@@ -84,8 +84,10 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     fit.add_argument("--colour", action="store_true", help="svm/cascade: colour HOG")
     fit.add_argument(
         "--channels",
-        action="store_true",
-        help="svm/cascade: aggregated channel features (gradient, orientations, LUV) too",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="svm/cascade: aggregated channel features (gradient, orientations, LUV) too "
+        "(default: on for the cascade, off for the svm)",
     )
     fit.add_argument(
         "--no-location-prior",
@@ -101,9 +103,9 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     fit.add_argument("--n-stages", type=int, default=10)
     fit.add_argument(
         "--max-weak",
-        default="50",
+        default="2,5,10,20,50",
         help="weak classifiers per stage at most; a comma list a,b,... caps stage by stage "
-        "(the last repeats), e.g. 2,5,10,20,50",
+        "(the last repeats; default 2,5,10,20,50)",
     )
     fit.add_argument("--target-recall", type=float, default=0.9)
     fit.add_argument("--target-far", type=float, default=1e-4)
@@ -150,7 +152,7 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
     look = dict(
         aspect_ratios=_ratios(args.aspect_ratios),
         colour=bool(args.colour),
-        channels=bool(args.channels),
+        channels=args.model == "cascade" if args.channels is None else bool(args.channels),
         location_prior=not args.no_location_prior,
     )
     if args.model == "svm":

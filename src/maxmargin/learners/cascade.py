@@ -7,9 +7,10 @@ import itertools
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from maxmargin._validation import (
     CALLBACK,
@@ -179,11 +180,24 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         self.callback = callback
 
     # ------------------------------------------------------------------------ fit
-    def fit(self, X, y, validation_mask=None):
+    def fit(self, X, y, validation_mask=None, negatives=None):
         """Train the cascade.  ``validation_mask`` (boolean, one per sample): the rows
         held out to choose operating points (e.g. all windows of some images, so that the
         points are not chosen on near-copies of training windows); it overrides
-        ``validation_fraction``."""
+        ``validation_fraction``.
+
+        ``negatives``: bootstrapping from a larger source of negatives (Viola & Jones,
+        IJCV 2004, Sec. 5: each stage's negatives are collected by scanning with the
+        cascade so far).  After every stage but the last, ``negatives(passes, n_train,
+        n_val)`` is called; ``passes(Z)`` is the boolean mask of the rows of ``Z``
+        accepted by every stage so far.  It returns ``(Z, hold)``: new negative rows
+        (features as ``X``'s), up to ``n_train`` of them for training (``hold`` False) and
+        ``n_val`` held out (``hold`` True; ``n_val`` is 0 when the operating points are
+        chosen on the training rows).  Rows that ``passes`` rejects are dropped, the rest
+        join the surviving negatives, so that each stage has as many negatives as the
+        first (the counts ``n_train`` / ``n_val`` ask for exactly that); the rejected rows
+        are freed.  ``stages_[k]["n_bootstrapped"]`` records how many arrived before
+        stage ``k``."""
         validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
@@ -198,7 +212,10 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"n_samples = {n}: a cascade needs examples of both classes")
+        if negatives is not None and not callable(negatives):
+            raise TypeError(f"negatives must be callable or None, got {type(negatives).__name__}")
         tr, va = np.arange(n), np.arange(n)
+        hold = None  # rows held out for the operating points (None: tr and va are all rows)
         if validation_mask is not None:
             hold = np.asarray(validation_mask, dtype=bool).ravel()
             if hold.shape != (n,):
@@ -216,6 +233,11 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                     hold[rng.choice(idx, k, replace=False)] = True
             if hold.any() and (ys[~hold] > 0).any() and (ys[~hold] < 0).any():
                 tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
+            else:
+                hold = None
+        # bootstrapping keeps the negatives alive at these counts
+        n0_tr, n0_va = int((ys[tr] < 0).sum()), int((ys[va] < 0).sum())
+        n_boot = 0
         caps = _stage_caps(self.max_weak)
         r = float(self.cost_ratio)
         c_pos, c_neg = 2.0 * r / (1.0 + r), 2.0 / (1.0 + r)
@@ -318,6 +340,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                         "n_pos": len(pos_tr),
                         "n_neg": len(neg_tr),
                         "n_recycled": res.n_recycled,
+                        "n_bootstrapped": n_boot,
                         "goal": [goal[0], goal[1], goal[2]],
                     }
                 )
@@ -333,6 +356,15 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                 A, B, n_left = A / op.recall, B / op.far, n_left - 1
                 if interrupted or B >= 1.0 or n_left < 1:
                     break
+                if negatives is not None:
+                    X, ys, hold, n_boot = self._bootstrap(
+                        negatives, X, ys, hold, alive, stumps, thresholds, n0_tr, n0_va
+                    )
+                    alive = np.ones(X.shape[0], dtype=bool)
+                    if hold is None:
+                        tr = va = np.arange(X.shape[0])
+                    else:
+                        tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
                 if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
                     timed_out = s + 1 < int(self.n_stages)
                     break
@@ -364,6 +396,65 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         self.history_ = history
         self.n_stages_ = len(stumps)
         return self
+
+    @staticmethod
+    def _passes(stumps, thresholds, Z):
+        """Rows of ``Z`` accepted by every stage of ``(stumps, thresholds)``."""
+        ok = np.zeros(Z.shape[0], dtype=bool)
+        rows = np.arange(Z.shape[0])
+        for st, thr in zip(stumps, thresholds):
+            if len(rows) == 0:
+                break
+            rows = rows[st.evaluate(Z[rows]).sum(axis=0) > thr]
+        ok[rows] = True
+        return ok
+
+    def _bootstrap(self, negatives, X, ys, hold, alive, stumps, thresholds, n0_tr, n0_va):
+        """Drop the rejected rows and add fresh negatives that pass every stage so far
+        (:meth:`fit`'s ``negatives``).  Returns ``(X, ys, hold, n_added)``."""
+        keep = np.flatnonzero(alive)
+        X, ys = X[keep], ys[keep]
+        hold = None if hold is None else hold[keep]
+        neg = ys < 0
+        if hold is None:
+            need_tr, need_va = max(n0_tr - int(neg.sum()), 0), 0
+        else:
+            need_tr = max(n0_tr - int((neg & ~hold).sum()), 0)
+            need_va = max(n0_va - int((neg & hold).sum()), 0)
+        if need_tr + need_va == 0:
+            return X, ys, hold, 0
+        d = X.shape[1]
+        st_, th_ = list(stumps), list(thresholds)
+
+        def passes(Z):
+            Z = check_array(Z, accept_sparse="csr", dtype=np.float64, ensure_min_samples=0)
+            if Z.shape[1] != d:
+                raise ValueError(f"passes: rows must have {d} features, got {Z.shape[1]}")
+            return self._passes(st_, th_, Z)
+
+        out = negatives(passes, need_tr, need_va)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise ValueError("negatives must return a pair (rows, hold)")
+        Z = check_array(out[0], accept_sparse="csr", dtype=np.float64, ensure_min_samples=0)
+        zh = np.asarray(out[1], dtype=bool).ravel()
+        if Z.shape[0] == 0:
+            return X, ys, hold, 0
+        if Z.shape[1] != d or zh.shape != (Z.shape[0],):
+            raise ValueError(
+                f"negatives returned {Z.shape} rows with {zh.shape} hold flags; "
+                f"expected (m, {d}) and (m,)"
+            )
+        ok = self._passes(st_, th_, Z)
+        Z, zh = Z[ok], zh[ok]
+        if hold is None:
+            zh[:] = False
+        stack = sp.vstack if sp.issparse(X) or sp.issparse(Z) else np.vstack
+        X = stack([X, Z])
+        if sp.issparse(X):
+            X = X.tocsr()
+        ys = np.concatenate([ys, -np.ones(Z.shape[0])])
+        hold = None if hold is None else np.concatenate([hold, zh])
+        return X, ys, hold, int(Z.shape[0])
 
     # ------------------------------------------------------------------------ predict
     def _depth_scores(self, X):

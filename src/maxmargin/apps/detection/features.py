@@ -22,14 +22,19 @@ orientation bins, and the colour in CIE LUV (grey: the intensity); each channel 
 averaged over the HOG cells (:func:`channel_grid`), once per pyramid level, and a
 window's channel descriptor is the gather of its ``w x h`` cells -- unnormalised, cheap
 single values that a boosted stump can threshold (HOG's block-normalised bins are
-contrast-free by design).
+contrast-free by design).  ``channel_cells`` adds coarser aggregates: for a size ``s > 1``
+the mean of each channel over every ``s x s``-cell square inside the window (stride one
+cell), from a box filter of the cell grid computed once per level (cumulative sums, an
+integral image of each channel), gathered per window like the cells -- the
+multi-size box sums of integral channel features, more robust single values than one
+cell's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HOGPyramid", "channel_grid", "to_float", "to_grey"]
+__all__ = ["HOGPyramid", "box_means", "channel_grid", "to_float", "to_grey"]
 
 
 def to_grey(image) -> np.ndarray:
@@ -99,6 +104,25 @@ def channel_grid(image, cell: int, orientations: int = 6) -> np.ndarray:
     return allc.reshape(Hc, cell, Wc, cell, -1).mean(axis=(1, 3)).astype(np.float32)
 
 
+def box_means(grid, size: int) -> np.ndarray:
+    """Means over every ``size x size`` square of a cell grid ``(Hc, Wc, C)``, shape
+    ``(Hc - size + 1, Wc - size + 1, C)``; entry ``[i, j]`` averages cells ``i .. i + size
+    - 1`` x ``j .. j + size - 1``.  One integral image (cumulative sums over both axes)
+    and four lookups per square, all whole-array operations."""
+    g = np.asarray(grid, dtype=np.float64)
+    size = int(size)
+    if g.ndim != 3 or size < 1:
+        raise ValueError("need a (rows, cols, channels) grid and a positive size")
+    Hc, Wc, C = g.shape
+    if size > Hc or size > Wc:
+        return np.zeros((max(Hc - size + 1, 0), max(Wc - size + 1, 0), C), np.float32)
+    ii = np.zeros((Hc + 1, Wc + 1, C))
+    ii[1:, 1:] = g.cumsum(axis=0).cumsum(axis=1)
+    s = size
+    tot = ii[s:, s:] - ii[:-s, s:] - ii[s:, :-s] + ii[:-s, :-s]
+    return (tot / (s * s)).astype(np.float32)
+
+
 class HOGPyramid:
     """Block grids of an image at several scales and the windows they describe.
 
@@ -131,6 +155,11 @@ class HOGPyramid:
         level's image, colour when the input is colour, whatever ``colour`` says) to its
         HOG descriptor: ``w * h * (1 + channel_orientations + 3)`` more features.
     channel_orientations : int
+    channel_cells : sequence of int, default (1,)
+        Square sizes (in cells) of the channel aggregates: size ``s`` gives, per channel,
+        the mean over each ``s x s``-cell square inside the window at stride one cell
+        (:func:`box_means`), ``(w - s + 1) (h - s + 1)`` values; ``(1,)``: the cells
+        alone.  Only with ``channels``.
     """
 
     def __init__(
@@ -148,6 +177,7 @@ class HOGPyramid:
         colour: bool = False,
         channels: bool = False,
         channel_orientations: int = 6,
+        channel_cells=(1,),
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
@@ -158,9 +188,23 @@ class HOGPyramid:
         self.channel_orientations = int(channel_orientations)
         if self.channel_orientations < 1:
             raise ValueError(f"channel_orientations must be positive, got {channel_orientations}")
+        sizes = np.atleast_1d(np.asarray(channel_cells))
+        if (
+            sizes.ndim != 1
+            or len(sizes) == 0
+            or not np.issubdtype(sizes.dtype, np.integer)
+            or np.any(sizes < 1)
+            or len(np.unique(sizes)) != len(sizes)
+        ):
+            raise ValueError(
+                f"channel_cells must be distinct positive integers, got {channel_cells!r}"
+            )
+        if np.any(sizes > min(int(window[0]), int(window[1]))):
+            raise ValueError(f"channel_cells {channel_cells!r} larger than the window {window}")
+        self.channel_cells = tuple(int(v) for v in sizes)
         # the channel features see the colour whatever ``colour`` says for HOG
         cimg0 = to_float(image, colour=True) if self.channels else None
-        self.grids = []  # per level: channel_grid of the level's image (channels=True)
+        self.grids = []  # per level: {size: box means of its channel_grid} (channels=True)
         self.window = (int(window[0]), int(window[1]))
         self.cell, self.block, self.orientations = int(cell), int(block), int(orientations)
         if min(self.window) < self.block:
@@ -206,7 +250,10 @@ class HOGPyramid:
                     cimg = rescale(
                         cimg0, (sy, sx), anti_aliasing=min(sx, sy) < 1, channel_axis=-1
                     ).astype(np.float32)
-                self.grids.append(channel_grid(cimg, self.cell, self.channel_orientations))
+                cg = channel_grid(cimg, self.cell, self.channel_orientations)
+                self.grids.append(
+                    {k: cg if k == 1 else box_means(cg, k) for k in self.channel_cells}
+                )
             g = hog(
                 img,
                 orientations=self.orientations,
@@ -220,6 +267,10 @@ class HOGPyramid:
             self.levels.append(g)
         self.n_blocks = (self.window[1] - self.block + 1, self.window[0] - self.block + 1)
         self.n_channels = (1 + self.channel_orientations + 3) if self.channels else 0
+        w, h = self.window
+        self.n_channel_features = self.n_channels * sum(
+            (w - k + 1) * (h - k + 1) for k in self.channel_cells
+        )
 
     @property
     def n_hog_features(self) -> int:
@@ -227,7 +278,7 @@ class HOGPyramid:
 
     @property
     def n_features(self) -> int:
-        return self.n_hog_features + self.window[0] * self.window[1] * self.n_channels
+        return self.n_hog_features + self.n_channel_features
 
     def positions(self, level: int):
         """Number of valid window offsets (rows, cols) at ``level``."""
@@ -278,12 +329,17 @@ class HOGPyramid:
                 len(sel), -1
             )
             if self.channels:
-                # the window's w x h cells of the channel grid (cells r .. r + h - 1)
-                cg = self.grids[int(k)]
-                wr, wc = np.arange(self.window[1]), np.arange(self.window[0])
-                out[sel, nh:] = cg[
-                    r[:, None, None] + wr[None, :, None], c[:, None, None] + wc
-                ].reshape(len(sel), -1)
+                # per size s: the window's (h - s + 1) x (w - s + 1) squares of the
+                # level's box-mean grid (s = 1: its w x h cells, r .. r + h - 1)
+                at = nh
+                for s_, cg in self.grids[int(k)].items():
+                    wr = np.arange(self.window[1] - s_ + 1)
+                    wc = np.arange(self.window[0] - s_ + 1)
+                    m = len(wr) * len(wc) * self.n_channels
+                    out[sel, at : at + m] = cg[
+                        r[:, None, None] + wr[None, :, None], c[:, None, None] + wc
+                    ].reshape(len(sel), -1)
+                    at += m
         return out
 
     def snap(self, boxes):
