@@ -111,6 +111,70 @@ def test_features_match_direct_computation():
     assert to_grey(np.zeros((4, 4, 3), np.uint8)).shape == (4, 4)
 
 
+def _hog_direct(roi, box, cells=4, nb=9):
+    """HOG of one box by a per-pixel loop over the frame (the independent answer)."""
+    H, W = roi.shape
+    x, y, w, h = (int(v) for v in box)
+    xe = np.round(x + w * np.arange(cells + 1) / cells).astype(int)
+    ye = np.round(y + h * np.arange(cells + 1) / cells).astype(int)
+    v = np.zeros((cells, cells, nb))
+    for r in range(y, y + h):
+        for c in range(x, x + w):
+            gx = float(roi[r, c + 1]) - float(roi[r, c - 1]) if 0 < c < W - 1 else 0.0
+            gy = float(roi[r + 1, c]) - float(roi[r - 1, c]) if 0 < r < H - 1 else 0.0
+            a = np.arctan2(gy, gx) % np.pi
+            b = min(int(a * nb / np.pi), nb - 1)
+            cy = np.searchsorted(ye, r, side="right") - 1
+            cx = np.searchsorted(xe, c, side="right") - 1
+            v[cy, cx, b] += np.hypot(gx, gy)
+    v = v.ravel()
+    return v / (np.linalg.norm(v) + 1e-6)
+
+
+def _haar_direct(img, box, g=6):
+    x, y, w, h = (int(v) for v in box)
+    p = img[y : y + h, x : x + w].astype(float)
+    # cell edges rounded in frame coordinates (x + w k / g), as the features do
+    xe = np.round(x + w * np.arange(g + 1) / g).astype(int)
+    ye = np.round(y + h * np.arange(g + 1) / g).astype(int)
+    cell = [[img[ye[i] : ye[i + 1], xe[j] : xe[j + 1]].mean() for j in range(g)] for i in range(g)]
+    M = np.array(cell) / (p.std() + 1e-3)
+    hz = [M[i, j + 1] - M[i, j] for i in range(g) for j in range(g - 1)]
+    vt = [M[i + 1, j] - M[i, j] for i in range(g - 1) for j in range(g)]
+    dg = [
+        M[i + 1, j + 1] + M[i, j] - M[i + 1, j] - M[i, j + 1]
+        for i in range(g - 1)
+        for j in range(g - 1)
+    ]
+    return np.array(hz + vt + dg)
+
+
+def test_hog_and_haar_match_per_pixel_loops():
+    rng = np.random.default_rng(1)
+    # smooth image: orientations away from bin edges are stable in float32
+    img = np.kron(rng.random((12, 14)), np.ones((4, 4))).astype(np.float32)
+    img += 0.05 * rng.random(img.shape).astype(np.float32)
+    boxes = np.array([[0, 0, 20, 16], [7, 9, 24, 30], [31, 17, 25, 31]], float)
+    hog = PatchFeatures("hog")(img, boxes)
+    haar = PatchFeatures("haar")(img, boxes)
+    for b, h, a in zip(boxes, hog, haar):
+        np.testing.assert_allclose(h, _hog_direct(img, b), atol=2e-5)
+        np.testing.assert_allclose(a, _haar_direct(img, b), atol=1e-6)
+
+
+def test_prepared_region_gives_the_same_features():
+    rng = np.random.default_rng(2)
+    img = rng.random((60, 80)).astype(np.float32)
+    boxes = np.array([[10, 12, 16, 20], [30, 5, 20, 18], [0, 40, 12, 20]], float)
+    pf = PatchFeatures("raw+hog+haar")
+    pre = pf.prepare(img, (0, 0, 70, 60))  # a region larger than the boxes need
+    np.testing.assert_allclose(pf.extract(pre, boxes), pf(img, boxes), atol=1e-9)
+    small = pf.prepare(img, (10, 12, 26, 32))  # exactly the first box
+    np.testing.assert_allclose(pf.extract(small, boxes[:1]), pf(img, boxes[:1]), atol=1e-9)
+    with pytest.raises(ValueError, match="prepared region"):
+        pf.extract(small, boxes[1:2])
+
+
 # -- data --------------------------------------------------------------------------------
 def _write_seq(root, boxes_text, n_frames=3, size=(20, 30)):
     import imageio.v3 as iio
