@@ -349,21 +349,24 @@ class FrameIntegrals:
 
 @njit(cache=True)
 def _quantize(ZT, edges, out):  # pragma: no cover - compiled
-    # branchless bisection: edges (d, 2**p) padded with +inf; code = #edges < v
+    # branchless bisection: edges (d, 2**p) padded with +inf; code = #edges < v.  The
+    # bisection steps run in lock-step over all values of a feature (independent loads
+    # in flight instead of one chain of dependent loads per value)
     d, n = ZT.shape
     k = edges.shape[1]
+    lo = np.empty(n, dtype=np.intp)
     for f in range(d):
         e = edges[f]
         z = ZT[f]
+        lo[:] = 0
+        step = k >> 1
+        while step > 0:
+            for i in range(n):
+                lo[i] += step * (e[lo[i] + step - 1] < z[i])
+            step >>= 1
         o = out[f]
         for i in range(n):
-            v = z[i]
-            lo = 0
-            step = k >> 1
-            while step > 0:
-                lo += step * (e[lo + step - 1] < v)
-                step >>= 1
-            o[i] = lo
+            o[i] = lo[i]
 
 
 class FeatureQuantizer:
