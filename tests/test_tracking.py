@@ -9,6 +9,7 @@ from maxmargin.apps.tracking import (
     SSVMTracker,
     StructBoostTracker,
     centre_errors,
+    coarse_to_fine,
     load_sequence,
     make_tracker,
     precision_at,
@@ -19,6 +20,7 @@ from maxmargin.apps.tracking import (
     track_sequence,
     write_boxes,
 )
+from maxmargin.tasks.boxes import sample_boxes
 
 
 # -- synthetic video: a textured square moving over clutter ------------------------------
@@ -480,3 +482,99 @@ def test_n_train_labelled_samples_more_boxes_on_the_labelled_frames():
     assert min(sizes[:3]) > 100 and sizes[3] <= 41, sizes
     with pytest.raises(ValueError, match="n_train_labelled"):
         SSVMTracker(n_train_labelled=0, **FAST).init(frames[0], boxes[0])
+
+
+# -- coarse-to-fine search, re-detection, scale search ------------------------------------
+def _peak_score(px, py, sx=1.0, sy=2.0):
+    """A smooth score map over box positions with a single peak at (px, py)."""
+
+    def score(boxes):
+        b = np.asarray(boxes, dtype=float)
+        return -(sx * (b[:, 0] - px) ** 2 + sy * (b[:, 1] - py) ** 2)
+
+    return score
+
+
+def test_coarse_to_fine_returns_the_full_grid_best_box():
+    rng = np.random.default_rng(0)
+    shape, box = (240, 320), np.array([140.0, 100.0, 20.0, 30.0])
+    full = sample_boxes(box, 10**6, 40.0, shape)  # every whole-pixel translation
+    assert np.all(np.diff(np.unique(full[:, 0])) == 1)
+    for _ in range(10):
+        px, py = box[:2] + rng.uniform(-27, 27, size=2)
+        f = _peak_score(px, py)
+        calls = []
+
+        def counted(b, f=f, calls=calls):
+            calls.append(len(b))
+            return f(b)
+
+        best, s = coarse_to_fine(counted, box, 40.0, 200, shape)
+        k = np.argmax(f(full))
+        np.testing.assert_array_equal(best, full[k])
+        assert s == f(full[k : k + 1])[0]
+        assert sum(calls) < len(full) / 4  # a fraction of the full grid's boxes
+
+
+def _patched_tracker(**kw):
+    """A tracker whose "features" are the boxes themselves, scored by ``tr.score_map``
+    (re-training off), to test the search logic on a known score map."""
+    frames, boxes = synthetic_video(n=2, size=(200, 300))
+    tr = StructBoostTracker(
+        weak_learner="stump", max_iter=5, retrain_every=10**6, random_state=0, **kw
+    ).init(frames[0], boxes[0])
+    tr._feat = lambda grey, b: np.asarray(b, dtype=float)
+    tr._score = lambda Z: tr.score_map(Z)
+    return tr, frames
+
+
+def test_redetection_searches_wide_when_the_score_collapses():
+    kw = dict(n_predict=300, n_train=20, search_radius=12.0, window=4)
+    for redetect in (None, 0.5):
+        tr, frames = _patched_tracker(redetect=redetect, redetect_radius=120.0, **kw)
+        start = tr.box_.copy()
+        target = start[:2] + np.array([90.0, 20.0])  # far outside the search radius
+        peak = _peak_score(*target)
+        tr.score_map = lambda Z, peak=peak: 1.0 + peak(Z) / 1e4
+        tr._frame_scores.extend([1.0] * 10)  # the recent scores: ~1
+        box = tr.update(frames[1])
+        if redetect is None:  # the best box within 12 px of the start
+            assert np.hypot(*(box[:2] - start[:2])) <= 12.0 + 1e-9
+            assert tr.n_redetections_ == 0
+        else:
+            np.testing.assert_array_equal(box[:2], target)
+            assert tr.n_redetections_ == 1
+    # no collapse, no wide search: the peak inside the search disc scores ~1
+    tr, frames = _patched_tracker(redetect=0.5, **kw)
+    tr.score_map = lambda Z: 1.0 + _peak_score(*(tr.box_[:2] + 5.0))(Z) / 1e4
+    tr._frame_scores.extend([1.0] * 10)
+    tr.update(frames[1])
+    assert tr.n_redetections_ == 0
+    with pytest.raises(ValueError, match="redetect"):
+        StructBoostTracker(redetect=1.5, **FAST).init(frames[0], [10, 10, 16, 16])
+
+
+def test_scale_search_follows_a_better_size_only_past_the_margin():
+    kw = dict(n_predict=200, n_train=20, search_radius=6.0, window=4)
+    for margin, expect_change in ((0.0, True), (10.0, False)):
+        tr, frames = _patched_tracker(scale_step=0.1, scale_margin=margin, **kw)
+        w0 = tr.box_[2]
+
+        def score(Z, tr=tr, w0=w0):  # best at the current position with 1.25 times the size
+            c = tr.box_[:2] + tr.box_[2:] / 2
+            cz = Z[:, :2] + Z[:, 2:] / 2
+            return -np.abs(Z[:, 2] - 1.25 * w0) - 0.01 * np.hypot(*(cz - c).T)
+
+        tr.score_map = score
+        for _ in range(4):
+            tr._frame_scores.extend([1.0] * 5)
+            box = tr.update(frames[1])
+        if expect_change:
+            assert abs(box[2] - 1.25 * w0) <= 1.0 and box[2] == box[3]  # aspect kept
+            assert tr.n_rescaled_ >= 2
+        else:
+            assert box[2] == w0 and tr.n_rescaled_ == 0
+    # the training boxes of a frame include the other sizes
+    assert len(np.unique(tr._data[-1].boxes[:, 2])) > 1
+    with pytest.raises(ValueError, match="scale_step"):
+        StructBoostTracker(scale_step=0.7, **FAST).init(frames[0], [10, 10, 16, 16])

@@ -38,7 +38,13 @@ from maxmargin.solvers.ssvm import solve_ssvm
 from maxmargin.tasks.boxes import BoxCandidates, BoxTask, box_overlap, sample_boxes
 from maxmargin.weak import CodedStump, Stumps, make_weak_learner
 
-__all__ = ["AdaBoostTracker", "SSVMTracker", "StructBoostTracker", "make_tracker"]
+__all__ = [
+    "AdaBoostTracker",
+    "SSVMTracker",
+    "StructBoostTracker",
+    "coarse_to_fine",
+    "make_tracker",
+]
 
 
 class _OnlineBoxTracker:
@@ -59,9 +65,17 @@ class _OnlineBoxTracker:
         velocity: float = 0.0,
         top_k: int = 1,
         n_train_labelled: int | None = None,
+        scale_step: float = 0.0,
+        scale_margin: float = 0.0,
+        redetect: float | None = None,
+        redetect_radius: float = 90.0,
         random_state=None,
     ) -> None:
         self.features = features
+        self.scale_step = scale_step
+        self.scale_margin = scale_margin
+        self.redetect = redetect
+        self.redetect_radius = redetect_radius
         self.velocity = velocity
         self.top_k = top_k
         self.n_train_labelled = n_train_labelled
@@ -108,6 +122,14 @@ class _OnlineBoxTracker:
         sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
         if len(sc) == 0 or np.any(sc <= 0):
             raise ValueError(f"scales must be positive, got {self.scales!r}")
+        if not 0.0 <= float(self.scale_step) < 0.5:
+            raise ValueError(f"scale_step must be in [0, 0.5), got {self.scale_step!r}")
+        if not float(self.scale_margin) >= 0.0:
+            raise ValueError(f"scale_margin must be >= 0, got {self.scale_margin!r}")
+        if self.redetect is not None and not 0.0 <= float(self.redetect) <= 1.0:
+            raise ValueError(f"redetect must be in [0, 1] or None, got {self.redetect!r}")
+        if not float(self.redetect_radius) > 0:
+            raise ValueError(f"redetect_radius must be > 0, got {self.redetect_radius!r}")
 
     # -- public API ------------------------------------------------------------------
     def init(self, frame, box, labelled=()):
@@ -125,10 +147,15 @@ class _OnlineBoxTracker:
         self.n_skipped_ = 0  # frames not used for training (confidence gate)
         self._n_added = 0
         self.n_trainings_ = 0
+        self.n_redetections_ = 0  # frames searched over the wide window
+        self.n_rescaled_ = 0  # frames whose box size changed
+        self._frame_scores = deque(maxlen=20)  # final box scores of the last frames
         self.score_ = float("nan")
         grey = to_grey(frame)
         b = check_box(box, grey.shape)
         self.box_ = sample_boxes(b, 1, 0.0, grey.shape)[0]  # rounded, clipped inside
+        self._base_size = self.box_[2:].copy()  # sizes are this times self.size_scale_
+        self.size_scale_ = 1.0
         # the centre's last displacement per frame (velocity prior), first from the
         # last labelled frame to the initial one
         self._motion = np.zeros(2)
@@ -182,10 +209,17 @@ class _OnlineBoxTracker:
         self.timing_["sampling"] += t1 - t0
         self.timing_["features"] += t2 - t1
         self.timing_["predict"] += t3 - t2
+        self.candidates_, self.candidate_scores_ = cand, s
+        score = float(s[k])
+        if self.redetect is not None:
+            box, score = self._redetect(grey, box, score)
+        if self.scale_step > 0:
+            box, score = self._rescale(grey, box, score)
+        self.timing_["predict"] += time.perf_counter() - t3
+        self._frame_scores.append(score)
         move = (box[:2] + box[2:] / 2) - (self.box_[:2] + self.box_[2:] / 2)
         self._motion = move
-        self.box_, self.score_ = box, float(s[k])
-        self.candidates_, self.candidate_scores_ = cand, s
+        self.box_, self.score_ = box, score
         self.n_frames_ += 1
         if not self._accept_frame(self.score_):
             self.n_skipped_ += 1
@@ -199,6 +233,63 @@ class _OnlineBoxTracker:
     def _accept_frame(self, score: float) -> bool:
         """Whether the new frame becomes training data (confidence gate; default all)."""
         return True
+
+    def _score_boxes(self, grey, boxes) -> np.ndarray:
+        return self._score(self._feat(grey, boxes))
+
+    def _redetect(self, grey, box, score):
+        """Re-detection: when the box's score falls below ``redetect`` times the median
+        score of the last frames, search a wide window around the previous box coarse to
+        fine and move there if a candidate scores higher."""
+        hist = self._frame_scores
+        if len(hist) < 5:
+            return box, score
+        ref = float(np.median(hist))
+        if score >= ref - (1.0 - float(self.redetect)) * abs(ref):
+            return box, score
+        self.n_redetections_ += 1
+        wide, wide_score = coarse_to_fine(
+            lambda b: self._score_boxes(grey, b),
+            self.box_,
+            float(self.redetect_radius),
+            int(self.n_predict),
+            grey.shape,
+        )
+        if wide_score > score:
+            return wide, wide_score
+        return box, score
+
+    def _rescale(self, grey, box, score):
+        """Scale search: boxes ``1 -+ scale_step`` times the size (from the initial size
+        times the running factor ``size_scale_``), centred on the box's centre or 1 px
+        off; the size changes only if the best of them beats the box's own score by
+        ``scale_margin`` times the median score of the last frames."""
+        step = float(self.scale_step)
+        # sizes from the initial size times a running factor (no aspect-ratio drift by
+        # rounding one step after another)
+        H, W = grey.shape
+        cx, cy = box[0] + box[2] / 2.0, box[1] + box[3] / 2.0
+        off = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], dtype=np.float64)
+        cands, factors = [], []
+        for f in (self.size_scale_ * (1 - step), self.size_scale_ * (1 + step)):
+            w, h = np.maximum(np.round(self._base_size * f), 1.0)
+            if w > W or h > H or (w == box[2] and h == box[3]):
+                continue
+            xy = np.round(np.array([cx - w / 2.0, cy - h / 2.0]) + off)
+            xy = np.clip(xy, 0, [W - w, H - h])
+            cands.append(np.column_stack([xy, np.full(len(xy), w), np.full(len(xy), h)]))
+            factors += [f] * len(xy)
+        if not cands:
+            return box, score
+        cand = np.concatenate(cands)
+        s = self._score_boxes(grey, cand)
+        k = int(np.argmax(s))
+        ref = float(np.median(self._frame_scores)) if len(self._frame_scores) else abs(score)
+        if float(s[k]) > score + float(self.scale_margin) * abs(ref):
+            self.n_rescaled_ += 1
+            self.size_scale_ = float(factors[k])
+            return cand[k].copy(), float(s[k])
+        return box, score
 
     # -- shared pieces ---------------------------------------------------------------
     def _window_size(self) -> int:
@@ -223,6 +314,21 @@ class _OnlineBoxTracker:
             method="polar",
             rng=self._rng,
         )
+        if self.scale_step > 0:
+            # boxes of the other sizes the scale search compares (one and two steps),
+            # near the box, so that the loss teaches the model the size too
+            st = float(self.scale_step)
+            more = sample_boxes(
+                box,
+                max(int(n) // 4, 4),
+                max(float(self.search_radius) / 3.0, 2.0),
+                grey.shape,
+                scales=(1 - 2 * st, 1 - st, 1 + st, 1 + 2 * st),
+                method="polar",
+                rng=self._rng,
+                include_center=False,
+            )
+            cand = np.concatenate([cand, more])
         t1 = time.perf_counter()
         Z = self._feat(grey, cand)
         if self._encoded:
@@ -336,6 +442,10 @@ class StructBoostTracker(_OnlineBoxTracker):
         velocity: float = 0.0,
         top_k: int = 1,
         n_train_labelled: int | None = None,
+        scale_step: float = 0.0,
+        scale_margin: float = 0.0,
+        redetect: float | None = None,
+        redetect_radius: float = 90.0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -351,6 +461,10 @@ class StructBoostTracker(_OnlineBoxTracker):
             velocity=velocity,
             top_k=top_k,
             n_train_labelled=n_train_labelled,
+            scale_step=scale_step,
+            scale_margin=scale_margin,
+            redetect=redetect,
+            redetect_radius=redetect_radius,
             random_state=random_state,
         )
         self.C = C
@@ -608,6 +722,48 @@ class SSVMTracker(_OnlineBoxTracker):
 
     def _score(self, Z):
         return Z @ self._w
+
+
+def coarse_to_fine(score_fn, box, radius: float, n_coarse: int, image_shape, *, top: int = 3):
+    """Best box of ``box``'s size within ``radius`` of its centre, searched coarse to fine.
+
+    A grid of about ``n_coarse`` translations (step ``g`` px, see
+    :func:`~maxmargin.tasks.boxes.sample_boxes`) is scored by ``score_fn`` (boxes (n, 4)
+    -> scores (n,)); then every whole-pixel translation within ``g`` px of each of the
+    ``top`` best coarse boxes (disjoint neighbourhoods after the first) is scored, and
+    the best box of both stages is returned with its score.  On a score map with a
+    single peak and no plateau wider than ``g`` this is the best box of the full
+    whole-pixel grid at a fraction of the cost (tested).
+    """
+    coarse = sample_boxes(box, int(n_coarse), float(radius), image_shape)
+    s = np.asarray(score_fn(coarse), dtype=np.float64)
+    order = np.argsort(-s, kind="stable")
+    step = max(1.0, float(np.sqrt(np.pi * float(radius) ** 2 / max(int(n_coarse), 1))))
+    g = int(np.ceil(step))
+    picked = []
+    for i in order:  # one step per coarse box, until `top` distinct neighbourhoods
+        c = coarse[i]
+        if all(np.max(np.abs(c[:2] - coarse[j][:2])) > g for j in picked):
+            picked.append(i)
+        if len(picked) == int(top):
+            break
+    H, W = int(image_shape[0]), int(image_shape[1])
+    off = np.arange(-g, g + 1, dtype=np.float64)
+    dx, dy = (a.ravel() for a in np.meshgrid(off, off))
+    fine = np.concatenate([coarse[i] + np.stack([dx, dy, 0 * dx, 0 * dy], 1) for i in picked])
+    inside = (fine[:, 0] >= 0) & (fine[:, 1] >= 0)
+    fine = fine[inside & (fine[:, 0] + fine[:, 2] <= W) & (fine[:, 1] + fine[:, 3] <= H)]
+    # only within the search disc around the original box
+    cx, cy = box[0] + box[2] / 2.0, box[1] + box[3] / 2.0
+    d2 = (fine[:, 0] + fine[:, 2] / 2.0 - cx) ** 2 + (fine[:, 1] + fine[:, 3] / 2.0 - cy) ** 2
+    fine = fine[d2 <= float(radius) ** 2 + 1e-9]
+    best_box, best = coarse[order[0]], float(s[order[0]])
+    if len(fine):
+        sf = np.asarray(score_fn(fine), dtype=np.float64)
+        k = int(np.argmax(sf))
+        if sf[k] > best:
+            best_box, best = fine[k], float(sf[k])
+    return best_box.copy(), best
 
 
 TRACKERS = {
