@@ -578,3 +578,31 @@ def test_scale_search_follows_a_better_size_only_past_the_margin():
     assert len(np.unique(tr._data[-1].boxes[:, 2])) > 1
     with pytest.raises(ValueError, match="scale_step"):
         StructBoostTracker(scale_step=0.7, **FAST).init(frames[0], [10, 10, 16, 16])
+
+
+def test_template_match_adds_a_search_disc_where_the_target_jumped():
+    """A square jumping back and forth by 14-18 px with a search radius of 6 px: the
+    plain search loses it (a constant-velocity prior would too), the second search disc
+    at the normalised cross-correlation match of the last box's patch keeps it."""
+    rng = np.random.default_rng(3)
+    H, W, side, n = 80, 200, 16, 14
+    bg = np.kron(rng.random((H // 4, W // 4)), np.ones((4, 4))) * 0.5
+    tex = np.kron(rng.random((side // 2, side // 2)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
+    xs = 60 + np.cumsum([0] + [18 if t % 2 else -14 for t in range(1, n)])
+    frames, boxes = [], []
+    for x in xs:
+        f = bg.copy()
+        f[30 : 30 + side, x : x + side] = tex
+        frames.append((f * 255).astype(np.uint8))
+        boxes.append([x, 30, side, side])
+    boxes = np.array(boxes, dtype=float)
+    kw = dict(
+        random_state=0, n_predict=300, n_train=100,
+        search_radius=6.0, train_radius=20.0, window=12,
+    )  # fmt: skip
+    _p, plain = track_sequence(SSVMTracker(**kw), frames, boxes)
+    _p, ncc = track_sequence(SSVMTracker(ncc_radius=30.0, **kw), frames, boxes)
+    assert plain["metrics"]["overlap"] < 0.5
+    assert ncc["metrics"]["overlap"] > 0.8
+    with pytest.raises(ValueError, match="ncc_radius"):
+        SSVMTracker(ncc_radius=-1.0, **FAST).init(frames[0], boxes[0])

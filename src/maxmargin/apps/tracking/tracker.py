@@ -69,9 +69,11 @@ class _OnlineBoxTracker:
         scale_margin: float = 0.0,
         redetect: float | None = None,
         redetect_radius: float = 90.0,
+        ncc_radius: float = 0.0,
         random_state=None,
     ) -> None:
         self.features = features
+        self.ncc_radius = ncc_radius
         self.scale_step = scale_step
         self.scale_margin = scale_margin
         self.redetect = redetect
@@ -130,6 +132,8 @@ class _OnlineBoxTracker:
             raise ValueError(f"redetect must be in [0, 1] or None, got {self.redetect!r}")
         if not float(self.redetect_radius) > 0:
             raise ValueError(f"redetect_radius must be > 0, got {self.redetect_radius!r}")
+        if not float(self.ncc_radius) >= 0:
+            raise ValueError(f"ncc_radius must be >= 0, got {self.ncc_radius!r}")
 
     # -- public API ------------------------------------------------------------------
     def init(self, frame, box, labelled=()):
@@ -152,6 +156,7 @@ class _OnlineBoxTracker:
         self._frame_scores = deque(maxlen=20)  # final box scores of the last frames
         self.score_ = float("nan")
         grey = to_grey(frame)
+        self._prev_grey = grey
         b = check_box(box, grey.shape)
         self.box_ = sample_boxes(b, 1, 0.0, grey.shape)[0]  # rounded, clipped inside
         self._base_size = self.box_[2:].copy()  # sizes are this times self.size_scale_
@@ -188,6 +193,16 @@ class _OnlineBoxTracker:
         cand = sample_boxes(
             centre, self.n_predict, self.search_radius, grey.shape, scales=self._scales
         )
+        if self.ncc_radius > 0:  # a second search disc at the template match
+            m = _ncc_match(self._prev_grey, grey, self.box_, float(self.ncc_radius))
+            if m is not None and np.hypot(*(m[:2] - centre[:2])) > 1.0:
+                more = sample_boxes(
+                    m, self.n_predict, self.search_radius, grey.shape, scales=self._scales
+                )
+                cand = np.concatenate([cand, more])
+                _, first = np.unique(cand, axis=0, return_index=True)
+                cand = cand[np.sort(first)]
+        self._prev_grey = grey
         t1 = time.perf_counter()
         Z = self._feat(grey, cand)
         t2 = time.perf_counter()
@@ -446,6 +461,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         scale_margin: float = 0.0,
         redetect: float | None = None,
         redetect_radius: float = 90.0,
+        ncc_radius: float = 0.0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -465,6 +481,7 @@ class StructBoostTracker(_OnlineBoxTracker):
             scale_margin=scale_margin,
             redetect=redetect,
             redetect_radius=redetect_radius,
+            ncc_radius=ncc_radius,
             random_state=random_state,
         )
         self.C = C
@@ -614,6 +631,11 @@ class AdaBoostTracker(_OnlineBoxTracker):
         velocity: float = 0.0,
         top_k: int = 1,
         n_train_labelled: int | None = None,
+        scale_step: float = 0.0,
+        scale_margin: float = 0.0,
+        redetect: float | None = None,
+        redetect_radius: float = 90.0,
+        ncc_radius: float = 0.0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -629,6 +651,11 @@ class AdaBoostTracker(_OnlineBoxTracker):
             velocity=velocity,
             top_k=top_k,
             n_train_labelled=n_train_labelled,
+            scale_step=scale_step,
+            scale_margin=scale_margin,
+            redetect=redetect,
+            redetect_radius=redetect_radius,
+            ncc_radius=ncc_radius,
             random_state=random_state,
         )
         self.n_estimators = n_estimators
@@ -692,6 +719,11 @@ class SSVMTracker(_OnlineBoxTracker):
         velocity: float = 0.0,
         top_k: int = 1,
         n_train_labelled: int | None = None,
+        scale_step: float = 0.0,
+        scale_margin: float = 0.0,
+        redetect: float | None = None,
+        redetect_radius: float = 90.0,
+        ncc_radius: float = 0.0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -707,6 +739,11 @@ class SSVMTracker(_OnlineBoxTracker):
             velocity=velocity,
             top_k=top_k,
             n_train_labelled=n_train_labelled,
+            scale_step=scale_step,
+            scale_margin=scale_margin,
+            redetect=redetect,
+            redetect_radius=redetect_radius,
+            ncc_radius=ncc_radius,
             random_state=random_state,
         )
         self.C = C
@@ -722,6 +759,38 @@ class SSVMTracker(_OnlineBoxTracker):
 
     def _score(self, Z):
         return Z @ self._w
+
+
+def _ncc_match(prev, grey, box, radius: float):
+    """Where the patch of ``box`` in the previous frame ``prev`` best matches ``grey``
+    within ``radius`` px (normalised cross-correlation, Lewis, "Fast normalized
+    cross-correlation", Vision Interface 1995, by scikit-image's ``match_template``), at
+    half resolution (2 px precision): the box moved there, or None."""
+    from skimage.feature import match_template
+
+    H, W = grey.shape
+    x, y, w, h = (int(v) for v in box)
+    R = int(np.ceil(radius))
+    x0, y0 = max(x - R, 0), max(y - R, 0)
+    x1, y1 = min(x + w + R, W), min(y + h + R, H)
+    if w < 4 or h < 4:
+        return None
+
+    def half(a):  # 2x2 block means
+        a = a[: a.shape[0] // 2 * 2, : a.shape[1] // 2 * 2]
+        return 0.25 * (a[0::2, 0::2] + a[1::2, 0::2] + a[0::2, 1::2] + a[1::2, 1::2])
+
+    tmpl = half(prev[y : y + h, x : x + w])
+    region = half(grey[y0:y1, x0:x1])
+    if region.shape[0] < tmpl.shape[0] or region.shape[1] < tmpl.shape[1]:
+        return None
+    if not np.ptp(tmpl) > 0:
+        return None
+    ncc = match_template(region, tmpl)
+    iy, ix = np.unravel_index(int(np.argmax(ncc)), ncc.shape)
+    nx = min(max(x0 + 2 * int(ix), 0), W - w)
+    ny = min(max(y0 + 2 * int(iy), 0), H - h)
+    return np.array([nx, ny, w, h], dtype=np.float64)
 
 
 def coarse_to_fine(score_fn, box, radius: float, n_coarse: int, image_shape, *, top: int = 3):
