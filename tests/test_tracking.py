@@ -175,6 +175,16 @@ def test_prepared_region_gives_the_same_features():
     np.testing.assert_allclose(pf.extract(small, boxes[:1]), pf(img, boxes[:1]), atol=1e-9)
     with pytest.raises(ValueError, match="prepared region"):
         pf.extract(small, boxes[1:2])
+    # out: written in place; the scratch integral images of one call do not leak into
+    # the next call's features
+    buf = np.full((3, pf.n_features), np.nan)
+    Z = pf(img, boxes, out=buf)
+    assert Z is buf
+    other = pf(img[::-1].copy(), boxes)
+    np.testing.assert_allclose(pf(img, boxes), buf, atol=1e-12)
+    assert not np.allclose(other, buf)
+    with pytest.raises(ValueError, match="out must be"):
+        pf(img, boxes, out=np.zeros((2, pf.n_features)))
 
 
 # -- data --------------------------------------------------------------------------------
@@ -523,7 +533,14 @@ def _patched_tracker(**kw):
     tr = StructBoostTracker(
         weak_learner="stump", max_iter=5, retrain_every=10**6, random_state=0, **kw
     ).init(frames[0], boxes[0])
-    tr._feat = lambda grey, b: np.asarray(b, dtype=float)
+
+    class BoxesAsFeatures:
+        n_features = 4
+
+        def __call__(self, grey, b, out=None):
+            return np.asarray(b, dtype=float)
+
+    tr._feat = BoxesAsFeatures()
     tr._score = lambda Z: tr.score_map(Z)
     return tr, frames
 

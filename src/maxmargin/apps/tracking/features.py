@@ -63,10 +63,12 @@ def _edges(start, length, n_cells) -> np.ndarray:
 
 
 @njit(cache=True)
-def _grey_integrals(roi):  # pragma: no cover - compiled
-    # integral images of the grey level and its square, (H+1, W+1, 2), zero first row/col
+def _grey_integrals(roi, out):  # pragma: no cover - compiled
+    # integral images of the grey level and its square into out (H+1, W+1, 2), zero
+    # first row/col
     h, w = roi.shape
-    out = np.zeros((h + 1, w + 1, 2))
+    out[0, :, :] = 0.0
+    out[:, 0, :] = 0.0
     for y in range(h):
         r1 = 0.0
         r2 = 0.0
@@ -80,12 +82,15 @@ def _grey_integrals(roi):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _hog_integrals(roi, nb):  # pragma: no cover - compiled
-    # integral histogram of oriented gradients, (H+1, W+1, nb): central differences
-    # (zero on the border rows / columns), unsigned orientation hard-binned into nb bins,
-    # gradient magnitude accumulated (float32 per pixel as the NumPy form, float64 sums)
+def _hog_integrals(roi, out):  # pragma: no cover - compiled
+    # integral histogram of oriented gradients into out (H+1, W+1, nb): central
+    # differences (zero on the border rows / columns), unsigned orientation hard-binned
+    # into nb bins, gradient magnitude accumulated (float32 per pixel as the NumPy form,
+    # float64 sums)
     h, w = roi.shape
-    out = np.zeros((h + 1, w + 1, nb))
+    nb = out.shape[2]
+    out[0, :, :] = 0.0
+    out[:, 0, :] = 0.0
     row = np.zeros(nb)
     pi32 = np.float32(np.pi)
     scale = np.float32(nb / np.pi)
@@ -111,14 +116,16 @@ def _hog_integrals(roi, nb):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _cell_sums(II, xe, ye):  # pragma: no cover - compiled
-    # sums of every channel of II (H+1, W+1, C) over the cells of every box, with cell
-    # edges xe, ye (n, g+1): (n, g, g, C), four look-ups per cell and channel
+def _hog_into(II, xe, ye, out, col):  # pragma: no cover - compiled
+    # the channels of II (H+1, W+1, C) summed over every box's cells (cell edges xe, ye
+    # (n, g+1)), cell by cell with the C channels adjacent, L2-normalised (+1e-6),
+    # written to out[:, col : col + g*g*C]
     n = xe.shape[0]
     g = xe.shape[1] - 1
     C = II.shape[2]
-    out = np.empty((n, g, g, C))
+    k = g * g * C
     for i in range(n):
+        j = col
         for cy in range(g):
             y0 = ye[i, cy]
             y1 = ye[i, cy + 1]
@@ -126,33 +133,27 @@ def _cell_sums(II, xe, ye):  # pragma: no cover - compiled
                 x0 = xe[i, cx]
                 x1 = xe[i, cx + 1]
                 for c in range(C):
-                    out[i, cy, cx, c] = (
-                        II[y1, x1, c] - II[y0, x1, c] - II[y1, x0, c] + II[y0, x0, c]
-                    )
-    return out
-
-
-@njit(cache=True)
-def _l2_rows(V):  # pragma: no cover - compiled
-    # rows divided by their L2 norm + 1e-6, in place
-    for i in range(V.shape[0]):
+                    out[i, j] = II[y1, x1, c] - II[y0, x1, c] - II[y1, x0, c] + II[y0, x0, c]
+                    j += 1
         s = 0.0
-        for j in range(V.shape[1]):
-            s += V[i, j] * V[i, j]
+        for j in range(col, col + k):
+            s += out[i, j] * out[i, j]
         s = np.sqrt(s) + 1e-6
-        for j in range(V.shape[1]):
-            V[i, j] /= s
-    return V
+        for j in range(col, col + k):
+            out[i, j] /= s
 
 
 @njit(cache=True)
-def _grey_cells(II, xe, ye, centre):  # pragma: no cover - compiled
+def _grey_into(II, xe, ye, haar, out, col):  # pragma: no cover - compiled
     # cell means of the grey level (channel 0 of II, channel 1 its square) over every
-    # box's grid, minus the patch mean if centre, divided by the patch's std + 1e-3:
-    # (n, g, g); the patch is the whole grid [xe[0], xe[g]) x [ye[0], ye[g])
+    # box's g x g grid divided by the patch's std + 1e-3; the patch is the whole grid
+    # [xe[0], xe[g]) x [ye[0], ye[g]).  raw (haar False): the means minus the patch mean,
+    # g*g values; haar: the two-rectangle (horizontal, vertical) and four-rectangle
+    # (diagonal) differences of adjacent cells, g(g-1) + (g-1)g + (g-1)^2 values, in
+    # that order; written to out[:, col:]
     n = xe.shape[0]
     g = xe.shape[1] - 1
-    out = np.empty((n, g, g))
+    M = np.empty((g, g))
     for i in range(n):
         x0, x1, y0, y1 = xe[i, 0], xe[i, g], ye[i, 0], ye[i, g]
         area = (x1 - x0) * (y1 - y0)
@@ -160,7 +161,7 @@ def _grey_cells(II, xe, ye, centre):  # pragma: no cover - compiled
         s2 = II[y1, x1, 1] - II[y0, x1, 1] - II[y1, x0, 1] + II[y0, x0, 1]
         mean = s1 / area
         std = np.sqrt(max(s2 / area - mean * mean, 0.0)) + 1e-3
-        m = mean if centre else 0.0
+        m = 0.0 if haar else mean
         for cy in range(g):
             a0 = ye[i, cy]
             a1 = ye[i, cy + 1]
@@ -169,41 +170,26 @@ def _grey_cells(II, xe, ye, centre):  # pragma: no cover - compiled
                 b1 = xe[i, cx + 1]
                 c = max((a1 - a0) * (b1 - b0), 1)
                 v = II[a1, b1, 0] - II[a0, b1, 0] - II[a1, b0, 0] + II[a0, b0, 0]
-                out[i, cy, cx] = (v / c - m) / std
-    return out
-
-
-@njit(cache=True)
-def _haar_from_cells(M):  # pragma: no cover - compiled
-    # two-rectangle (horizontal, vertical) and four-rectangle (diagonal) differences of
-    # adjacent cells of M (n, g, g): (n, g(g-1) + (g-1)g + (g-1)^2), in that order
-    n, g = M.shape[0], M.shape[1]
-    out = np.empty((n, 2 * g * (g - 1) + (g - 1) * (g - 1)))
-    for i in range(n):
-        k = 0
+                M[cy, cx] = (v / c - m) / std
+        j = col
+        if not haar:
+            for cy in range(g):
+                for cx in range(g):
+                    out[i, j] = M[cy, cx]
+                    j += 1
+            continue
         for cy in range(g):
             for cx in range(g - 1):
-                out[i, k] = M[i, cy, cx + 1] - M[i, cy, cx]
-                k += 1
+                out[i, j] = M[cy, cx + 1] - M[cy, cx]
+                j += 1
         for cy in range(g - 1):
             for cx in range(g):
-                out[i, k] = M[i, cy + 1, cx] - M[i, cy, cx]
-                k += 1
+                out[i, j] = M[cy + 1, cx] - M[cy, cx]
+                j += 1
         for cy in range(g - 1):
             for cx in range(g - 1):
-                out[i, k] = (
-                    M[i, cy + 1, cx + 1] + M[i, cy, cx] - M[i, cy + 1, cx] - M[i, cy, cx + 1]
-                )
-                k += 1
-    return out
-
-
-def _box_cells(II, boxes, n_cells) -> np.ndarray:
-    """Sums over an ``n_cells`` x ``n_cells`` grid of every box: (n, g, g, C) for the
-    integral images II (H+1, W+1, C) and boxes in II's coordinates."""
-    xe = _edges(boxes[:, 0], boxes[:, 2], n_cells)
-    ye = _edges(boxes[:, 1], boxes[:, 3], n_cells)
-    return _cell_sums(II, xe, ye)
+                out[i, j] = M[cy + 1, cx + 1] + M[cy, cx] - M[cy + 1, cx] - M[cy, cx + 1]
+                j += 1
 
 
 class PatchFeatures:
@@ -240,6 +226,7 @@ class PatchFeatures:
         self.parts = parts
         self.raw_cells, self.hog_cells = int(raw_cells), int(hog_cells)
         self.hog_bins, self.haar_cells = int(hog_bins), int(haar_cells)
+        self._scratch: dict[str, np.ndarray] = {}
 
     @property
     def n_features(self) -> int:
@@ -251,13 +238,14 @@ class PatchFeatures:
         }
         return sum(size[p] for p in self.parts)
 
-    def __call__(self, frame, boxes) -> np.ndarray:
-        """Features of ``boxes`` (n, 4) ``(x, y, w, h)`` (inside the frame), (n, d)."""
+    def __call__(self, frame, boxes, out=None) -> np.ndarray:
+        """Features of ``boxes`` (n, 4) ``(x, y, w, h)`` (inside the frame), (n, d);
+        ``out`` as in :meth:`extract`."""
         grey = frame if (np.ndim(frame) == 2 and frame.dtype == np.float32) else to_grey(frame)
         b = self._check_boxes(grey.shape, boxes)
         if len(b) == 0:
             return np.zeros((0, self.n_features))
-        return self.extract(self.prepare(grey, _cover(b)), b)
+        return self.extract(self.prepare(grey, _cover(b), scratch=True), b, out=out)
 
     def _check_boxes(self, shape, boxes) -> np.ndarray:
         boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
@@ -273,11 +261,13 @@ class PatchFeatures:
             raise ValueError("boxes must lie inside the frame")
         return b
 
-    def prepare(self, frame, region) -> FrameIntegrals:
+    def prepare(self, frame, region, *, scratch: bool = False) -> FrameIntegrals:
         """The integral images of ``frame`` over ``region = (x0, y0, x1, y1)`` (pixels
         ``[x0, x1) x [y0, y1)``, clipped to the frame; one pixel of border is added for
         the gradients), for :meth:`extract` of any boxes inside the region: a tracker
-        computes them once per frame for its prediction and training candidates."""
+        computes them once per frame for its prediction and training candidates.
+        ``scratch``: in buffers this object reuses (valid until its next call with
+        ``scratch``; what ``__call__`` uses)."""
         grey = frame if (np.ndim(frame) == 2 and frame.dtype == np.float32) else to_grey(frame)
         H, W = grey.shape
         x0, y0, x1, y1 = (int(np.floor(v)) for v in region)
@@ -287,16 +277,31 @@ class PatchFeatures:
             raise ValueError(f"region {tuple(region)} does not overlap the frame")
         roi = np.ascontiguousarray(grey[y0:y1, x0:x1])
         need_grey = any(p in ("raw", "haar") for p in self.parts)
-        return FrameIntegrals(
-            (x0, y0, x1, y1),
-            (H, W),
-            _grey_integrals(roi) if need_grey else None,
-            _hog_integrals(roi, self.hog_bins) if "hog" in self.parts else None,
-        )
+        shape = (roi.shape[0] + 1, roi.shape[1] + 1)
+        G = Hg = None
+        if need_grey:
+            G = self._buffer("grey", (*shape, 2)) if scratch else np.empty((*shape, 2))
+            _grey_integrals(roi, G)
+        if "hog" in self.parts:
+            nb = self.hog_bins
+            Hg = self._buffer("hog", (*shape, nb)) if scratch else np.empty((*shape, nb))
+            _hog_integrals(roi, Hg)
+        return FrameIntegrals((x0, y0, x1, y1), (H, W), G, Hg)
 
-    def extract(self, pre: FrameIntegrals, boxes) -> np.ndarray:
+    def _buffer(self, name, shape) -> np.ndarray:
+        """A C-contiguous float64 array of ``shape`` in a scratch buffer kept across calls
+        (a fresh multi-megabyte array per frame costs its page faults every time)."""
+        size = int(np.prod(shape))
+        buf = self._scratch.get(name)
+        if buf is None or len(buf) < size:
+            buf = self._scratch[name] = np.empty(max(size, 2 * len(buf) if buf is not None else 0))
+        return buf[:size].reshape(shape)
+
+    def extract(self, pre: FrameIntegrals, boxes, out=None) -> np.ndarray:
         """Features (n, d) of ``boxes`` from :meth:`prepare`'s integral images; boxes
-        outside the prepared region raise ValueError."""
+        outside the prepared region raise ValueError.  ``out``: a float64 (n, d) array
+        to write them to (a caller scoring many boxes every frame can reuse one buffer
+        instead of a fresh allocation per call)."""
         H, W = pre.frame_shape
         b = self._check_boxes((H, W), boxes)
         n = len(b)
@@ -314,17 +319,22 @@ class PatchFeatures:
         rb = b.astype(np.float64)
         rb[:, 0] -= x0
         rb[:, 1] -= y0
-        out = []
-        for p in self.parts:
-            if p == "hog":
-                out.append(_l2_rows(_box_cells(pre.hog, rb, self.hog_cells).reshape(n, -1)))
-                continue
-            g = self.raw_cells if p == "raw" else self.haar_cells
+        if out is None:
+            out = np.empty((n, self.n_features))
+        elif out.shape != (n, self.n_features) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 ({n}, {self.n_features}) array")
+        col = 0
+        for p in self.parts:  # each kind written into its columns of out
+            g = {"hog": self.hog_cells, "raw": self.raw_cells, "haar": self.haar_cells}[p]
             xe = _edges(rb[:, 0], rb[:, 2], g)
             ye = _edges(rb[:, 1], rb[:, 3], g)
-            M = _grey_cells(pre.grey, xe, ye, p == "raw")
-            out.append(M.reshape(n, -1) if p == "raw" else _haar_from_cells(M))
-        return out[0] if len(out) == 1 else np.concatenate(out, axis=1)
+            if p == "hog":
+                _hog_into(pre.hog, xe, ye, out, col)
+                col += g * g * self.hog_bins
+            else:
+                _grey_into(pre.grey, xe, ye, p == "haar", out, col)
+                col += g * g if p == "raw" else 2 * g * (g - 1) + (g - 1) ** 2
+        return out
 
 
 def _cover(b) -> tuple[int, int, int, int]:

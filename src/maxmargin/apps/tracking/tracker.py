@@ -144,6 +144,7 @@ class _OnlineBoxTracker:
         self._rng = np.random.default_rng(self.random_state)
         self._encoded = False
         self._feat = PatchFeatures(self.features)
+        self._pred_buf = np.empty(0)
         self._scales = tuple(np.atleast_1d(np.asarray(self.scales, dtype=np.float64)))
         self._data = deque(maxlen=int(self._window_size()))
         self.timing_ = {"features": 0.0, "predict": 0.0, "train": 0.0, "sampling": 0.0}
@@ -204,7 +205,11 @@ class _OnlineBoxTracker:
                 cand = cand[np.sort(first)]
         self._prev_grey = grey
         t1 = time.perf_counter()
-        Z = self._feat(grey, cand)
+        # the candidates' features are only scored, never kept: one buffer for all frames
+        d = self._feat.n_features
+        if len(self._pred_buf) < len(cand) * d:
+            self._pred_buf = np.empty(2 * len(cand) * d)
+        Z = self._feat(grey, cand, out=self._pred_buf[: len(cand) * d].reshape(len(cand), d))
         t2 = time.perf_counter()
         s = self._score(Z)
         k = int(np.argmax(s))
