@@ -413,14 +413,16 @@ class StructBoostTracker(_OnlineBoxTracker):
         End every warm re-training with StructBoost's exact LP polish.  The initial
         training always ends with it; the re-trainings keep the fast master's smoothed
         solution (``StructBoost(polish=False)``), which costs a fraction of the time.
-    features : str, default="hog"
+    features : str, default="hog+haar"
         The paper uses raw pixels and HOG ("raw+hog"); with stumps the raw grey cells made
         the tracker drift on Coke and Tiger1 (overlap 0.35 against 0.56-0.57 with HOG
-        only, 0.63 against 0.68 on Girl).  ``"hog+haar"`` (Struck's Haar-like features
-        next to HOG) tracked better on all three sequences over seeds 0-5 (mean overlap
-        0.540 / 0.362 / 0.699 against 0.490 / 0.323 / 0.668 on Coke / Tiger1 / Girl) but
-        is slower (229 features instead of 144: below the 20 fps goal on Coke), so it is
-        an option, not the default (docs/benchmarks.md, "Drift remedies").
+        only, 0.63 against 0.68 on Girl).  HOG with Struck's Haar-like features
+        (``"hog+haar"``, 229 values) against HOG alone (``"hog"``, the earlier default),
+        over 12 runs per sequence (seeds 0-5 before and after the third session's speed
+        changes, which change the trajectories only by rounding): mean overlap 0.508 /
+        0.315 / 0.700 against 0.480 / 0.315 / 0.662 on Coke / Tiger1 / Girl -- better on
+        Coke and Girl, level on Tiger1 -- at 29 fps on Coke (HOG alone 37 fps;
+        docs/benchmarks.md, "Third session").
     features, n_predict, n_train, search_radius, train_radius, window, retrain_every,
     scales, random_state
         The protocol: feature kind (:class:`~maxmargin.apps.tracking.features.PatchFeatures`),
@@ -450,7 +452,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         update_gate: float | None = None,
         anchor_weight: float = 0.0,
         relabel: float | None = None,
-        features: str = "hog",
+        features: str = "hog+haar",
         n_predict: int = 2000,
         n_train: int = 200,
         search_radius: float = 30.0,
