@@ -432,12 +432,30 @@ class StructBoostTracker(_OnlineBoxTracker):
         relative box scales searched (``(1.0,)``: the paper's fixed size).
     keep_labelled : bool, default=False
         Keep the labelled initial frames in every training set (beside the window).
+    velocity, top_k, anchor_weight, relabel, n_train_labelled
+        Drift remedies, off by default (docs/tracking.md, "Drift remedies").
+    scale_step, scale_margin : float, default=0.0
+        Scale search after the translation search (off when ``scale_step`` is 0): sizes
+        ``1 -+ scale_step`` times the current one, adopted when their score beats the
+        box's by ``scale_margin`` times the recent median score.  Off by default: the
+        size shrinks on Girl (docs/benchmarks.md, "Third session").
+    redetect : float or None, default=None; redetect_radius : float, default=90
+        Re-detection: when the score falls below ``redetect`` times the recent median,
+        search ``redetect_radius`` px around the previous box coarse to fine
+        (:func:`coarse_to_fine`).  Off by default: it jumped to background on Coke and
+        Tiger1.
+    ncc_radius : float, default=0.0
+        A second search disc at the normalised cross-correlation match (within
+        ``ncc_radius`` px) of the previous box's patch; off when 0.  ``ncc_radius=60``:
+        +0.10 overlap on Tiger1, about level on Coke and Girl over seeds 0-5.
 
     Attributes
     ----------
     box_, score_ : the last box and its score.
     model_ : the fitted :class:`~maxmargin.learners.structboost.StructBoost`.
     timing_ : seconds spent in sampling, features, prediction and training.
+    n_redetections_, n_rescaled_, size_scale_ : frames re-detected, frames whose size
+        changed, and the current size relative to the initial box.
     """
 
     def __init__(
