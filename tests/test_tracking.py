@@ -9,6 +9,7 @@ from maxmargin.apps.tracking import (
     SSVMTracker,
     StructBoostTracker,
     centre_errors,
+    coarse_to_fine,
     load_sequence,
     make_tracker,
     precision_at,
@@ -19,6 +20,7 @@ from maxmargin.apps.tracking import (
     track_sequence,
     write_boxes,
 )
+from maxmargin.tasks.boxes import sample_boxes
 
 
 # -- synthetic video: a textured square moving over clutter ------------------------------
@@ -109,6 +111,80 @@ def test_features_match_direct_computation():
     with pytest.raises(ValueError, match="kind"):
         PatchFeatures("sift")
     assert to_grey(np.zeros((4, 4, 3), np.uint8)).shape == (4, 4)
+
+
+def _hog_direct(roi, box, cells=4, nb=9):
+    """HOG of one box by a per-pixel loop over the frame (the independent answer)."""
+    H, W = roi.shape
+    x, y, w, h = (int(v) for v in box)
+    xe = np.round(x + w * np.arange(cells + 1) / cells).astype(int)
+    ye = np.round(y + h * np.arange(cells + 1) / cells).astype(int)
+    v = np.zeros((cells, cells, nb))
+    for r in range(y, y + h):
+        for c in range(x, x + w):
+            gx = float(roi[r, c + 1]) - float(roi[r, c - 1]) if 0 < c < W - 1 else 0.0
+            gy = float(roi[r + 1, c]) - float(roi[r - 1, c]) if 0 < r < H - 1 else 0.0
+            a = np.arctan2(gy, gx) % np.pi
+            b = min(int(a * nb / np.pi), nb - 1)
+            cy = np.searchsorted(ye, r, side="right") - 1
+            cx = np.searchsorted(xe, c, side="right") - 1
+            v[cy, cx, b] += np.hypot(gx, gy)
+    v = v.ravel()
+    return v / (np.linalg.norm(v) + 1e-6)
+
+
+def _haar_direct(img, box, g=6):
+    x, y, w, h = (int(v) for v in box)
+    p = img[y : y + h, x : x + w].astype(float)
+    # cell edges rounded in frame coordinates (x + w k / g), as the features do
+    xe = np.round(x + w * np.arange(g + 1) / g).astype(int)
+    ye = np.round(y + h * np.arange(g + 1) / g).astype(int)
+    cell = [[img[ye[i] : ye[i + 1], xe[j] : xe[j + 1]].mean() for j in range(g)] for i in range(g)]
+    M = np.array(cell) / (p.std() + 1e-3)
+    hz = [M[i, j + 1] - M[i, j] for i in range(g) for j in range(g - 1)]
+    vt = [M[i + 1, j] - M[i, j] for i in range(g - 1) for j in range(g)]
+    dg = [
+        M[i + 1, j + 1] + M[i, j] - M[i + 1, j] - M[i, j + 1]
+        for i in range(g - 1)
+        for j in range(g - 1)
+    ]
+    return np.array(hz + vt + dg)
+
+
+def test_hog_and_haar_match_per_pixel_loops():
+    rng = np.random.default_rng(1)
+    # smooth image: orientations away from bin edges are stable in float32
+    img = np.kron(rng.random((12, 14)), np.ones((4, 4))).astype(np.float32)
+    img += 0.05 * rng.random(img.shape).astype(np.float32)
+    boxes = np.array([[0, 0, 20, 16], [7, 9, 24, 30], [31, 17, 25, 31]], float)
+    hog = PatchFeatures("hog")(img, boxes)
+    haar = PatchFeatures("haar")(img, boxes)
+    for b, h, a in zip(boxes, hog, haar):
+        np.testing.assert_allclose(h, _hog_direct(img, b), atol=2e-5)
+        np.testing.assert_allclose(a, _haar_direct(img, b), atol=1e-6)
+
+
+def test_prepared_region_gives_the_same_features():
+    rng = np.random.default_rng(2)
+    img = rng.random((60, 80)).astype(np.float32)
+    boxes = np.array([[10, 12, 16, 20], [30, 5, 20, 18], [0, 40, 12, 20]], float)
+    pf = PatchFeatures("raw+hog+haar")
+    pre = pf.prepare(img, (0, 0, 70, 60))  # a region larger than the boxes need
+    np.testing.assert_allclose(pf.extract(pre, boxes), pf(img, boxes), atol=1e-9)
+    small = pf.prepare(img, (10, 12, 26, 32))  # exactly the first box
+    np.testing.assert_allclose(pf.extract(small, boxes[:1]), pf(img, boxes[:1]), atol=1e-9)
+    with pytest.raises(ValueError, match="prepared region"):
+        pf.extract(small, boxes[1:2])
+    # out: written in place; the scratch integral images of one call do not leak into
+    # the next call's features
+    buf = np.full((3, pf.n_features), np.nan)
+    Z = pf(img, boxes, out=buf)
+    assert Z is buf
+    other = pf(img[::-1].copy(), boxes)
+    np.testing.assert_allclose(pf(img, boxes), buf, atol=1e-12)
+    assert not np.allclose(other, buf)
+    with pytest.raises(ValueError, match="out must be"):
+        pf(img, boxes, out=np.zeros((2, pf.n_features)))
 
 
 # -- data --------------------------------------------------------------------------------
@@ -416,3 +492,134 @@ def test_n_train_labelled_samples_more_boxes_on_the_labelled_frames():
     assert min(sizes[:3]) > 100 and sizes[3] <= 41, sizes
     with pytest.raises(ValueError, match="n_train_labelled"):
         SSVMTracker(n_train_labelled=0, **FAST).init(frames[0], boxes[0])
+
+
+# -- coarse-to-fine search, re-detection, scale search ------------------------------------
+def _peak_score(px, py, sx=1.0, sy=2.0):
+    """A smooth score map over box positions with a single peak at (px, py)."""
+
+    def score(boxes):
+        b = np.asarray(boxes, dtype=float)
+        return -(sx * (b[:, 0] - px) ** 2 + sy * (b[:, 1] - py) ** 2)
+
+    return score
+
+
+def test_coarse_to_fine_returns_the_full_grid_best_box():
+    rng = np.random.default_rng(0)
+    shape, box = (240, 320), np.array([140.0, 100.0, 20.0, 30.0])
+    full = sample_boxes(box, 10**6, 40.0, shape)  # every whole-pixel translation
+    assert np.all(np.diff(np.unique(full[:, 0])) == 1)
+    for _ in range(10):
+        px, py = box[:2] + rng.uniform(-27, 27, size=2)
+        f = _peak_score(px, py)
+        calls = []
+
+        def counted(b, f=f, calls=calls):
+            calls.append(len(b))
+            return f(b)
+
+        best, s = coarse_to_fine(counted, box, 40.0, 200, shape)
+        k = np.argmax(f(full))
+        np.testing.assert_array_equal(best, full[k])
+        assert s == f(full[k : k + 1])[0]
+        assert sum(calls) < len(full) / 4  # a fraction of the full grid's boxes
+
+
+def _patched_tracker(**kw):
+    """A tracker whose "features" are the boxes themselves, scored by ``tr.score_map``
+    (re-training off), to test the search logic on a known score map."""
+    frames, boxes = synthetic_video(n=2, size=(200, 300))
+    tr = StructBoostTracker(
+        weak_learner="stump", max_iter=5, retrain_every=10**6, random_state=0, **kw
+    ).init(frames[0], boxes[0])
+
+    class BoxesAsFeatures:
+        n_features = 4
+
+        def __call__(self, grey, b, out=None):
+            return np.asarray(b, dtype=float)
+
+    tr._feat = BoxesAsFeatures()
+    tr._score = lambda Z: tr.score_map(Z)
+    return tr, frames
+
+
+def test_redetection_searches_wide_when_the_score_collapses():
+    kw = dict(n_predict=300, n_train=20, search_radius=12.0, window=4)
+    for redetect in (None, 0.5):
+        tr, frames = _patched_tracker(redetect=redetect, redetect_radius=120.0, **kw)
+        start = tr.box_.copy()
+        target = start[:2] + np.array([90.0, 20.0])  # far outside the search radius
+        peak = _peak_score(*target)
+        tr.score_map = lambda Z, peak=peak: 1.0 + peak(Z) / 1e4
+        tr._frame_scores.extend([1.0] * 10)  # the recent scores: ~1
+        box = tr.update(frames[1])
+        if redetect is None:  # the best box within 12 px of the start
+            assert np.hypot(*(box[:2] - start[:2])) <= 12.0 + 1e-9
+            assert tr.n_redetections_ == 0
+        else:
+            np.testing.assert_array_equal(box[:2], target)
+            assert tr.n_redetections_ == 1
+    # no collapse, no wide search: the peak inside the search disc scores ~1
+    tr, frames = _patched_tracker(redetect=0.5, **kw)
+    tr.score_map = lambda Z: 1.0 + _peak_score(*(tr.box_[:2] + 5.0))(Z) / 1e4
+    tr._frame_scores.extend([1.0] * 10)
+    tr.update(frames[1])
+    assert tr.n_redetections_ == 0
+    with pytest.raises(ValueError, match="redetect"):
+        StructBoostTracker(redetect=1.5, **FAST).init(frames[0], [10, 10, 16, 16])
+
+
+def test_scale_search_follows_a_better_size_only_past_the_margin():
+    kw = dict(n_predict=200, n_train=20, search_radius=6.0, window=4)
+    for margin, expect_change in ((0.0, True), (10.0, False)):
+        tr, frames = _patched_tracker(scale_step=0.1, scale_margin=margin, **kw)
+        w0 = tr.box_[2]
+
+        def score(Z, tr=tr, w0=w0):  # best at the current position with 1.25 times the size
+            c = tr.box_[:2] + tr.box_[2:] / 2
+            cz = Z[:, :2] + Z[:, 2:] / 2
+            return -np.abs(Z[:, 2] - 1.25 * w0) - 0.01 * np.hypot(*(cz - c).T)
+
+        tr.score_map = score
+        for _ in range(4):
+            tr._frame_scores.extend([1.0] * 5)
+            box = tr.update(frames[1])
+        if expect_change:
+            assert abs(box[2] - 1.25 * w0) <= 1.0 and box[2] == box[3]  # aspect kept
+            assert tr.n_rescaled_ >= 2
+        else:
+            assert box[2] == w0 and tr.n_rescaled_ == 0
+    # the training boxes of a frame include the other sizes
+    assert len(np.unique(tr._data[-1].boxes[:, 2])) > 1
+    with pytest.raises(ValueError, match="scale_step"):
+        StructBoostTracker(scale_step=0.7, **FAST).init(frames[0], [10, 10, 16, 16])
+
+
+def test_template_match_adds_a_search_disc_where_the_target_jumped():
+    """A square jumping back and forth by 14-18 px with a search radius of 6 px: the
+    plain search loses it (a constant-velocity prior would too), the second search disc
+    at the normalised cross-correlation match of the last box's patch keeps it."""
+    rng = np.random.default_rng(3)
+    H, W, side, n = 80, 200, 16, 14
+    bg = np.kron(rng.random((H // 4, W // 4)), np.ones((4, 4))) * 0.5
+    tex = np.kron(rng.random((side // 2, side // 2)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
+    xs = 60 + np.cumsum([0] + [18 if t % 2 else -14 for t in range(1, n)])
+    frames, boxes = [], []
+    for x in xs:
+        f = bg.copy()
+        f[30 : 30 + side, x : x + side] = tex
+        frames.append((f * 255).astype(np.uint8))
+        boxes.append([x, 30, side, side])
+    boxes = np.array(boxes, dtype=float)
+    kw = dict(
+        random_state=0, n_predict=300, n_train=100,
+        search_radius=6.0, train_radius=20.0, window=12,
+    )  # fmt: skip
+    _p, plain = track_sequence(SSVMTracker(**kw), frames, boxes)
+    _p, ncc = track_sequence(SSVMTracker(ncc_radius=30.0, **kw), frames, boxes)
+    assert plain["metrics"]["overlap"] < 0.5
+    assert ncc["metrics"]["overlap"] > 0.8
+    with pytest.raises(ValueError, match="ncc_radius"):
+        SSVMTracker(ncc_radius=-1.0, **FAST).init(frames[0], boxes[0])

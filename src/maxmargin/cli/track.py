@@ -36,8 +36,8 @@ def add_track_parser(sub, parents=()) -> argparse.ArgumentParser:
     p.add_argument(
         "--features",
         default=None,
-        help="raw, hog, haar joined by + (default: the tracker's, hog for structboost, "
-        "raw+hog for the baselines)",
+        help="raw, hog, haar joined by + (default: the tracker's, hog+haar for "
+        "structboost, raw+hog for the baselines)",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed (0)")
     p.add_argument("--gif", action="store_true", help="also write an animated GIF overlay")

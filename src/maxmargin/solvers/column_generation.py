@@ -680,9 +680,10 @@ def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) ->
     cols = store.add(hyps, out, slots)
     if len(cols) == 0:
         return
+    rows = store.last_rows  # the stored classifier of each earlier one
     w = np.zeros(store.n_columns)
     for k in range(len(hyps)):  # one step per earlier weak classifier (not per sample)
-        h = store.find(out[k])
+        h = rows[k]
         for s in slots[k]:
             w[store.index[h, s]] += W0[k, s]
     mst.add_columns(cols)

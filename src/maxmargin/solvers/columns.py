@@ -105,15 +105,18 @@ class ColumnStore:
     def add(self, new_hyps: Hypotheses, outputs: np.ndarray, slots_per_hyp) -> np.ndarray:
         """Add classifiers (or reuse identical stored ones) in the given slots.
 
-        Returns the numbers of the columns created (pairs already present are skipped).
+        Returns the numbers of the columns created (pairs already present are skipped);
+        ``last_rows`` then holds the stored classifier number of each given classifier.
         """
         outputs = np.asarray(outputs, dtype=np.float64).reshape(len(new_hyps), self.n_z)
         new_cols = []
         taken = []  # new classifiers, in the order they get their numbers
         self._grow(len(new_hyps))
+        self.last_rows = np.empty(len(new_hyps), dtype=np.int64)
         for k in range(len(new_hyps)):  # one step per new classifier (not per input)
             key = self._key(outputs[k])
             h = self._lookup(outputs[k], key)
+            self.last_rows[k] = self.n_hyp if h < 0 else h
             if h < 0:
                 h = self.n_hyp
                 self._H[h] = outputs[k]

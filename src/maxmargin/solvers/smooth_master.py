@@ -132,7 +132,16 @@ class SmoothedMaster:
         if k == 0:
             return
         st = self.store
-        g_new = (st.H[st.col_hyp[cols]] * self.A[:, st.col_slot[cols]].T).sum(axis=1)
+        hs, ss = st.col_hyp[cols], st.col_slot[cols]
+        g_new = np.empty(k)
+        for s in np.unique(ss):  # one product per slot (not per column)
+            at = np.flatnonzero(ss == s)
+            h = hs[at]
+            if h[-1] - h[0] == len(h) - 1 and np.all(np.diff(h) == 1):
+                rows = st.H[h[0] : h[-1] + 1]  # consecutive classifiers: a view, no copy
+            else:
+                rows = st.H[h]
+            g_new[at] = rows @ self.A[:, s]
         self.w = np.concatenate([self.w, np.zeros(k)])
         self.gains = np.concatenate([self.gains, g_new])
         self.grad = 1.0 - self.gains

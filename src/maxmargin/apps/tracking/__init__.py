@@ -18,6 +18,7 @@ from maxmargin.apps.tracking.tracker import (
     AdaBoostTracker,
     SSVMTracker,
     StructBoostTracker,
+    coarse_to_fine,
     make_tracker,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "Sequence",
     "StructBoostTracker",
     "centre_errors",
+    "coarse_to_fine",
     "load_sequence",
     "make_tracker",
     "overlaps",

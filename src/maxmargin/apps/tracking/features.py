@@ -4,8 +4,12 @@ Every feature of a box is a sum over a rectangle of the box's cell grid, so one 
 image per channel, computed once per frame on the region the boxes cover, gives all the
 boxes' features by four look-ups per cell (Viola & Jones, "Rapid object detection using
 a boosted cascade of simple features", CVPR 2001; Porikli, "Integral histogram", CVPR
-2005).  No loop per box or per pixel: the look-ups are one fancy-indexing gather over
-(boxes, cell edges).
+2005).  The integral images (grey level and its square; one channel per HOG orientation,
+channel-last so a cell's orientations are adjacent in memory) are built in one compiled
+pass over the region's pixels, and the look-ups, normalisations and Haar differences in
+one compiled pass over the boxes (numba); :meth:`PatchFeatures.prepare` builds a frame's
+integral images once for several sets of boxes (a tracker's prediction and training
+candidates).
 
 Feature kinds (combine with ``+``, e.g. ``"raw+hog"``, the paper's choice, Sec. 4.4):
 
@@ -26,6 +30,8 @@ Feature kinds (combine with ``+``, e.g. ``"raw+hog"``, the paper's choice, Sec. 
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -50,32 +56,140 @@ def to_grey(frame) -> np.ndarray:
     return a
 
 
-def _integral(img: np.ndarray) -> np.ndarray:
-    """Integral image(s) with a zero first row and column; works on (..., H, W)."""
-    out = np.zeros((*img.shape[:-2], img.shape[-2] + 1, img.shape[-1] + 1), np.float64)
-    np.cumsum(np.cumsum(img, axis=-2, dtype=np.float64), axis=-1, out=out[..., 1:, 1:])
-    return out
-
-
 def _edges(start, length, n_cells) -> np.ndarray:
     """Integer cell edges (n_boxes, n_cells + 1) splitting [start, start + length)."""
     t = np.arange(n_cells + 1) / n_cells
     return np.round(start[:, None] + length[:, None] * t[None, :]).astype(np.intp)
 
 
-def _cell_sums(II: np.ndarray, boxes: np.ndarray, n_cells: int) -> np.ndarray:
-    """Sums over an ``n_cells`` x ``n_cells`` grid of every box: (C, n, g, g) for
-    integral images II (C, H+1, W+1) and boxes in II's coordinates."""
-    xe = _edges(boxes[:, 0], boxes[:, 2], n_cells)
-    ye = _edges(boxes[:, 1], boxes[:, 3], n_cells)
-    G = II[:, ye[:, :, None], xe[:, None, :]]  # (C, n, g+1, g+1)
-    return G[:, :, 1:, 1:] - G[:, :, :-1, 1:] - G[:, :, 1:, :-1] + G[:, :, :-1, :-1]
+@njit(cache=True)
+def _grey_integrals(roi, out):  # pragma: no cover - compiled
+    # integral images of the grey level and its square into out (H+1, W+1, 2), zero
+    # first row/col
+    h, w = roi.shape
+    out[0, :, :] = 0.0
+    out[:, 0, :] = 0.0
+    for y in range(h):
+        r1 = 0.0
+        r2 = 0.0
+        for x in range(w):
+            v = np.float64(roi[y, x])
+            r1 += v
+            r2 += v * v
+            out[y + 1, x + 1, 0] = out[y, x + 1, 0] + r1
+            out[y + 1, x + 1, 1] = out[y, x + 1, 1] + r2
+    return out
 
 
-def _cell_areas(boxes, n_cells) -> np.ndarray:
-    xe = _edges(boxes[:, 0], boxes[:, 2], n_cells)
-    ye = _edges(boxes[:, 1], boxes[:, 3], n_cells)
-    return np.maximum(np.diff(ye, axis=1)[:, :, None] * np.diff(xe, axis=1)[:, None, :], 1)
+@njit(cache=True)
+def _hog_integrals(roi, out):  # pragma: no cover - compiled
+    # integral histogram of oriented gradients into out (H+1, W+1, nb): central
+    # differences (zero on the border rows / columns), unsigned orientation hard-binned
+    # into nb bins, gradient magnitude accumulated (float32 per pixel as the NumPy form,
+    # float64 sums)
+    h, w = roi.shape
+    nb = out.shape[2]
+    out[0, :, :] = 0.0
+    out[:, 0, :] = 0.0
+    row = np.zeros(nb)
+    pi32 = np.float32(np.pi)
+    scale = np.float32(nb / np.pi)
+    zero = np.float32(0.0)
+    for y in range(h):
+        row[:] = 0.0
+        for x in range(w):
+            gx = roi[y, x + 1] - roi[y, x - 1] if 0 < x < w - 1 else zero
+            gy = roi[y + 1, x] - roi[y - 1, x] if 0 < y < h - 1 else zero
+            mag = np.float32(np.sqrt(gx * gx + gy * gy))
+            a = np.float32(np.arctan2(gy, gx))
+            if a < 0:  # unsigned orientation: a mod pi (pi itself is 0)
+                a = np.float32(a + pi32)
+            if a >= pi32:
+                a = np.float32(a - pi32)
+            b = int(np.float32(a * scale))
+            if b > nb - 1:
+                b = nb - 1
+            row[b] += mag
+            for c in range(nb):
+                out[y + 1, x + 1, c] = out[y, x + 1, c] + row[c]
+    return out
+
+
+@njit(cache=True)
+def _hog_into(II, xe, ye, out, col):  # pragma: no cover - compiled
+    # the channels of II (H+1, W+1, C) summed over every box's cells (cell edges xe, ye
+    # (n, g+1)), cell by cell with the C channels adjacent, L2-normalised (+1e-6),
+    # written to out[:, col : col + g*g*C]
+    n = xe.shape[0]
+    g = xe.shape[1] - 1
+    C = II.shape[2]
+    k = g * g * C
+    for i in range(n):
+        j = col
+        for cy in range(g):
+            y0 = ye[i, cy]
+            y1 = ye[i, cy + 1]
+            for cx in range(g):
+                x0 = xe[i, cx]
+                x1 = xe[i, cx + 1]
+                for c in range(C):
+                    out[i, j] = II[y1, x1, c] - II[y0, x1, c] - II[y1, x0, c] + II[y0, x0, c]
+                    j += 1
+        s = 0.0
+        for j in range(col, col + k):
+            s += out[i, j] * out[i, j]
+        s = np.sqrt(s) + 1e-6
+        for j in range(col, col + k):
+            out[i, j] /= s
+
+
+@njit(cache=True)
+def _grey_into(II, xe, ye, haar, out, col):  # pragma: no cover - compiled
+    # cell means of the grey level (channel 0 of II, channel 1 its square) over every
+    # box's g x g grid divided by the patch's std + 1e-3; the patch is the whole grid
+    # [xe[0], xe[g]) x [ye[0], ye[g]).  raw (haar False): the means minus the patch mean,
+    # g*g values; haar: the two-rectangle (horizontal, vertical) and four-rectangle
+    # (diagonal) differences of adjacent cells, g(g-1) + (g-1)g + (g-1)^2 values, in
+    # that order; written to out[:, col:]
+    n = xe.shape[0]
+    g = xe.shape[1] - 1
+    M = np.empty((g, g))
+    for i in range(n):
+        x0, x1, y0, y1 = xe[i, 0], xe[i, g], ye[i, 0], ye[i, g]
+        area = (x1 - x0) * (y1 - y0)
+        s1 = II[y1, x1, 0] - II[y0, x1, 0] - II[y1, x0, 0] + II[y0, x0, 0]
+        s2 = II[y1, x1, 1] - II[y0, x1, 1] - II[y1, x0, 1] + II[y0, x0, 1]
+        mean = s1 / area
+        std = np.sqrt(max(s2 / area - mean * mean, 0.0)) + 1e-3
+        m = 0.0 if haar else mean
+        for cy in range(g):
+            a0 = ye[i, cy]
+            a1 = ye[i, cy + 1]
+            for cx in range(g):
+                b0 = xe[i, cx]
+                b1 = xe[i, cx + 1]
+                c = max((a1 - a0) * (b1 - b0), 1)
+                v = II[a1, b1, 0] - II[a0, b1, 0] - II[a1, b0, 0] + II[a0, b0, 0]
+                M[cy, cx] = (v / c - m) / std
+        j = col
+        if not haar:
+            for cy in range(g):
+                for cx in range(g):
+                    out[i, j] = M[cy, cx]
+                    j += 1
+            continue
+        for cy in range(g):
+            for cx in range(g - 1):
+                out[i, j] = M[cy, cx + 1] - M[cy, cx]
+                j += 1
+        for cy in range(g - 1):
+            for cx in range(g):
+                out[i, j] = M[cy + 1, cx] - M[cy, cx]
+                j += 1
+        for cy in range(g - 1):
+            for cx in range(g - 1):
+                out[i, j] = M[cy + 1, cx + 1] + M[cy, cx] - M[cy + 1, cx] - M[cy, cx + 1]
+                j += 1
 
 
 class PatchFeatures:
@@ -112,6 +226,7 @@ class PatchFeatures:
         self.parts = parts
         self.raw_cells, self.hog_cells = int(raw_cells), int(hog_cells)
         self.hog_bins, self.haar_cells = int(hog_bins), int(haar_cells)
+        self._scratch: dict[str, np.ndarray] = {}
 
     @property
     def n_features(self) -> int:
@@ -123,91 +238,145 @@ class PatchFeatures:
         }
         return sum(size[p] for p in self.parts)
 
-    def __call__(self, frame, boxes) -> np.ndarray:
-        """Features of ``boxes`` (n, 4) ``(x, y, w, h)`` (inside the frame), (n, d)."""
+    def __call__(self, frame, boxes, out=None) -> np.ndarray:
+        """Features of ``boxes`` (n, 4) ``(x, y, w, h)`` (inside the frame), (n, d);
+        ``out`` as in :meth:`extract`."""
         grey = frame if (np.ndim(frame) == 2 and frame.dtype == np.float32) else to_grey(frame)
-        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-        if len(boxes) == 0:
+        b = self._check_boxes(grey.shape, boxes)
+        if len(b) == 0:
             return np.zeros((0, self.n_features))
-        H, W = grey.shape
+        return self.extract(self.prepare(grey, _cover(b), scratch=True), b, out=out)
+
+    def _check_boxes(self, shape, boxes) -> np.ndarray:
+        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        H, W = shape
         b = np.round(boxes).astype(np.intp)
         b[:, 2:] = np.maximum(b[:, 2:], 1)
-        if (
+        if len(b) and (
             b[:, 0].min() < 0
             or b[:, 1].min() < 0
             or (b[:, 0] + b[:, 2]).max() > W
             or (b[:, 1] + b[:, 3]).max() > H
         ):
             raise ValueError("boxes must lie inside the frame")
-        # integral images on the region the boxes cover only (1 px border for gradients)
-        x0 = max(int(b[:, 0].min()) - 1, 0)
-        y0 = max(int(b[:, 1].min()) - 1, 0)
-        x1 = min(int((b[:, 0] + b[:, 2]).max()) + 1, W)
-        y1 = min(int((b[:, 1] + b[:, 3]).max()) + 1, H)
-        roi = grey[y0:y1, x0:x1]
+        return b
+
+    def prepare(self, frame, region, *, scratch: bool = False) -> FrameIntegrals:
+        """The integral images of ``frame`` over ``region = (x0, y0, x1, y1)`` (pixels
+        ``[x0, x1) x [y0, y1)``, clipped to the frame; one pixel of border is added for
+        the gradients), for :meth:`extract` of any boxes inside the region: a tracker
+        computes them once per frame for its prediction and training candidates.
+        ``scratch``: in buffers this object reuses (valid until its next call with
+        ``scratch``; what ``__call__`` uses)."""
+        grey = frame if (np.ndim(frame) == 2 and frame.dtype == np.float32) else to_grey(frame)
+        H, W = grey.shape
+        x0, y0, x1, y1 = (int(np.floor(v)) for v in region)
+        x0, y0 = max(x0 - 1, 0), max(y0 - 1, 0)
+        x1, y1 = min(x1 + 1, W), min(y1 + 1, H)
+        if not (x1 > x0 and y1 > y0):
+            raise ValueError(f"region {tuple(region)} does not overlap the frame")
+        roi = np.ascontiguousarray(grey[y0:y1, x0:x1])
+        need_grey = any(p in ("raw", "haar") for p in self.parts)
+        shape = (roi.shape[0] + 1, roi.shape[1] + 1)
+        G = Hg = None
+        if need_grey:
+            G = self._buffer("grey", (*shape, 2)) if scratch else np.empty((*shape, 2))
+            _grey_integrals(roi, G)
+        if "hog" in self.parts:
+            nb = self.hog_bins
+            Hg = self._buffer("hog", (*shape, nb)) if scratch else np.empty((*shape, nb))
+            _hog_integrals(roi, Hg)
+        return FrameIntegrals((x0, y0, x1, y1), (H, W), G, Hg)
+
+    def _buffer(self, name, shape) -> np.ndarray:
+        """A C-contiguous float64 array of ``shape`` in a scratch buffer kept across calls
+        (a fresh multi-megabyte array per frame costs its page faults every time)."""
+        size = int(np.prod(shape))
+        buf = self._scratch.get(name)
+        if buf is None or len(buf) < size:
+            buf = self._scratch[name] = np.empty(max(size, 2 * len(buf) if buf is not None else 0))
+        return buf[:size].reshape(shape)
+
+    def extract(self, pre: FrameIntegrals, boxes, out=None) -> np.ndarray:
+        """Features (n, d) of ``boxes`` from :meth:`prepare`'s integral images; boxes
+        outside the prepared region raise ValueError.  ``out``: a float64 (n, d) array
+        to write them to (a caller scoring many boxes every frame can reuse one buffer
+        instead of a fresh allocation per call)."""
+        H, W = pre.frame_shape
+        b = self._check_boxes((H, W), boxes)
+        n = len(b)
+        if n == 0:
+            return np.zeros((0, self.n_features))
+        x0, y0, x1, y1 = pre.region
+        # one pixel of border on each side for the gradients, unless at the frame edge
+        if (
+            b[:, 0].min() - 1 < x0 - (x0 == 0)
+            or b[:, 1].min() - 1 < y0 - (y0 == 0)
+            or (b[:, 0] + b[:, 2]).max() + 1 > x1 + (x1 == W)
+            or (b[:, 1] + b[:, 3]).max() + 1 > y1 + (y1 == H)
+        ):
+            raise ValueError("boxes must lie inside the prepared region")
         rb = b.astype(np.float64)
         rb[:, 0] -= x0
         rb[:, 1] -= y0
-        out = []
-        need_grey = any(p in ("raw", "haar") for p in self.parts)
-        if need_grey:
-            II = _integral(roi)[None]
-            II2 = _integral(roi.astype(np.float64) ** 2)
-            # patch mean and std from the integral images of the box itself
-            whole = _cell_sums(np.stack([II[0], II2]), rb, 1)[:, :, 0, 0]  # (2, n)
-            area = rb[:, 2] * rb[:, 3]
-            mean = whole[0] / area
-            std = np.sqrt(np.maximum(whole[1] / area - mean**2, 0.0)) + 1e-3
-        for p in self.parts:
-            if p == "raw":
-                M = _cell_sums(II, rb, self.raw_cells)[0] / _cell_areas(rb, self.raw_cells)
-                M = (M - mean[:, None, None]) / std[:, None, None]
-                out.append(M.reshape(len(rb), -1))
-            elif p == "haar":
-                g = self.haar_cells
-                M = _cell_sums(II, rb, g)[0] / _cell_areas(rb, g) / std[:, None, None]
-                h = M[:, :, 1:] - M[:, :, :-1]
-                v = M[:, 1:, :] - M[:, :-1, :]
-                d = M[:, 1:, 1:] + M[:, :-1, :-1] - M[:, 1:, :-1] - M[:, :-1, 1:]
-                out.append(np.concatenate([a.reshape(len(rb), -1) for a in (h, v, d)], axis=1))
+        if out is None:
+            out = np.empty((n, self.n_features))
+        elif out.shape != (n, self.n_features) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 ({n}, {self.n_features}) array")
+        col = 0
+        for p in self.parts:  # each kind written into its columns of out
+            g = {"hog": self.hog_cells, "raw": self.raw_cells, "haar": self.haar_cells}[p]
+            xe = _edges(rb[:, 0], rb[:, 2], g)
+            ye = _edges(rb[:, 1], rb[:, 3], g)
+            if p == "hog":
+                _hog_into(pre.hog, xe, ye, out, col)
+                col += g * g * self.hog_bins
             else:
-                out.append(self._hog(roi, rb))
-        return np.concatenate(out, axis=1)
+                _grey_into(pre.grey, xe, ye, p == "haar", out, col)
+                col += g * g if p == "raw" else 2 * g * (g - 1) + (g - 1) ** 2
+        return out
 
-    def _hog(self, roi, rb) -> np.ndarray:
-        gx = np.zeros_like(roi)
-        gy = np.zeros_like(roi)
-        gx[:, 1:-1] = roi[:, 2:] - roi[:, :-2]
-        gy[1:-1, :] = roi[2:, :] - roi[:-2, :]
-        mag = np.hypot(gx, gy)
-        ang = np.mod(np.arctan2(gy, gx), np.pi)
-        nb = self.hog_bins
-        bins = np.minimum((ang * (nb / np.pi)).astype(np.intp), nb - 1)
-        chans = np.zeros((nb, *roi.shape), np.float32)
-        r, c = np.indices(roi.shape)
-        chans[bins, r, c] = mag
-        S = _cell_sums(_integral(chans), rb, self.hog_cells)  # (nb, n, g, g)
-        v = np.moveaxis(S, 0, -1).reshape(len(rb), -1)
-        return v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-6)
+
+def _cover(b) -> tuple[int, int, int, int]:
+    """The region (x0, y0, x1, y1) the integer boxes b cover."""
+    return (
+        int(b[:, 0].min()),
+        int(b[:, 1].min()),
+        int((b[:, 0] + b[:, 2]).max()),
+        int((b[:, 1] + b[:, 3]).max()),
+    )
+
+
+@dataclass
+class FrameIntegrals:
+    """Integral images of one frame's region (:meth:`PatchFeatures.prepare`)."""
+
+    region: tuple  # (x0, y0, x1, y1) of the integral images, in frame pixels
+    frame_shape: tuple  # (H, W)
+    grey: np.ndarray | None  # (h+1, w+1, 2): grey level and its square
+    hog: np.ndarray | None  # (h+1, w+1, hog_bins): gradient magnitude per orientation
 
 
 @njit(cache=True)
 def _quantize(ZT, edges, out):  # pragma: no cover - compiled
-    # branchless bisection: edges (d, 2**p) padded with +inf; code = #edges < v
+    # branchless bisection: edges (d, 2**p) padded with +inf; code = #edges < v.  The
+    # bisection steps run in lock-step over all values of a feature (independent loads
+    # in flight instead of one chain of dependent loads per value)
     d, n = ZT.shape
     k = edges.shape[1]
+    lo = np.empty(n, dtype=np.intp)
     for f in range(d):
         e = edges[f]
         z = ZT[f]
+        lo[:] = 0
+        step = k >> 1
+        while step > 0:
+            for i in range(n):
+                lo[i] += step * (e[lo[i] + step - 1] < z[i])
+            step >>= 1
         o = out[f]
         for i in range(n):
-            v = z[i]
-            lo = 0
-            step = k >> 1
-            while step > 0:
-                lo += step * (e[lo + step - 1] < v)
-                step >>= 1
-            o[i] = lo
+            o[i] = lo[i]
 
 
 class FeatureQuantizer:
