@@ -38,6 +38,9 @@ _BACKWARD_TOL = 1e-2
 def _drop_columns(warm, keep):
     """Remove the selected columns not in the mask ``keep`` from a restricted problem's
     warm start (the multipliers stay valid; the weights lose those entries)."""
+    nt = warm.get("newton")
+    if nt is not None:  # squared hinge: the Newton solver's weights and Gram matrix
+        nt.drop(keep)
     w = warm.get("w_full")
     if w is not None:
         warm["w_full"] = np.append(w[:-1][keep], w[-1])
@@ -158,7 +161,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             Interval(int, 1, None, closed="left"),
             Interval(float, 0, 1, closed="right"),
         ],
-        "loss": [Options("hinge", "logistic")],
+        "loss": [Options("hinge", "squared_hinge", "logistic")],
         "penalty": [Options("l2", "l1")],
         "C": [POSITIVE],
         "features_per_step": [
@@ -171,6 +174,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         "pricing_tol": [POSITIVE],
         "pricing_epochs": [None, Interval(int, 1, None, closed="left")],
         "overselect": [Interval(float, 1, None, closed="left")],
+        "k_path": [None, list, tuple, np.ndarray],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
         "callback": CALLBACK,
@@ -189,6 +193,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         pricing_tol=0.1,
         pricing_epochs=5,
         overselect=1.0,
+        k_path=None,
         max_time=None,
         verbose=0,
         callback=None,
@@ -203,24 +208,49 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         self.pricing_tol = pricing_tol
         self.pricing_epochs = pricing_epochs
         self.overselect = overselect
+        self.k_path = k_path
         self.max_time = max_time
         self.verbose = verbose
         self.callback = callback
+
+    def _targets(self, d):
+        """(the budget ``limit``, the sorted feature counts to record) for d features."""
+        limit = self.n_features_to_select
+        if isinstance(limit, float):
+            limit = max(1, round(limit * d))
+        if self.k_path is None:
+            limit = d if limit is None else min(int(limit), d)
+            return limit, [limit]
+        ks = list(self.k_path)
+        if not ks or any(
+            isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks
+        ):
+            raise ValueError(f"k_path must be a non-empty sequence of integers >= 1, got {ks!r}")
+        targets = sorted({min(int(k), d) for k in ks})
+        if limit is None:
+            limit = targets[-1]
+        limit = min(int(limit), d)
+        if limit not in targets:
+            raise ValueError(
+                f"n_features_to_select ({limit}) must be one of k_path {targets} (or None: "
+                "the largest)"
+            )
+        return limit, targets
 
     def fit(self, X, y):
         """Select features of X (dense or CSR) for the class labels y."""
         validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse="csc", dtype=np.float64)
         check_classification_targets(y)
+        if self.loss == "squared_hinge" and self.penalty != "l2":
+            raise ValueError("loss='squared_hinge' is available with penalty='l2' only")
         self.classes_, yi = np.unique(y, return_inverse=True)
         k = len(self.classes_)
         if k < 2:
             raise ValueError(f"y has {k} class; ForwardFeatureSelector needs at least 2 classes")
         d = X.shape[1]
-        limit = self.n_features_to_select
-        if isinstance(limit, float):
-            limit = max(1, round(limit * d))
-        limit = d if limit is None else min(int(limit), d)
+        limit, targets = self._targets(d)
+        budget = self.n_features_to_select is not None or self.k_path is not None
         ys = [np.where(yi == c, 1.0, -1.0) for c in ([1] if k == 2 else range(k))]
         C, loss, penalty = float(self.C), self.loss, self.penalty
         warms = [{} for _ in ys]
@@ -271,7 +301,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         def should_stop(free, viol, rel, reach):
             if len(order) >= reach or not free.any():
                 return True
-            if self.n_features_to_select is None:
+            if not budget:
                 if penalty == "l1" and viol <= 1.0 + self.tol:
                     return True
                 if penalty == "l2" and rel <= self.tol:
@@ -279,16 +309,21 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             return False
 
         # with a budget and overselect > 1: forward to ``reach`` columns (the rounds land
-        # on ``limit`` on the way, where the forward set is kept as a candidate), then
-        # backward to ``limit``
-        reach = limit
-        if self.n_features_to_select is not None and self.overselect > 1.0:
-            reach = min(d, int(np.ceil(float(self.overselect) * limit)))
+        # on every target on the way, where the forward set is kept as a candidate), then
+        # backward to the smallest target, landing on every target below ``reach``
+        backward = budget and self.overselect > 1.0
+        reach = targets[-1]
+        if backward:
+            reach = min(d, int(np.ceil(float(self.overselect) * targets[-1])))
+        tset = set(targets)
         # the backward rounds' tolerance (their weights rank the columns)
         bw_tol = max(inner, min(float(self.pricing_tol), _BACKWARD_TOL))
         rel_prev = np.inf
         kept = None  # (order, sols, objective, dual, it) of the last recorded round
-        candidate = None  # the forward set of ``limit`` columns when a backward pass follows
+        # candidates per target: {k: (order, sols or None, objective, dual)} -- sols kept
+        # for the budget only
+        fwd_cand: dict = {}
+        bwd_cand: dict = {}
         removed: list[int] = []
         timed_out = False
 
@@ -306,6 +341,10 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             }
             history.append(rec)
             kept = (list(order), sols, objective, dual, it)
+            n_sel = len(order)
+            if budget and n_sel in tset:
+                cand = fwd_cand if phase == "forward" else bwd_cand
+                cand[n_sel] = (list(order), sols if n_sel == limit else None, objective, dual)
             if self.verbose:
                 print(
                     f"[ffs] {phase:8s} {len(order):5d} features objective {objective:.6g} "
@@ -322,27 +361,24 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 # of the last full-problem gap (any dual point gives a valid bound), at most
                 # pricing_tol, and to inner_tol before stopping
                 tol_k = float(min(self.pricing_tol, max(inner, 0.1 * rel_prev)))
-                # the forward candidate (compared with the backward pass's set by its
-                # objective) is solved to inner_tol, the set the backward pass starts
+                # the forward candidates (compared with the backward pass's sets by their
+                # objective) are solved to inner_tol, the set the backward pass starts
                 # from to its tolerance, the last set to inner_tol: where the budget makes
                 # that known in advance, directly (no pricing solve first)
-                budget = self.n_features_to_select is not None
                 if budget and len(order) >= min(reach, d):
-                    tol_k = inner if reach == limit else bw_tol
-                elif reach > limit and len(order) == limit:
+                    tol_k = bw_tol if backward and len(order) > targets[-1] else inner
+                elif budget and len(order) in tset:
                     tol_k = inner
                 sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
                 stop = should_stop(free, viol, rel, reach)
                 need = inner if stop else tol_k
-                if stop and reach > limit and len(order) > limit:
+                if stop and backward and len(order) > targets[-1]:
                     need = bw_tol
                 if need < tol_k:
                     sols, objective, dual, free, score, viol, rel = evaluate(need)
                     stop = should_stop(free, viol, rel, reach)
                 rel_prev = rel
                 rec = record(sols, objective, dual, viol, rel, "forward")
-                if reach > limit and len(order) == limit:
-                    candidate = kept
                 if stop:
                     break
                 if self.max_time is not None and rec["t_total"] >= self.max_time:
@@ -357,19 +393,22 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     m = step
                 else:
                     m = max(1, int(np.ceil(step * len(order))))
-                goal = limit if len(order) < limit else reach
+                goal = min([t for t in targets if t > len(order)] + [reach])
                 m = min(m, goal - len(order), n_left)
                 new = np.argsort(-score, kind="stable")[:m]
                 order.extend(int(j) for j in new)
                 it += 1
-            # backward pass: remove the columns of smallest weight norm, re-solving after
-            # each removal, until ``limit`` remain; keep it if its objective beats the
-            # forward candidate's
-            while len(order) > limit and not timed_out:
+            # backward pass (from ``reach``; not after an early end, e.g. L1 with no
+            # violated column left): remove the columns of smallest weight norm,
+            # re-solving after each removal, down to the smallest target
+            backward = backward and len(order) >= reach
+            while backward and len(order) > targets[0] and not timed_out:
                 Wc = np.array([s[0] for s in sols])
                 norm2 = (Wc * Wc).sum(0)
-                # a tenth of the selected columns per round (at least one), as RFE's step
-                m = min(len(order) - limit, max(1, int(np.ceil(0.1 * len(order)))))
+                # a tenth of the selected columns per round (at least one), as RFE's step,
+                # landing on every target
+                below = max(t for t in targets if t < len(order))
+                m = min(len(order) - below, max(1, int(np.ceil(0.1 * len(order)))))
                 drop = np.argsort(norm2, kind="stable")[:m]
                 keep = np.ones(len(order), dtype=bool)
                 keep[drop] = False
@@ -379,27 +418,42 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     _drop_columns(wm, keep)
                 data = None
                 it += 1
-                tol_k = inner if len(order) == limit else bw_tol
-                last = len(order) == limit
-                sols, objective, dual, _, _, viol, rel = evaluate(tol_k, price=last)
+                at = len(order) in tset
+                sols, objective, dual, _, _, viol, rel = evaluate(inner if at else bw_tol, price=at)
                 rec = record(sols, objective, dual, viol, rel, "backward")
                 if self.max_time is not None and rec["t_total"] >= self.max_time:
                     timed_out = True
-            if len(order) != limit and candidate is not None:
-                # timed out in the backward pass: the forward candidate has ``limit`` columns
-                order, sols, objective, dual, _ = candidate
-            elif candidate is not None and candidate[2] < objective:
-                order, sols, objective, dual, _ = candidate
         except KeyboardInterrupt:
             if kept is None:
                 raise  # nothing recorded: nothing to keep
-            order, sols, objective, dual, it = kept
-            # in the backward pass: the forward candidate unless the pass had finished
-            # with a better set
-            if candidate is not None and (len(order) != limit or candidate[2] < objective):
-                order, sols, objective, dual, _ = candidate
             warn_interrupted(len(history))
-        self.selected_by_ = "forward" if candidate is None or order == candidate[0] else "backward"
+        # per target, the better (smaller restricted objective) of the forward and the
+        # backward set; without a candidate of the budget's size (stopped early), the
+        # last recorded round
+        path = []
+        final = None
+        for t in targets:
+            f, b = fwd_cand.get(t), bwd_cand.get(t)
+            if f is None and b is None:
+                continue
+            # the same set reached both ways counts as the forward one
+            use_b = b is not None and (f is None or (b[2] < f[2] and sorted(b[0]) != sorted(f[0])))
+            c = b if use_b else f
+            by = "backward" if use_b else "forward"
+            path.append(
+                {"k": t, "columns": np.asarray(c[0], dtype=np.int64),
+                 "objective": float(c[2]), "selected_by": by}
+            )  # fmt: skip
+            if t == limit:
+                final = (c, by)
+        if final is not None:
+            (order, sols, objective, dual), self.selected_by_ = final
+        else:
+            order, sols, objective, dual, it_kept = kept
+            if not history or history[-1]["phase"] == "forward":
+                it = it_kept
+            self.selected_by_ = "forward"
+        self.path_ = path if self.k_path is not None else []
         self.removed_ = np.asarray(removed, dtype=np.int64)
         coef = np.zeros((len(ys), d))
         for r, (w, _, _, _) in enumerate(sols):
@@ -414,6 +468,22 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         self.history_ = history
         self.n_iter_ = it
         return self
+
+    def get_support_at(self, k, indices=False):
+        """The selected set of ``k`` features recorded by a fit with ``k_path`` (``k`` one
+        of its entries): a boolean mask over the features, or (``indices=True``) the
+        column indices in the order the fit holds them."""
+        check_is_fitted(self, "support_")
+        for entry in self.path_:
+            if entry["k"] == k:
+                cols = entry["columns"]
+                if indices:
+                    return cols.copy()
+                mask = np.zeros(self.n_features_in_, dtype=bool)
+                mask[cols] = True
+                return mask
+        have = [e["k"] for e in self.path_]
+        raise ValueError(f"no set of {k} features was recorded (k_path gave {have})")
 
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
