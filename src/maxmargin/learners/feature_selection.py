@@ -22,9 +22,12 @@ from maxmargin._validation import (
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.feature_selection import (
+    NEWTON_MAX_COLUMNS,
+    SquaredHingeNewton,
     column_scores,
     dual_value,
     restricted_data,
+    restricted_data_drop,
     solve_restricted,
 )
 
@@ -33,6 +36,9 @@ __all__ = ["ForwardFeatureSelector"]
 #: relative duality gap of the backward pass's restricted problems (its weight ranking),
 #: the last one solved to ``inner_tol``
 _BACKWARD_TOL = 1e-2
+#: squared hinge: Newton steps per restricted solve in the rounds not solved to
+#: ``inner_tol`` (pricing and backward rounds: their solutions only rank columns)
+_NEWTON_ROUND_STEPS = 1
 
 
 def _drop_columns(warm, keep):
@@ -175,6 +181,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         "pricing_epochs": [None, Interval(int, 1, None, closed="left")],
         "overselect": [Interval(float, 1, None, closed="left")],
         "k_path": [None, list, tuple, np.ndarray],
+        "backward_step": [Interval(float, 0, 1, closed="neither")],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
         "callback": CALLBACK,
@@ -194,6 +201,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         pricing_epochs=5,
         overselect=1.0,
         k_path=None,
+        backward_step=0.1,
         max_time=None,
         verbose=0,
         callback=None,
@@ -209,6 +217,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         self.pricing_epochs = pricing_epochs
         self.overselect = overselect
         self.k_path = k_path
+        self.backward_step = backward_step
         self.max_time = max_time
         self.verbose = verbose
         self.callback = callback
@@ -265,22 +274,46 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
 
         data = None  # the last round's L2 data (restricted_data)
 
+        # squared hinge on dense data of few columns: the one-vs-rest problems solved
+        # together by the Newton method, its state (Gram matrices) kept across rounds
+        newton = [None]
+
+        def newton_round(Xa, tol_k, cap):
+            if newton[0] is None:
+                w0 = [wm.get("w_full") for wm in warms]
+                W0 = None if any(w is None for w in w0) else np.column_stack(w0)
+                newton[0] = SquaredHingeNewton(Y, C, W0=W0)
+            W, A, P, _ = newton[0].solve(Xa.M, tol=tol_k, max_iter=100 if cap is None else cap)
+            sols = []
+            for j, wm in enumerate(warms):  # the per-class warm starts, for dual CD
+                wm["a"], wm["w_full"] = A[:, j], W[:, j]
+                sols.append((W[:-1, j], float(W[-1, j]), A[:, j], float(P[j])))
+            return sols
+
         def evaluate(tol_k, price=True):
             nonlocal data
             # the L2 problems' data (constant column, dual CD layout) formed once per
             # round for every class, grown from the last round's
             Xa = None
             if penalty == "l2":
-                data = restricted_data(X, order, data)
+                if data is None or data[0].M.shape[1] != len(order) + 1:
+                    data = restricted_data(X, order, data)  # else formed for these columns
                 Xa = data[0]
                 Xs = Xa.M[:, :-1]  # the solvers read Xa; Xs gives the shape
             else:
                 Xs = X[:, order]
             cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
-            sols = [
-                solve_restricted(Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap)
-                for yb, wm in zip(ys, warms)
-            ]
+            if loss == "squared_hinge" and Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
+                # rounds short of inner_tol (pricing, backward): one Newton step
+                sols = newton_round(Xa, tol_k, _NEWTON_ROUND_STEPS if tol_k > inner else None)
+            else:
+                newton[0] = None  # dual CD (sparse or many columns), warm started per class
+                sols = [
+                    solve_restricted(
+                        Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap
+                    )
+                    for yb, wm in zip(ys, warms)
+                ]
             objective = sum(s[3] for s in sols)
             if not price:  # a backward round: only the weights are needed
                 return sols, objective, -np.inf, None, None, np.nan, np.inf
@@ -394,6 +427,8 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 else:
                     m = max(1, int(np.ceil(step * len(order))))
                 goal = min([t for t in targets if t > len(order)] + [reach])
+                if goal == reach == d and len(order) >= targets[-1]:
+                    m = d  # the backward pass starts from every column: no order to find
                 m = min(m, goal - len(order), n_left)
                 new = np.argsort(-score, kind="stable")[:m]
                 order.extend(int(j) for j in new)
@@ -408,7 +443,8 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 # a tenth of the selected columns per round (at least one), as RFE's step,
                 # landing on every target
                 below = max(t for t in targets if t < len(order))
-                m = min(len(order) - below, max(1, int(np.ceil(0.1 * len(order)))))
+                frac = float(self.backward_step)
+                m = min(len(order) - below, max(1, int(np.ceil(frac * len(order)))))
                 drop = np.argsort(norm2, kind="stable")[:m]
                 keep = np.ones(len(order), dtype=bool)
                 keep[drop] = False
@@ -416,7 +452,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 order = [c for c, k_ in zip(order, keep) if k_]
                 for wm in warms:
                     _drop_columns(wm, keep)
-                data = None
+                if newton[0] is not None:
+                    newton[0].drop(keep)
+                data = None if data is None else restricted_data_drop(data, keep)
                 it += 1
                 at = len(order) in tset
                 sols, objective, dual, _, _, viol, rel = evaluate(inner if at else bw_tol, price=at)
@@ -510,6 +548,11 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
 
     def _save_extra(self, meta, arrays):
         meta["removed"] = [int(j) for j in self.removed_]
+        meta["path"] = [
+            {"k": int(e["k"]), "columns": [int(j) for j in e["columns"]],
+             "objective": float(e["objective"]), "selected_by": str(e["selected_by"])}
+            for e in self.path_
+        ]  # fmt: skip
 
     def _load_extra(self, meta, arrays):
         if self.coef_.shape[1] != self.n_features_in_ or np.any(self.order_ >= self.n_features_in_):
@@ -519,6 +562,16 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             raise ValueError("model file is inconsistent: removed columns out of range")
         self.support_ = np.zeros(self.n_features_in_, dtype=bool)
         self.support_[self.order_] = True
+        path = []
+        for e in meta.get("path", []):
+            cols = np.asarray(e["columns"], dtype=np.int64).reshape(-1)
+            if cols.size != int(e["k"]) or np.any(cols < 0) or np.any(cols >= self.n_features_in_):
+                raise ValueError("model file is inconsistent: a recorded path set is invalid")
+            path.append(
+                {"k": int(e["k"]), "columns": cols, "objective": float(e["objective"]),
+                 "selected_by": str(e["selected_by"])}
+            )  # fmt: skip
+        self.path_ = path
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
