@@ -60,6 +60,10 @@ VARIANTS = (
                             "loss": "squared_hinge"}),
     ("ffs_path_3_sqhinge_b02", {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
                                 "loss": "squared_hinge", "backward_step": 0.2}),
+    # ... and with a fifth more columns per forward round (features_per_step=0.2)
+    ("ffs_path_3_sqhinge_b02_f02", {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
+                                    "loss": "squared_hinge", "backward_step": 0.2,
+                                    "features_per_step": 0.2}),
 )  # fmt: skip
 
 

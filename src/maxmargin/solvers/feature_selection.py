@@ -174,6 +174,7 @@ class SquaredHingeNewton:
         self.r = None
         self.n_iter = 0  # Newton steps over all solves
         self._changed = np.zeros(c)  # rows updated since G was last recomputed
+        self._moved = True  # the columns changed since the last solve
 
     def drop(self, keep):
         """Remove the columns where the mask ``keep`` (over all but the last column) is
@@ -182,6 +183,7 @@ class SquaredHingeNewton:
             return
         ix = np.append(np.flatnonzero(keep), len(keep))
         self.W = self.W[ix]
+        self._moved = True
         if self.G is not None:
             self.G = self.G[:, ix][:, :, ix]
             self.r = self.r[ix]
@@ -230,6 +232,7 @@ class SquaredHingeNewton:
         W = np.zeros((k1, c))
         W[old] = self.W
         self.G, self.r, self.W = G, r, W
+        self._moved = True
 
     def _set_active(self, X, j, act):
         cur = self.act[:, j]
@@ -275,15 +278,22 @@ class SquaredHingeNewton:
     def solve(self, X, tol=1e-8, max_iter=100):
         """Newton steps on the dense X (C-ordered, the constant column last, as
         :func:`with_const`) from the kept state until every problem's relative duality
-        gap is at most ``tol`` (checked before the first step too) or after ``max_iter``
+        gap is at most ``tol`` (checked before the first step too unless columns were added
+        or removed since the last solve) or after ``max_iter``
         steps.  Returns ``(W, A, primals, duals)`` ((k+1,), (n,), float, float for one
         problem; else with a last axis over the problems)."""
         X = np.asarray(X)
         self._sync_columns(X)
         Y, C = self.Y, self.C
         M = Y * (X @ self.W)
-        primal, dual, A = self._bounds(X, M)
-        todo = primal - dual > tol * np.maximum(np.abs(primal), 1e-12)
+        if self._moved and max_iter >= 1:
+            # columns added or removed since the last solve: no gap check before the
+            # first step (the old optimum is rarely within tol of the new one)
+            todo = np.ones(Y.shape[1], dtype=bool)
+        else:
+            primal, dual, A = self._bounds(X, M)
+            todo = primal - dual > tol * np.maximum(np.abs(primal), 1e-12)
+        self._moved = False
         it = 0
         eye = np.diag_indices(X.shape[1])
         while it < max_iter and todo.any():
