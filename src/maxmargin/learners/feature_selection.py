@@ -87,7 +87,11 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     n_features_to_select : int, float in (0, 1] or None, default=None
         Stop after this many features (a float: that fraction of the features); None:
         the stopping rule above.
-    loss : {"hinge", "logistic"}, default="hinge"
+    loss : {"hinge", "squared_hinge", "logistic"}, default="hinge"
+        ``"squared_hinge"`` (L2 only): ``max(0, 1 - m)^2``, LinearSVC's loss; its
+        restricted problems (all classes together) by a finite Newton method on dense data
+        of at most ``NEWTON_MAX_COLUMNS`` (400) columns, one Newton step in the rounds
+        that only rank columns, else dual CD.
     penalty : {"l2", "l1"}, default="l2"
     C : float, default=1.0
     features_per_step : "auto", int or float in (0, 1), default="auto"
@@ -122,6 +126,17 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         one with the smaller restricted objective is kept (``selected_by_``).  The
         sets for different k are then not nested.  1.0: no backward pass.  Ignored
         without a budget.
+    k_path : sequence of int or None, default=None
+        Feature counts whose sets one fit records (``path_``, :meth:`get_support_at`):
+        forward selection runs to ``ceil(overselect * max(k_path))`` columns, its rounds
+        landing on every k (solved to ``inner_tol`` there; when that is all the columns,
+        the rounds after ``max(k_path)`` add every remaining column at once), then one
+        backward pass runs down to ``min(k_path)``, also landing on every k; per k the
+        forward or the backward set of smaller restricted objective is recorded (the
+        forward prefixes without ``overselect``).  ``n_features_to_select`` must be one
+        of them (None: the largest); the selector's support is its set.
+    backward_step : float in (0, 1), default=0.1
+        Fraction of the selected columns removed per backward round (at least one).
     max_time : float or None
     verbose : int, default=0
     callback : callable or None
@@ -135,7 +150,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     ``max_violation``, ``t_total``, ``phase`` -- ``"forward"`` or ``"backward"``),
     removed_ : the columns the backward pass removed, in the order removed (empty
     without one), selected_by_ : ``"backward"`` if the backward pass's set was kept,
-    else ``"forward"``, n_iter_.
+    else ``"forward"``, path_ : with ``k_path``, per k (ascending) a dict with ``k``,
+    ``columns``, ``objective`` (the restricted objective) and ``selected_by`` (empty
+    without ``k_path``), n_iter_.
 
     Examples
     --------
@@ -158,7 +175,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     generation", Machine Learning 46 (2002) (column generation for the L1 hinge LP).
     I. Guyon, J. Weston, S. Barnhill, V. Vapnik, "Gene selection for cancer classification
     using support vector machines", Machine Learning 46 (2002) (RFE: the backward pass's
-    smallest-weight elimination).
+    smallest-weight elimination).  S. S. Keerthi, D. DeCoste, "A modified finite Newton
+    method for fast solution of large scale linear SVMs", JMLR 6 (2005) (the squared-hinge
+    restricted problems).
     """
 
     _parameter_constraints = {
