@@ -557,6 +557,9 @@ def test_k_path_backward_step_sets_the_backward_rounds():
     sizes = [r["n_selected"] for r in sel.history_ if r["phase"] == "backward"]
     # from 30: a fifth (rounded up) per round, landing on 10, then on 3
     assert sizes == [24, 19, 15, 12, 10, 8, 6, 4, 3]
+    # 3 * 10 = all 30 columns: after the largest k one round adds every remaining column
+    fwd = [r["n_selected"] for r in sel.history_ if r["phase"] == "forward"]
+    assert fwd[-2:] == [10, 30]
 
 
 def test_k_path_save_load_round_trip(tmp_path):
