@@ -572,3 +572,23 @@ def test_k_path_save_load_round_trip(tmp_path):
         assert a["k"] == b["k"] and a["selected_by"] == b["selected_by"]
         np.testing.assert_array_equal(a["columns"], b["columns"])
     np.testing.assert_array_equal(back.get_support_at(2), sel.get_support_at(2))
+
+
+def test_restricted_data_drop_equals_the_data_formed_afresh():
+    from maxmargin.solvers.feature_selection import restricted_data, restricted_data_drop
+
+    X, _ = _multiclass(6)
+    order = [4, 9, 1, 22, 7, 13]
+    keep = np.array([True, False, True, True, False, True])
+    cut = restricted_data_drop(restricted_data(X, order), keep)
+    ref = restricted_data(X, [c for c, k in zip(order, keep) if k])
+    np.testing.assert_array_equal(cut[0].M, ref[0].M)
+    np.testing.assert_allclose(cut[0].sqn, ref[0].sqn, rtol=1e-12)
+    assert cut[1] == ref[1] and cut[0].dense
+    # data kept as CSR (under a tenth non-zero) are formed anew (None)
+    import scipy.sparse as sp
+
+    Xs = sp.csr_matrix(X * (np.abs(X) > np.quantile(np.abs(X), 0.97)))
+    sparse = restricted_data(Xs, list(range(30)))
+    assert not sparse[0].dense
+    assert restricted_data_drop(sparse, np.arange(30) % 2 == 0) is None
