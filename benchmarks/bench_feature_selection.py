@@ -51,7 +51,20 @@ VARIANTS = (
     ("ffs_5_per_step", {"inner_tol": 1e-3, "features_per_step": 5}),
     # forward to ceil(3 k), backward to k, the better set kept: one fit per k (as RFE)
     ("ffs_overselect_3", {"inner_tol": 1e-3, "overselect": 3.0}),
-)
+    # every k from one fit (k_path): forward to 3 max(K) (all columns on dna), one backward
+    # pass down to min(K), per k the better of the forward prefix and the backward set
+    ("ffs_path_3", {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K}),
+    # the same with the squared hinge (the restricted problems by the Newton method), and
+    # with a fifth of the columns removed per backward round
+    ("ffs_path_3_sqhinge", {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
+                            "loss": "squared_hinge"}),
+    ("ffs_path_3_sqhinge_b02", {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
+                                "loss": "squared_hinge", "backward_step": 0.2}),
+    # ... and with a fifth more columns per forward round (features_per_step=0.2)
+    ("ffs_path_3_sqhinge_b02_f02", {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
+                                    "loss": "squared_hinge", "backward_step": 0.2,
+                                    "features_per_step": 0.2}),
+)  # fmt: skip
 
 
 def timed_min(fn):
@@ -101,9 +114,12 @@ def run(args):
         Xtr, ytr, Xte, yte = split(args.data, name)
         res = {"n_train": int(Xtr.shape[0]), "d": int(Xtr.shape[1])}
         for key, kw in VARIANTS:
-            per_k = kw.get("overselect", 1.0) > 1.0  # the sets are not nested
+            path = "k_path" in kw  # one fit records every k's set
+            per_k = kw.get("overselect", 1.0) > 1.0 and not path  # the sets are not nested
 
-            def fit(kw=kw, X=Xtr, y=ytr, per_k=per_k):
+            def fit(kw=kw, X=Xtr, y=ytr, per_k=per_k, path=path):
+                if path:
+                    return ForwardFeatureSelector(C=1.0, **kw).fit(X, y)
                 if per_k:
                     return [
                         ForwardFeatureSelector(n_features_to_select=k, C=1.0, **kw).fit(X, y)
@@ -116,6 +132,10 @@ def run(args):
                 sels = [np.flatnonzero(f.support_) for f in ffs]
                 rounds = [int(f.n_iter_) for f in ffs]
                 extra = {"selected_by": [f.selected_by_ for f in ffs]}
+            elif path:
+                sels = [ffs.get_support_at(k, indices=True) for k in K]
+                rounds = int(ffs.n_iter_)
+                extra = {"selected_by": [e["selected_by"] for e in ffs.path_]}
             else:
                 sels = [ffs.order_[:k] for k in K]
                 rounds, extra = int(ffs.n_iter_), {}

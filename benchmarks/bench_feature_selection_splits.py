@@ -36,7 +36,16 @@ METHODS = {
     # forward to ceil(f k), then backward to k, the better of the two sets kept: one fit
     # per k (the sets are not nested)
     "ffs_overselect_3": {"inner_tol": 1e-3, "overselect": 3.0},
-}
+    # every k from one fit: forward to 3 max(K), one backward pass down to min(K)
+    "ffs_path_3": {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K},
+    "ffs_path_3_sqhinge": {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
+                           "loss": "squared_hinge"},
+    "ffs_path_3_sqhinge_b02": {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
+                               "loss": "squared_hinge", "backward_step": 0.2},
+    "ffs_path_3_sqhinge_b02_f02": {"inner_tol": 1e-3, "overselect": 3.0, "k_path": K,
+                                   "loss": "squared_hinge", "backward_step": 0.2,
+                                   "features_per_step": 0.2},
+}  # fmt: skip
 
 
 def accuracy(Xtr, ytr, Xte, yte, cols):
@@ -49,7 +58,10 @@ def one_split(X, y, n_train, seed, methods):
     out = {}
     for key in methods:
         kw = METHODS[key]
-        if kw.get("overselect", 1.0) > 1.0:  # one fit per k
+        if "k_path" in kw:  # one fit records every k's set
+            ffs = ForwardFeatureSelector(C=1.0, **kw).fit(Xtr, ytr)
+            sels = [ffs.get_support_at(k) for k in K]
+        elif kw.get("overselect", 1.0) > 1.0:  # one fit per k
             sels = [
                 ForwardFeatureSelector(n_features_to_select=k, C=1.0, **kw).fit(Xtr, ytr).support_
                 for k in K

@@ -68,6 +68,7 @@ def estimators():
         TCBoostClassifier(loss="logistic", penalty="l2", max_iter=5),
         ForwardFeatureSelector(penalty="l1", loss="logistic"),
         ForwardFeatureSelector(n_features_to_select=2, overselect=2.5),
+        ForwardFeatureSelector(k_path=[1, 2], overselect=2.0, loss="squared_hinge"),
         BoostedCascade(n_stages=3, max_weak=10, random_state=0),
         BoostedCascade(stage_learner="lacboost", n_stages=2, max_weak=5, recycle=0.5),
         BoostedCascade(n_stages=3, max_weak=(2, 5), random_state=0),

@@ -349,3 +349,246 @@ def test_overselect_with_sparse_input(data):
     b.fit(sp.csr_matrix(Xs), y)
     np.testing.assert_array_equal(np.sort(a.order_), np.sort(b.order_))
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-6)
+
+
+# ------------------------------------------------- squared hinge (Newton) and k_path
+def _l2_sqhinge(X, y, C):
+    """Dual of 1/2||(w, b)||^2 + C sum max(0, 1 - m)^2 with a constant column:
+    max e^T a - 1/2 a^T (Q + I / (2C)) a over a >= 0 (L-BFGS-B), an independent route to
+    the optimum."""
+    Xa = np.hstack([X, np.ones((len(X), 1))])
+    Q = (y[:, None] * y[None, :]) * (Xa @ Xa.T) + np.eye(len(y)) / (2 * C)
+    r = minimize(
+        lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1),
+        np.zeros(len(y)),
+        jac=True,
+        bounds=[(0, None)] * len(y),
+        method="L-BFGS-B",
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000},
+    )
+    return -r.fun
+
+
+def _multiclass(seed=0, n=150, d=30):
+    X, y = make_classification(
+        n_samples=n, n_features=d, n_informative=6, n_redundant=6, n_classes=3,
+        flip_y=0.05, random_state=seed,
+    )  # fmt: skip
+    return X, y
+
+
+def test_newton_state_follows_added_and_removed_columns():
+    """The Newton solver's kept state (weights, Gram matrices of the active rows) after
+    columns are appended and removed gives the optimum of each problem on the current
+    columns (independent dual solve), with a certified gap, and its Gram matrices equal
+    those formed afresh."""
+    from maxmargin.solvers.feature_selection import SquaredHingeNewton, with_const
+
+    X, y = _multiclass(1)
+    C = 0.3
+    Y = np.column_stack([np.where(y == c, 1.0, -1.0) for c in range(3)])
+    nt = SquaredHingeNewton(Y, C)
+    cols = list(range(4))
+    for step in ("start", "add", "add", "drop", "add", "drop"):
+        if step == "add":
+            cols += [j for j in range(30) if j not in cols][:5]
+        elif step == "drop":
+            keep = np.ones(len(cols), dtype=bool)
+            keep[[0, 3, len(cols) - 1]] = False
+            nt.drop(keep)
+            cols = [c for c, k in zip(cols, keep) if k]
+        Xa = with_const(X[:, cols])
+        W, A, P, D = nt.solve(Xa, tol=1e-10)
+        for j in range(3):
+            ref = _l2_sqhinge(X[:, cols], Y[:, j], C)
+            assert P[j] == pytest.approx(ref, rel=1e-7)
+            assert D[j] <= ref * (1 + 1e-9) and (P[j] - D[j]) <= 1e-10 * P[j]
+            act = nt.act[:, j]
+            np.testing.assert_allclose(nt.G[j], Xa[act].T @ Xa[act], atol=1e-9)
+            # the multipliers are the scores' weights: w = X^T (a * y) at the optimum
+            np.testing.assert_allclose(W[:, j], Xa.T @ (A[:, j] * Y[:, j]), atol=1e-6)
+
+
+def test_newton_line_search_is_exact():
+    """The compiled line search returns the minimiser of the piecewise quadratic along
+    the direction (against scipy's bounded scalar minimiser)."""
+    from scipy.optimize import minimize_scalar
+
+    from maxmargin.solvers.feature_selection import _line_search_steps
+
+    rng = np.random.default_rng(0)
+    n, c, C = 200, 4, 0.7
+    M = rng.normal(1.0, 1.0, size=(n, c))
+    DM = rng.normal(0.0, 1.0, size=(n, c))
+    W = rng.normal(size=(6, c))
+    D = rng.normal(size=(6, c))
+    wd, dd = (W * D).sum(0), (D * D).sum(0)
+    # make every direction a descent direction
+    g0 = wd - 2 * C * (np.maximum(0, 1 - M) * DM).sum(0)
+    D[:, g0 >= 0] *= -1
+    DM[:, g0 >= 0] *= -1
+    wd = (W * D).sum(0)
+    t = _line_search_steps(M, DM, wd, dd, C, np.ones(c, dtype=bool))
+    for j in range(c):
+
+        def phi(s, j=j):
+            w = W[:, j] + s * D[:, j]
+            h = np.maximum(0, 1 - M[:, j] - s * DM[:, j])
+            return 0.5 * w @ w + C * h @ h
+
+        ref = minimize_scalar(phi, bounds=(0, 50), method="bounded", options={"xatol": 1e-12})
+        assert t[j] == pytest.approx(ref.x, abs=1e-6)
+        assert phi(t[j]) <= ref.fun + 1e-9
+    assert not _line_search_steps(M, DM, wd, dd, C, np.zeros(c, dtype=bool)).any()
+
+
+def test_squared_hinge_restricted_problem_equals_the_problem_on_the_selected_columns(data):
+    X, y = data
+    C = 0.5
+    sel = ForwardFeatureSelector(n_features_to_select=4, loss="squared_hinge", C=C).fit(X, y)
+    ref = _l2_sqhinge(X[:, sel.get_support()], y, C)
+    assert sel.objective_ == pytest.approx(ref, rel=1e-6)
+    full = _l2_sqhinge(X, y, C)
+    assert all(r["dual_bound"] <= full * (1 + 1e-6) for r in sel.history_)
+    assert all(r["objective"] >= full * (1 - 1e-6) for r in sel.history_)
+
+
+def test_squared_hinge_dual_cd_fallback_agrees_with_newton(data, monkeypatch):
+    """Sparse input, or more columns than NEWTON_MAX_COLUMNS: dual CD on the squared hinge,
+    the same restricted optima."""
+    import scipy.sparse as sp
+
+    import maxmargin.learners.feature_selection as fsmod
+
+    X, y = data
+    kw = {"n_features_to_select": 5, "loss": "squared_hinge", "inner_tol": 1e-9,
+          "pricing_tol": 1e-9, "pricing_epochs": None, "features_per_step": 1}  # fmt: skip
+    a = ForwardFeatureSelector(**kw).fit(X, y)
+    b = ForwardFeatureSelector(**kw).fit(sp.csr_matrix(X * (np.abs(X) > 0.3)), y)
+    ref_b = _l2_sqhinge((X * (np.abs(X) > 0.3))[:, b.get_support()], y, 1.0)
+    assert b.objective_ == pytest.approx(ref_b, rel=1e-6)
+    monkeypatch.setattr(fsmod, "NEWTON_MAX_COLUMNS", 3)
+    c = ForwardFeatureSelector(**kw).fit(X, y)
+    np.testing.assert_array_equal(a.order_, c.order_)
+    assert c.objective_ == pytest.approx(a.objective_, rel=1e-7)
+
+
+_PATH_SEEN: set = set()
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_k_path_records_every_k_from_one_fit(loss, seed):
+    """One fit with k_path: forward to overselect * max(k), one backward pass landing on
+    every k; each recorded set has k columns, its objective is the restricted optimum on
+    them (independent dual solves) and at most the forward prefix's of the same size."""
+    X, y = _multiclass(seed)
+    C = 1.0
+    ref_fn = _l2_hinge if loss == "hinge" else _l2_sqhinge
+    ys = [np.where(y == c, 1.0, -1.0) for c in range(3)]
+    sel = ForwardFeatureSelector(
+        k_path=[6, 2, 4], overselect=2.0, loss=loss, C=C, inner_tol=1e-9
+    ).fit(X, y)
+    assert [e["k"] for e in sel.path_] == [2, 4, 6]
+    hist = sel.history_
+    assert max(r["n_selected"] for r in hist) == 12  # forward to 2 * 6
+    phases = {(r["n_selected"], r["phase"]) for r in hist}
+    for k in (2, 4, 6):
+        assert (k, "forward") in phases and (k, "backward") in phases
+        e = sel.path_[[2, 4, 6].index(k)]
+        cols = e["columns"]
+        assert len(set(cols.tolist())) == k
+        ref = sum(ref_fn(X[:, cols], yc, C) for yc in ys)
+        assert e["objective"] == pytest.approx(ref, rel=1e-6)
+        fwd = [r["objective"] for r in hist if r["n_selected"] == k and r["phase"] == "forward"]
+        bwd = [r["objective"] for r in hist if r["n_selected"] == k and r["phase"] == "backward"]
+        assert e["objective"] == pytest.approx(min(fwd[-1], bwd[-1]), rel=1e-12)
+        if bwd[-1] < fwd[-1] * (1 - 1e-9):
+            assert e["selected_by"] == "backward"
+        elif fwd[-1] < bwd[-1] * (1 - 1e-9):
+            assert e["selected_by"] == "forward"
+        _PATH_SEEN.add(e["selected_by"])
+    # the selector itself: the largest k (no budget given)
+    np.testing.assert_array_equal(sel.get_support(), sel.get_support_at(6))
+    assert sel.objective_ == pytest.approx(sel.path_[-1]["objective"], rel=1e-12)
+    assert sel.transform(X).shape == (len(X), 6)
+
+
+def test_k_path_both_sets_won_somewhere():
+    assert _PATH_SEEN == {"forward", "backward"}  # run after the parametrised test above
+
+
+def test_k_path_with_a_budget_and_without_overselect():
+    X, y = _multiclass(3)
+    sel = ForwardFeatureSelector(n_features_to_select=4, k_path=(2, 4, 8), overselect=2.0)
+    sel.fit(X, y)
+    np.testing.assert_array_equal(sel.get_support(), sel.get_support_at(4))
+    assert sel.transform(X).shape == (len(X), 4)
+    assert max(r["n_selected"] for r in sel.history_) == 16
+    # without a backward pass the sets are the forward prefixes of one order
+    fw = ForwardFeatureSelector(k_path=[2, 4, 8]).fit(X, y)
+    for e in fw.path_:
+        np.testing.assert_array_equal(e["columns"], fw.order_[: e["k"]])
+        assert e["selected_by"] == "forward"
+    assert not ForwardFeatureSelector(n_features_to_select=3).fit(X, y).path_
+
+
+def test_k_path_bad_input():
+    X, y = _multiclass(0, n=60, d=14)
+    with pytest.raises(ValueError, match="must be one of k_path"):
+        ForwardFeatureSelector(n_features_to_select=3, k_path=[2, 4]).fit(X, y)
+    for bad in ([], [0, 2], [2.5], ["a"]):
+        with pytest.raises(ValueError, match="k_path"):
+            ForwardFeatureSelector(k_path=bad).fit(X, y)
+    with pytest.raises(ValueError, match="k_path"):
+        ForwardFeatureSelector(k_path=3).fit(X, y)
+    sel = ForwardFeatureSelector(k_path=[2, 4]).fit(X, y)
+    with pytest.raises(ValueError, match="no set of 3 features"):
+        sel.get_support_at(3)
+    with pytest.raises(ValueError, match="penalty='l2' only"):
+        ForwardFeatureSelector(loss="squared_hinge", penalty="l1").fit(X, y)
+    with pytest.raises(ValueError, match="backward_step"):
+        ForwardFeatureSelector(backward_step=1.0).fit(X, y)
+
+
+def test_k_path_backward_step_sets_the_backward_rounds():
+    X, y = _multiclass(4)
+    sel = ForwardFeatureSelector(k_path=[3, 10], overselect=3.0, backward_step=0.2).fit(X, y)
+    sizes = [r["n_selected"] for r in sel.history_ if r["phase"] == "backward"]
+    # from 30: a fifth (rounded up) per round, landing on 10, then on 3
+    assert sizes == [24, 19, 15, 12, 10, 8, 6, 4, 3]
+    # 3 * 10 = all 30 columns: after the largest k one round adds every remaining column
+    fwd = [r["n_selected"] for r in sel.history_ if r["phase"] == "forward"]
+    assert fwd[-2:] == [10, 30]
+
+
+def test_k_path_save_load_round_trip(tmp_path):
+    import maxmargin
+
+    X, y = _multiclass(5, n=80, d=12)
+    sel = ForwardFeatureSelector(k_path=[2, 5], overselect=2.0, loss="squared_hinge").fit(X, y)
+    back = maxmargin.load(maxmargin.save(sel, tmp_path / "ffs.npz"))
+    for a, b in zip(sel.path_, back.path_):
+        assert a["k"] == b["k"] and a["selected_by"] == b["selected_by"]
+        np.testing.assert_array_equal(a["columns"], b["columns"])
+    np.testing.assert_array_equal(back.get_support_at(2), sel.get_support_at(2))
+
+
+def test_restricted_data_drop_equals_the_data_formed_afresh():
+    from maxmargin.solvers.feature_selection import restricted_data, restricted_data_drop
+
+    X, _ = _multiclass(6)
+    order = [4, 9, 1, 22, 7, 13]
+    keep = np.array([True, False, True, True, False, True])
+    cut = restricted_data_drop(restricted_data(X, order), keep)
+    ref = restricted_data(X, [c for c, k in zip(order, keep) if k])
+    np.testing.assert_array_equal(cut[0].M, ref[0].M)
+    np.testing.assert_allclose(cut[0].sqn, ref[0].sqn, rtol=1e-12)
+    assert cut[1] == ref[1] and cut[0].dense
+    # data kept as CSR (under a tenth non-zero) are formed anew (None)
+    import scipy.sparse as sp
+
+    Xs = sp.csr_matrix(X * (np.abs(X) > np.quantile(np.abs(X), 0.97)))
+    sparse = restricted_data(Xs, list(range(30)))
+    assert not sparse[0].dense
+    assert restricted_data_drop(sparse, np.arange(30) % 2 == 0) is None

@@ -22,9 +22,12 @@ from maxmargin._validation import (
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.feature_selection import (
+    NEWTON_MAX_COLUMNS,
+    SquaredHingeNewton,
     column_scores,
     dual_value,
     restricted_data,
+    restricted_data_drop,
     solve_restricted,
 )
 
@@ -33,11 +36,17 @@ __all__ = ["ForwardFeatureSelector"]
 #: relative duality gap of the backward pass's restricted problems (its weight ranking),
 #: the last one solved to ``inner_tol``
 _BACKWARD_TOL = 1e-2
+#: squared hinge: Newton steps per restricted solve in the rounds not solved to
+#: ``inner_tol`` (pricing and backward rounds: their solutions only rank columns)
+_NEWTON_ROUND_STEPS = 1
 
 
 def _drop_columns(warm, keep):
     """Remove the selected columns not in the mask ``keep`` from a restricted problem's
     warm start (the multipliers stay valid; the weights lose those entries)."""
+    nt = warm.get("newton")
+    if nt is not None:  # squared hinge: the Newton solver's weights and Gram matrix
+        nt.drop(keep)
     w = warm.get("w_full")
     if w is not None:
         warm["w_full"] = np.append(w[:-1][keep], w[-1])
@@ -78,7 +87,11 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     n_features_to_select : int, float in (0, 1] or None, default=None
         Stop after this many features (a float: that fraction of the features); None:
         the stopping rule above.
-    loss : {"hinge", "logistic"}, default="hinge"
+    loss : {"hinge", "squared_hinge", "logistic"}, default="hinge"
+        ``"squared_hinge"`` (L2 only): ``max(0, 1 - m)^2``, LinearSVC's loss; its
+        restricted problems (all classes together) by a finite Newton method on dense data
+        of at most ``NEWTON_MAX_COLUMNS`` (400) columns, one Newton step in the rounds
+        that only rank columns, else dual CD.
     penalty : {"l2", "l1"}, default="l2"
     C : float, default=1.0
     features_per_step : "auto", int or float in (0, 1), default="auto"
@@ -113,6 +126,17 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         one with the smaller restricted objective is kept (``selected_by_``).  The
         sets for different k are then not nested.  1.0: no backward pass.  Ignored
         without a budget.
+    k_path : sequence of int or None, default=None
+        Feature counts whose sets one fit records (``path_``, :meth:`get_support_at`):
+        forward selection runs to ``ceil(overselect * max(k_path))`` columns, its rounds
+        landing on every k (solved to ``inner_tol`` there; when that is all the columns,
+        the rounds after ``max(k_path)`` add every remaining column at once), then one
+        backward pass runs down to ``min(k_path)``, also landing on every k; per k the
+        forward or the backward set of smaller restricted objective is recorded (the
+        forward prefixes without ``overselect``).  ``n_features_to_select`` must be one
+        of them (None: the largest); the selector's support is its set.
+    backward_step : float in (0, 1), default=0.1
+        Fraction of the selected columns removed per backward round (at least one).
     max_time : float or None
     verbose : int, default=0
     callback : callable or None
@@ -126,7 +150,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     ``max_violation``, ``t_total``, ``phase`` -- ``"forward"`` or ``"backward"``),
     removed_ : the columns the backward pass removed, in the order removed (empty
     without one), selected_by_ : ``"backward"`` if the backward pass's set was kept,
-    else ``"forward"``, n_iter_.
+    else ``"forward"``, path_ : with ``k_path``, per k (ascending) a dict with ``k``,
+    ``columns``, ``objective`` (the restricted objective) and ``selected_by`` (empty
+    without ``k_path``), n_iter_.
 
     Examples
     --------
@@ -149,7 +175,9 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     generation", Machine Learning 46 (2002) (column generation for the L1 hinge LP).
     I. Guyon, J. Weston, S. Barnhill, V. Vapnik, "Gene selection for cancer classification
     using support vector machines", Machine Learning 46 (2002) (RFE: the backward pass's
-    smallest-weight elimination).
+    smallest-weight elimination).  S. S. Keerthi, D. DeCoste, "A modified finite Newton
+    method for fast solution of large scale linear SVMs", JMLR 6 (2005) (the squared-hinge
+    restricted problems).
     """
 
     _parameter_constraints = {
@@ -158,7 +186,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             Interval(int, 1, None, closed="left"),
             Interval(float, 0, 1, closed="right"),
         ],
-        "loss": [Options("hinge", "logistic")],
+        "loss": [Options("hinge", "squared_hinge", "logistic")],
         "penalty": [Options("l2", "l1")],
         "C": [POSITIVE],
         "features_per_step": [
@@ -171,6 +199,8 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         "pricing_tol": [POSITIVE],
         "pricing_epochs": [None, Interval(int, 1, None, closed="left")],
         "overselect": [Interval(float, 1, None, closed="left")],
+        "k_path": [None, list, tuple, np.ndarray],
+        "backward_step": [Interval(float, 0, 1, closed="neither")],
         "max_time": MAX_TIME,
         "verbose": VERBOSE,
         "callback": CALLBACK,
@@ -189,6 +219,8 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         pricing_tol=0.1,
         pricing_epochs=5,
         overselect=1.0,
+        k_path=None,
+        backward_step=0.1,
         max_time=None,
         verbose=0,
         callback=None,
@@ -203,24 +235,50 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         self.pricing_tol = pricing_tol
         self.pricing_epochs = pricing_epochs
         self.overselect = overselect
+        self.k_path = k_path
+        self.backward_step = backward_step
         self.max_time = max_time
         self.verbose = verbose
         self.callback = callback
+
+    def _targets(self, d):
+        """(the budget ``limit``, the sorted feature counts to record) for d features."""
+        limit = self.n_features_to_select
+        if isinstance(limit, float):
+            limit = max(1, round(limit * d))
+        if self.k_path is None:
+            limit = d if limit is None else min(int(limit), d)
+            return limit, [limit]
+        ks = list(self.k_path)
+        if not ks or any(
+            isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks
+        ):
+            raise ValueError(f"k_path must be a non-empty sequence of integers >= 1, got {ks!r}")
+        targets = sorted({min(int(k), d) for k in ks})
+        if limit is None:
+            limit = targets[-1]
+        limit = min(int(limit), d)
+        if limit not in targets:
+            raise ValueError(
+                f"n_features_to_select ({limit}) must be one of k_path {targets} (or None: "
+                "the largest)"
+            )
+        return limit, targets
 
     def fit(self, X, y):
         """Select features of X (dense or CSR) for the class labels y."""
         validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse="csc", dtype=np.float64)
         check_classification_targets(y)
+        if self.loss == "squared_hinge" and self.penalty != "l2":
+            raise ValueError("loss='squared_hinge' is available with penalty='l2' only")
         self.classes_, yi = np.unique(y, return_inverse=True)
         k = len(self.classes_)
         if k < 2:
             raise ValueError(f"y has {k} class; ForwardFeatureSelector needs at least 2 classes")
         d = X.shape[1]
-        limit = self.n_features_to_select
-        if isinstance(limit, float):
-            limit = max(1, round(limit * d))
-        limit = d if limit is None else min(int(limit), d)
+        limit, targets = self._targets(d)
+        budget = self.n_features_to_select is not None or self.k_path is not None
         ys = [np.where(yi == c, 1.0, -1.0) for c in ([1] if k == 2 else range(k))]
         C, loss, penalty = float(self.C), self.loss, self.penalty
         warms = [{} for _ in ys]
@@ -235,22 +293,46 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
 
         data = None  # the last round's L2 data (restricted_data)
 
+        # squared hinge on dense data of few columns: the one-vs-rest problems solved
+        # together by the Newton method, its state (Gram matrices) kept across rounds
+        newton = [None]
+
+        def newton_round(Xa, tol_k, cap):
+            if newton[0] is None:
+                w0 = [wm.get("w_full") for wm in warms]
+                W0 = None if any(w is None for w in w0) else np.column_stack(w0)
+                newton[0] = SquaredHingeNewton(Y, C, W0=W0)
+            W, A, P, _ = newton[0].solve(Xa.M, tol=tol_k, max_iter=100 if cap is None else cap)
+            sols = []
+            for j, wm in enumerate(warms):  # the per-class warm starts, for dual CD
+                wm["a"], wm["w_full"] = A[:, j], W[:, j]
+                sols.append((W[:-1, j], float(W[-1, j]), A[:, j], float(P[j])))
+            return sols
+
         def evaluate(tol_k, price=True):
             nonlocal data
             # the L2 problems' data (constant column, dual CD layout) formed once per
             # round for every class, grown from the last round's
             Xa = None
             if penalty == "l2":
-                data = restricted_data(X, order, data)
+                if data is None or data[0].M.shape[1] != len(order) + 1:
+                    data = restricted_data(X, order, data)  # else formed for these columns
                 Xa = data[0]
                 Xs = Xa.M[:, :-1]  # the solvers read Xa; Xs gives the shape
             else:
                 Xs = X[:, order]
             cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
-            sols = [
-                solve_restricted(Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap)
-                for yb, wm in zip(ys, warms)
-            ]
+            if loss == "squared_hinge" and Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
+                # rounds short of inner_tol (pricing, backward): one Newton step
+                sols = newton_round(Xa, tol_k, _NEWTON_ROUND_STEPS if tol_k > inner else None)
+            else:
+                newton[0] = None  # dual CD (sparse or many columns), warm started per class
+                sols = [
+                    solve_restricted(
+                        Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap
+                    )
+                    for yb, wm in zip(ys, warms)
+                ]
             objective = sum(s[3] for s in sols)
             if not price:  # a backward round: only the weights are needed
                 return sols, objective, -np.inf, None, None, np.nan, np.inf
@@ -271,7 +353,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         def should_stop(free, viol, rel, reach):
             if len(order) >= reach or not free.any():
                 return True
-            if self.n_features_to_select is None:
+            if not budget:
                 if penalty == "l1" and viol <= 1.0 + self.tol:
                     return True
                 if penalty == "l2" and rel <= self.tol:
@@ -279,16 +361,21 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             return False
 
         # with a budget and overselect > 1: forward to ``reach`` columns (the rounds land
-        # on ``limit`` on the way, where the forward set is kept as a candidate), then
-        # backward to ``limit``
-        reach = limit
-        if self.n_features_to_select is not None and self.overselect > 1.0:
-            reach = min(d, int(np.ceil(float(self.overselect) * limit)))
+        # on every target on the way, where the forward set is kept as a candidate), then
+        # backward to the smallest target, landing on every target below ``reach``
+        backward = budget and self.overselect > 1.0
+        reach = targets[-1]
+        if backward:
+            reach = min(d, int(np.ceil(float(self.overselect) * targets[-1])))
+        tset = set(targets)
         # the backward rounds' tolerance (their weights rank the columns)
         bw_tol = max(inner, min(float(self.pricing_tol), _BACKWARD_TOL))
         rel_prev = np.inf
         kept = None  # (order, sols, objective, dual, it) of the last recorded round
-        candidate = None  # the forward set of ``limit`` columns when a backward pass follows
+        # candidates per target: {k: (order, sols or None, objective, dual)} -- sols kept
+        # for the budget only
+        fwd_cand: dict = {}
+        bwd_cand: dict = {}
         removed: list[int] = []
         timed_out = False
 
@@ -306,6 +393,10 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             }
             history.append(rec)
             kept = (list(order), sols, objective, dual, it)
+            n_sel = len(order)
+            if budget and n_sel in tset:
+                cand = fwd_cand if phase == "forward" else bwd_cand
+                cand[n_sel] = (list(order), sols if n_sel == limit else None, objective, dual)
             if self.verbose:
                 print(
                     f"[ffs] {phase:8s} {len(order):5d} features objective {objective:.6g} "
@@ -322,27 +413,24 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 # of the last full-problem gap (any dual point gives a valid bound), at most
                 # pricing_tol, and to inner_tol before stopping
                 tol_k = float(min(self.pricing_tol, max(inner, 0.1 * rel_prev)))
-                # the forward candidate (compared with the backward pass's set by its
-                # objective) is solved to inner_tol, the set the backward pass starts
+                # the forward candidates (compared with the backward pass's sets by their
+                # objective) are solved to inner_tol, the set the backward pass starts
                 # from to its tolerance, the last set to inner_tol: where the budget makes
                 # that known in advance, directly (no pricing solve first)
-                budget = self.n_features_to_select is not None
                 if budget and len(order) >= min(reach, d):
-                    tol_k = inner if reach == limit else bw_tol
-                elif reach > limit and len(order) == limit:
+                    tol_k = bw_tol if backward and len(order) > targets[-1] else inner
+                elif budget and len(order) in tset:
                     tol_k = inner
                 sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
                 stop = should_stop(free, viol, rel, reach)
                 need = inner if stop else tol_k
-                if stop and reach > limit and len(order) > limit:
+                if stop and backward and len(order) > targets[-1]:
                     need = bw_tol
                 if need < tol_k:
                     sols, objective, dual, free, score, viol, rel = evaluate(need)
                     stop = should_stop(free, viol, rel, reach)
                 rel_prev = rel
                 rec = record(sols, objective, dual, viol, rel, "forward")
-                if reach > limit and len(order) == limit:
-                    candidate = kept
                 if stop:
                     break
                 if self.max_time is not None and rec["t_total"] >= self.max_time:
@@ -357,19 +445,25 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     m = step
                 else:
                     m = max(1, int(np.ceil(step * len(order))))
-                goal = limit if len(order) < limit else reach
+                goal = min([t for t in targets if t > len(order)] + [reach])
+                if goal == reach == d and len(order) >= targets[-1]:
+                    m = d  # the backward pass starts from every column: no order to find
                 m = min(m, goal - len(order), n_left)
                 new = np.argsort(-score, kind="stable")[:m]
                 order.extend(int(j) for j in new)
                 it += 1
-            # backward pass: remove the columns of smallest weight norm, re-solving after
-            # each removal, until ``limit`` remain; keep it if its objective beats the
-            # forward candidate's
-            while len(order) > limit and not timed_out:
+            # backward pass (from ``reach``; not after an early end, e.g. L1 with no
+            # violated column left): remove the columns of smallest weight norm,
+            # re-solving after each removal, down to the smallest target
+            backward = backward and len(order) >= reach
+            while backward and len(order) > targets[0] and not timed_out:
                 Wc = np.array([s[0] for s in sols])
                 norm2 = (Wc * Wc).sum(0)
-                # a tenth of the selected columns per round (at least one), as RFE's step
-                m = min(len(order) - limit, max(1, int(np.ceil(0.1 * len(order)))))
+                # a tenth of the selected columns per round (at least one), as RFE's step,
+                # landing on every target
+                below = max(t for t in targets if t < len(order))
+                frac = float(self.backward_step)
+                m = min(len(order) - below, max(1, int(np.ceil(frac * len(order)))))
                 drop = np.argsort(norm2, kind="stable")[:m]
                 keep = np.ones(len(order), dtype=bool)
                 keep[drop] = False
@@ -377,29 +471,46 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 order = [c for c, k_ in zip(order, keep) if k_]
                 for wm in warms:
                     _drop_columns(wm, keep)
-                data = None
+                if newton[0] is not None:
+                    newton[0].drop(keep)
+                data = None if data is None else restricted_data_drop(data, keep)
                 it += 1
-                tol_k = inner if len(order) == limit else bw_tol
-                last = len(order) == limit
-                sols, objective, dual, _, _, viol, rel = evaluate(tol_k, price=last)
+                at = len(order) in tset
+                sols, objective, dual, _, _, viol, rel = evaluate(inner if at else bw_tol, price=at)
                 rec = record(sols, objective, dual, viol, rel, "backward")
                 if self.max_time is not None and rec["t_total"] >= self.max_time:
                     timed_out = True
-            if len(order) != limit and candidate is not None:
-                # timed out in the backward pass: the forward candidate has ``limit`` columns
-                order, sols, objective, dual, _ = candidate
-            elif candidate is not None and candidate[2] < objective:
-                order, sols, objective, dual, _ = candidate
         except KeyboardInterrupt:
             if kept is None:
                 raise  # nothing recorded: nothing to keep
-            order, sols, objective, dual, it = kept
-            # in the backward pass: the forward candidate unless the pass had finished
-            # with a better set
-            if candidate is not None and (len(order) != limit or candidate[2] < objective):
-                order, sols, objective, dual, _ = candidate
             warn_interrupted(len(history))
-        self.selected_by_ = "forward" if candidate is None or order == candidate[0] else "backward"
+        # per target, the better (smaller restricted objective) of the forward and the
+        # backward set; without a candidate of the budget's size (stopped early), the
+        # last recorded round
+        path = []
+        final = None
+        for t in targets:
+            f, b = fwd_cand.get(t), bwd_cand.get(t)
+            if f is None and b is None:
+                continue
+            # the same set reached both ways counts as the forward one
+            use_b = b is not None and (f is None or (b[2] < f[2] and sorted(b[0]) != sorted(f[0])))
+            c = b if use_b else f
+            by = "backward" if use_b else "forward"
+            path.append(
+                {"k": t, "columns": np.asarray(c[0], dtype=np.int64),
+                 "objective": float(c[2]), "selected_by": by}
+            )  # fmt: skip
+            if t == limit:
+                final = (c, by)
+        if final is not None:
+            (order, sols, objective, dual), self.selected_by_ = final
+        else:
+            order, sols, objective, dual, it_kept = kept
+            if not history or history[-1]["phase"] == "forward":
+                it = it_kept
+            self.selected_by_ = "forward"
+        self.path_ = path if self.k_path is not None else []
         self.removed_ = np.asarray(removed, dtype=np.int64)
         coef = np.zeros((len(ys), d))
         for r, (w, _, _, _) in enumerate(sols):
@@ -414,6 +525,22 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         self.history_ = history
         self.n_iter_ = it
         return self
+
+    def get_support_at(self, k, indices=False):
+        """The selected set of ``k`` features recorded by a fit with ``k_path`` (``k`` one
+        of its entries): a boolean mask over the features, or (``indices=True``) the
+        column indices in the order the fit holds them."""
+        check_is_fitted(self, "support_")
+        for entry in self.path_:
+            if entry["k"] == k:
+                cols = entry["columns"]
+                if indices:
+                    return cols.copy()
+                mask = np.zeros(self.n_features_in_, dtype=bool)
+                mask[cols] = True
+                return mask
+        have = [e["k"] for e in self.path_]
+        raise ValueError(f"no set of {k} features was recorded (k_path gave {have})")
 
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
@@ -440,6 +567,11 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
 
     def _save_extra(self, meta, arrays):
         meta["removed"] = [int(j) for j in self.removed_]
+        meta["path"] = [
+            {"k": int(e["k"]), "columns": [int(j) for j in e["columns"]],
+             "objective": float(e["objective"]), "selected_by": str(e["selected_by"])}
+            for e in self.path_
+        ]  # fmt: skip
 
     def _load_extra(self, meta, arrays):
         if self.coef_.shape[1] != self.n_features_in_ or np.any(self.order_ >= self.n_features_in_):
@@ -449,6 +581,16 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             raise ValueError("model file is inconsistent: removed columns out of range")
         self.support_ = np.zeros(self.n_features_in_, dtype=bool)
         self.support_[self.order_] = True
+        path = []
+        for e in meta.get("path", []):
+            cols = np.asarray(e["columns"], dtype=np.int64).reshape(-1)
+            if cols.size != int(e["k"]) or np.any(cols < 0) or np.any(cols >= self.n_features_in_):
+                raise ValueError("model file is inconsistent: a recorded path set is invalid")
+            path.append(
+                {"k": int(e["k"]), "columns": cols, "objective": float(e["objective"]),
+                 "selected_by": str(e["selected_by"])}
+            )  # fmt: skip
+        self.path_ = path
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

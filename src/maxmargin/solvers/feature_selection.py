@@ -7,7 +7,8 @@ The problems, with ``m_i = y_i (<w, x_i> + b)`` and scikit-learn's ``C``:
   constant column (regularised, as liblinear);
 * ``penalty="l1"``: ``||w||_1 + C sum_i l(m_i)`` with an unpenalised intercept,
 
-``l`` the hinge ``max(0, 1 - m)`` or the logistic loss ``log(1 + exp(-m))``.
+``l`` the hinge ``max(0, 1 - m)``, the squared hinge ``max(0, 1 - m)^2`` (L2 only) or the
+logistic loss ``log(1 + exp(-m))``.
 
 Each solver returns ``(w, b, a, objective)`` where ``a_i = -C l'(m_i) >= 0`` are the
 dual variables (for the hinge: the multipliers of the margin constraints, a sub-gradient
@@ -16,7 +17,9 @@ j is ``-s_j`` with ``s_j = sum_i a_i y_i x_ij`` -- the column-generation score o
 thesis eq. 2.85 / 2.90.
 
 Solvers: L2 hinge -- dual coordinate descent (:func:`maxmargin.solvers.svm.fit_dual_cd`,
-warm started from the previous multipliers); L2 logistic -- L-BFGS; L1 hinge -- the LP
+warm started from the previous multipliers); L2 squared hinge -- a finite Newton method
+(:class:`SquaredHingeNewton`) on dense restricted data of at most ``NEWTON_MAX_COLUMNS``
+columns, else dual CD; L2 logistic -- L-BFGS; L1 hinge -- the LP
 by ``scipy.optimize.linprog`` (HiGHS), duals from its marginals; L1 logistic -- L-BFGS-B
 on ``w = u - v``, ``u, v >= 0``.
 """
@@ -25,12 +28,27 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
+from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import linprog, minimize
 from scipy.special import expit
 
 from maxmargin.solvers.svm import DENSE_FILL, DualCDData, dual_cd_data, fit_dual_cd
 
-__all__ = ["column_scores", "dual_value", "restricted_data", "solve_restricted", "with_const"]
+__all__ = [
+    "NEWTON_MAX_COLUMNS",
+    "SquaredHingeNewton",
+    "column_scores",
+    "dual_value",
+    "restricted_data",
+    "restricted_data_drop",
+    "solve_restricted",
+    "with_const",
+]
+
+#: the squared-hinge problems use the Newton solver on at most this many columns (its
+#: Cholesky factorisations cost ``k^3 / 3`` per iteration), dual CD above
+NEWTON_MAX_COLUMNS = 400
 
 
 def _logistic(m):
@@ -72,6 +90,250 @@ def _l2_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
     warm["active"] = sol.active
     w = sol.w
     return w[:-1], float(w[-1]), sol.alpha.copy(), sol.primal
+
+
+@njit(cache=True)
+def _line_search_steps(M, DM, wd, dd, C, live):  # pragma: no cover - compiled
+    """For each column j of the margins ``M`` and their change ``DM`` along a direction
+    ``d_j`` (``wd = <w_j, d_j>``, ``dd = ||d_j||^2``): the step ``t >= 0`` minimising
+    ``1/2 ||w_j + t d_j||^2 + C sum_i max(0, 1 - M_ij - t DM_ij)^2``, the root of its
+    derivative ``wd + t dd - 2C sum_i max(0, 1 - M_ij - t DM_ij) DM_ij`` (piecewise linear,
+    non-decreasing), by Newton steps on the derivative safeguarded by bisection; the
+    first, ``t = 1``, is exact when no margin crosses 1.  0 where ``live`` is False or the
+    derivative at 0 is not negative (no descent)."""
+    n, c = M.shape
+    out = np.zeros(c)
+    for j in range(c):
+        if not live[j]:
+            continue
+        g0 = wd[j]
+        for i in range(n):
+            h = 1.0 - M[i, j]
+            if h > 0.0:
+                g0 -= 2.0 * C * h * DM[i, j]
+        if g0 >= 0.0:
+            continue
+        lo = 0.0
+        hi = np.inf
+        t = 1.0
+        for _ in range(100):
+            g = wd[j] + t * dd[j]
+            h2 = dd[j]
+            for i in range(n):
+                h = 1.0 - M[i, j] - t * DM[i, j]
+                if h > 0.0:
+                    g -= 2.0 * C * h * DM[i, j]
+                    h2 += 2.0 * C * DM[i, j] * DM[i, j]
+            if abs(g) <= 1e-12 * abs(g0):
+                break
+            if g < 0.0:
+                lo = t
+            else:
+                hi = t
+            t_new = t - g / h2 if h2 > 0.0 else np.inf
+            if not (lo < t_new < hi):
+                t_new = 0.5 * (lo + hi) if hi < np.inf else 2.0 * lo
+            if t_new == t:
+                break
+            t = t_new
+        out[j] = t
+    return out
+
+
+class SquaredHingeNewton:
+    """A finite Newton method for ``1/2 ||w||^2 + C sum_i max(0, 1 - y_i <w, x_i>)^2`` on a
+    dense X (Keerthi & DeCoste 2005): on the active set ``A = {i : m_i < 1}`` the objective
+    is the quadratic ``1/2 ||w||^2 + C ||y_A - X_A w||^2``, whose minimiser ``(I + 2C
+    X_A^T X_A)^{-1} 2C X_A^T y_A`` (a Cholesky solve) gives the direction, followed by an
+    exact line search along it (the objective is a convex piecewise quadratic in the step
+    length); it ends after finitely many steps, once ``A`` no longer changes.
+
+    ``Y``: labels in {-1, +1}, (n,) for one problem or (n, c) for c problems on the same X
+    (one-vs-rest), solved together: their margins, steps and gaps are matrix products over
+    all problems, only the factorisations are per problem.
+
+    Kept between calls (feature selection's restricted problems): the weights and, per
+    problem, the Gram matrix ``G = X_A^T X_A`` and ``r = X_A^T y_A`` of its active rows,
+    updated by the rows entering or leaving ``A`` (rank updates; recomputed when more rows
+    change than half the active set, or more than n since the last recomputation), by
+    columns appended (:meth:`solve` on an X with more columns: the new ones just before the
+    last, the constant column) and by columns removed (:meth:`drop`).  Every solve ends
+    with the duality gap of its iterate: the dual variables ``a_i = 2C max(0, 1 - m_i)``
+    give the lower bound ``sum_i a_i - sum_i a_i^2 / (4C) - 1/2 ||X^T (a * y)||^2``.
+    """
+
+    def __init__(self, Y, C, W0=None):
+        Y = np.asarray(Y, dtype=np.float64)
+        self.single = Y.ndim == 1
+        self.Y = Y.reshape(Y.shape[0], -1)
+        self.C = float(C)
+        c = self.Y.shape[1]
+        self.W = None if W0 is None else np.array(W0, dtype=np.float64).reshape(-1, c)
+        self.act = None
+        self.G = None
+        self.r = None
+        self.n_iter = 0  # Newton steps over all solves
+        self._changed = np.zeros(c)  # rows updated since G was last recomputed
+        self._moved = True  # the columns changed since the last solve
+
+    def drop(self, keep):
+        """Remove the columns where the mask ``keep`` (over all but the last column) is
+        False."""
+        if self.W is None:
+            return
+        ix = np.append(np.flatnonzero(keep), len(keep))
+        self.W = self.W[ix]
+        self._moved = True
+        if self.G is not None:
+            self.G = self.G[:, ix][:, :, ix]
+            self.r = self.r[ix]
+
+    def _recompute(self, X, j):
+        a = self.act[:, j]
+        XA = X[a]
+        self.G[j] = XA.T @ XA
+        self.r[:, j] = XA.T @ self.Y[a, j]
+        self._changed[j] = 0
+
+    def _sync_columns(self, X):
+        k1 = X.shape[1]
+        c = self.Y.shape[1]
+        if self.W is not None and self.W.shape[0] > k1:
+            raise ValueError(f"X has {k1} columns, fewer than the state's {self.W.shape[0]}")
+        if self.W is None:
+            self.W = np.zeros((k1, c))
+        if self.G is None:  # first solve: the active rows of the starting point
+            kp1 = self.W.shape[0]
+            if kp1 < k1:
+                self.W = np.vstack([self.W[:-1], np.zeros((k1 - kp1, c)), self.W[-1:]])
+            self.act = self.Y * (X @ self.W) < 1.0
+            self.G = np.empty((c, k1, k1))
+            self.r = np.empty((k1, c))
+            for j in range(c):
+                self._recompute(X, j)
+            return
+        kp1 = self.W.shape[0]
+        if kp1 == k1:
+            return
+        old = np.append(np.arange(kp1 - 1), k1 - 1)
+        new = np.arange(kp1 - 1, k1 - 1)
+        G = np.empty((c, k1, k1))
+        r = np.empty((k1, c))
+        r[old] = self.r
+        oo = np.ix_(old, old)
+        for j in range(c):
+            a = self.act[:, j]
+            XA = X[a]
+            B = XA.T @ XA[:, new]
+            G[j][oo] = self.G[j]
+            G[j][:, new] = B
+            G[j][new, :] = B.T
+            r[new, j] = XA[:, new].T @ self.Y[a, j]
+        W = np.zeros((k1, c))
+        W[old] = self.W
+        self.G, self.r, self.W = G, r, W
+        self._moved = True
+
+    def _set_active(self, X, j, act):
+        cur = self.act[:, j]
+        enter = act & ~cur
+        leave = cur & ~act
+        ne, nl = int(enter.sum()), int(leave.sum())
+        if ne + nl == 0:
+            return
+        self.act[:, j] = act
+        self._changed[j] += ne + nl
+        if ne + nl > 0.5 * max(int(act.sum()), 1) or self._changed[j] > X.shape[0]:
+            self._recompute(X, j)
+            return
+        y = self.Y[:, j]
+        if ne:
+            Xe = X[enter]
+            self.G[j] += Xe.T @ Xe
+            self.r[:, j] += Xe.T @ y[enter]
+        if nl:
+            Xl = X[leave]
+            self.G[j] -= Xl.T @ Xl
+            self.r[:, j] -= Xl.T @ y[leave]
+
+    def _bounds(self, X, M):
+        """(primals, dual bounds, A) of every problem at the current weights, margins
+        ``M``."""
+        C = self.C
+        H = np.maximum(0.0, 1.0 - M)
+        A = 2.0 * C * H
+        V = X.T @ (A * self.Y)
+        primal = 0.5 * np.einsum("ij,ij->j", self.W, self.W) + C * np.einsum("ij,ij->j", H, H)
+        dual = A.sum(0) - np.einsum("ij,ij->j", A, A) / (4.0 * C)
+        dual -= 0.5 * np.einsum("ij,ij->j", V, V)
+        return primal, dual, A
+
+    def _line_search(self, D, M, DM, live):
+        """Per problem, the step ``t >= 0`` minimising the objective at ``w + t d``
+        (margins ``m + t dm``; :func:`_line_search_steps`); 0 where ``live`` is False."""
+        wd = np.einsum("ij,ij->j", self.W, D)
+        dd = np.einsum("ij,ij->j", D, D)
+        return _line_search_steps(M, DM, wd, dd, self.C, live)
+
+    def solve(self, X, tol=1e-8, max_iter=100):
+        """Newton steps on the dense X (C-ordered, the constant column last, as
+        :func:`with_const`) from the kept state until every problem's relative duality
+        gap is at most ``tol`` (checked before the first step too unless columns were added
+        or removed since the last solve) or after ``max_iter``
+        steps.  Returns ``(W, A, primals, duals)`` ((k+1,), (n,), float, float for one
+        problem; else with a last axis over the problems)."""
+        X = np.asarray(X)
+        self._sync_columns(X)
+        Y, C = self.Y, self.C
+        M = Y * (X @ self.W)
+        if self._moved and max_iter >= 1:
+            # columns added or removed since the last solve: no gap check before the
+            # first step (the old optimum is rarely within tol of the new one)
+            todo = np.ones(Y.shape[1], dtype=bool)
+        else:
+            primal, dual, A = self._bounds(X, M)
+            todo = primal - dual > tol * np.maximum(np.abs(primal), 1e-12)
+        self._moved = False
+        it = 0
+        eye = np.diag_indices(X.shape[1])
+        while it < max_iter and todo.any():
+            Wbar = self.W.copy()
+            for j in np.flatnonzero(todo):
+                self._set_active(X, j, M[:, j] < 1.0)
+                H = 2.0 * C * self.G[j]
+                H[eye] += 1.0
+                Wbar[:, j] = cho_solve(cho_factor(H, check_finite=False), 2.0 * C * self.r[:, j],
+                                       check_finite=False)  # fmt: skip
+            D = Wbar - self.W
+            DM = Y * (X @ D)
+            t = self._line_search(D, M, DM, todo)
+            self.W = self.W + t * D
+            M = M + t * DM
+            primal, dual, A = self._bounds(X, M)
+            todo = todo & (t > 0.0) & (primal - dual > tol * np.maximum(np.abs(primal), 1e-12))
+            it += 1
+        self.n_iter += it
+        if self.single:
+            return self.W[:, 0].copy(), A[:, 0], float(primal[0]), float(dual[0])
+        return self.W.copy(), A, primal, dual
+
+
+def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
+    Xa = dual_cd_data(with_const(X)) if Xa is None else Xa
+    if Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
+        nt = warm.get("newton")
+        if nt is None:
+            nt = warm["newton"] = SquaredHingeNewton(y, C, W0=warm.get("w_full"))
+        w, a, primal, _ = nt.solve(Xa.M, tol=tol, max_iter=100 if max_iter is None else max_iter)
+        return w[:-1], float(w[-1]), a, primal
+    warm.pop("newton", None)  # too many columns (or sparse): dual CD, as for the hinge
+    sol = fit_dual_cd(
+        Xa, y, C, loss="squared_hinge", tol=tol, max_iter=100_000 if max_iter is None else max_iter,
+        rng=0, alpha0=warm.get("a"), active0=warm.get("active"),
+        certify=max_iter is None,
+    )  # fmt: skip
+    warm["active"] = sol.active
+    return sol.w[:-1], float(sol.w[-1]), sol.alpha.copy(), sol.primal
 
 
 def _l2_logistic(X, y, C, tol, warm, Xa=None, max_iter=None):
@@ -144,6 +406,7 @@ def _l1_logistic(X, y, C, tol, warm, Xa=None, max_iter=None):
 
 _SOLVERS = {
     ("hinge", "l2"): _l2_hinge,
+    ("squared_hinge", "l2"): _l2_squared_hinge,
     ("logistic", "l2"): _l2_logistic,
     ("hinge", "l1"): _l1_hinge,
     ("logistic", "l1"): _l1_logistic,
@@ -160,6 +423,22 @@ def with_const(X, scale=1.0):
         out[:, k] = scale
         return out
     return _with_const(X, scale)
+
+
+def restricted_data_drop(prev, keep):
+    """:func:`restricted_data`'s result with the selected columns where the mask ``keep``
+    is False removed, from the kept data itself when it is dense (no gather from X);
+    None otherwise (form it anew)."""
+    old, nnz = prev
+    if not old.dense:
+        return None
+    ix = np.append(np.flatnonzero(keep), len(keep))
+    out = np.ascontiguousarray(old.M[:, ix])
+    gone = old.M[:, :-1][:, ~keep]
+    nnz = nnz - int(np.count_nonzero(gone))
+    sqn = old.sqn - np.einsum("ij,ij->i", gone, gone)
+    e = np.zeros(1, dtype=np.int32)
+    return DualCDData(out, e, e, np.zeros(0), out, True, sqn), nnz
 
 
 def restricted_data(X, order, prev=None):
@@ -212,7 +491,8 @@ def dual_value(a, y, s_all, C, loss, penalty):
     """A lower bound on the optimum of the problem over *all* columns, from the
     restricted problem's dual variables ``a`` and the scores ``s_all`` of every column.
 
-    L2: ``D(a) = sum_i phi(a_i) - 1/2 ||s||^2`` with ``phi(a) = a`` (hinge) or the binary
+    L2: ``D(a) = sum_i phi(a_i) - 1/2 ||s||^2`` with ``phi(a) = a`` (hinge), ``a - a^2 /
+    (4C)`` (squared hinge) or the binary
     entropy ``-a log(a/C) - (C - a) log(1 - a/C)`` (logistic), where the intercept column
     is one of the columns of ``s_all``.  L1: the dual constraint ``|s_j| <= 1`` and
     ``sum a_i y_i = 0``; ``a`` is scaled by ``1 / max(1, max_j |s_j|)`` to be feasible
@@ -223,6 +503,8 @@ def dual_value(a, y, s_all, C, loss, penalty):
     def phi(a):
         if loss == "hinge":
             return float(a.sum())
+        if loss == "squared_hinge":
+            return float(a.sum()) - float(a @ a) / (4.0 * C)
         p = np.clip(a / C, 1e-300, 1.0)
         q = np.clip(1.0 - a / C, 1e-300, 1.0)
         return float(-C * (p * np.log(p) + q * np.log(q)).sum())
