@@ -26,6 +26,14 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   ``--flat-cache DIR`` keeps the flat booster per set of training windows, so runs that
   share them (e.g. with and without ``--bootstrap``, which starts from the same pool)
   train it once.
+* ``--extra-negatives DIR[:STEP] ...``: more training negatives for the cascade (and so
+  for the flat booster, which trains on the same windows) from images that contain no
+  raccoon -- every STEP-th image file of each folder (natural order, STEP 1 if omitted),
+  downscaled to ``--max-side`` like the raccoons, passed as
+  ``CascadeDetector.fit(..., negative_images=...)``: ``--n-extra-negatives`` of their
+  windows (default: as many as ``--n-negatives``) drawn at random by the detector's own
+  pyramid and features and added to the raccoon pool, which stays the same draw.  The
+  test windows and the metric stay the raccoon test images'.
 * Ranking: ``--candidates`` windows per test image from the box distribution fitted on
   the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
   10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
@@ -60,6 +68,30 @@ from maxmargin.apps.detection import (
     recall_overlap,
     recall_overlap_auc,
 )
+
+
+def load_extra_negatives(specs, max_side):
+    """Images of the ``DIR[:STEP]`` folders (every STEP-th file in natural order),
+    downscaled to ``max_side``; returns ``(images, per-folder counts)``."""
+    from maxmargin.apps.detection import load_image, rescale_image
+    from maxmargin.apps.detection.data import IMAGE_SUFFIXES, _natural_key
+
+    images, counts = [], {}
+    for spec in specs:
+        d, _, step = str(spec).partition(":")
+        step = int(step) if step else 1
+        d = Path(d)
+        if not d.is_dir() or step < 1:
+            raise SystemExit(f"--extra-negatives: not a folder (or bad step): {spec}")
+        files = sorted(
+            (f for f in d.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key
+        )[::step]
+        if not files:
+            raise SystemExit(f"--extra-negatives: no images in {d}")
+        for f in files:
+            images.append(rescale_image(load_image(f), np.zeros((0, 4)), max_side)[0])
+        counts[str(spec)] = len(files)
+    return images, counts
 
 
 def detect_all(det, images):
@@ -219,6 +251,20 @@ def main(argv=None):
         help="cascade: negatives are windows overlapping every box by less (training and "
         "the test windows of the goal alike)",
     )
+    ap.add_argument(
+        "--extra-negatives",
+        nargs="*",
+        default=[],
+        metavar="DIR[:STEP]",
+        help="cascade: more training negatives from the images of these folders (no "
+        "raccoon in them), every STEP-th file",
+    )
+    ap.add_argument(
+        "--n-extra-negatives",
+        type=int,
+        default=None,
+        help="windows drawn from the --extra-negatives images (default: --n-negatives)",
+    )
     ap.add_argument("--flat-weak", type=int, default=400)
     ap.add_argument(
         "--flat-cache",
@@ -344,6 +390,16 @@ def main(argv=None):
     # ---- boosted cascades
     if "cascade" not in skip:
         out["cascade"] = {}
+        extra = None
+        if args.extra_negatives:
+            t = time.perf_counter()
+            extra, counts = load_extra_negatives(args.extra_negatives, args.max_side)
+            out["extra_negatives"] = {
+                "folders": counts,
+                "n_images": len(extra),
+                "load_seconds": time.perf_counter() - t,
+            }
+            print(f"extra negative images: {counts} ({len(extra)})", flush=True)
         Xp_te = Xn_te = None
         flat = None
         for learner in filter(None, args.stage_learners.split(",")):
@@ -361,9 +417,10 @@ def main(argv=None):
                 neg_overlap=args.neg_overlap,
                 recycle=args.recycle,
                 bootstrap=bool(args.bootstrap),
+                n_extra_negatives=args.n_extra_negatives,
                 random_state=0,
                 **hog,
-            ).fit(tri, trb)
+            ).fit(tri, trb, negative_images=extra)
             fit_s = time.perf_counter() - t
             res, per_img = detect_all(cas, tei)
             ap_c = average_precision([r[0] for r in res], [r[1] for r in res], teb)
@@ -384,6 +441,8 @@ def main(argv=None):
                 "n_test_pos_windows": len(Xp_te),
                 "n_test_neg_windows": len(Xn_te),
                 "n_bootstrapped": cas.n_bootstrapped_,
+                "n_extra_negatives": cas.n_extra_negatives_,
+                "n_train_negatives": cas.n_negatives_,
             }
             print(
                 f"cascade[{learner}]: AP {ap_c:.3f}, fit {fit_s:.1f} s, {per_img * 1e3:.1f} "
@@ -403,7 +462,7 @@ def main(argv=None):
             # (every cascade here draws the same set: same random_state and settings)
             if flat is None:
                 t = time.perf_counter()
-                Xtr, ytr, _ = cas.training_set(tri, trb)
+                Xtr, ytr, _ = cas.training_set(tri, trb, negative_images=extra)
                 flat, cached = fit_flat(Xtr, ytr, args.flat_weak, args.flat_cache)
                 out["flat_fit_seconds"] = time.perf_counter() - t
                 out["flat_from_cache"] = cached
