@@ -22,7 +22,8 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   when F is near that floor, T_flat sits on a plateau and is very sensitive to F
   (``T_needed_if_far_times``); the flat booster's FAR at T = the cascade's expected count
   (``equal_cost``); the same comparison for every prefix of the cascade (``prefixes``);
-  and how much of a raccoon the false positives left hold (``false_positive_overlap``).
+  and how much of a raccoon the false positives left hold (``false_positive_overlap``);
+  and the comparison on the test negatives touching no raccoon (``background_only``).
   ``--flat-cache DIR`` keeps the flat booster per set of training windows, so runs that
   share them (e.g. with and without ``--bootstrap``, which starts from the same pool)
   train it once.
@@ -530,6 +531,35 @@ def main(argv=None):
                     }
                 )
             out["cascade"][learner]["flat"]["prefixes"] = prefixes
+            # the same comparison on the test negatives that touch no raccoon (overlap
+            # 0: background only, the kind of negative the --extra-negatives images
+            # add): the cascade's FAR and cost there, and the flat booster's T for that
+            # FAR at the cascade's recall R (thresholds from all test positives, as above)
+            bg = ov_te == 0
+            if bg.any():
+                Xb = Xn_te[bg]
+                Fb = float((c.predict(Xb) == 1).mean())
+                Eb = c.figure_of_merit(Xb)["expected_weak"]
+                Tb, _, flb = flat_weak_needed(flat, Xp_te, Xb, R, Fb, args.flat_weak)
+                Tb11 = flat_weak_needed(flat, Xp_te, Xb, R, 1.1 * Fb, args.flat_weak)[0]
+                _, fb_curve = flat_curve(flat, Xp_te, Xb, R, args.flat_weak)
+                out["cascade"][learner]["flat"]["background_only"] = {
+                    "n_windows": int(bg.sum()),
+                    "cascade_far": Fb,
+                    "expected_weak": Eb,
+                    "T_needed": Tb,
+                    "ratio": None if Tb is None else Eb / Tb,
+                    "T_needed_far_x1_1": Tb11,
+                    "flat_min_far": flb[0],
+                    "T_at_min_far": flb[1],
+                    "flat_far_at_T": {
+                        int(T): float(fb_curve[T - 1])
+                        for T in (1, 2, 5, 10, 20, 30, 50, 100, 200, 300, 400)
+                        if T <= len(fb_curve)
+                    },
+                }
+                print(f"  background only: {out['cascade'][learner]['flat']['background_only']}")
+                _SCORES.clear()
             for row in prefixes:
                 print(
                     "  prefix {stages}: recall {recall:.3f} FAR {far:.4f} weak {expected_weak:.1f}"
