@@ -22,10 +22,19 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   when F is near that floor, T_flat sits on a plateau and is very sensitive to F
   (``T_needed_if_far_times``); the flat booster's FAR at T = the cascade's expected count
   (``equal_cost``); the same comparison for every prefix of the cascade (``prefixes``);
-  and how much of a raccoon the false positives left hold (``false_positive_overlap``).
+  and how much of a raccoon the false positives left hold (``false_positive_overlap``);
+  and the comparison on the test negatives touching no raccoon (``background_only``).
   ``--flat-cache DIR`` keeps the flat booster per set of training windows, so runs that
   share them (e.g. with and without ``--bootstrap``, which starts from the same pool)
   train it once.
+* ``--extra-negatives DIR[:STEP] ...``: more training negatives for the cascade (and so
+  for the flat booster, which trains on the same windows) from images that contain no
+  raccoon -- every STEP-th image file of each folder (natural order, STEP 1 if omitted),
+  downscaled to ``--max-side`` like the raccoons, passed as
+  ``CascadeDetector.fit(..., negative_images=...)``: ``--n-extra-negatives`` of their
+  windows (default: as many as ``--n-negatives``) drawn at random by the detector's own
+  pyramid and features and added to the raccoon pool, which stays the same draw.  The
+  test windows and the metric stay the raccoon test images'.
 * Ranking: ``--candidates`` windows per test image from the box distribution fitted on
   the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
   10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
@@ -60,6 +69,30 @@ from maxmargin.apps.detection import (
     recall_overlap,
     recall_overlap_auc,
 )
+
+
+def load_extra_negatives(specs, max_side):
+    """Images of the ``DIR[:STEP]`` folders (every STEP-th file in natural order),
+    downscaled to ``max_side``; returns ``(images, per-folder counts)``."""
+    from maxmargin.apps.detection import load_image, rescale_image
+    from maxmargin.apps.detection.data import IMAGE_SUFFIXES, _natural_key
+
+    images, counts = [], {}
+    for spec in specs:
+        d, _, step = str(spec).partition(":")
+        step = int(step) if step else 1
+        d = Path(d)
+        if not d.is_dir() or step < 1:
+            raise SystemExit(f"--extra-negatives: not a folder (or bad step): {spec}")
+        files = sorted(
+            (f for f in d.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key
+        )[::step]
+        if not files:
+            raise SystemExit(f"--extra-negatives: no images in {d}")
+        for f in files:
+            images.append(rescale_image(load_image(f), np.zeros((0, 4)), max_side)[0])
+        counts[str(spec)] = len(files)
+    return images, counts
 
 
 def detect_all(det, images):
@@ -219,6 +252,20 @@ def main(argv=None):
         help="cascade: negatives are windows overlapping every box by less (training and "
         "the test windows of the goal alike)",
     )
+    ap.add_argument(
+        "--extra-negatives",
+        nargs="*",
+        default=[],
+        metavar="DIR[:STEP]",
+        help="cascade: more training negatives from the images of these folders (no "
+        "raccoon in them), every STEP-th file",
+    )
+    ap.add_argument(
+        "--n-extra-negatives",
+        type=int,
+        default=None,
+        help="windows drawn from the --extra-negatives images (default: --n-negatives)",
+    )
     ap.add_argument("--flat-weak", type=int, default=400)
     ap.add_argument(
         "--flat-cache",
@@ -344,6 +391,16 @@ def main(argv=None):
     # ---- boosted cascades
     if "cascade" not in skip:
         out["cascade"] = {}
+        extra = None
+        if args.extra_negatives:
+            t = time.perf_counter()
+            extra, counts = load_extra_negatives(args.extra_negatives, args.max_side)
+            out["extra_negatives"] = {
+                "folders": counts,
+                "n_images": len(extra),
+                "load_seconds": time.perf_counter() - t,
+            }
+            print(f"extra negative images: {counts} ({len(extra)})", flush=True)
         Xp_te = Xn_te = None
         flat = None
         for learner in filter(None, args.stage_learners.split(",")):
@@ -361,9 +418,10 @@ def main(argv=None):
                 neg_overlap=args.neg_overlap,
                 recycle=args.recycle,
                 bootstrap=bool(args.bootstrap),
+                n_extra_negatives=args.n_extra_negatives,
                 random_state=0,
                 **hog,
-            ).fit(tri, trb)
+            ).fit(tri, trb, negative_images=extra)
             fit_s = time.perf_counter() - t
             res, per_img = detect_all(cas, tei)
             ap_c = average_precision([r[0] for r in res], [r[1] for r in res], teb)
@@ -384,6 +442,8 @@ def main(argv=None):
                 "n_test_pos_windows": len(Xp_te),
                 "n_test_neg_windows": len(Xn_te),
                 "n_bootstrapped": cas.n_bootstrapped_,
+                "n_extra_negatives": cas.n_extra_negatives_,
+                "n_train_negatives": cas.n_negatives_,
             }
             print(
                 f"cascade[{learner}]: AP {ap_c:.3f}, fit {fit_s:.1f} s, {per_img * 1e3:.1f} "
@@ -403,7 +463,7 @@ def main(argv=None):
             # (every cascade here draws the same set: same random_state and settings)
             if flat is None:
                 t = time.perf_counter()
-                Xtr, ytr, _ = cas.training_set(tri, trb)
+                Xtr, ytr, _ = cas.training_set(tri, trb, negative_images=extra)
                 flat, cached = fit_flat(Xtr, ytr, args.flat_weak, args.flat_cache)
                 out["flat_fit_seconds"] = time.perf_counter() - t
                 out["flat_from_cache"] = cached
@@ -471,6 +531,35 @@ def main(argv=None):
                     }
                 )
             out["cascade"][learner]["flat"]["prefixes"] = prefixes
+            # the same comparison on the test negatives that touch no raccoon (overlap
+            # 0: background only, the kind of negative the --extra-negatives images
+            # add): the cascade's FAR and cost there, and the flat booster's T for that
+            # FAR at the cascade's recall R (thresholds from all test positives, as above)
+            bg = ov_te == 0
+            if bg.any():
+                Xb = Xn_te[bg]
+                Fb = float((c.predict(Xb) == 1).mean())
+                Eb = c.figure_of_merit(Xb)["expected_weak"]
+                Tb, _, flb = flat_weak_needed(flat, Xp_te, Xb, R, Fb, args.flat_weak)
+                Tb11 = flat_weak_needed(flat, Xp_te, Xb, R, 1.1 * Fb, args.flat_weak)[0]
+                _, fb_curve = flat_curve(flat, Xp_te, Xb, R, args.flat_weak)
+                out["cascade"][learner]["flat"]["background_only"] = {
+                    "n_windows": int(bg.sum()),
+                    "cascade_far": Fb,
+                    "expected_weak": Eb,
+                    "T_needed": Tb,
+                    "ratio": None if Tb is None else Eb / Tb,
+                    "T_needed_far_x1_1": Tb11,
+                    "flat_min_far": flb[0],
+                    "T_at_min_far": flb[1],
+                    "flat_far_at_T": {
+                        int(T): float(fb_curve[T - 1])
+                        for T in (1, 2, 5, 10, 20, 30, 50, 100, 200, 300, 400)
+                        if T <= len(fb_curve)
+                    },
+                }
+                print(f"  background only: {out['cascade'][learner]['flat']['background_only']}")
+                _SCORES.clear()
             for row in prefixes:
                 print(
                     "  prefix {stages}: recall {recall:.3f} FAR {far:.4f} weak {expected_weak:.1f}"

@@ -244,3 +244,83 @@ def test_cascade_files_from_before_channel_cells_and_bootstrap_load_as_trained(s
     older = CascadeDetector._from_state(pm, pa)
     assert older.channels is False
     np.testing.assert_array_equal(older.detect(tei[0])[1], plain.detect(tei[0])[1])
+
+
+def _clutter(n, seed, size=(64, 80)):
+    rng = np.random.default_rng(seed)
+    H, W = size
+    out = []
+    for _ in range(n):
+        img = np.kron(rng.random((H // 8 + 1, W // 8 + 1)), np.ones((8, 8)))[:H, :W] * 0.5
+        out.append(
+            (np.clip(img + 0.03 * rng.standard_normal(img.shape), 0, 1) * 255).astype(np.uint8)
+        )
+    return out
+
+
+def test_cascade_detector_takes_extra_negatives_from_images_without_objects(scenes, tmp_path):
+    (tri, trb), (tei, teb) = scenes
+    neg = _clutter(4, 7)
+    kw = dict(window=(3, 3), n_stages=3, max_weak=[2, 5], n_negatives=300, random_state=0)
+    det = CascadeDetector(n_extra_negatives=250, **kw)
+    det._fit_prior(tri, trb)
+    X0, y0, m0 = det.training_set(tri, trb)
+    X1, y1, m1 = det.training_set(tri, trb, negative_images=neg)
+    # the object images' pool is the same draw; the extra rows come last, all negatives,
+    # never held out
+    n0 = len(X0)
+    np.testing.assert_array_equal(X1[:n0], X0)
+    np.testing.assert_array_equal(y1[:n0], y0)
+    np.testing.assert_array_equal(m1[:n0], m0)
+    assert len(X1) == n0 + 250 and not y1[n0:].any() and not m1[n0:].any()
+    # ... and they are distinct windows of the negative images (every window of theirs,
+    # described as the detector describes windows, location prior included)
+    every = []
+    for img in neg:
+        pyr = det._pyramid(img)
+        every.append(det._describe(pyr, *pyr.windows()))
+    every = np.vstack(every).astype(np.float64)
+    extra = X1[n0:]
+    assert len(np.unique(extra, axis=0)) == 250
+    hit = (extra[:, None, :] == every[None, :, :]).all(axis=2).any(axis=1)
+    assert hit.all()
+    # None: as many as n_negatives (here more than there are: all of them)
+    X2, _, _ = CascadeDetector(**kw).training_set(tri, trb, negative_images=neg)
+    assert len(X2) - n0 == min(300, len(every))
+    fit = CascadeDetector(n_extra_negatives=250, **kw).fit(tri, trb, negative_images=neg)
+    assert fit.n_extra_negatives_ == 250 and fit.n_negatives_ == (y1 == 0).sum()
+    assert _ap(fit, tei, teb) > 0.3
+    back = maxmargin.load(maxmargin.save(fit, tmp_path / "x.npz"))
+    assert back.n_extra_negatives == 250 and back.n_extra_negatives_ == 250
+    np.testing.assert_array_equal(back.detect(tei[0])[1], fit.detect(tei[0])[1])
+    # a file from before negative_images loads with n_extra_negatives None, 0 drawn
+    meta, arrays = fit._get_state()
+    del meta["params"]["n_extra_negatives"], meta["n_extra_negatives"]
+    old = CascadeDetector._from_state(meta, arrays)
+    assert old.n_extra_negatives is None and old.n_extra_negatives_ == 0
+    # bootstrapping scans the negative images too
+    boot = CascadeDetector(bootstrap=True, n_extra_negatives=50, **kw)
+    boot._fit_prior(tri, trb)
+    _, _, _, ctx = boot._training_set(tri, trb, neg)
+    assert len(ctx["wins"]) == len(tri) + len(neg) and ctx["used"].sum() == 300 + 50
+    assert not ctx["val_img"][len(tri) :].any()
+    draw = boot._negative_source(ctx)
+    Z, hold = draw(lambda Z: np.ones(len(Z), dtype=bool), 10**6, 10**6)
+    assert ctx["used"].all() and len(Z) == len(ctx["used"]) - 350
+    tail = ~hold & (Z[:, None, :] == every[None, :, :]).all(axis=2).any(axis=1)
+    assert tail.sum() == len(every) - 50  # every window of the negative images not drawn
+
+
+def test_negative_images_errors(scenes):
+    (tri, trb), _ = scenes
+    kw = dict(window=(3, 3), n_stages=2, max_weak=[2], random_state=0)
+    with pytest.raises(ValueError, match="empty"):
+        CascadeDetector(**kw).fit(tri, trb, negative_images=[])
+    with pytest.raises(ValueError, match="list of images"):
+        CascadeDetector(**kw).fit(tri, trb, negative_images=tri[0])
+    with pytest.raises(ValueError, match=r"negative_images\[1\]"):
+        CascadeDetector(**kw).fit(tri, trb, negative_images=[tri[0], np.zeros((5, 5, 2))])
+    with pytest.raises(ValueError, match="no window fits"):
+        CascadeDetector(**kw).fit(tri, trb, negative_images=[np.zeros((8, 8), np.uint8)])
+    with pytest.raises(ValueError, match="n_extra_negatives"):
+        CascadeDetector(n_extra_negatives=0, **kw).fit(tri, trb, negative_images=tri[:1])

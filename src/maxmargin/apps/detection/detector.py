@@ -75,6 +75,25 @@ def check_images_boxes(images, boxes):
     return images, out
 
 
+def _check_negative_images(images):
+    """None, or a non-empty list of (H, W) / (H, W, 3) images (images without objects);
+    ValueError otherwise."""
+    if images is None:
+        return None
+    if isinstance(images, np.ndarray) and images.ndim in (2, 3) and images.dtype != object:
+        raise ValueError("negative_images must be a list of images, not one image array")
+    images = list(images)
+    if not images:
+        raise ValueError("negative_images is empty; pass None for no extra negatives")
+    for k, img in enumerate(images):
+        a = np.asarray(img)
+        if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] != 3) or a.size == 0:
+            raise ValueError(
+                f"negative_images[{k}]: expected (H, W) or (H, W, 3), got shape {a.shape}"
+            )
+    return images
+
+
 class _WindowDetector(BaseEstimator):
     """Shared HOG-pyramid machinery of the sliding-window detectors."""
 
@@ -424,6 +443,14 @@ class CascadeDetector(_WindowDetector):
     trains on as many (and ever harder) negatives as the first; False: the stages share
     the fixed pool of ``n_negatives``.
 
+    ``fit(images, boxes, negative_images=...)``: images that contain no object (Viola &
+    Jones' non-face images).  Every window of theirs is a negative; ``n_extra_negatives``
+    of them (None: as many as ``n_negatives``) are drawn at random and added to the pool
+    of ``n_negatives`` drawn from the object images, which stays the same draw as without
+    them.  They train the stages only: the operating points are still chosen on the
+    held-out object images (the negatives the detector will meet).  With ``bootstrap``
+    the scan covers them too.
+
     The defaults ``channels=True`` and ``max_weak=(2, 5, 10, 20, 50)`` are the best
     setting measured on raccoon (docs/benchmarks.md: AP 0.652 and 29.3 weak classifiers
     per window, against 0.460 and 55.3 with HOG alone and 50 per stage, with 7 x 7-cell
@@ -435,7 +462,9 @@ class CascadeDetector(_WindowDetector):
     ----------
     cascade_, converged_ (the cascade's: False when Ctrl-C ended training early -- the
     completed stages are kept, see :class:`~maxmargin.BoostedCascade`), n_train_images_,
-    distribution_, n_bootstrapped_ (negatives drawn by ``bootstrap`` in all)
+    distribution_, n_bootstrapped_ (negatives drawn by ``bootstrap`` in all),
+    n_extra_negatives_ (pool negatives drawn from ``negative_images``; 0 without),
+    n_negatives_ (all training negatives of the pool, extra ones included)
     """
 
     _parameter_constraints = {
@@ -452,6 +481,7 @@ class CascadeDetector(_WindowDetector):
         "n_negatives": [POSITIVE_INT],
         "max_negatives": [None, POSITIVE_INT],
         "bootstrap": [bool],
+        "n_extra_negatives": [None, POSITIVE_INT],
         "validation_fraction": [Interval(float, 0, 1, closed="left")],
     }
 
@@ -477,6 +507,7 @@ class CascadeDetector(_WindowDetector):
         n_negatives=50000,
         max_negatives=10000,
         bootstrap=False,
+        n_extra_negatives=None,
         validation_fraction=0.25,
         nms_threshold=0.3,
         score_threshold=0.0,
@@ -513,6 +544,7 @@ class CascadeDetector(_WindowDetector):
         self.n_negatives = n_negatives
         self.max_negatives = max_negatives
         self.bootstrap = bootstrap
+        self.n_extra_negatives = n_extra_negatives
         self.validation_fraction = validation_fraction
         self.nms_threshold = nms_threshold
         self.score_threshold = score_threshold
@@ -537,15 +569,18 @@ class CascadeDetector(_WindowDetector):
             verbose=max(0, int(self.verbose) - 1),
         )
 
-    def fit(self, images, boxes):
+    def fit(self, images, boxes, negative_images=None):
         """Train on images and their boxes.  With ``validation_fraction > 0`` the
         operating points are chosen on the windows of that share of the images (drawn at
         random), held out from stage training.  With ``bootstrap`` every later stage
-        draws fresh negatives from all training windows the cascade so far accepts."""
+        draws fresh negatives from all training windows the cascade so far accepts.
+        ``negative_images``: images without any object, more negatives for the stages
+        (``n_extra_negatives`` of their windows; see the class docstring)."""
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
+        negative_images = _check_negative_images(negative_images)
         self._fit_prior(images, boxes)
-        X, y, mask, ctx = self._training_set(images, boxes)
+        X, y, mask, ctx = self._training_set(images, boxes, negative_images)
         casc = self._cascade()
         if mask is not None:
             casc.set_params(validation_fraction=0.0)
@@ -553,22 +588,25 @@ class CascadeDetector(_WindowDetector):
         # Ctrl-C inside a stage: the cascade keeps its completed stages (and warns)
         self.cascade_ = casc.fit(X, y, validation_mask=mask, negatives=source)
         self.n_bootstrapped_ = int(sum(t.get("n_bootstrapped", 0) for t in casc.stages_))
+        self.n_extra_negatives_ = int(ctx["n_extra"])
         self.converged_ = bool(self.cascade_.converged_)
         self.n_positives_, self.n_negatives_ = int((y == 1).sum()), int((y == 0).sum())
         self.n_train_images_ = len(images)
         return self
 
-    def training_set(self, images, boxes):
+    def training_set(self, images, boxes, negative_images=None):
         """``(X, y, validation_mask)``: the windows :meth:`fit` trains the cascade on
         (after the location prior is fitted) -- every positive window and the random
-        pool of ``n_negatives`` negatives, drawn with ``random_state`` -- and the rows
-        of the held-out images (None without).  The same call gives the same set, so a
-        comparison (a flat booster) can be trained on exactly these windows.  (With
-        ``bootstrap`` the later stages also see negatives drawn from the scan.)"""
-        X, y, mask, _ = self._training_set(images, boxes)
+        pool of ``n_negatives`` negatives, drawn with ``random_state``, then the
+        ``n_extra_negatives`` drawn from ``negative_images`` (their rows last) -- and
+        the rows of the held-out images (None without).  The same call gives the same
+        set, so a comparison (a flat booster) can be trained on exactly these windows.
+        (With ``bootstrap`` the later stages also see negatives drawn from the scan.)"""
+        negative_images = _check_negative_images(negative_images)
+        X, y, mask, _ = self._training_set(images, boxes, negative_images)
         return X, y, mask
 
-    def _training_set(self, images, boxes):
+    def _training_set(self, images, boxes, negative_images=None):
         """:meth:`training_set` and the context of the bootstrapping scan."""
         rng = as_generator(self.random_state)
         wins = self._windows(images, boxes)
@@ -604,14 +642,40 @@ class CascadeDetector(_WindowDetector):
                 Xs.append(self._describe(pyr, lv[neg[mine]], r[neg[mine]], c[neg[mine]]))
                 ys_.append(np.zeros(len(mine)))
                 hold.append(np.full(len(mine), val_img[k]))
+        # the images without objects: every window a negative, a pool of their own drawn
+        # after the object images' (which therefore stays the same draw), training only
+        n_extra, xpick, xoffs = 0, np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        if negative_images:
+            xwins = self._windows(negative_images, [np.zeros((0, 4))] * len(negative_images))
+            # overlap -1: a negative whatever ``neg_overlap`` is (the bootstrapping scan)
+            xwins = [(pyr, lv, r, c, np.full(len(lv), -1.0)) for pyr, lv, r, c, _ in xwins]
+            xcounts = np.array([len(w[1]) for w in xwins])
+            if xcounts.sum() == 0:
+                raise ValueError("negative_images: no window fits in any of them")
+            want = self.n_negatives if self.n_extra_negatives is None else self.n_extra_negatives
+            n_extra = min(int(xcounts.sum()), int(want))
+            xpick = np.sort(rng.choice(int(xcounts.sum()), n_extra, replace=False))
+            xoffs = np.concatenate([[0], np.cumsum(xcounts)])
+            for k, (pyr, lv, r, c, _) in enumerate(xwins):
+                mine = xpick[(xpick >= xoffs[k]) & (xpick < xoffs[k + 1])] - xoffs[k]
+                if len(mine):
+                    Xs.append(self._describe(pyr, lv[mine], r[mine], c[mine]))
+                    ys_.append(np.zeros(len(mine)))
+                    hold.append(np.zeros(len(mine), dtype=bool))
+            wins = wins + xwins
+            offs = np.concatenate([offs, total + xoffs[1:]])
         X = np.vstack(Xs).astype(np.float64)
         y = np.concatenate(ys_)
         hold = np.concatenate(hold)
         mask = hold if hold.any() and (y[hold] == 0).any() and (y[~hold] == 0).any() else None
-        used = np.zeros(total, dtype=bool)
+        used = np.zeros(int(offs[-1]), dtype=bool)
         used[pick] = True
+        used[total + xpick] = True
         ctx = {"wins": wins, "offs": offs, "used": used, "rng": rng, "d": X.shape[1]}
-        ctx["val_img"] = val_img if mask is not None else np.zeros(n_img, dtype=bool)
+        ctx["n_extra"] = n_extra
+        n_all = len(wins)
+        val_img = np.concatenate([val_img, np.zeros(n_all - n_img, dtype=bool)])
+        ctx["val_img"] = val_img if mask is not None else np.zeros(n_all, dtype=bool)
         return X, y, mask, ctx
 
     def _negative_source(self, ctx):
@@ -674,6 +738,7 @@ class CascadeDetector(_WindowDetector):
             "cascade": cmeta,
             "n_positives": int(self.n_positives_),
             "n_negatives": int(self.n_negatives_),
+            "n_extra_negatives": int(getattr(self, "n_extra_negatives_", 0)),
             "n_train_images": int(self.n_train_images_),
         }
         return meta, self._prior_state({f"cascade.{k}": v for k, v in carrays.items()})
@@ -682,6 +747,7 @@ class CascadeDetector(_WindowDetector):
     def _from_state(cls, meta, arrays):
         p = cls._init_params(meta)  # files from before channels: channels=False
         p.setdefault("bootstrap", False)  # files from before bootstrapping
+        p.setdefault("n_extra_negatives", None)  # files from before negative_images
         est = cls(**p)
         est._load_prior(arrays)
         sub = {k[8:]: v for k, v in arrays.items() if k.startswith("cascade.")}
@@ -691,6 +757,7 @@ class CascadeDetector(_WindowDetector):
         est.n_negatives_ = int(meta["n_negatives"])
         est.n_train_images_ = int(meta["n_train_images"])
         est.n_bootstrapped_ = int(sum(t.get("n_bootstrapped", 0) for t in est.cascade_.stages_))
+        est.n_extra_negatives_ = int(meta.get("n_extra_negatives", 0))
         return est
 
 
