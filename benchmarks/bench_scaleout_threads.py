@@ -27,7 +27,8 @@ so the short oracle calls of a structured fit can be split too.  On OCR (Taskar 
 
 Every section records the load average.  Run under ``flock /tmp/maxmargin-bench.lock`` on
 the shared 2-core machine, with ``NUMBA_NUM_THREADS=2`` (numba's pool must have two
-threads) and ``OPENBLAS_NUM_THREADS=1``.
+threads), ``OPENBLAS_NUM_THREADS=1`` and ``OMP_WAIT_POLICY=PASSIVE`` (the defaults set
+here; the result file records them).
 
 Usage (from the repository root):
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 python benchmarks/bench_scaleout_threads.py \\
@@ -42,6 +43,9 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+# numba's OpenMP workers otherwise spin after each parallel region, on the core the
+# thread-pool pieces of the column products need (docs/scaling.md)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import time
@@ -220,7 +224,19 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/scaleout_threads.json")
     args = ap.parse_args(argv)
     Xs, ys, _Xl, _yl, Xr, yr = ocr_folds(args.mat, args.replicate)
-    res = {"cpus": os.cpu_count(), "replicate": args.replicate}
+    res = {
+        "cpus": os.cpu_count(),
+        "replicate": args.replicate,
+        "env": {
+            k: os.environ.get(k)
+            for k in (
+                "OPENBLAS_NUM_THREADS",
+                "OMP_NUM_THREADS",
+                "NUMBA_NUM_THREADS",
+                "OMP_WAIT_POLICY",
+            )
+        },
+    }
     runners = {
         "cores": lambda: cores_section([1, 2]),
         "ssvm_oracle": lambda: ssvm_oracle_section(Xr, yr, args.repeat),
