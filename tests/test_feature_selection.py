@@ -31,19 +31,29 @@ def _lp_l1_hinge(X, y, C):
     return linprog(cost, A_ub=A, b_ub=-np.ones(n), bounds=bounds, method="highs").fun
 
 
-def _l2_hinge(X, y, C):
-    """Dual of 1/2||(w, b)||^2 + C sum hinge with a constant column (L-BFGS-B on the box)."""
+def _l2_dual(X, y, C, squared=False):
+    """Dual of 1/2||(w, b)||^2 + C sum hinge (``squared``: squared hinge) with a constant
+    column, by L-BFGS-B: max e^T a - 1/2 a^T Q a over the box 0 <= a <= C (hinge), or
+    over a >= 0 with I / (2C) added to Q (squared hinge) -- an independent route to the
+    optimum."""
     Xa = np.hstack([X, np.ones((len(X), 1))])
     Q = (y[:, None] * y[None, :]) * (Xa @ Xa.T)
+    if squared:
+        Q = Q + np.eye(len(y)) / (2 * C)
     r = minimize(
         lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1),
         np.zeros(len(y)),
         jac=True,
-        bounds=[(0, C)] * len(y),
+        bounds=[(0, None if squared else C)] * len(y),
         method="L-BFGS-B",
-        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000},
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000},
     )
     return -r.fun
+
+
+def _l2_hinge(X, y, C):
+    """Dual of 1/2||(w, b)||^2 + C sum hinge with a constant column (L-BFGS-B on the box)."""
+    return _l2_dual(X, y, C)
 
 
 def _logistic(X, y, C, l1):
@@ -353,20 +363,8 @@ def test_overselect_with_sparse_input(data):
 
 # ------------------------------------------------- squared hinge (Newton) and k_path
 def _l2_sqhinge(X, y, C):
-    """Dual of 1/2||(w, b)||^2 + C sum max(0, 1 - m)^2 with a constant column:
-    max e^T a - 1/2 a^T (Q + I / (2C)) a over a >= 0 (L-BFGS-B), an independent route to
-    the optimum."""
-    Xa = np.hstack([X, np.ones((len(X), 1))])
-    Q = (y[:, None] * y[None, :]) * (Xa @ Xa.T) + np.eye(len(y)) / (2 * C)
-    r = minimize(
-        lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1),
-        np.zeros(len(y)),
-        jac=True,
-        bounds=[(0, None)] * len(y),
-        method="L-BFGS-B",
-        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000},
-    )
-    return -r.fun
+    """Dual of 1/2||(w, b)||^2 + C sum max(0, 1 - m)^2 with a constant column."""
+    return _l2_dual(X, y, C, squared=True)
 
 
 def _multiclass(seed=0, n=150, d=30):
