@@ -115,3 +115,24 @@ def test_detect_fit_cascade_channels_and_stage_caps(voc, tmp_path, capsys):
     svm = ["detect", "fit", str(voc / "train/img"), str(voc / "train/ann"), "-o", str(m)]
     assert main([*svm, "--window", "3,3"]) == 0
     assert not maxmargin.load(m).channels
+
+
+def test_detect_fit_negative_images(voc, tmp_path, capsys):
+    import imageio.v3 as iio
+
+    neg = tmp_path / "neg"
+    neg.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(2):  # object-free noise images
+        iio.imwrite(neg / f"n{k}.png", rng.integers(0, 255, size=(48, 64), dtype=np.uint8))
+    m = tmp_path / "m.npz"
+    base = ["detect", "fit", str(voc / "train/img"), str(voc / "train/ann"), "-o", str(m)]
+    base += ["--window", "3,3", "--json"]
+    args = [*base, "--model", "cascade", "--n-stages", "2", "--max-weak", "5"]
+    assert main([*args, "--negative-images", str(neg)]) == 0
+    fit = json.loads(capsys.readouterr().out)
+    assert fit["n_negative_images"] == 2
+    assert maxmargin.load(m).n_extra_negatives_ > 0
+    assert main([*base, "--model", "svm", "--negative-images", str(neg)]) == 2
+    assert "cascade option" in capsys.readouterr().err
+    assert main([*args, "--negative-images", str(tmp_path / "missing")]) == 2

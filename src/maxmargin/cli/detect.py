@@ -110,6 +110,14 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     fit.add_argument("--target-recall", type=float, default=0.9)
     fit.add_argument("--target-far", type=float, default=1e-4)
     fit.add_argument("--recycle", type=float, default=None, help="recycling lambda*")
+    fit.add_argument(
+        "--negative-images",
+        metavar="PATH",
+        nargs="+",
+        default=None,
+        help="cascade: images or folders without the object; their windows are extra "
+        "training negatives (CascadeDetector.fit(..., negative_images=...))",
+    )
     fit.add_argument("--graph", choices=["complete", "bipartite", "star"], default="complete")
     fit.add_argument("--rescaling", choices=["margin", "slack"], default="margin")
     fit.add_argument("--plot", metavar="PNG", default=None, help="cascade: per-stage plot")
@@ -182,8 +190,18 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
             rescaling=args.rescaling,
             random_state=args.seed,
         )
+    fit_params = {}
+    if args.negative_images is not None:
+        if args.model != "cascade":
+            raise ValueError("--negative-images is a cascade option (--model cascade)")
+        from maxmargin.apps.detection.data import load_image, rescale_image
+
+        fit_params["negative_images"] = [
+            rescale_image(load_image(q), np.zeros((0, 4)), args.max_side)[0]
+            for q in _image_paths(args.negative_images)
+        ]
     t0 = time.perf_counter()
-    est.fit(images, boxes)
+    est.fit(images, boxes, **fit_params)
     seconds = time.perf_counter() - t0
     save(est, args.output, key=model_key())
     result = {
@@ -193,6 +211,8 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
         "n_boxes": int(sum(len(b) for b in boxes)),
         "fit_seconds": round(seconds, 3),
     }
+    if fit_params:
+        result["n_negative_images"] = len(fit_params["negative_images"])
     if args.model == "svm":
         result["mining"] = [
             {k: h[k] for k in ("iteration", "n_hard", "n_new", "working_set", "objective")}
