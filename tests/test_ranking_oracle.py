@@ -163,3 +163,21 @@ def test_sorted_order_pieces_and_merge(monkeypatch):
         out = np.empty(7, np.int64)
         R._merge_sorted(key, A, B, out, segments)
         np.testing.assert_array_equal(out, [0, 1, 2, 4, 5, 3, 6])
+
+
+def test_preference_graph_sort_on_threads_is_the_stable_order(monkeypatch):
+    from maxmargin.inference import ranking as rk
+
+    monkeypatch.setattr(rk, "_PARALLEL_N", 1)
+    monkeypatch.setattr(rk, "_PIECEWISE_N", 1)  # the piecewise stable sort on small data
+    rng = np.random.default_rng(0)
+    loss = np.round(rng.random(1001), 1)  # many ties: stability decides the order
+    g1 = rk.PreferenceGraph(loss, n_jobs=1)
+    g2 = rk.PreferenceGraph(loss, n_jobs=2)
+    assert np.array_equal(g1.order, np.argsort(loss, kind="stable"))
+    assert np.array_equal(g1.order, g2.order)
+    assert np.array_equal(g1.loss_sorted, g2.loss_sorted)
+    s = rng.normal(size=1001)
+    a1, d1 = g1.most_violated(s, n_jobs=1)
+    a2, d2 = g2.most_violated(s, n_jobs=2)
+    assert np.array_equal(a1, a2) and np.array_equal(d1, d2)

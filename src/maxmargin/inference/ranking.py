@@ -444,8 +444,12 @@ _SORT_PIECES = 4
 _PIECEWISE_N = 1 << 20
 
 
-def sorted_order(key, threads: int = 1) -> np.ndarray:
+def sorted_order(key, threads: int = 1, stable: bool = False) -> np.ndarray:
     """``argsort(key)`` as int64, the same permutation for any ``threads``.
+
+    ``stable``: the stable order (ties by index), which is unique, so one thread sorts
+    in one call and more threads sort the fixed pieces stably and merge them (ties from
+    the left piece first keep it stable) -- the same permutation either way.
 
     Above ``_PIECEWISE_N`` samples the keys are cut into ``_SORT_PIECES`` fixed pieces,
     each sorted by NumPy's argsort (which releases the GIL, so the pieces sort on
@@ -454,13 +458,14 @@ def sorted_order(key, threads: int = 1) -> np.ndarray:
     The pieces do not depend on ``threads``, so neither does the permutation.
     """
     n = key.shape[0]
-    if n < _PIECEWISE_N:
-        return np.argsort(key).astype(np.int64, copy=False)
+    kind = "stable" if stable else None
+    if n < _PIECEWISE_N or (stable and threads <= 1):
+        return np.argsort(key, kind=kind).astype(np.int64, copy=False)
     bounds = np.linspace(0, n, _SORT_PIECES + 1).astype(np.int64)
 
     def piece(c):
         lo = bounds[c]
-        return np.argsort(key[lo : bounds[c + 1]]).astype(np.int64, copy=False) + lo
+        return np.argsort(key[lo : bounds[c + 1]], kind=kind).astype(np.int64, copy=False) + lo
 
     if threads > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -651,9 +656,12 @@ class PreferenceGraph:
         Query / image ids; edges exist only inside a group.
     top_k : int or None
         Size of the upper side of the "bipartite" graph per group.
+    n_jobs : int or None
+        Threads for sorting the losses (ungrouped, above ``_PARALLEL_N`` samples); the
+        order is the stable one for any value.
     """
 
-    def __init__(self, loss, graph="complete", group=None, top_k=None):
+    def __init__(self, loss, graph="complete", group=None, top_k=None, n_jobs=None):
         loss = _check_1d("loss", loss)
         n = loss.shape[0]
         if graph not in _KIND:
@@ -674,9 +682,16 @@ class PreferenceGraph:
         self.n = n
         self.graph = graph
         self.top_k = top_k
-        order = np.lexsort((loss, gid)) if group is not None else np.argsort(loss, kind="stable")
+        # the stable order of the losses is unique: the same for any n_jobs
+        threads = resolve_threads(n_jobs) if n >= _PARALLEL_N else 1
+        if group is not None:
+            order = np.lexsort((loss, gid))
+        else:
+            order = sorted_order(loss, threads, stable=True)
         self.order = order.astype(np.int64)
-        self.loss_sorted = np.ascontiguousarray(loss[order])
+        self.loss_sorted = np.empty(n)
+        with numba_threads(threads):
+            _gather_add(loss, self.order, loss, False, self.loss_sorted)
         G = int(gid.max()) + 1 if n else 0
         counts = np.bincount(gid, minlength=G) if n else np.zeros(0, np.int64)
         self.group_starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

@@ -191,7 +191,9 @@ class RankSVM(Persistent, BaseEstimator):
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or inf")
         group = check_group(group, n)
-        pg = PreferenceGraph(self._losses(y), graph=self.graph, group=group, top_k=self.top_k)
+        pg = PreferenceGraph(
+            self._losses(y), graph=self.graph, group=group, top_k=self.top_k, n_jobs=self.n_jobs
+        )
         if pg.edges_per_group.sum() == 0:
             raise ValueError("the preference graph has no edges (all losses tied within groups)")
         res = fit_ranksvm(

@@ -85,7 +85,13 @@ class _RankingBase(StructuredTask):
         )
         # losses: lower ranks higher (relevance grades are turned around)
         self.loss_ = y.max() - y if self.target == "relevance" else y
-        self.graph_ = PreferenceGraph(self.loss_, graph=self.graph, group=group, top_k=self.top_k)
+        self.graph_ = PreferenceGraph(
+            self.loss_,
+            graph=self.graph,
+            group=group,
+            top_k=self.top_k,
+            n_jobs=getattr(self, "n_jobs", None),
+        )
         self.n_pairs_ = int(self.graph_.edges_per_group.sum())
         if self.n_pairs_ == 0:
             raise ValueError(
