@@ -164,7 +164,7 @@ class ColumnStore:
             np.matmul(H[a:b], A, out=G[a:b])
 
         run_pieces(piece, product_pieces(self.n_hyp, H.size), self.threads)
-        return G[self.col_hyp, self.col_slot].astype(np.float64)
+        return G[self.col_hyp, self.col_slot].astype(np.float64, copy=False)
 
     def score_change(self, dw: np.ndarray) -> np.ndarray:
         """``H' dW`` in float32 (the smoothed master's line search), as float64."""

@@ -53,6 +53,8 @@ class _RankingBase(StructuredTask):
     """Shared parameters, binding and prediction of the two ranking tasks."""
 
     n_slots = 1
+    #: threads for the preference graph's sort and the oracle (``RankingTask`` sets it)
+    n_jobs: int | None = None
 
     def __init__(
         self,
@@ -90,7 +92,7 @@ class _RankingBase(StructuredTask):
             graph=self.graph,
             group=group,
             top_k=self.top_k,
-            n_jobs=getattr(self, "n_jobs", None),
+            n_jobs=self.n_jobs,
         )
         self.n_pairs_ = int(self.graph_.edges_per_group.sum())
         if self.n_pairs_ == 0:
