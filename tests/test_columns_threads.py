@@ -12,14 +12,21 @@ from maxmargin.tasks.linear import LinearJointModel, dense_to_csr
 from maxmargin.weak import DecisionStump
 
 
-def _store(rng, n_hyp, n_z, n_slots, threads):
+def _store(rng, n_hyp, n_z, n_slots, threads, every_slot=True):
+    """Classifiers in every slot (multi-class: the dense products) or each in one slot
+    (chains, trackers: the column kernels)."""
     st = ColumnStore(DecisionStump.hypotheses_class, 3, n_z, n_slots, threads=threads)
     st._grow(n_hyp)
     st._H[:n_hyp] = rng.normal(size=(n_hyp, n_z))
     st._H32[:n_hyp] = st._H[:n_hyp]
     st.n_hyp = n_hyp
-    st.col_hyp = np.repeat(np.arange(n_hyp), n_slots)
-    st.col_slot = np.tile(np.arange(n_slots), n_hyp)
+    if every_slot:
+        st.col_hyp = np.repeat(np.arange(n_hyp), n_slots)
+        st.col_slot = np.tile(np.arange(n_slots), n_hyp)
+    else:
+        st.col_hyp = np.arange(n_hyp)
+        st.col_slot = np.arange(n_hyp) % n_slots
+    assert st._sparse_slots() == (not every_slot)
     return st
 
 
@@ -30,27 +37,62 @@ def test_product_pieces_depend_on_sizes_only():
     assert np.all(np.diff(b) > 0)
 
 
+@pytest.mark.parametrize("every_slot", [True, False])
 @pytest.mark.parametrize("small", [True, False])
-def test_column_products_bit_identical_for_any_threads(monkeypatch, small):
-    if small:  # below the threshold: one piece
+def test_column_products_bit_identical_for_any_threads(monkeypatch, small, every_slot):
+    from maxmargin.solvers import columns as cs
+
+    if small:  # below the thresholds: one piece, one thread
         monkeypatch.setattr(thr, "PRODUCT_MIN_WORK", 10**9)
-    else:  # force pieces on a small problem
+    else:  # force pieces and threads on a small problem
         monkeypatch.setattr(thr, "PRODUCT_MIN_WORK", 1)
+        monkeypatch.setattr(cs, "_PARALLEL_WORK", 1)
     rng = np.random.default_rng(0)
-    A = rng.normal(size=(37, 4))
-    dw = rng.normal(size=23 * 4)
+    n_z = 3 * cs._BLOCK + 37  # several blocks of weak inputs, the last one partial
+    A = rng.normal(size=(n_z, 4))
+    F = rng.normal(size=(n_z, 4))
+    n_cols = 23 * 4 if every_slot else 23
+    dw = rng.normal(size=n_cols)
+    dw[::5] = 0.0  # columns that do not move are skipped
     out = {}
     for threads in (1, 2, 3):
-        st = _store(np.random.default_rng(1), 23, 37, 4, threads)
-        out[threads] = (st.gains(A), st.gains(A, fast=True), st.score_change(dw))
+        st = _store(np.random.default_rng(1), 23, n_z, 4, threads, every_slot)
+        out[threads] = (st.gains(A), st.gains(A, fast=True), st.shifted_scores(F, dw))
     for t in (2, 3):
         for a, b in zip(out[1], out[t]):
             assert np.array_equal(a, b)
-    st = _store(np.random.default_rng(1), 23, 37, 4, 1)
+    st = _store(np.random.default_rng(1), 23, n_z, 4, 1, every_slot)
     g, g32, sc = out[1]
-    np.testing.assert_allclose(g, (st.H @ A)[st.col_hyp, st.col_slot], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(g32, (st.H @ A)[st.col_hyp, st.col_slot], rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(sc, st.H.T @ dw.reshape(23, 4), rtol=1e-4, atol=1e-4)
+    H32 = st.H32.astype(np.float64)  # the fast products read the float32 outputs
+    A32 = A.astype(np.float32).astype(np.float64)
+    exact = (st.H @ A)[st.col_hyp, st.col_slot]
+    np.testing.assert_allclose(g, exact, rtol=1e-12, atol=1e-12)
+    tol = 1e-4 if every_slot else 1e-11  # dense: float32 BLAS sums; kernels: float64 sums
+    np.testing.assert_allclose(g32, (H32 @ A32)[st.col_hyp, st.col_slot], rtol=tol, atol=tol)
+    np.testing.assert_allclose(sc, F + H32.T @ st.weight_matrix(dw), rtol=tol, atol=tol)
+
+
+def test_fast_column_products_use_only_the_columns_slots():
+    """A classifier in one slot: the other slots' weights must not leak into its gain,
+    and a column's weight change moves only its own slot's scores."""
+    rng = np.random.default_rng(3)
+    st = _store(rng, 5, 300, 8, 1, every_slot=False)
+    st.col_hyp = np.array([0, 1, 2, 3, 4, 4])
+    st.col_slot = np.array([2, 0, 1, 2, 0, 1])
+    A = rng.normal(size=(300, 8))
+    H = st.H32.astype(np.float64)
+    ref = np.array([H[h] @ A.astype(np.float32)[:, s] for h, s in zip(st.col_hyp, st.col_slot)])
+    np.testing.assert_allclose(st.gains(A, fast=True), ref, rtol=1e-12)
+    dw = np.zeros(6)
+    dw[3] = 2.0  # classifier 3 in slot 2
+    F = np.zeros((300, 8))
+    out = st.shifted_scores(F, dw)
+    np.testing.assert_allclose(out[:, 2], 2.0 * H[3], rtol=1e-12)
+    assert not np.delete(out, 2, axis=1).any()
+    with pytest.raises(ValueError, match="shape"):
+        st.gains(A[:, :2], fast=True)
+    with pytest.raises(ValueError, match="match"):
+        st.shifted_scores(F, dw[:5])
 
 
 def test_column_products_really_use_the_pool(monkeypatch):
@@ -65,7 +107,26 @@ def test_column_products_really_use_the_pool(monkeypatch):
     monkeypatch.setattr(thr, "_pool", spy)
     st = _store(np.random.default_rng(1), 23, 37, 4, 2)
     st.gains(np.ones((37, 4)))
-    st.score_change(np.ones(23 * 4))
+    st.gains(np.ones((37, 4)), fast=True)
+    st.shifted_scores(np.zeros((37, 4)), np.ones(23 * 4))
+    assert seen == [2, 2, 2]
+
+
+def test_fast_column_kernels_run_on_the_stores_threads(monkeypatch):
+    from maxmargin.solvers import columns as cs
+
+    monkeypatch.setattr(cs, "_PARALLEL_WORK", 1)
+    seen = []
+    real = cs.numba_threads
+
+    def spy(n):
+        seen.append(n)
+        return real(n)
+
+    monkeypatch.setattr(cs, "numba_threads", spy)
+    st = _store(np.random.default_rng(1), 23, 37, 4, 2, every_slot=False)
+    st.gains(np.ones((37, 4)), fast=True)
+    st.shifted_scores(np.zeros((37, 4)), np.ones(23))
     assert seen == [2, 2]
 
 

@@ -32,8 +32,12 @@ def resolve_threads(n_jobs) -> int:
 @contextmanager
 def numba_threads(n: int):
     """Run the numba kernels called inside with ``n`` threads (restored after)."""
+    n = max(1, min(int(n), int(numba.config.NUMBA_NUM_THREADS)))
     old = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n), int(numba.config.NUMBA_NUM_THREADS))))
+    if old == n:  # nothing to change (the per-step kernels of a fit call this often)
+        yield
+        return
+    numba.set_num_threads(n)
     try:
         yield
     finally:

@@ -35,9 +35,11 @@ __all__ = [
     "batch_smoothed_loss_augmented",
     "batch_viterbi",
     "chain_score",
+    "chain_true_scores",
     "loss_augmented_viterbi",
     "sequence_shards",
     "sharded_chain_forward",
+    "sharded_chain_gradient",
     "sharded_chain_marginals",
     "sharded_loss_augmented",
     "slack_viterbi",
@@ -525,3 +527,42 @@ def sharded_chain_marginals(
             for c in range(S):
                 acc += pm[c, j, k]
             pair_marg[j, k] = acc
+
+
+@njit(cache=True, parallel=True)
+def sharded_chain_gradient(
+    marg, ytrue, L, offsets, inv_m, A, dual_parts, bounds
+):  # pragma: no cover - compiled
+    """The unary part of the smoothed chain risk's signed weights and its dual, from the
+    Gibbs marginals, over the shards ``bounds`` in parallel: for every position t of the
+    shard's sequences ``A[t, k] = ([y_t = k] - marg[t, k]) inv_m`` for the K state slots
+    and 0 in the slots after them; ``dual_parts[c] = inv_m sum_t sum_k marg[t, k]
+    L[y_t, k]`` per shard (to be summed in shard order).  One shard writes each row, so
+    the answers do not depend on the threads."""
+    K = marg.shape[1]
+    S = A.shape[1]
+    for c in prange(bounds.shape[0] - 1):
+        acc = 0.0
+        for t in range(offsets[bounds[c]], offsets[bounds[c + 1]]):
+            yt = ytrue[t]
+            for k in range(K):
+                mk = marg[t, k]
+                A[t, k] = -mk * inv_m
+                acc += mk * L[yt, k]
+            A[t, yt] += inv_m
+            for k in range(K, S):
+                A[t, k] = 0.0
+        dual_parts[c] = acc * inv_m
+
+
+@njit(cache=True)
+def chain_true_scores(U, P, offsets, ytrue, pairwise, out):  # pragma: no cover - compiled
+    """``out[i] = s(y*_i)``: the score of every sequence's true labelling."""
+    for i in range(offsets.shape[0] - 1):
+        a, b = offsets[i], offsets[i + 1]
+        acc = 0.0
+        for t in range(a, b):
+            acc += U[t, ytrue[t]]
+            if pairwise and t + 1 < b:
+                acc += P[ytrue[t], ytrue[t + 1]]
+        out[i] = acc

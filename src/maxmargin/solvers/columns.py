@@ -12,21 +12,85 @@ inexact master cannot make the same weak learner enter twice.  A float32 mirror 
 serves the smoothed master's inner products (half the memory traffic); everything exact
 (LP coefficients, certificates) uses float64.
 
-The two big products (``gains``: ``H A``; ``score_change``: ``H' dW``) are cut into fixed
-pieces of rows of the result (:func:`~maxmargin.inference._threads.product_pieces`), each
-piece one single-threaded BLAS call.  The pieces
-depend on the sizes only, never on the thread count, so ``threads`` (the fit's
-``n_jobs``) runs them on a thread pool (BLAS releases the GIL) with bit-identical results.
+The exact (float64) gains ``H A`` are cut into fixed pieces of rows of the result
+(:func:`~maxmargin.inference._threads.product_pieces`), each piece one single-threaded
+BLAS call.  The smoothed master's two per-step products -- the gains of its columns
+(:meth:`ColumnStore.gains` with ``fast=True``) and the line search's shifted scores
+``F + H' dW`` (:meth:`ColumnStore.shifted_scores`) -- are compiled kernels over the
+columns only when the classifiers sit in few of the task's slots (chains, trackers:
+the dense ``H A`` over all slots would do up to ``n_slots`` times the needed work), and
+dense single-precision BLAS products in fixed row pieces otherwise (multi-class:
+classifiers in every slot).  The kernels read the float32 outputs ``H`` and sum in
+float64.  Both split the work into pieces fixed by the sizes (one
+column's dot product; one block of weak inputs), each computed by one thread in a fixed
+order, so ``threads`` (the fit's ``n_jobs``) changes the speed and never the numbers.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, prange
 
-from maxmargin.inference._threads import product_pieces, run_pieces
+from maxmargin.inference._threads import numba_threads, product_pieces, run_pieces
 from maxmargin.weak.base import Hypotheses
 
 __all__ = ["ColumnStore"]
+
+#: weak inputs per block of :func:`_shifted_scores` (a block's slot sums stay in cache)
+_BLOCK = 256
+#: below this many multiply-adds the kernels run on one thread (waking the pool costs more)
+_PARALLEL_WORK = 1 << 17
+#: the column kernels serve the fast products when at most 1 / _SLOT_FILL of the
+#: (classifier, slot) pairs are columns
+_SLOT_FILL = 4
+_FAST = {"reassoc", "contract", "nsz"}  # reassociation: the dot products vectorise
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _transpose(A, out):  # pragma: no cover - compiled
+    """``out[s, z] = A[z, s]`` (converted to out's dtype), over fixed blocks of z."""
+    n_z, S = A.shape
+    nb = (n_z + _BLOCK - 1) // _BLOCK
+    for b in prange(nb):
+        for z in range(b * _BLOCK, min(n_z, (b + 1) * _BLOCK)):
+            for s in range(S):
+                out[s, z] = A[z, s]
+
+
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
+def _column_dots(H, AT, col_hyp, col_slot, out):  # pragma: no cover - compiled
+    """``out[j] = sum_z H[col_hyp[j], z] AT[col_slot[j], z]`` in float64, one column per
+    iteration (its order of summation does not depend on the threads)."""
+    n_z = H.shape[1]
+    for j in prange(len(col_hyp)):
+        h, s = col_hyp[j], col_slot[j]
+        acc = 0.0
+        for z in range(n_z):
+            acc += np.float64(H[h, z]) * np.float64(AT[s, z])
+        out[j] = acc
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _shifted_scores(F, H, col_hyp, col_slot, dw, cols, out):  # pragma: no cover - compiled
+    """``out = F + H' dW`` over the columns ``cols`` (those with ``dw != 0``), in fixed
+    blocks of weak inputs: each block sums its columns in column order into a local
+    (slot, input) buffer, then adds F."""
+    n_z, S = F.shape
+    nb = (n_z + _BLOCK - 1) // _BLOCK
+    for b in prange(nb):
+        a = b * _BLOCK
+        e = min(n_z, a + _BLOCK)
+        n = e - a
+        acc = np.zeros((S, n))
+        for jj in range(len(cols)):
+            j = cols[jj]
+            d = dw[j]
+            row, acc_s = H[col_hyp[j], a:e], acc[col_slot[j]]  # 1-d views: the loop vectorises
+            for i in range(n):
+                acc_s[i] += d * np.float64(row[i])
+        for i in range(n):
+            for s in range(S):
+                out[a + i, s] = F[a + i, s] + acc[s, i]
 
 
 class ColumnStore:
@@ -149,15 +213,38 @@ class ColumnStore:
             return np.zeros((self.n_z, self.n_slots))
         return self.H.T @ self.weight_matrix(w)
 
+    def _sparse_slots(self) -> bool:
+        """Whether the classifiers sit in few of the slots (a quarter or less of the
+        (classifier, slot) pairs are columns): then the column kernels do less work than
+        the dense ``H A`` over every slot, which is several times faster per product
+        (BLAS) and wins when most pairs are columns (measured, docs/benchmarks.md)."""
+        return _SLOT_FILL * self.n_columns <= self.n_hyp * self.n_slots
+
+    def _threads_for(self, work: int) -> int:
+        return self.threads if work >= _PARALLEL_WORK else 1
+
     def gains(self, A: np.ndarray, fast: bool = False) -> np.ndarray:
-        """Gain ``sum_z A[z, s] phi_h(z)`` of every column under signed weights A
-        (``fast``: in float32)."""
+        """Gain ``sum_z A[z, s] phi_h(z)`` of every column under signed weights A.
+
+        ``fast``: the column dot products of the compiled kernel on the float32 outputs
+        (sums in float64; the smoothed master's per-step gradient); otherwise exact
+        float64 products (certificates, LP coefficients)."""
         if self.n_columns == 0:
             return np.zeros(0)
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != (self.n_z, self.n_slots):
+            raise ValueError(f"A must have shape {(self.n_z, self.n_slots)}, got {A.shape}")
+        if fast and self._sparse_slots():
+            AT = np.empty((self.n_slots, self.n_z), dtype=np.float32)
+            out = np.empty(self.n_columns)
+            with numba_threads(self._threads_for(self.n_columns * self.n_z)):
+                _transpose(A, AT)
+                _column_dots(self.H32, AT, self.col_hyp, self.col_slot, out)
+            return out
         if fast:
             H, A = self.H32, np.ascontiguousarray(A, dtype=np.float32)
         else:
-            H, A = self.H, np.ascontiguousarray(A, dtype=np.float64)
+            H, A = self.H, np.ascontiguousarray(A)
         G = np.empty((self.n_hyp, A.shape[1]), dtype=H.dtype)
 
         def piece(a, b):
@@ -166,14 +253,25 @@ class ColumnStore:
         run_pieces(piece, product_pieces(self.n_hyp, H.size), self.threads)
         return G[self.col_hyp, self.col_slot].astype(np.float64, copy=False)
 
-    def score_change(self, dw: np.ndarray) -> np.ndarray:
-        """``H' dW`` in float32 (the smoothed master's line search), as float64."""
-        dW = self.weight_matrix(dw).astype(np.float32)
-        H32 = self.H32
-        out = np.empty((self.n_z, self.n_slots), dtype=np.float32)
+    def shifted_scores(self, F: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        """``F + H' dW`` from the float32 outputs, summed in float64 (the smoothed
+        master's line search): slot scores after the column weights change by ``dw``."""
+        F = np.ascontiguousarray(F, dtype=np.float64)
+        dw = np.asarray(dw, dtype=np.float64)
+        if F.shape != (self.n_z, self.n_slots) or dw.shape != (self.n_columns,):
+            raise ValueError("F or dw does not match the store's shape")
+        if not self._sparse_slots():  # classifiers in most slots: dense pieces
+            dW = self.weight_matrix(dw).astype(np.float32)
+            H32 = self.H32
+            change = np.empty((self.n_z, self.n_slots), dtype=np.float32)
 
-        def piece(a, b):
-            np.matmul(H32[:, a:b].T, dW, out=out[a:b])
+            def piece(a, b):
+                np.matmul(H32[:, a:b].T, dW, out=change[a:b])
 
-        run_pieces(piece, product_pieces(self.n_z, H32.size), self.threads)
-        return out.astype(np.float64)
+            run_pieces(piece, product_pieces(self.n_z, H32.size), self.threads)
+            return F + change
+        cols = np.flatnonzero(dw)
+        out = np.empty_like(F)
+        with numba_threads(self._threads_for(max(len(cols), 1) * self.n_z)):
+            _shifted_scores(F, self.H32, self.col_hyp, self.col_slot, dw, cols, out)
+        return out

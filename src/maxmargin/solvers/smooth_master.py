@@ -218,7 +218,7 @@ class SmoothedMaster:
             for _ in range(40):
                 wt = np.maximum(w + t * d, 0.0)
                 dw = wt - w
-                Ft = self.F + st.score_change(dw)
+                Ft = st.shifted_scores(self.F, dw)
                 loss_t = self._evaluate(Ft)
                 ft = float(wt.sum()) + loss_t
                 if ft <= f0 + ARMIJO * float(g @ dw):

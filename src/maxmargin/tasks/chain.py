@@ -42,8 +42,10 @@ import scipy.sparse as sp
 from maxmargin.inference._threads import numba_threads
 from maxmargin.inference.viterbi import (
     batch_viterbi,
+    chain_true_scores,
     sequence_shards,
     sharded_chain_forward,
+    sharded_chain_gradient,
     sharded_chain_marginals,
     sharded_loss_augmented,
 )
@@ -126,6 +128,8 @@ class ChainTask(StructuredTask):
         bound._Z = None
         bound._seq_of_cache = None
         bound._shards_cache = None
+        bound._pair_counts_cache = None
+        bound._inner_cache = None
         bound._bind(X, y, **fit_params)
         return bound
 
@@ -226,8 +230,10 @@ class ChainTask(StructuredTask):
     def most_violated(self, F) -> OracleResult:
         """Loss-augmented Viterbi of every training sequence; ``label`` holds the
         concatenated states, ``loss`` (Hamming count) and ``margin`` are per sequence."""
+        return self._loss_augmented(*self._scores(F, len(self.y_)))
+
+    def _loss_augmented(self, U, P) -> OracleResult:
         N = len(self.y_)
-        U, P = self._scores(F, N)
         labels = np.empty(N, dtype=np.int64)
         loss = np.empty(self.n_samples)
         margin = np.empty(self.n_samples)
@@ -283,6 +289,12 @@ class ChainTask(StructuredTask):
 
     def _inner_positions(self) -> np.ndarray:
         """Positions t whose successor t+1 is in the same sequence."""
+        t = getattr(self, "_inner_cache", None)
+        if t is None:
+            t = self._inner_cache = self._find_inner_positions()
+        return t
+
+    def _find_inner_positions(self) -> np.ndarray:
         N = len(self.y_)
         inner = np.ones(max(N - 1, 0), dtype=bool)
         ends = self.offsets_[1:-1] - 1
@@ -327,16 +339,13 @@ class ChainTask(StructuredTask):
         U, P = self._scores(F, N)
         fa = np.empty((N, K))
         logz = np.empty(m)
+        s_true = np.empty(m)
         with numba_threads(self._threads_for(N)):
             sharded_chain_forward(
                 U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), float(beta),
                 fa, logz, self._shards(),
             )  # fmt: skip
-        y = self.y_
-        s_true = np.add.reduceat(U[np.arange(N), y], self.offsets_[:-1])
-        if self.transitions:
-            t = self._inner_positions()
-            s_true += np.bincount(self._seq_of()[t], weights=P[y[t], y[t + 1]], minlength=m)
+        chain_true_scores(U, P, self.offsets_, self.y_, bool(self.transitions), s_true)
         smooth = float(np.mean(logz / float(beta) - s_true))
         return smooth, (U, P, float(beta), fa, logz, smooth)
 
@@ -349,21 +358,33 @@ class ChainTask(StructuredTask):
         y = self.y_
         marg = np.empty((N, K))
         pair = np.zeros((K, K))
+        shards = self._shards()
+        A = np.empty((self.weak_inputs().shape[0], self.n_slots))
+        dual_parts = np.empty(len(shards) - 1)
         with numba_threads(self._threads_for(N)):
             sharded_chain_marginals(
                 U, P, self.offsets_, y, self.delta_, bool(self.transitions), b, fa, logz,
-                marg, pair, self._shards(),
+                marg, pair, shards,
             )  # fmt: skip
-        risk = float(self.most_violated(F).hinge.mean())
-        A = np.zeros((self.weak_inputs().shape[0], self.n_slots))
-        A[np.arange(N), y] += 1.0 / m
-        A[:N, :K] -= marg / m
+            sharded_chain_gradient(
+                marg, y, self.delta_, self.offsets_, 1.0 / m, A, dual_parts, shards
+            )
+        risk = float(self._loss_augmented(U, P).hinge.mean())
         if self.transitions:
-            t = self._inner_positions()
-            count = np.bincount(y[t] * K + y[t + 1], minlength=K * K).astype(np.float64)
-            A[N : N + K * K, K] = (count - pair.ravel()) / m
-        dual = float(np.sum(marg * self.delta_[y]) / m)
+            A[N:, :K] = 0.0
+            A[N : N + K * K, K] = (self._pair_counts() - pair.ravel()) / m
+        dual = float(np.sum(dual_parts))
         return SmoothedRisk(risk, smooth, A, dual)
+
+    def _pair_counts(self) -> np.ndarray:
+        """How often each state pair (a, b) follows in the training labels, (K * K,)."""
+        c = getattr(self, "_pair_counts_cache", None)
+        if c is None:
+            K = len(self.classes_)
+            y, t = self.y_, self._inner_positions()
+            c = np.bincount(y[t] * K + y[t + 1], minlength=K * K).astype(np.float64)
+            self._pair_counts_cache = c
+        return c
 
     def _seq_of(self) -> np.ndarray:
         """Sequence index of every position."""
