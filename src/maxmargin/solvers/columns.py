@@ -12,18 +12,22 @@ inexact master cannot make the same weak learner enter twice.  A float32 mirror 
 serves the smoothed master's inner products (half the memory traffic); everything exact
 (LP coefficients, certificates) uses float64.
 
-The exact (float64) gains ``H A`` are cut into fixed pieces of rows of the result
-(:func:`~maxmargin.inference._threads.product_pieces`), each piece one single-threaded
-BLAS call.  The smoothed master's two per-step products -- the gains of its columns
-(:meth:`ColumnStore.gains` with ``fast=True``) and the line search's shifted scores
-``F + H' dW`` (:meth:`ColumnStore.shifted_scores`) -- are compiled kernels over the
-columns only when the classifiers sit in few of the task's slots (chains, trackers:
-the dense ``H A`` over all slots would do up to ``n_slots`` times the needed work), and
-dense single-precision BLAS products in fixed row pieces otherwise (multi-class:
-classifiers in every slot).  The kernels read the float32 outputs ``H`` and sum in
-float64.  Both split the work into pieces fixed by the sizes (one
-column's dot product; one block of weak inputs), each computed by one thread in a fixed
-order, so ``threads`` (the fit's ``n_jobs``) changes the speed and never the numbers.
+Gains ``(H A)[h, s]`` of the columns -- exact from the float64 outputs (certificates,
+LP coefficients) or fast from the float32 mirror (the smoothed master's per-step
+gradient) -- and the line search's shifted scores ``F + H' dW``
+(:meth:`ColumnStore.shifted_scores`, float32 outputs) take one of two routes, chosen by
+the sizes alone:
+
+* the classifiers sit in few of the task's slots (chains, trackers; ``_sparse_slots``):
+  compiled kernels over the columns only, summing in float64 -- the dense ``H A`` over
+  all slots would do up to ``n_slots`` times the needed work;
+* otherwise (multi-class: classifiers in every slot): dense BLAS products in fixed
+  pieces of rows (:func:`~maxmargin.inference._threads.product_pieces`), each piece one
+  single-threaded call, in the outputs' precision.
+
+Either way the work is cut into pieces fixed by the sizes (one column's dot product; one
+block of weak inputs; one row piece), each computed by one thread in a fixed order, so
+``threads`` (the fit's ``n_jobs``) changes the speed and never the numbers.
 """
 
 from __future__ import annotations
@@ -226,20 +230,22 @@ class ColumnStore:
     def gains(self, A: np.ndarray, fast: bool = False) -> np.ndarray:
         """Gain ``sum_z A[z, s] phi_h(z)`` of every column under signed weights A.
 
-        ``fast``: the column dot products of the compiled kernel on the float32 outputs
-        (sums in float64; the smoothed master's per-step gradient); otherwise exact
-        float64 products (certificates, LP coefficients)."""
+        ``fast``: from the float32 outputs (the smoothed master's per-step gradient);
+        otherwise from the float64 outputs (certificates, LP coefficients).  Sums are in
+        float64 either way when the classifiers sit in few slots (the column kernels);
+        otherwise dense BLAS products in the outputs' precision."""
         if self.n_columns == 0:
             return np.zeros(0)
         A = np.asarray(A, dtype=np.float64)
         if A.shape != (self.n_z, self.n_slots):
             raise ValueError(f"A must have shape {(self.n_z, self.n_slots)}, got {A.shape}")
-        if fast and self._sparse_slots():
-            AT = np.empty((self.n_slots, self.n_z), dtype=np.float32)
+        if self._sparse_slots():
+            H = self.H32 if fast else self.H
+            AT = np.empty((self.n_slots, self.n_z), dtype=H.dtype)
             out = np.empty(self.n_columns)
             with numba_threads(self._threads_for(self.n_columns * self.n_z)):
                 _transpose(A, AT)
-                _column_dots(self.H32, AT, self.col_hyp, self.col_slot, out)
+                _column_dots(H, AT, self.col_hyp, self.col_slot, out)
             return out
         if fast:
             H, A = self.H32, np.ascontiguousarray(A, dtype=np.float32)

@@ -162,40 +162,63 @@ def _cat(parts):
 
 
 def _code_sparse(Z, max_bins) -> FeatureCodes:
+    """Codes of the stored entries of every column in one sort of all of them (by
+    column, then value), with one implicit zero per column that has implicit zeros: no
+    per-column Python step (the chain task's pair-indicator columns alone number K^2)."""
     Z = sp.csc_matrix(Z, dtype=np.float64)
     Z.sort_indices()
     n, d = Z.shape
-    codes = np.empty(Z.nnz, dtype=np.int64)
-    n_bins = np.zeros(d, dtype=np.int64)
+    nnz = Z.nnz
+    per_col = np.diff(Z.indptr).astype(np.int64)
+    implicit = n - per_col
+    zf = np.flatnonzero(implicit > 0)  # columns with implicit zeros: one 0.0 each
+    vals = np.concatenate([Z.data, np.zeros(len(zf))])
+    feats = np.concatenate([np.repeat(np.arange(d, dtype=np.int64), per_col), zf])
+    order = np.lexsort((vals, feats))
+    sv, sf = vals[order], feats[order]
+    new = np.ones(len(sv), dtype=bool)
+    new[1:] = (sf[1:] != sf[:-1]) | (sv[1:] != sv[:-1])
+    uid = np.cumsum(new) - 1  # distinct (column, value) number of each sorted entry
+    inv = np.empty(len(sv), dtype=np.int64)
+    inv[order] = uid
+    uniq, ufeat = sv[new], sf[new]
+    counts = np.bincount(uid, minlength=len(uniq)).astype(np.int64)
+    np.add.at(counts, inv[nnz:], implicit[zf] - 1)  # the sentinel stands for all zeros
+    ustart = np.searchsorted(ufeat, np.arange(d + 1))  # column f: ustart[f]:ustart[f+1]
+    k_f = np.diff(ustart)
+    # bin of every distinct value, local to its column: identity, or greedy
+    # equal-frequency groups (``_group``) for columns with more than max_bins values
+    has = k_f > 0
+    first, k_has = ustart[:-1][has], k_f[has]  # first distinct value of each column
+    grp = np.arange(len(uniq), dtype=np.int64) - np.repeat(first, k_has)
+    if max_bins is not None and np.any(k_f > max_bins):
+        excl = np.cumsum(counts) - counts
+        before = excl - np.repeat(excl[first], k_has)  # samples below, within the column
+        raw = np.minimum(before * max_bins // max(n, 1), max_bins - 1)
+        change = np.ones(len(uniq), dtype=np.int64)
+        change[1:] = raw[1:] != raw[:-1]
+        g = np.cumsum(change)
+        g -= np.repeat(g[first], k_has)
+        grp = np.where(np.repeat(k_f > max_bins, k_f), g, grp)
+    n_bins = np.ones(d, dtype=np.int64)  # a column without any sample: one bin of 0.0
+    n_bins[has] = grp[ustart[1:][has] - 1] + 1
     zero_bin = np.full(d, -1, dtype=np.int64)
-    los, his = [], []
-    for f in range(d):
-        p0, p1 = Z.indptr[f], Z.indptr[f + 1]
-        data = Z.data[p0:p1]
-        implicit = n - (p1 - p0)
-        vals = np.concatenate([data, [0.0]]) if implicit > 0 else data
-        uniq, inv, counts = np.unique(vals, return_inverse=True, return_counts=True)
-        if implicit > 0:
-            counts[inv[-1]] += implicit - 1
-        if len(uniq) == 0:  # no samples at all
-            uniq, inv, counts = np.zeros(1), np.zeros(0, dtype=np.int64), np.zeros(1, np.int64)
-        grp = _group(counts, n, max_bins)
-        nb = int(grp[-1]) + 1
-        codes[p0:p1] = grp[inv[: p1 - p0]]
-        if implicit > 0:
-            zero_bin[f] = grp[inv[-1]]
-        first = np.searchsorted(grp, np.arange(nb), side="left")
-        last = np.searchsorted(grp, np.arange(nb), side="right") - 1
-        los.append(uniq[first])
-        his.append(uniq[last])
-        n_bins[f] = nb
+    zero_bin[zf] = grp[inv[nnz:]]
+    # smallest / largest value of every bin, the bins in column order
+    start = np.ones(len(uniq), dtype=bool)
+    start[1:] = (ufeat[1:] != ufeat[:-1]) | (grp[1:] != grp[:-1])
+    end = np.ones(len(uniq), dtype=bool)
+    end[:-1] = start[1:]
+    los, his = np.zeros(int(n_bins.sum())), np.zeros(int(n_bins.sum()))
+    keep = np.repeat(has, n_bins)
+    los[keep], his[keep] = uniq[start], uniq[end]
     dtype = _code_dtype(int(n_bins.max()) if d else 1)
     return FeatureCodes(
-        codes.astype(dtype),
+        grp[inv[:nnz]].astype(dtype),
         n_bins,
         np.concatenate([[0], np.cumsum(n_bins)]),
-        _cat(los),
-        _cat(his),
+        los,
+        his,
         n,
         d,
         indptr=Z.indptr.astype(np.int64),
