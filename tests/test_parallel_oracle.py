@@ -99,6 +99,32 @@ def test_linear_kernel_defaults_to_threads(chain_model):
         assert orc._session.kind == "files"
 
 
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+def test_in_process_oracle_is_one_threaded_loop_equal_to_the_shard_tasks(
+    chain_model, rescaling, monkeypatch
+):
+    """n_jobs=1 and threads run every shard in one numba parallel loop over the whole
+    model; its answers and tree-summed plane equal the per-shard tasks' exactly (the
+    path processes and Dask take)."""
+    calls = []
+    real = parallel._shards_on_threads
+
+    def spy(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(parallel, "_shards_on_threads", spy)
+    w = np.random.default_rng(0).normal(size=chain_model.dim)
+    with ShardedOracle(chain_model, n_jobs=2) as orc:
+        r = orc.run(w, rescaling, plane=True)
+        ref = parallel._run_node(orc._refs, 0, w, rescaling == "slack", True, None, True)
+    assert calls == [1]
+    assert np.array_equal(r.labels, ref[0]) and np.array_equal(r.loss, ref[1])
+    assert np.array_equal(r.margin, ref[2])
+    assert np.array_equal(r.a, ref[3][:-2]) and r.b == ref[3][-2]
+    assert r.hinge_sum == ref[3][-1]
+
+
 def test_parallel_runs_in_worker_processes(chain_model):
     """With loky, n_jobs=2 really leaves the process: shards are written once and
     memory-mapped."""

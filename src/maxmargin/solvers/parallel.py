@@ -27,11 +27,14 @@ Data movement.  Shards are placed on the workers once per fit and stay there:
   module-level cache, so an iteration sends only ``w`` and the shard file names;
 * dask.distributed: the shards are scattered once (``Client.scatter``) and tasks name
   their futures, so an iteration sends only ``w``;
-* threads: the shards are shared in memory (the kernel releases the GIL).  This is
-  the default for the linear kernel when the caller has not chosen a backend with
-  ``joblib.parallel_config`` (joblib's ``prefer="threads"``): on OCR a 1-slack fit ran
-  1.6-1.8x faster on 2 threads, where loky processes gained 1.0-1.2x
-  (docs/benchmarks.md).  The CRF oracle's PyMaxflow call holds the GIL, so CRF shards
+* threads: the shards are shared in memory.  This is the default for the linear kernel
+  when the caller has not chosen a backend with ``joblib.parallel_config`` (joblib's
+  ``prefer="threads"``), and there, as for ``n_jobs=1``, no joblib task is made at
+  all: every shard runs in one numba parallel loop over the whole model
+  (:func:`_shards_on_threads`, ``n_jobs`` numba threads, no Python step per shard),
+  each shard writing its own plane, and the planes are added along the same tree --
+  the numbers of the per-shard tasks, bit for bit (docs/benchmarks.md: on OCR the
+  oracle ran 1.9x faster on 2 threads, where loky processes gained 1.0-1.2x).  The CRF oracle's PyMaxflow call holds the GIL, so CRF shards
   default to processes;
 * any other backend (e.g. Ray's): the shards are pickled with every call -- correct,
   but it moves the data every iteration (docs/scaling.md).
@@ -58,10 +61,10 @@ import uuid
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from maxmargin.exceptions import ParallelFitError
-from maxmargin.inference._threads import resolve_threads
+from maxmargin.inference._threads import numba_threads, resolve_threads
 from maxmargin.tasks.crf import (
     CRFLinearModel,
     CRFShard,
@@ -178,6 +181,36 @@ def _shard_kernel(L, W, P, slack, want_plane, labels, loss, margin, a):
                 add_dpsi(a, L, i, lab[:T], li if slack else 1.0)
                 b += li
     return b
+
+
+@njit(cache=True, parallel=True)
+def _shards_on_threads(L, bounds, W, P, slack, want_plane, labels, loss, margin, planes, bsum):
+    """:func:`_shard_kernel` for every shard ``bounds[c]:bounds[c+1]`` of the whole
+    model's layout ``L`` in one parallel loop (numba threads, no Python per shard): shard
+    c writes its examples' answers and its own plane ``planes[c]`` and ``bsum[c]``, the
+    same numbers, added in the same order, as :func:`_shard_kernel` on that shard."""
+    for c in prange(bounds.shape[0] - 1):
+        i0, i1 = bounds[c], bounds[c + 1]
+        max_t = 1
+        for i in range(i0, i1):
+            max_t = max(max_t, L.offsets[i + 1] - L.offsets[i])
+        U = np.empty((max_t, L.K))
+        lab = np.empty(max_t, dtype=np.int64)
+        b = 0.0
+        for i in range(i0, i1):
+            lo = L.offsets[i]
+            T = L.offsets[i + 1] - lo
+            li, mi = example_loss_augmented(L, i, W, P, slack, U, lab)
+            for t in range(T):
+                labels[lo + t] = lab[t]
+            loss[i] = li
+            margin[i] = mi
+            if want_plane:
+                h = li * max(0.0, 1.0 - mi) if slack else max(0.0, li - mi)
+                if h > 0.0:
+                    add_dpsi(planes[c], L, i, lab[:T], li if slack else 1.0)
+                    b += li
+        bsum[c] = b
 
 
 def _split_w(w, n_unary, S, K, pairwise):
@@ -428,6 +461,7 @@ class ShardedOracle:
         self._refs = None
         self._folder = None
         self._futures = None
+        self._layout = None
 
     @property
     def n_shards(self) -> int:
@@ -463,6 +497,8 @@ class ShardedOracle:
             self._refs = list(self._futures)
         else:
             self._refs = list(self.shards)
+        if self.kind == "linear" and s.kind in ("inline", "threads"):
+            self._layout = self.model.layout()  # the shards are views of its arrays
         self.bytes_placed = int(sum(_nbytes(sh) for sh in self.shards))
 
     def __exit__(self, *exc):
@@ -487,8 +523,10 @@ class ShardedOracle:
         w = np.ascontiguousarray(w, dtype=np.float64)
         die = os.getpid() if self._die_at_call == self.n_calls else None
         self.n_calls += 1
-        nodes = self._nodes()
         examples = bool(examples) or not plane
+        if self.kind == "linear" and self._session.kind in ("inline", "threads") and die is None:
+            return self._run_on_threads(w, slack, bool(plane), examples)
+        nodes = self._nodes()
         args = [(self._refs[lo:hi], lo, w, slack, bool(plane), die, examples) for lo, hi in nodes]
         results = self._session.map(_run_node, args, what="the loss-augmented oracle")
         n_pos = sum(len(r[0]) for r in results) if examples else self.model.n_positions
@@ -518,6 +556,40 @@ class ShardedOracle:
         if self._session.kind != "inline":
             self.bytes_sent += len(nodes) * w.nbytes
             self.bytes_received += sum(sum(x.nbytes for x in r if x is not None) for r in results)
+        return OracleResult(labels, loss, margin, a, float(b), hinge_sum)
+
+    def _run_on_threads(self, w, slack, plane, examples) -> OracleResult:
+        """In-process backends (``n_jobs=1``, threads): every shard in one numba parallel
+        loop over the whole model (:func:`_shards_on_threads`), then the shards' sums
+        along the fixed tree -- the numbers of :func:`_run_node` on the same shards."""
+        m = self.model
+        L = self._layout
+        W, P = _split_w(w, L.n_unary, L.S, L.K, L.pairwise)
+        S = self.n_shards
+        labels = np.empty(m.n_positions, dtype=np.int64)
+        loss = np.empty(m.n_samples)
+        margin = np.empty(m.n_samples)
+        planes = np.zeros((S, len(w) if plane else 0))
+        bsum = np.zeros(S)
+        with numba_threads(self._session.n_workers):
+            _shards_on_threads(
+                L, self.bounds, W, P, slack, plane, labels, loss, margin, planes, bsum
+            )
+        a = None
+        b = 0.0
+        hinge_sum = None
+        if plane:
+            bounds = self.bounds
+
+            def shard_vector(k):  # as _run_node: the plane, then [b, sum of hinges]
+                lk, mk = loss[bounds[k] : bounds[k + 1]], margin[bounds[k] : bounds[k + 1]]
+                hinge = lk * np.maximum(0.0, 1.0 - mk) if slack else np.maximum(0.0, lk - mk)
+                return np.concatenate([planes[k], np.array([bsum[k], float(np.sum(hinge))])])
+
+            ab = tree_sum(shard_vector, 0, S)
+            a, b, hinge_sum = ab[:-2], ab[-2], float(ab[-1])
+        if not examples:
+            labels = loss = margin = None
         return OracleResult(labels, loss, margin, a, float(b), hinge_sum)
 
     def run_energies(self, Eu, Ep):
