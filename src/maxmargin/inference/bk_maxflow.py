@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BKWork", "build_csr", "maxflow", "maxflow_range"]
+__all__ = ["BKWork", "arc_capacities", "build_csr", "maxflow", "maxflow_edges", "maxflow_range"]
 
 _FREE = 0
 _SRC = 1
@@ -70,6 +70,15 @@ def build_csr(n, p, q, first, head, sister, arc_edge):  # pragma: no cover - com
         sister[b] = a
         arc_edge[a] = 2 * e
         arc_edge[b] = 2 * e + 1
+
+
+@njit(cache=True, nogil=True)
+def arc_capacities(arc_edge, cap_pq, cap_qp, rcap):  # pragma: no cover - compiled
+    """``rcap[a]`` = ``cap_pq[e]`` for the forward arc of edge e, ``cap_qp[e]`` for its
+    sister (``arc_edge`` from :func:`build_csr`)."""
+    for a in range(arc_edge.shape[0]):
+        e = arc_edge[a]
+        rcap[a] = cap_qp[e >> 1] if e & 1 else cap_pq[e >> 1]
 
 
 @njit(cache=True, nogil=True)
@@ -281,6 +290,45 @@ def maxflow_range(
     return flow
 
 
+@njit(cache=True, nogil=True)
+def maxflow_edges(
+    tr, p, q, cap_pq, cap_qp, parent, tree, ts, dist, queue, inq, orphans, labels
+):  # pragma: no cover - compiled
+    """:func:`maxflow_range` of a whole graph given as an edge list: the arcs (CSR) and
+    their capacities are built here (edges of zero capacity both ways left out), ``tr``
+    is copied; returns the flow through non-terminal arcs."""
+    n = tr.shape[0]
+    E = 0
+    for e in range(p.shape[0]):
+        if cap_pq[e] > 0.0 or cap_qp[e] > 0.0:
+            E += 1
+    if E < p.shape[0]:
+        p2 = np.empty(E, dtype=np.int64)
+        q2 = np.empty(E, dtype=np.int64)
+        c1 = np.empty(E)
+        c2 = np.empty(E)
+        k = 0
+        for e in range(p.shape[0]):
+            if cap_pq[e] > 0.0 or cap_qp[e] > 0.0:
+                p2[k] = p[e]
+                q2[k] = q[e]
+                c1[k] = cap_pq[e]
+                c2[k] = cap_qp[e]
+                k += 1
+        p, q, cap_pq, cap_qp = p2, q2, c1, c2
+    first = np.empty(n + 1, dtype=np.int64)
+    head = np.empty(2 * E, dtype=np.int64)
+    sister = np.empty(2 * E, dtype=np.int64)
+    arc_edge = np.empty(2 * E, dtype=np.int64)
+    build_csr(n, p, q, first, head, sister, arc_edge)
+    rcap = np.empty(2 * E)
+    arc_capacities(arc_edge, cap_pq, cap_qp, rcap)
+    return maxflow_range(
+        first, head, sister, rcap, tr.copy(), 0, n,
+        parent, tree, ts, dist, queue, inq, orphans, labels,
+    )  # fmt: skip
+
+
 class BKWork:
     """Reusable work arrays of :func:`maxflow_range` for graphs of up to ``n`` nodes
     (grown on demand)."""
@@ -327,19 +375,10 @@ def maxflow(cap_source, cap_sink, edges, cap_pq, cap_qp, work: BKWork | None = N
         raise ValueError(f"edge endpoints must lie in 0..{n - 1}")
     p = np.ascontiguousarray(edges[:, 0])
     q = np.ascontiguousarray(edges[:, 1])
-    first = np.empty(n + 1, dtype=np.int64)
-    head = np.empty(2 * E, dtype=np.int64)
-    sister = np.empty(2 * E, dtype=np.int64)
-    arc_edge = np.empty(2 * E, dtype=np.int64)
-    build_csr(n, p, q, first, head, sister, arc_edge)
-    both = np.stack([c1, c2], axis=1).ravel()  # arc_edge 2e -> cap_pq[e], 2e+1 -> cap_qp[e]
-    rcap = both[arc_edge] if E else np.zeros(0)
-    direct = np.minimum(cs, ct)
-    tr = cs - ct
     w = (work or BKWork()).ensure(n)
     labels = np.empty(n, dtype=np.int64)
-    f = maxflow_range(
-        first, head, sister, rcap, tr, 0, n,
-        w.parent, w.tree, w.ts, w.dist, w.queue, w.inq, w.orphans, labels,
-    )  # fmt: skip
+    f = maxflow_edges(
+        cs - ct, p, q, c1, c2, w.parent, w.tree, w.ts, w.dist, w.queue, w.inq, w.orphans, labels
+    )
+    direct = np.minimum(cs, ct)
     return labels, float(direct.sum()) + f

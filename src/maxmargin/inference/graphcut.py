@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from maxmargin.inference.bk_maxflow import BKWork, build_csr, maxflow_range
+from maxmargin.inference.bk_maxflow import BKWork, maxflow_edges
 
 __all__ = [
     "BACKENDS",
@@ -108,14 +108,19 @@ def _binary_cut(unary, edges, A, B, C, D, backend=None):
     entries A=(0,0), B=(0,1), C=(1,0), D=(1,1) (submodular: B + C >= A + D)."""
     backend = _backend(backend)
     n = unary.shape[0]
-    # E = A + (C - A)[y_p = 1] + (D - C)[y_q = 1] + (B + C - A - D)[y_p = 0, y_q = 1]
     p, q = edges[:, 0], edges[:, 1]
     u1 = unary[:, 1] - unary[:, 0]
-    u1 = u1 + np.bincount(p, weights=C - A, minlength=n)
-    u1 = u1 + np.bincount(q, weights=D - C, minlength=n)
-    lam = np.maximum(B + C - A - D, 0.0)
+    if not (A.any() or D.any()) and np.array_equal(B, C):
+        # Potts / cut weights: an arc of B[e] each way, the unaries unchanged
+        lam = back = np.maximum(B, 0.0)
+    else:
+        # E = A + (C - A)[y_p = 1] + (D - C)[y_q = 1] + (B + C - A - D)[y_p = 0, y_q = 1]
+        u1 = u1 + np.bincount(p, weights=C - A, minlength=n)
+        u1 = u1 + np.bincount(q, weights=D - C, minlength=n)
+        lam = np.maximum(B + C - A - D, 0.0)
+        back = np.zeros(len(lam))
     if backend == "numba":
-        return _numba_cut(n, u1, p, q, lam)
+        return _numba_cut(n, u1, p, q, lam, back)
     import maxflow  # PyMaxflow, imported on first use
 
     g = getattr(_GRAPHS, "graph", None)
@@ -126,36 +131,26 @@ def _binary_cut(unary, edges, A, B, C, D, backend=None):
     nodes = g.add_nodes(n)
     # label 1 (sink side) pays the source capacity, label 0 the sink capacity
     g.add_grid_tedges(np.asarray(nodes), np.maximum(u1, 0.0), np.maximum(-u1, 0.0))
-    keep = lam > 0
+    keep = (lam > 0) | (back > 0)
     if np.any(keep):
-        g.add_edges(p[keep], q[keep], lam[keep], np.zeros(int(keep.sum())))
+        g.add_edges(p[keep], q[keep], lam[keep], back[keep])
     g.maxflow()
     return np.asarray(g.get_grid_segments(np.asarray(nodes)), dtype=np.int64)
 
 
-def _numba_cut(n, u1, p, q, lam):
-    """The same cut by :func:`~maxmargin.inference.bk_maxflow.maxflow_range`: terminal
-    residual ``u1`` (> 0: source arc, the price of label 1), arcs ``p -> q`` of ``lam``."""
-    keep = np.flatnonzero(lam > 0)
-    p = np.ascontiguousarray(p[keep], dtype=np.int64)
-    q = np.ascontiguousarray(q[keep], dtype=np.int64)
-    E = len(keep)
+def _numba_cut(n, u1, p, q, lam, back):
+    """The same cut by :func:`~maxmargin.inference.bk_maxflow.maxflow_edges`: terminal
+    residual ``u1`` (> 0: source arc, the price of label 1), arcs ``p -> q`` of ``lam``
+    and ``q -> p`` of ``back``."""
     work = getattr(_GRAPHS, "bk", None)
     if work is None:
         work = _GRAPHS.bk = BKWork()
-    work.ensure(n)
-    first = np.empty(n + 1, dtype=np.int64)
-    head = np.empty(2 * E, dtype=np.int64)
-    sister = np.empty(2 * E, dtype=np.int64)
-    arc_edge = np.empty(2 * E, dtype=np.int64)
-    build_csr(n, p, q, first, head, sister, arc_edge)
-    # forward arcs (even arc_edge) carry lam, their sisters 0
-    rcap = np.where(arc_edge % 2 == 0, lam[keep][arc_edge // 2], 0.0) if E else np.zeros(0)
-    tr = np.ascontiguousarray(u1, dtype=np.float64).copy()
+    w = work.ensure(n)
     labels = np.empty(n, dtype=np.int64)
-    w = work
-    maxflow_range(
-        first, head, sister, rcap, tr, 0, n,
+    c = np.ascontiguousarray
+    maxflow_edges(
+        c(u1, dtype=np.float64), c(p, dtype=np.int64), c(q, dtype=np.int64),
+        c(lam, dtype=np.float64), c(back, dtype=np.float64),
         w.parent, w.tree, w.ts, w.dist, w.queue, w.inq, w.orphans, labels,
     )  # fmt: skip
     return labels
