@@ -513,7 +513,7 @@ class ShardedOracle:
     def _run_numba(self, w, plane: bool, examples: bool) -> OracleResult:
         """The CRF oracle on numba threads: every shard's cut and plane in one kernel,
         the shards' planes added along the same fixed tree as the workers' results."""
-        lab, loss, margin, planes = self._cuts.run(w, plane, self.threads)
+        lab, loss, margin, planes = self._cuts.run(w, plane, self.threads, keep_labels=examples)
         a = hinge_sum = None
         b = 0.0
         if plane:

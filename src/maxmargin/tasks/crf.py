@@ -661,8 +661,13 @@ class CRFShardedCuts:
     def n_shards(self) -> int:
         return len(self.img_b) - 1
 
-    def _call(self, w, use_w, Eu, Ep, want_plane, threads):
-        lab = np.empty(self.N, dtype=np.int64)
+    def _call(self, w, use_w, Eu, Ep, want_plane, threads, keep_labels=True):
+        if keep_labels:
+            lab = np.empty(self.N, dtype=np.int64)
+        else:  # a buffer reused by every call: no fresh pages to fault in on the threads
+            lab = getattr(self, "_lab", None)
+            if lab is None:
+                lab = self._lab = np.empty(self.N, dtype=np.int64)
         loss = np.empty(self.m)
         margin = np.empty(self.m)
         planes = np.zeros((self.n_shards, self.d + 2 if want_plane else 0))
@@ -677,13 +682,14 @@ class CRFShardedCuts:
             )  # fmt: skip
         return lab, loss, margin, planes
 
-    def run(self, w, want_plane: bool = True, threads: int = 1):
+    def run(self, w, want_plane: bool = True, threads: int = 1, keep_labels: bool = True):
         """``(labels, loss, margin, planes)`` under linear weights ``w`` (cut weights
-        clipped at 0 for the cut, margins with the true energies)."""
+        clipped at 0 for the cut, margins with the true energies).  With
+        ``keep_labels=False`` the labels are a work buffer that the next call overwrites."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.d,):
             raise ValueError(f"w has {w.size} entries, the CRF has {self.d} features")
-        return self._call(w, True, self.Eu, self.Ep, want_plane, threads)
+        return self._call(w, True, self.Eu, self.Ep, want_plane, threads, keep_labels)
 
     def run_energies(self, Eu, Ep, threads: int = 1):
         """``(labels, loss, margin)`` under unary (N, 2) and cut (E,) energies (the cut
