@@ -233,3 +233,33 @@ def test_graphcut_backend_choice(monkeypatch):
     pytest.importorskip("maxflow")
     binary_graphcut(unary, edges, np.ones(3))
     assert calls == [1]
+
+
+def test_build_csr_range_lays_out_arcs_as_one_build():
+    """Building the arc lists range by range (the shards, side by side) gives exactly
+    the arrays of one build of the whole graph."""
+    from maxmargin.inference.bk_maxflow import build_csr_range
+
+    rng = np.random.default_rng(2)
+    sizes = rng.integers(1, 12, 20)
+    offs = np.concatenate([[0], np.cumsum(sizes)])
+    parts, eoffs = [], [0]
+    for k in range(len(sizes)):
+        e = rng.integers(0, sizes[k], size=(int(rng.integers(0, 30)), 2)) + offs[k]
+        e = e[e[:, 0] != e[:, 1]]
+        parts.append(e)
+        eoffs.append(eoffs[-1] + len(e))
+    edges = np.concatenate(parts)
+    p, q = edges[:, 0].copy(), edges[:, 1].copy()
+    n, E = int(offs[-1]), len(edges)
+    one = [np.empty(k, dtype=np.int64) for k in (n + 1, 2 * E, 2 * E, 2 * E)]
+    build_csr(n, p, q, *one)
+    two = [np.full(k, -1, dtype=np.int64) for k in (n + 1, 2 * E, 2 * E, 2 * E)]
+    for k in range(len(sizes))[::-1]:  # any order
+        build_csr_range(p, q, offs[k], offs[k + 1], eoffs[k], eoffs[k + 1], *two)
+    two[0][n] = 2 * E
+    for x, y in zip(one, two, strict=True):
+        assert np.array_equal(x, y)
+    # the sister of an arc runs the other way
+    tails = np.repeat(np.arange(n), np.diff(one[0]))
+    assert np.array_equal(one[1][one[2]], tails)

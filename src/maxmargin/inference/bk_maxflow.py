@@ -48,22 +48,33 @@ _NONE = -3
 @njit(cache=True, nogil=True)
 def build_csr(n, p, q, first, head, sister, arc_edge):  # pragma: no cover - compiled
     """Arcs of the edges ``(p[e], q[e])`` grouped by tail node, in edge order within a
-    node.  Arc ``first[p[e]] + k`` (forward, ``p -> q``) has ``arc_edge = 2 e``, its
-    sister (``q -> p``) ``2 e + 1``.  ``first`` has ``n + 1`` entries, the others 2E."""
-    E = p.shape[0]
-    for v in range(n + 1):
-        first[v] = 0
-    for e in range(E):
-        first[p[e] + 1] += 1
-        first[q[e] + 1] += 1
-    for v in range(n):
-        first[v + 1] += first[v]
-    fill = first[:n].copy()
-    for e in range(E):
-        a = fill[p[e]]
-        fill[p[e]] += 1
-        b = fill[q[e]]
-        fill[q[e]] += 1
+    node.  The forward arc (``p -> q``) of edge e has ``arc_edge = 2 e``, its sister
+    (``q -> p``) ``2 e + 1``.  ``first`` has ``n + 1`` entries, the others 2E."""
+    build_csr_range(p, q, 0, n, 0, p.shape[0], first, head, sister, arc_edge)
+    first[n] = 2 * p.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def build_csr_range(p, q, n0, n1, e0, e1, first, head, sister, arc_edge):  # pragma: no cover
+    """:func:`build_csr` for the nodes ``n0:n1`` and their edges ``e0:e1`` (every edge
+    of those nodes, and only those): their arcs are ``2 e0 : 2 e1``, laid out exactly
+    as one :func:`build_csr` of the whole graph lays them out; writes ``first[n0:n1]``
+    (not ``first[n1]``), so disjoint ranges can be built side by side."""
+    m = n1 - n0
+    cnt = np.zeros(m + 1, dtype=np.int64)
+    for e in range(e0, e1):
+        cnt[p[e] - n0 + 1] += 1
+        cnt[q[e] - n0 + 1] += 1
+    cnt[0] = 2 * e0
+    for v in range(m):
+        cnt[v + 1] += cnt[v]
+    for v in range(m):
+        first[n0 + v] = cnt[v]
+    for e in range(e0, e1):
+        a = cnt[p[e] - n0]
+        cnt[p[e] - n0] += 1
+        b = cnt[q[e] - n0]
+        cnt[q[e] - n0] += 1
         head[a] = q[e]
         head[b] = p[e]
         sister[a] = b

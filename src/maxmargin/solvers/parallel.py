@@ -477,7 +477,7 @@ class ShardedOracle:
                 s.parallel.__exit__(None, None, None)
                 s.parallel = None
             self.threads = resolve_threads(self.n_jobs)
-            self._cuts = self.model.sharded_cuts(self.bounds)
+            self._cuts = self.model.sharded_cuts(self.bounds, self.threads)
             self._refs = None
             self.bytes_placed = 0
             return

@@ -45,7 +45,7 @@ import numpy as np
 from numba import njit, prange
 
 from maxmargin.inference._threads import numba_threads
-from maxmargin.inference.bk_maxflow import BKWork, build_csr, maxflow_range
+from maxmargin.inference.bk_maxflow import BKWork, build_csr_range, maxflow_range
 from maxmargin.inference.graphcut import binary_graphcut
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 
@@ -447,12 +447,13 @@ class CRFLinearModel:
     def predict(self, w, X) -> list[np.ndarray]:
         return self.task.predict_linear(X, w)
 
-    def sharded_cuts(self, bounds) -> CRFShardedCuts:
-        """The oracle over the fixed shards ``bounds`` of the images on numba threads."""
+    def sharded_cuts(self, bounds, threads: int = 1) -> CRFShardedCuts:
+        """The oracle over the fixed shards ``bounds`` of the images on numba threads
+        (``threads`` for building the arc lists)."""
         st, t = self.st, self.task
         return CRFShardedCuts(
             st.U, st.V, st.edges, self.y, t.lw_, st.node_img, st.edge_img, t._cut_true,
-            st.node_off, st.edge_off, bounds,
+            st.node_off, st.edge_off, bounds, threads,
         )  # fmt: skip
 
     def shard(self, a: int, b: int) -> CRFShard:
@@ -598,6 +599,14 @@ def _crf_shards(
         )  # fmt: skip
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _crf_csr(p, q, node_b, edge_b, first, head, sister, arc_edge):  # pragma: no cover
+    """The arc lists of every shard on numba's threads (the layout of one build)."""
+    for c in prange(node_b.shape[0] - 1):
+        build_csr_range(p, q, node_b[c], node_b[c + 1], edge_b[c], edge_b[c + 1], first,
+                        head, sister, arc_edge)  # fmt: skip
+
+
 class CRFShardedCuts:
     """The CRF oracle over fixed shards of the images on numba threads: the arrays of all
     images, their arc lists (CSR, built once) and the work arrays, reused by every call.
@@ -619,7 +628,7 @@ class CRFShardedCuts:
     """
 
     def __init__(self, U, V, edges, y, lw, node_img, edge_img, cut_true, node_off, edge_off,
-                 bounds):  # fmt: skip
+                 bounds, threads=1):  # fmt: skip
         c = np.ascontiguousarray
         self.U = c(U, dtype=np.float64)
         self.V = c(V, dtype=np.float64)
@@ -640,8 +649,10 @@ class CRFShardedCuts:
         self.head = np.empty(2 * E, dtype=np.int64)
         self.sister = np.empty(2 * E, dtype=np.int64)
         self.arc_edge = np.empty(2 * E, dtype=np.int64)
-        build_csr(N, c(self.edges[:, 0]), c(self.edges[:, 1]), self.first, self.head,
-                  self.sister, self.arc_edge)  # fmt: skip
+        with numba_threads(threads):  # the shards' arc lists side by side
+            _crf_csr(c(self.edges[:, 0]), c(self.edges[:, 1]), self.node_b, self.edge_b,
+                     self.first, self.head, self.sister, self.arc_edge)  # fmt: skip
+        self.first[N] = 2 * E
         self.work = BKWork(N)
         self.rcap = np.empty(2 * E)
         self.tr = np.empty(N)
