@@ -162,7 +162,7 @@ def _with_backend(backend, fn, *args):
         return {**fn(*args), "backend": backend}
 
 
-def threads_section(model, w, C, threads, repeat, iters, alternations):
+def threads_section(model, w, C, threads, repeat, iters, alternations, tol):
     """Oracle per call and complete 1-slack fits on numba threads, alternated."""
     import numba
 
@@ -184,7 +184,7 @@ def threads_section(model, w, C, threads, repeat, iters, alternations):
             t = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = solve_ssvm(model, C, "1-slack", tol=0.0, max_iter=iters, n_jobs=n)
+                res = solve_ssvm(model, C, "1-slack", tol=tol, max_iter=iters, n_jobs=n)
             t = time.perf_counter() - t
             t_or = float(sum(h.get("t_oracle", 0.0) for h in res.history))
             ref = res.w if ref is None else ref
@@ -221,6 +221,7 @@ def threads_section(model, w, C, threads, repeat, iters, alternations):
         "fit_speedup": speedups(fits, "fit_seconds"),
         "C": C,
         "max_iter": iters,
+        "tol": tol,
     }
 
 
@@ -300,6 +301,13 @@ def main(argv=None):
     ap.add_argument("--ssvm-iter", type=int, default=30)
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--alternations", type=int, default=3)
+    ap.add_argument(
+        "--fit-tol",
+        type=float,
+        default=0.0,
+        help="tol of the threads section's fits (0: a fixed number of iterations, but the "
+        "QP master then runs to its step limit, see docs/benchmarks.md)",
+    )
     ap.add_argument("--backend", default=None, help="joblib backend for oracle/ssvm (e.g. loky)")
     ap.add_argument("--out", default="benchmarks/results/scaleout_crf.json")
     args = ap.parse_args(argv)
@@ -340,7 +348,14 @@ def main(argv=None):
             args.backend, ssvm_section, model, args.C, args.workers, args.ssvm_iter
         ),
         "threads": lambda: threads_section(
-            model, w, args.C, args.threads, args.repeat, args.ssvm_iter, args.alternations
+            model,
+            w,
+            args.C,
+            args.threads,
+            args.repeat,
+            args.ssvm_iter,
+            args.alternations,
+            args.fit_tol,
         ),
         "graphcut": lambda: graphcut_section(model, w, args.repeat),
     }
