@@ -263,3 +263,42 @@ def test_build_csr_range_lays_out_arcs_as_one_build():
     # the sister of an arc runs the other way
     tails = np.repeat(np.arange(n), np.diff(one[0]))
     assert np.array_equal(one[1][one[2]], tails)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_alpha_expansion_backends_agree(seed):
+    pytest.importorskip("maxflow")
+    from maxmargin.inference.graphcut import alpha_expansion
+
+    rng = np.random.default_rng(50 + seed)
+    n, L = 120, 4
+    edges = rng.integers(0, n, size=(300, 2))
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    unary = rng.normal(size=(n, L))
+    pw = rng.random(len(edges))
+    y1, e1 = alpha_expansion(unary, edges, pw, backend="numba")
+    y2, e2 = alpha_expansion(unary, edges, pw, backend="pymaxflow")
+    assert e1 == pytest.approx(e2, rel=1e-12)
+    assert np.array_equal(y1, y2)
+
+
+def test_crf_oracle_on_graphs_without_edges():
+    """Images without edges (and a shard of them) go through the threaded CRF kernel."""
+    from maxmargin.solvers.parallel import ShardedOracle
+    from maxmargin.tasks.crf import CRFGraph, CRFTask
+
+    rng = np.random.default_rng(0)
+    X, Y = [], []
+    for k in range(6):
+        n = 5
+        E = np.zeros((0, 2), dtype=np.int64) if k < 3 else np.array([[0, 1], [1, 2], [3, 4]])
+        X.append(CRFGraph(rng.normal(size=(n, 2, 2)), E, np.abs(rng.normal(size=(len(E), 1)))))
+        Y.append(rng.integers(0, 2, n))
+    m = CRFTask().bind(X, Y).linear_model()
+    w = rng.normal(size=m.dim)
+    lab, loss, margin = m.loss_augmented(w)
+    with ShardedOracle(m, n_jobs=2, n_shards=3) as orc:
+        r = orc.run(w, plane=True)
+    assert np.array_equal(r.labels, lab)
+    np.testing.assert_allclose(r.loss, loss)
+    np.testing.assert_allclose(r.margin, margin, atol=1e-12)
