@@ -13,11 +13,25 @@ enough to split.
   ``--repeat``), single-process path (``n_jobs=None``) and sharded at each ``--workers``;
 * ``ssvm``: 1-slack StructSVM fits with ``tol = 0`` and a fixed number of iterations (the
   same work for every n_jobs); integer n_jobs must give the bit-identical model.
+  (``oracle`` and ``ssvm`` use the default backend: numba threads since the CRF's graph
+  cut is our numba max-flow; ``--backend loky`` forces worker processes.)
+* ``threads``: the oracle on numba threads (per call, median of ``--repeat``) and the
+  complete 1-slack fit at each ``--threads`` count, alternated ``--alternations`` times
+  (1, 2, 1, 2, ...) so that a change of load hits both; the fit's time split into the
+  oracle and the rest (the QP master).  Needs ``NUMBA_NUM_THREADS`` >= the largest count.
+* ``graphcut``: the max-flow backends (our numba Boykov-Kolmogorov vs PyMaxflow), graph
+  building included (``inference.graphcut._binary_cut``), on the horses graphs (all
+  training images as one stacked graph, and image by image) under the SSVM's energies, and
+  on 200 x 200 pixel grids (image-like unaries, two smoothness weights).
 
 Usage (from the repository root; timing runs under the shared lock):
     flock /tmp/maxmargin-bench.lock env OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         python benchmarks/bench_scaleout_crf.py --cache /tmp/horses_graphs.npz \\
         --replicate 4 --out benchmarks/results/scaleout_crf.json
+    flock /tmp/maxmargin-bench.lock env OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 \\
+        OMP_WAIT_POLICY=PASSIVE python benchmarks/bench_scaleout_crf.py \\
+        --cache /tmp/horses_graphs.npz --replicate 32 --sections cores threads \\
+        --out benchmarks/results/scaleout_crf_threads.json
 """
 
 from __future__ import annotations
@@ -139,6 +153,139 @@ def ssvm_section(model, C, workers, iters):
     return {"C": C, "max_iter": iters, "rows": rows}
 
 
+def _with_backend(backend, fn, *args):
+    if backend is None:
+        return fn(*args)
+    import joblib
+
+    with joblib.parallel_config(backend=backend):
+        return {**fn(*args), "backend": backend}
+
+
+def threads_section(model, w, C, threads, repeat, iters, alternations, tol):
+    """Oracle per call and complete 1-slack fits on numba threads, alternated."""
+    import numba
+
+    cap = numba.config.NUMBA_NUM_THREADS
+    if max(threads) > cap:
+        raise SystemExit(f"NUMBA_NUM_THREADS={cap} < {max(threads)}: set it before Python starts")
+    oracle, fits = [], []
+    ref = None
+    for alt in range(alternations):
+        for n in threads:
+            with ShardedOracle(model, n_jobs=n) as orc:
+                assert orc.backend_kind == "numba"
+                orc.run(w, plane=True, examples=False)  # warm-up
+                t, ts = _median_time(lambda: orc.run(w, plane=True, examples=False), repeat)
+            oracle.append({"alternation": alt, "threads": n, "seconds": t, "all": ts,
+                           "loadavg": os.getloadavg()})  # fmt: skip
+            print(oracle[-1], flush=True)
+        for n in threads:
+            t = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = solve_ssvm(model, C, "1-slack", tol=tol, max_iter=iters, n_jobs=n)
+            t = time.perf_counter() - t
+            t_or = float(sum(h.get("t_oracle", 0.0) for h in res.history))
+            ref = res.w if ref is None else ref
+            fits.append(
+                {
+                    "alternation": alt,
+                    "threads": n,
+                    "fit_seconds": t,
+                    "t_oracle": t_or,
+                    "t_rest": t - t_or,
+                    "iterations": len(res.history),
+                    "primal": float(res.primal),
+                    "bit_identical_to_first": bool(np.array_equal(ref, res.w)),
+                    "loadavg": os.getloadavg(),
+                }
+            )
+            print(fits[-1], flush=True)
+
+    def speedups(rows, key):
+        out = {}
+        for alt in range(alternations):
+            base = [r[key] for r in rows if r["alternation"] == alt and r["threads"] == threads[0]]
+            for n in threads[1:]:
+                t = [r[key] for r in rows if r["alternation"] == alt and r["threads"] == n]
+                out.setdefault(str(n), []).append(base[0] / t[0])
+        return out
+
+    return {
+        "threads": threads,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "oracle": oracle,
+        "fits": fits,
+        "oracle_speedup": speedups(oracle, "seconds"),
+        "fit_speedup": speedups(fits, "fit_seconds"),
+        "C": C,
+        "max_iter": iters,
+        "tol": tol,
+    }
+
+
+def _grid(H, W, rng, smooth):
+    n = H * W
+    idx = np.arange(n).reshape(H, W)
+    edges = np.concatenate(
+        [
+            np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], axis=1),
+            np.stack([idx[:-1].ravel(), idx[1:].ravel()], axis=1),
+        ]
+    )
+    yy, xx = np.mgrid[:H, :W]
+    u = 0.5 * (np.sin(xx / 17.0) + np.cos(yy / 23.0)).ravel() + rng.normal(size=n)
+    unary = np.stack([np.zeros(n), u], axis=1)
+    return unary, edges, smooth * rng.random(len(edges))
+
+
+def graphcut_section(model, w, repeat):
+    """numba vs PyMaxflow max-flow, graph building included (``_binary_cut``)."""
+    from maxmargin.inference.graphcut import _binary_cut
+
+    def cut(unary, edges, lam, backend):
+        z = np.zeros(len(edges))
+        return _binary_cut(unary, edges, z, lam, lam, z, backend)
+
+    st = model.st
+    Eu, Ep = model.energies(w)
+    t_ = model.task
+    aug = Eu.copy()
+    aug[np.arange(st.N), 1 - t_.y_] -= t_.lw_
+    lam = np.maximum(Ep, 0.0)
+    per_image = [
+        (
+            aug[st.node_off[i] : st.node_off[i + 1]],
+            st.edges[st.edge_off[i] : st.edge_off[i + 1]] - st.node_off[i],
+            lam[st.edge_off[i] : st.edge_off[i + 1]],
+        )
+        for i in range(min(st.m, 150))
+    ]
+    rng = np.random.default_rng(0)
+    cases = {
+        f"horses stacked ({st.m} images, {st.N} nodes, one call)": [(aug, st.edges, lam)],
+        f"horses image by image ({len(per_image)} calls)": per_image,
+        "grid 200 x 200, smoothness 1.0": [_grid(200, 200, rng, 1.0)],
+        "grid 200 x 200, smoothness 0.3": [_grid(200, 200, rng, 0.3)],
+    }
+    rows = []
+    for name, graphs in cases.items():
+        row = {"case": name}
+        labs = {}
+        for backend in ("pymaxflow", "numba", "pymaxflow", "numba"):  # alternated
+            for g in graphs:
+                cut(*g, backend)  # warm-up / compile
+            t, _ = _median_time(lambda b=backend, gs=graphs: [cut(*g, b) for g in gs], repeat)
+            row.setdefault(f"{backend}_seconds", []).append(t)
+            labs[backend] = np.concatenate([cut(*g, backend) for g in graphs])
+        row["labels_equal"] = bool(np.array_equal(labs["numba"], labs["pymaxflow"]))
+        row["numba_over_pymaxflow"] = min(row["numba_seconds"]) / min(row["pymaxflow_seconds"])
+        rows.append(row)
+        print(row, flush=True)
+    return {"rows": rows, "repeat": repeat}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "segmentation/weizmann_horses")
@@ -152,6 +299,16 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--C", type=float, default=0.1, help="bench_segmentation's chosen C")
     ap.add_argument("--ssvm-iter", type=int, default=30)
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--alternations", type=int, default=3)
+    ap.add_argument(
+        "--fit-tol",
+        type=float,
+        default=0.0,
+        help="tol of the threads section's fits (0: a fixed number of iterations, but the "
+        "QP master then runs to its step limit, see docs/benchmarks.md)",
+    )
+    ap.add_argument("--backend", default=None, help="joblib backend for oracle/ssvm (e.g. loky)")
     ap.add_argument("--out", default="benchmarks/results/scaleout_crf.json")
     args = ap.parse_args(argv)
 
@@ -180,11 +337,27 @@ def main(argv=None):
         "replicate": args.replicate,
         "graphs_seconds": t_build,
         "workers": args.workers,
+        "machine_note": "2 cores shared with other engineers' jobs; see loadavg and cores",
     }
     runners = {
         "cores": lambda: cores_section(args.workers),
-        "oracle": lambda: oracle_section(model, w, args.workers, args.repeat),
-        "ssvm": lambda: ssvm_section(model, args.C, args.workers, args.ssvm_iter),
+        "oracle": lambda: _with_backend(
+            args.backend, oracle_section, model, w, args.workers, args.repeat
+        ),
+        "ssvm": lambda: _with_backend(
+            args.backend, ssvm_section, model, args.C, args.workers, args.ssvm_iter
+        ),
+        "threads": lambda: threads_section(
+            model,
+            w,
+            args.C,
+            args.threads,
+            args.repeat,
+            args.ssvm_iter,
+            args.alternations,
+            args.fit_tol,
+        ),
+        "graphcut": lambda: graphcut_section(model, w, args.repeat),
     }
     run_sections(args.sections, runners, res)
     print("wrote", write_result(args.out, res))

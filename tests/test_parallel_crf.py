@@ -2,6 +2,7 @@
 and the sharded answers equal the single-process oracle of CRFLinearModel."""
 
 import joblib
+import numba
 import numpy as np
 import pytest
 
@@ -111,3 +112,73 @@ def test_structboost_crf_oracle_sharded_equals_serial(crf_data, monkeypatch):
     assert getattr(fits[0].task_, "_sharded_oracle", None) is None  # detached after fit
     ref = StructBoost(**kw).fit(X, Y)  # n_jobs=None: one graph cut over all images
     assert fits[0].objective_ == pytest.approx(ref.objective_, rel=1e-6)
+
+
+def test_crf_default_runs_on_numba_threads(crf_model):
+    """Without a joblib backend chosen, the CRF shards run in one numba kernel (our
+    max-flow releases the GIL): no worker processes, no shard files."""
+    with ShardedOracle(crf_model, n_jobs=2) as orc:
+        assert orc.backend_kind == "numba"
+        assert orc._session.parallel is None and orc._folder is None
+        assert orc.threads == min(2, numba.config.NUMBA_NUM_THREADS)
+    with joblib.parallel_config(backend="loky"), ShardedOracle(crf_model, n_jobs=2) as orc:
+        assert orc.backend_kind == "files"
+
+
+def test_crf_threaded_shards_equal_one_shard_problems(crf_model):
+    """The kernel over all shards gives, bit for bit, what each shard gives alone (the
+    worker-process path) and the same for every thread count; its labels minimise the
+    loss-augmented energy (checked against the PyMaxflow graph cut of each image)."""
+    from maxmargin.inference._threads import numba_threads
+    from maxmargin.inference.graphcut import loss_augmented_graphcut
+    from maxmargin.solvers.parallel import shard_bounds, tree_sum
+    from maxmargin.tasks.crf import CRFShardedCuts, crf_shard_oracle
+
+    m = crf_model
+    rng = np.random.default_rng(4)
+    w = solve_ssvm(m, 10.0, "1-slack", max_iter=20).w + 0.3 * rng.normal(size=m.dim)
+    bounds = shard_bounds(m.n_samples, 7)
+    cuts = m.sharded_cuts(bounds)
+    lab, loss, margin, planes = cuts.run(w, True, threads=1)
+    for threads in (2, 3):
+        with numba_threads(threads):  # capped at NUMBA_NUM_THREADS
+            again = cuts.run(w, True, threads=threads)
+        for x, z in zip((lab, loss, margin, planes), again, strict=True):
+            assert np.array_equal(x, z)
+    st, t = m.st, m.task
+    for c in range(len(bounds) - 1):
+        a, b = int(bounds[c]), int(bounds[c + 1])
+        n0, n1 = int(st.node_off[a]), int(st.node_off[b])
+        one = crf_shard_oracle(CRFShardedCuts.from_shard(m.shard(a, b)), w, True)
+        assert np.array_equal(one[0], lab[n0:n1])
+        assert np.array_equal(one[1], loss[a:b]) and np.array_equal(one[2], margin[a:b])
+        assert np.array_equal(one[3], planes[c])
+    Eu, Ep = m.energies(w)
+    for i in range(m.n_samples):
+        n0, n1 = int(st.node_off[i]), int(st.node_off[i + 1])
+        e0, e1 = int(st.edge_off[i]), int(st.edge_off[i + 1])
+        _, e_ref, l_ref = loss_augmented_graphcut(
+            Eu[n0:n1], st.edges[e0:e1] - n0, np.maximum(Ep[e0:e1], 0.0), t.y_[n0:n1],
+            node_loss=t.lw_[n0:n1], backend="pymaxflow",
+        )  # fmt: skip
+        yi = lab[n0:n1]
+        cut = yi[st.edges[e0:e1, 0] - n0] != yi[st.edges[e0:e1, 1] - n0]
+        e_ours = Eu[np.arange(n0, n1), yi].sum() + np.maximum(Ep[e0:e1], 0.0)[cut].sum()
+        assert e_ours - loss[i] <= e_ref - l_ref + 1e-9
+    # the planes summed along the tree are the plane of the violators
+    ab = tree_sum(lambda k: planes[k], 0, len(planes))
+    active = (loss - margin > 0).astype(float)
+    np.testing.assert_allclose(ab[:-2], m.plane(lab, active), atol=1e-9)
+    assert ab[-2] == pytest.approx(float(loss[active > 0].sum()))
+    assert ab[-1] == pytest.approx(float(np.maximum(0.0, loss - margin).sum()))
+
+
+def test_crf_struct_svm_threads_bit_identical(crf_data):
+    """StructSVM(CRFTask) 1-slack on numba threads: n_jobs 1, 2, 3 and -1 give the same
+    model bit for bit (the default backend, no joblib)."""
+    X, Y = crf_data
+    kw = dict(task=CRFTask(loss="area"), C=10.0, solver="1-slack", max_iter=25, tol=0.0)
+    fits = [StructSVM(**kw, n_jobs=n).fit(X, Y) for n in (1, 2, 3, -1)]
+    for f in fits[1:]:
+        assert np.array_equal(f.coef_, fits[0].coef_)
+        assert f.objective_ == fits[0].objective_

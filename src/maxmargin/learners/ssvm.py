@@ -88,8 +88,10 @@ default="1-slack"
     random_state : int, RandomState, Generator or None, default=None
         Seed of the stochastic solvers (example order).
     n_jobs : int or None, default=None
-        Workers for the loss-augmented oracle on the active joblib backend (loky
-        processes by default; ``joblib.parallel_config(backend="dask")`` for a Dask
+        Workers for the loss-augmented oracle: threads of this process by default (its
+        kernels release the GIL; the CRF's shards run in one numba kernel on at most
+        ``NUMBA_NUM_THREADS`` threads), or the workers of a backend chosen with
+        ``joblib.parallel_config`` (``"loky"`` processes, ``"dask"`` for a Dask
         cluster).  None: the single-process path; any integer (1 included): the oracle
         on fixed shards of the examples, the same fit bit for bit for every ``n_jobs``
         and backend (docs/scaling.md).
@@ -365,8 +367,10 @@ default="n-slack"
     random_state : int, RandomState, Generator or None, default=None
         Seed of the stochastic solvers (example order).
     n_jobs : int or None, default=None
-        Workers for the loss-augmented oracle on the active joblib backend (loky
-        processes by default; ``joblib.parallel_config(backend="dask")`` for a Dask
+        Workers for the loss-augmented oracle: threads of this process by default (its
+        kernels release the GIL; the CRF's shards run in one numba kernel on at most
+        ``NUMBA_NUM_THREADS`` threads), or the workers of a backend chosen with
+        ``joblib.parallel_config`` (``"loky"`` processes, ``"dask"`` for a Dask
         cluster).  None: the single-process path; any integer (1 included): the oracle
         on fixed shards of the examples, the same fit bit for bit for every ``n_jobs``
         and backend (docs/scaling.md).

@@ -122,8 +122,10 @@ class StructBoost(Persistent, BaseEstimator):
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
         search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
         learners search serially.  With a :class:`~maxmargin.tasks.crf.CRFTask` the
-        loss-augmented graph cuts also run on the workers, over fixed shards of the
-        images; every other task's oracle runs in this process.  Every integer
+        loss-augmented graph cuts also run over fixed shards of the images, on ``n_jobs``
+        numba threads (or on the workers of a process / cluster backend chosen with
+        ``joblib.parallel_config``); a ``ChainTask``'s oracle on ``n_jobs`` numba
+        threads; every other task's oracle runs serially in this process.  Every integer
         ``n_jobs`` gives the same model bit for bit (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.
@@ -563,8 +565,10 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
         search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
         learners search serially.  With a :class:`~maxmargin.tasks.crf.CRFTask` the
-        loss-augmented graph cuts also run on the workers, over fixed shards of the
-        images; every other task's oracle runs in this process.  Every integer
+        loss-augmented graph cuts also run over fixed shards of the images, on ``n_jobs``
+        numba threads (or on the workers of a process / cluster backend chosen with
+        ``joblib.parallel_config``); a ``ChainTask``'s oracle on ``n_jobs`` numba
+        threads; every other task's oracle runs serially in this process.  Every integer
         ``n_jobs`` gives the same model bit for bit (docs/scaling.md).  None: no joblib.
     verbose : int, default=0
         Print one line per iteration when > 0.

@@ -28,14 +28,16 @@ Data movement.  Shards are placed on the workers once per fit and stay there:
 * dask.distributed: the shards are scattered once (``Client.scatter``) and tasks name
   their futures, so an iteration sends only ``w``;
 * threads: the shards are shared in memory.  This is the default for the linear kernel
-  when the caller has not chosen a backend with ``joblib.parallel_config`` (joblib's
-  ``prefer="threads"``), and there, as for ``n_jobs=1``, no joblib task is made at
-  all: every shard runs in one numba parallel loop over the whole model
-  (:func:`_shards_on_threads`, ``n_jobs`` numba threads, no Python step per shard),
-  each shard writing its own plane, and the planes are added along the same tree --
-  the numbers of the per-shard tasks, bit for bit (docs/benchmarks.md: on OCR the
-  oracle ran 1.9x faster on 2 threads, where loky processes gained 1.0-1.2x).  The CRF oracle's PyMaxflow call holds the GIL, so CRF shards
-  default to processes;
+  and the CRF when the caller has not chosen a backend with ``joblib.parallel_config``
+  (joblib's ``prefer="threads"``), and there, as for ``n_jobs=1``, no joblib task is
+  made at all: every shard runs in one numba parallel loop over the fixed shards
+  (``n_jobs`` numba threads, no Python step per shard; the linear model's
+  :func:`_shards_on_threads`, the CRF's ``CRFShardedCuts`` -- its graph cut is our
+  numba Boykov-Kolmogorov max-flow, which releases the GIL, like ``ChainTask``'s
+  oracle), each shard writing its own plane, and the planes are added along the same
+  tree -- the numbers of the per-shard tasks, bit for bit (docs/benchmarks.md: on OCR
+  the linear oracle ran 1.9x faster on 2 threads, where loky processes gained
+  1.0-1.2x);
 * any other backend (e.g. Ray's): the shards are pickled with every call -- correct,
   but it moves the data every iteration (docs/scaling.md).
 
@@ -54,6 +56,7 @@ is returned.  Ordinary exceptions inside a worker propagate unchanged.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -68,6 +71,7 @@ from maxmargin.inference._threads import numba_threads, resolve_threads
 from maxmargin.tasks.crf import (
     CRFLinearModel,
     CRFShard,
+    CRFShardedCuts,
     crf_shard_from_energies,
     crf_shard_oracle,
 )
@@ -250,6 +254,8 @@ def _resolve(ref) -> JointLayout:
         raw = joblib.load(ref.path, mmap_mode="r")
         cls = CRFShard if ref.kind == "crf" else JointLayout
         hit = cls(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in raw))
+        if ref.kind == "crf":  # the shard's arc lists and work arrays, once per worker
+            hit = CRFShardedCuts.from_shard(hit)
         _WORKER_CACHE[ref.path] = hit
     return hit
 
@@ -287,11 +293,10 @@ def _run_node(refs, lo, w, slack, want_plane, die_pid=None, examples=True):
     W = P = None
     for ref in refs:
         L = _resolve(ref)
-        if isinstance(L, CRFShard):  # graph cuts (margin rescaling only)
-            labels, loss, margin, a, b = crf_shard_oracle(L, w, want_plane)
-            hinge = np.maximum(0.0, loss - margin)
-            sums = np.array([b, float(np.sum(hinge))])
-            parts.append((labels.astype(np.int8), loss, margin, a, sums))
+        if isinstance(L, (CRFShard, CRFShardedCuts)):  # graph cuts (margin rescaling only)
+            labels, loss, margin, ab = crf_shard_oracle(L, w, want_plane)
+            # the plane and its two sums (violators' losses, hinges) come as one vector
+            parts.append((labels.astype(np.int8), loss, margin, ab, np.zeros(0)))
             continue
         if W is None:
             W, P = _split_w(w, L.n_unary, L.S, L.K, L.pairwise)
@@ -453,7 +458,10 @@ class ShardedOracle:
         self.model = model
         self.n_jobs = n_jobs
         self.bounds = shard_bounds(model.n_samples, n_shards)
-        self.shards = [make(int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])]
+        self._make = make
+        self._shards = None
+        self._cuts = None  # CRF on numba threads: CRFShardedCuts of all images
+        self.threads = 1
         self.n_calls = 0
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -464,15 +472,30 @@ class ShardedOracle:
         self._layout = None
 
     @property
+    def shards(self) -> list:
+        """The shards as placed on workers (made on first use: the CRF on numba threads
+        never needs them)."""
+        if self._shards is None:
+            b = self.bounds.tolist()
+            self._shards = [self._make(lo, hi) for lo, hi in itertools.pairwise(b)]
+        return self._shards
+
+    @property
     def n_shards(self) -> int:
-        return len(self.shards)
+        return len(self.bounds) - 1
+
+    @property
+    def backend_kind(self) -> str:
+        """Where the shards run: ``"inline"``, ``"threads"`` (joblib threads),
+        ``"numba"`` (the CRF's shards in one numba kernel on ``threads`` threads),
+        ``"files"`` (loky / multiprocessing), ``"dask"`` or ``"pickle"``."""
+        return "numba" if self._cuts is not None else self._session.kind
 
     def __enter__(self):
-        # the linear kernel is numba code that releases the GIL: without a backend chosen
-        # by the caller it runs on threads (shards shared in memory, no per-call process
-        # round trip); PyMaxflow holds the GIL, so the CRF cuts stay in processes
-        prefer = "threads" if self.kind == "linear" else None
-        self._session = parallel_session(self.n_jobs, prefer=prefer).__enter__()
+        # the kernels are numba code that releases the GIL (the CRF's graph cut too, since
+        # it is our numba Boykov-Kolmogorov): without a backend chosen by the caller they
+        # run on threads (shards shared in memory, no per-call process round trip)
+        self._session = parallel_session(self.n_jobs, prefer="threads").__enter__()
         try:
             self._place()
         except BaseException:
@@ -482,6 +505,17 @@ class ShardedOracle:
 
     def _place(self):
         s = self._session
+        if self.kind == "crf" and s.kind in ("inline", "threads"):
+            # every shard in one numba kernel (prange over the fixed shards) on n_jobs
+            # numba threads, like ChainTask's oracle: no joblib pool at all
+            if s.parallel is not None:
+                s.parallel.__exit__(None, None, None)
+                s.parallel = None
+            self.threads = resolve_threads(self.n_jobs)
+            self._cuts = self.model.sharded_cuts(self.bounds, self.threads)
+            self._refs = None
+            self.bytes_placed = 0
+            return
         if s.kind == "files":
             import joblib
 
@@ -493,17 +527,38 @@ class ShardedOracle:
                 refs.append(_ShardFile(self._folder, path, self.kind))
             self._refs = refs
         elif s.kind == "dask":
-            self._futures = s.backend.client.scatter(self.shards, broadcast=False, hash=False)
+            self._futures = s.backend.client.scatter(self._worker_shards(), broadcast=False,
+                                                     hash=False)  # fmt: skip
             self._refs = list(self._futures)
         else:
-            self._refs = list(self.shards)
+            self._refs = self._worker_shards()
         if self.kind == "linear" and s.kind in ("inline", "threads"):
             self._layout = self.model.layout()  # the shards are views of its arrays
         self.bytes_placed = int(sum(_nbytes(sh) for sh in self.shards))
 
+    def _worker_shards(self) -> list:
+        """Shards as sent to workers in memory (CRF: with their arc lists and work arrays)."""
+        if self.kind == "crf":
+            return [CRFShardedCuts.from_shard(sh) for sh in self.shards]
+        return list(self.shards)
+
     def __exit__(self, *exc):
+        self._cuts = None
         release_placement(self, exc)
         return False
+
+    def _run_numba(self, w, plane: bool, examples: bool) -> OracleResult:
+        """The CRF oracle on numba threads: every shard's cut and plane in one kernel,
+        the shards' planes added along the same fixed tree as the workers' results."""
+        lab, loss, margin, planes = self._cuts.run(w, plane, self.threads, keep_labels=examples)
+        a = hinge_sum = None
+        b = 0.0
+        if plane:
+            ab = tree_sum(lambda k: planes[k], 0, self.n_shards).copy()
+            a, b, hinge_sum = ab[:-2], ab[-2], float(ab[-1])
+        if not examples:
+            lab = loss = margin = None
+        return OracleResult(lab, loss, margin, a, float(b), hinge_sum)
 
     def _nodes(self):
         """One task per node of the reduction tree at the depth that gives at least one
@@ -524,6 +579,8 @@ class ShardedOracle:
         die = os.getpid() if self._die_at_call == self.n_calls else None
         self.n_calls += 1
         examples = bool(examples) or not plane
+        if self._cuts is not None:
+            return self._run_numba(w, bool(plane), examples)
         if self.kind == "linear" and self._session.kind in ("inline", "threads") and die is None:
             return self._run_on_threads(w, slack, bool(plane), examples)
         nodes = self._nodes()
@@ -608,6 +665,8 @@ class ShardedOracle:
             raise ValueError(f"energies of shapes {Eu.shape}, {Ep.shape} do not match the CRF")
         die = os.getpid() if self._die_at_call == self.n_calls else None
         self.n_calls += 1
+        if self._cuts is not None:
+            return self._cuts.run_energies(Eu, Ep, self.threads)
         nb, eb = st.node_off[self.bounds], st.edge_off[self.bounds]
         parts = [(Eu[nb[k] : nb[k + 1]], Ep[eb[k] : eb[k + 1]]) for k in range(self.n_shards)]
         nodes = self._nodes()

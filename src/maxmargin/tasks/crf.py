@@ -42,8 +42,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from maxmargin.inference._threads import numba_threads
+from maxmargin.inference.bk_maxflow import BKWork, build_csr_range, maxflow_range
 from maxmargin.inference.graphcut import binary_graphcut
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
 
@@ -51,6 +53,7 @@ __all__ = [
     "CRFGraph",
     "CRFLinearModel",
     "CRFShard",
+    "CRFShardedCuts",
     "CRFTask",
     "crf_shard_from_energies",
     "crf_shard_oracle",
@@ -444,6 +447,15 @@ class CRFLinearModel:
     def predict(self, w, X) -> list[np.ndarray]:
         return self.task.predict_linear(X, w)
 
+    def sharded_cuts(self, bounds, threads: int = 1) -> CRFShardedCuts:
+        """The oracle over the fixed shards ``bounds`` of the images on numba threads
+        (``threads`` for building the arc lists)."""
+        st, t = self.st, self.task
+        return CRFShardedCuts(
+            st.U, st.V, st.edges, self.y, t.lw_, st.node_img, st.edge_img, t._cut_true,
+            st.node_off, st.edge_off, bounds, threads,
+        )  # fmt: skip
+
     def shard(self, a: int, b: int) -> CRFShard:
         """Images ``a..b-1`` as a :class:`CRFShard` (for the sharded oracle)."""
         st, t = self.st, self.task
@@ -482,106 +494,244 @@ class CRFShard(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
-def _crf_energies(U, V, w, d_u):  # pragma: no cover - compiled
-    """Unary energies (N, 2) and cut energies (E,) under ``w`` in a fixed order (no BLAS,
-    whose summation order may depend on the thread count)."""
-    N, _, du = U.shape
-    Eu = np.empty((N, 2))
-    for p in range(N):
-        for lab in range(2):
+def _crf_shard_core(
+    U, V, w, use_w, Eu, Ep, edges, y, lw, node_img, edge_img, cut_true,
+    first, head, sister, arc_edge, i0, i1, n0, n1, e0, e1,
+    rcap, tr, parent, tree, ts, dist, queue, inq, orphans, lab, loss, margin, plane,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The loss-augmented oracle of images ``i0:i1`` (nodes ``n0:n1``, edges ``e0:e1``)
+    in one pass: the energies (from ``w`` if ``use_w``, in a fixed order, no BLAS), the
+    graph cut of eq. 30 (cut weights clipped at 0; Boykov-Kolmogorov, which releases the
+    GIL), then per image the loss and the margin ``E(y') - E(y_i)`` under the true
+    energies, and if ``plane`` is not empty the shard's 1-slack sums over the violators:
+    ``plane[:d] = sum_i dPsi_i``, ``plane[d] = sum_i Delta_i``, ``plane[d + 1]`` the
+    sum of the hinges.  Writes only the ranges given, so shards run side by side."""
+    du = U.shape[2]
+    dv = V.shape[1]
+    if use_w:
+        for p in range(n0, n1):
+            for lb in range(2):
+                s = 0.0
+                for j in range(du):
+                    s += U[p, lb, j] * w[j]
+                Eu[p, lb] = s
+        for e in range(e0, e1):
             s = 0.0
-            for j in range(du):
-                s += U[p, lab, j] * w[j]
-            Eu[p, lab] = s
-    E, dv = V.shape
-    Ep = np.empty(E)
-    for e in range(E):
-        s = 0.0
-        for j in range(dv):
-            s += V[e, j] * w[d_u + j]
-        Ep[e] = s
-    return Eu, Ep
-
-
-@njit(cache=True, nogil=True)
-def _crf_shard_plane(sh_U, sh_V, edges, y, lw, node_img, edge_img, cut_true, m, Eu, Ep, lab, a):
-    """Per-image losses and margins (true energies, ``E(y') - E(y_i)``) of labelling
-    ``lab`` and, if ``a`` is not empty, the shard's plane sums ``a += sum_i dPsi_i`` over
-    the violators (``dPsi = [sum_p U(y'_p) - U(y_p), sum_e (cut' - cut) V_e]``); returns
-    ``(loss, margin, sum of the violators' losses)``."""
-    N = y.shape[0]
-    loss = np.zeros(m)
+            for j in range(dv):
+                s += V[e, j] * w[du + j]
+            Ep[e] = s
+    # eq. 30: the loss enters the unaries, aug[p, 1 - y_p] = Eu[p, 1 - y_p] - lw_p
+    for p in range(n0, n1):
+        a1 = Eu[p, 1] - lw[p] if y[p] == 0 else Eu[p, 1]
+        a0 = Eu[p, 0] - lw[p] if y[p] == 1 else Eu[p, 0]
+        tr[p] = a1 - a0  # > 0: label 1 (sink side) pays it through the source arc
+    for a in range(first[n0], first[n1]):
+        c = Ep[arc_edge[a] >> 1]
+        rcap[a] = c if c > 0.0 else 0.0  # Potts: the cut weight in both directions
+    maxflow_range(
+        first, head, sister, rcap, tr, n0, n1, parent, tree, ts, dist, queue, inq, orphans, lab
+    )
+    m = i1 - i0
     e_lab = np.zeros(m)
     e_true = np.zeros(m)
-    for p in range(N):
+    for i in range(i0, i1):
+        loss[i] = 0.0
+    for p in range(n0, n1):
         i = node_img[p]
         if lab[p] != y[p]:
             loss[i] += lw[p]
-        e_lab[i] += Eu[p, lab[p]]
-        e_true[i] += Eu[p, y[p]]
-    E = edges.shape[0]
-    for e in range(E):
-        i = edge_img[e]
+        e_lab[i - i0] += Eu[p, lab[p]]
+        e_true[i - i0] += Eu[p, y[p]]
+    for e in range(e0, e1):
+        i = edge_img[e] - i0
         if lab[edges[e, 0]] != lab[edges[e, 1]]:
             e_lab[i] += Ep[e]
         if cut_true[e] != 0.0:
             e_true[i] += Ep[e]
-    margin = e_lab - e_true
+    for i in range(i0, i1):
+        margin[i] = e_lab[i - i0] - e_true[i - i0]
+    if plane.shape[0] == 0:
+        return
+    for j in range(plane.shape[0]):
+        plane[j] = 0.0
+    d = du + dv
+    viol = np.zeros(m, dtype=np.bool_)
     b = 0.0
-    if a.shape[0] > 0:
-        du = sh_U.shape[2]
-        viol = np.zeros(m, dtype=np.bool_)
-        for i in range(m):
-            if loss[i] - margin[i] > 0.0:
-                viol[i] = True
-                b += loss[i]
-        for p in range(N):
-            if viol[node_img[p]] and lab[p] != y[p]:
-                for j in range(du):
-                    a[j] += sh_U[p, lab[p], j] - sh_U[p, y[p], j]
-        dv = sh_V.shape[1]
-        for e in range(E):
-            if viol[edge_img[e]]:
-                d = -cut_true[e]
-                if lab[edges[e, 0]] != lab[edges[e, 1]]:
-                    d += 1.0
-                if d != 0.0:
-                    for j in range(dv):
-                        a[du + j] += d * sh_V[e, j]
-    return loss, margin, b
+    h = 0.0
+    for i in range(i0, i1):
+        hi = loss[i] - margin[i]
+        if hi > 0.0:
+            viol[i - i0] = True
+            b += loss[i]
+            h += hi
+    for p in range(n0, n1):
+        if viol[node_img[p] - i0] and lab[p] != y[p]:
+            for j in range(du):
+                plane[j] += U[p, lab[p], j] - U[p, y[p], j]
+    for e in range(e0, e1):
+        if viol[edge_img[e] - i0]:
+            dc = -cut_true[e]
+            if lab[edges[e, 0]] != lab[edges[e, 1]]:
+                dc += 1.0
+            if dc != 0.0:
+                for j in range(dv):
+                    plane[du + j] += dc * V[e, j]
+    plane[d] = b
+    plane[d + 1] = h
 
 
-def crf_shard_oracle(sh: CRFShard, w: np.ndarray, want_plane: bool):
+@njit(cache=True, nogil=True, parallel=True)
+def _crf_shards(
+    U, V, w, use_w, Eu, Ep, edges, y, lw, node_img, edge_img, cut_true,
+    first, head, sister, arc_edge, img_b, node_b, edge_b,
+    rcap, tr, parent, tree, ts, dist, queue, inq, orphans, lab, loss, margin, planes,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_crf_shard_core` for every shard ``c`` (images ``img_b[c]:img_b[c+1]``) on
+    numba's threads; shard ``c``'s plane goes to ``planes[c]`` (``planes`` with 0 columns:
+    no planes).  A shard writes only its own rows, so the answers do not depend on the
+    number of threads."""
+    for c in prange(img_b.shape[0] - 1):
+        _crf_shard_core(
+            U, V, w, use_w, Eu, Ep, edges, y, lw, node_img, edge_img, cut_true,
+            first, head, sister, arc_edge, img_b[c], img_b[c + 1], node_b[c], node_b[c + 1],
+            edge_b[c], edge_b[c + 1], rcap, tr, parent, tree, ts, dist, queue, inq, orphans,
+            lab, loss, margin, planes[c],
+        )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _crf_csr(p, q, node_b, edge_b, first, head, sister, arc_edge):  # pragma: no cover
+    """The arc lists of every shard on numba's threads (the layout of one build)."""
+    for c in prange(node_b.shape[0] - 1):
+        build_csr_range(p, q, node_b[c], node_b[c + 1], edge_b[c], edge_b[c + 1], first,
+                        head, sister, arc_edge)  # fmt: skip
+
+
+class CRFShardedCuts:
+    """The CRF oracle over fixed shards of the images on numba threads: the arrays of all
+    images, their arc lists (CSR, built once) and the work arrays, reused by every call.
+
+    Parameters
+    ----------
+    U, V, edges, y, lw, node_img, edge_img, cut_true
+        The stacked images (node / edge arrays, image numbers 0..m-1).
+    node_off, edge_off : (m + 1,) arrays
+        First node / edge of every image.
+    bounds : (S + 1,) array
+        The fixed shards: images ``bounds[c]:bounds[c+1]``.
+
+    :meth:`run` (energies from ``w``, StructSVM) and :meth:`run_energies` (energies given,
+    StructBoost) return per-image answers and, for ``run``, the shards' planes
+    ``(S, d + 2)`` (sum of dPsi, of the violators' losses, of the hinges).  The same data
+    give the same bits for every thread count; one shard of a stack gives the same bits
+    as that shard's images alone (the process path calls this class on a shard).
+    """
+
+    def __init__(self, U, V, edges, y, lw, node_img, edge_img, cut_true, node_off, edge_off,
+                 bounds, threads=1):  # fmt: skip
+        c = np.ascontiguousarray
+        self.U = c(U, dtype=np.float64)
+        self.V = c(V, dtype=np.float64)
+        self.edges = c(edges, dtype=np.int64).reshape(-1, 2)
+        self.y = c(y, dtype=np.int64)
+        self.lw = c(lw, dtype=np.float64)
+        self.node_img = c(node_img, dtype=np.int64)
+        self.edge_img = c(edge_img, dtype=np.int64)
+        self.cut_true = c(cut_true, dtype=np.float64)
+        bounds = np.asarray(bounds, dtype=np.int64)
+        self.img_b = c(bounds)
+        self.node_b = c(np.asarray(node_off, dtype=np.int64)[bounds])
+        self.edge_b = c(np.asarray(edge_off, dtype=np.int64)[bounds])
+        N, E = len(self.y), len(self.edges)
+        self.N, self.E, self.m = N, E, len(node_off) - 1
+        self.d = self.U.shape[2] + self.V.shape[1]
+        self.first = np.empty(N + 1, dtype=np.int64)
+        self.head = np.empty(2 * E, dtype=np.int64)
+        self.sister = np.empty(2 * E, dtype=np.int64)
+        self.arc_edge = np.empty(2 * E, dtype=np.int64)
+        with numba_threads(threads):  # the shards' arc lists side by side
+            _crf_csr(c(self.edges[:, 0]), c(self.edges[:, 1]), self.node_b, self.edge_b,
+                     self.first, self.head, self.sister, self.arc_edge)  # fmt: skip
+        self.first[N] = 2 * E
+        self.work = BKWork(N)
+        self.rcap = np.empty(2 * E)
+        self.tr = np.empty(N)
+        self.Eu = np.empty((N, 2))
+        self.Ep = np.empty(E)
+
+    @classmethod
+    def from_shard(cls, sh: CRFShard) -> CRFShardedCuts:
+        """One shard's images as a one-shard problem (the worker side)."""
+        n_img = np.bincount(sh.node_img, minlength=sh.m)
+        e_img = np.bincount(sh.edge_img, minlength=sh.m)
+        return cls(sh.U, sh.V, sh.edges, sh.y, sh.lw, sh.node_img, sh.edge_img, sh.cut_true,
+                   np.concatenate([[0], np.cumsum(n_img)]),
+                   np.concatenate([[0], np.cumsum(e_img)]), np.array([0, sh.m]))  # fmt: skip
+
+    @property
+    def n_shards(self) -> int:
+        return len(self.img_b) - 1
+
+    def _call(self, w, use_w, Eu, Ep, want_plane, threads, keep_labels=True):
+        if keep_labels:
+            lab = np.empty(self.N, dtype=np.int64)
+        else:  # a buffer reused by every call: no fresh pages to fault in on the threads
+            lab = getattr(self, "_lab", None)
+            if lab is None:
+                lab = self._lab = np.empty(self.N, dtype=np.int64)
+        loss = np.empty(self.m)
+        margin = np.empty(self.m)
+        planes = np.zeros((self.n_shards, self.d + 2 if want_plane else 0))
+        k = self.work
+        with numba_threads(threads):
+            _crf_shards(
+                self.U, self.V, w, use_w, Eu, Ep, self.edges, self.y, self.lw,
+                self.node_img, self.edge_img, self.cut_true, self.first, self.head,
+                self.sister, self.arc_edge, self.img_b, self.node_b, self.edge_b,
+                self.rcap, self.tr, k.parent, k.tree, k.ts, k.dist, k.queue, k.inq,
+                k.orphans, lab, loss, margin, planes,
+            )  # fmt: skip
+        return lab, loss, margin, planes
+
+    def run(self, w, want_plane: bool = True, threads: int = 1, keep_labels: bool = True):
+        """``(labels, loss, margin, planes)`` under linear weights ``w`` (cut weights
+        clipped at 0 for the cut, margins with the true energies).  With
+        ``keep_labels=False`` the labels are a work buffer that the next call overwrites."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.d,):
+            raise ValueError(f"w has {w.size} entries, the CRF has {self.d} features")
+        return self._call(w, True, self.Eu, self.Ep, want_plane, threads, keep_labels)
+
+    def run_energies(self, Eu, Ep, threads: int = 1):
+        """``(labels, loss, margin)`` under unary (N, 2) and cut (E,) energies (the cut
+        clipped at 0 for inference, margins with ``Ep`` as given)."""
+        Eu = np.ascontiguousarray(Eu, dtype=np.float64)
+        Ep = np.ascontiguousarray(Ep, dtype=np.float64)
+        if Eu.shape != (self.N, 2) or Ep.shape != (self.E,):
+            raise ValueError("energies do not match the CRF")
+        lab, loss, margin, _ = self._call(np.zeros(self.d), False, Eu, Ep, False, threads)
+        return lab, loss, margin
+
+
+def _as_cuts(sh) -> CRFShardedCuts:
+    return sh if isinstance(sh, CRFShardedCuts) else CRFShardedCuts.from_shard(sh)
+
+
+def crf_shard_oracle(sh, w: np.ndarray, want_plane: bool):
     """Loss-augmented labelling (eq. 30, one graph cut over the shard's images, cut
     weights clipped at 0 as in :class:`CRFLinearModel`) of every image of the shard;
-    returns ``(labels, loss, margin, a, b)`` with the shard's plane ``a`` (empty unless
-    ``want_plane``) and ``b`` the violators' summed loss.  Deterministic: the same shard
-    and ``w`` give the same bits on any worker."""
-    d_u = sh.U.shape[2]
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    if len(w) != d_u + sh.V.shape[1]:
-        raise ValueError(f"w has {len(w)} entries, the CRF has {d_u + sh.V.shape[1]} features")
-    Eu, Ep = _crf_energies(sh.U, sh.V, w, d_u)
-    a = np.zeros(len(w) if want_plane else 0)
-    lab, loss, margin, b = crf_shard_from_energies(sh, Eu, Ep, a)
-    return lab, loss, margin, a, b
+    returns ``(labels, loss, margin, plane)`` with the shard's plane ``[sum dPsi,
+    sum of the violators' losses, sum of the hinges]`` (empty unless ``want_plane``).
+    Deterministic: the same shard and ``w`` give the same bits on any worker, and the
+    same bits as the shard inside :class:`CRFShardedCuts` of all images.  ``sh`` is a
+    :class:`CRFShard` or its :meth:`CRFShardedCuts.from_shard` (reusable work arrays)."""
+    lab, loss, margin, planes = _as_cuts(sh).run(w, want_plane)
+    return lab, loss, margin, planes[0]
 
 
-def crf_shard_from_energies(sh: CRFShard, Eu: np.ndarray, Ep: np.ndarray, a=None):
+def crf_shard_from_energies(sh, Eu: np.ndarray, Ep: np.ndarray):
     """The shard's loss-augmented graph cut under given unary (N_s, 2) and cut (E_s,)
     energies (the cut clipped at 0 for inference, margins with ``Ep`` as given);
-    returns ``(labels, loss, margin, b)`` and adds the plane into ``a`` if it is not
-    empty.  StructBoost's sharded oracle sends the energies from its slot scores."""
-    Eu = np.ascontiguousarray(Eu, dtype=np.float64)
-    Ep = np.ascontiguousarray(Ep, dtype=np.float64)
-    if Eu.shape != (len(sh.y), 2) or Ep.shape != (len(sh.edges),):
-        raise ValueError("energies do not match the shard")
-    aug = Eu.copy()
-    aug[np.arange(len(sh.y)), 1 - sh.y] -= sh.lw
-    lab = binary_graphcut(aug, sh.edges, np.maximum(Ep, 0.0))[0].astype(np.int64)
-    a = np.zeros(0) if a is None else a
-    loss, margin, b = _crf_shard_plane(
-        sh.U, sh.V, sh.edges, sh.y, sh.lw, sh.node_img, sh.edge_img, sh.cut_true, sh.m,
-        Eu, Ep, lab, a,
-    )  # fmt: skip
-    return lab, loss, margin, b
+    returns ``(labels, loss, margin)``.  StructBoost's sharded oracle sends the energies
+    from its slot scores."""
+    return _as_cuts(sh).run_energies(Eu, Ep)
