@@ -59,6 +59,11 @@ class Plane:
     extra: dict = field(default_factory=dict)
 
 
+#: the master's relative accuracy when the outer ``tol`` asks for less than this / 0.02
+#: (``tol=0``: an exact 0 would run every master solve to its step limit)
+MASTER_REL_FLOOR = 1e-10
+
+
 def one_slack_cutting_planes(
     find_plane,
     master: OneSlackQPMaster,
@@ -71,7 +76,7 @@ def one_slack_cutting_planes(
 
     The master is solved only as accurately as the outer gap needs (its dual stays a
     valid lower bound at any accuracy): its tolerance follows ``0.02 tol`` times the best
-    primal, relative to the planes' scale.
+    primal, relative to the planes' scale, and never below :data:`MASTER_REL_FLOOR` of it.
     """
     sol = master.solve()
     bmax = 0.0
@@ -88,7 +93,10 @@ def one_slack_cutting_planes(
                 if np.isfinite(tracker.best_primal):
                     bmax = max(bmax, abs(plane.b))
                     scale = max(1.0, master.C * bmax)
-                    master.tol = min(1e-9, 0.02 * tol * tracker.best_primal / scale)
+                    # tol = 0 (run max_iter rounds) still solves the master to a
+                    # relative 1e-10 rather than to an exact 0 (the SMO step limit)
+                    rel = max(0.02 * tol, MASTER_REL_FLOOR)
+                    master.tol = min(1e-9, rel * tracker.best_primal / scale)
                 sol = master.solve()
                 tracker.offer_dual(sol.dual)
             if tracker.record(  # this round's seconds in the oracle and in the master
