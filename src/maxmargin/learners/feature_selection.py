@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -24,12 +25,14 @@ from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.feature_selection import (
     NEWTON_MAX_COLUMNS,
     SquaredHingeNewton,
+    SquaredHingeRounds,
     column_scores,
     dual_value,
     restricted_data,
     restricted_data_drop,
     solve_restricted,
 )
+from maxmargin.solvers.svm import DENSE_FILL
 
 __all__ = ["ForwardFeatureSelector"]
 
@@ -39,6 +42,11 @@ _BACKWARD_TOL = 1e-2
 #: squared hinge: Newton steps per restricted solve in the rounds not solved to
 #: ``inner_tol`` (pricing and backward rounds: their solutions only rank columns)
 _NEWTON_ROUND_STEPS = 1
+#: squared hinge on dense data: the restricted problems by the compiled rounds
+#: (:class:`SquaredHingeRounds`, a column buffer grown in place, one compiled call per
+#: solve with the pricing product); False: the NumPy :class:`SquaredHingeNewton` on data
+#: formed per round (the reference the tests compare with)
+_COMPILED_ROUNDS = True
 
 
 def _drop_columns(warm, keep):
@@ -296,6 +304,38 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         # squared hinge on dense data of few columns: the one-vs-rest problems solved
         # together by the Newton method, its state (Gram matrices) kept across rounds
         newton = [None]
+        # ... or by the compiled rounds on a column buffer grown in place (dense X)
+        rounds = [None]
+        colnnz = None
+        if loss == "squared_hinge" and not sp.issparse(X) and _COMPILED_ROUNDS:
+            colnnz = np.count_nonzero(X, axis=0)
+
+        def compiled_rounds_apply():
+            # as restricted_data decides dense data (the constant column included) and the
+            # Newton solver's column limit
+            if colnnz is None or len(order) + 1 > NEWTON_MAX_COLUMNS:
+                return False
+            n = X.shape[0]
+            return int(colnnz[order].sum()) + n >= DENSE_FILL * n * (len(order) + 1)
+
+        def compiled_round(tol_k, price):
+            st = rounds[0]
+            if st is None:
+                w0 = [wm.get("w_full") for wm in warms]
+                W0 = None
+                if all(w is not None and w.shape[0] == len(order) + 1 for w in w0):
+                    W0 = np.column_stack(w0)
+                cap = min(d, reach, NEWTON_MAX_COLUMNS - 1)
+                st = rounds[0] = SquaredHingeRounds(X, Y, C, cap, cols=order, W0=W0)
+            elif st.k < len(order):
+                st.add(order[st.k :])
+            cap = _NEWTON_ROUND_STEPS if tol_k > inner else 100
+            W, A, P, _, S = st.solve(tol=tol_k, max_iter=cap, price=price, certify=price)
+            sols = []
+            for j, wm in enumerate(warms):  # the per-class warm starts, for dual CD
+                wm["a"], wm["w_full"] = A[:, j], W[:, j]
+                sols.append((W[:-1, j], float(W[-1, j]), A[:, j], float(P[j])))
+            return sols, S
 
         def newton_round(Xa, tol_k, cap):
             if newton[0] is None:
@@ -310,6 +350,34 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             return sols
 
         def evaluate(tol_k, price=True):
+            nonlocal data
+            S = None
+            if compiled_rounds_apply():
+                sols, S = compiled_round(tol_k, price)
+                data = None  # formed afresh if another solver takes over
+                newton[0] = None
+            else:
+                rounds[0] = None
+                sols = solve_round(tol_k)
+            objective = sum(s[3] for s in sols)
+            if not price:  # a backward round: only the weights are needed
+                return sols, objective, -np.inf, None, None, np.nan, np.inf
+            # pricing: the scores of every column for every class in one matrix product
+            if S is None:
+                S = column_scores(X, Y, np.column_stack([s[2] for s in sols])).T
+            dual = 0.0
+            for yb, (_, _, a, _), s in zip(ys, sols, S):
+                s_all = np.append(s, a @ yb) if penalty == "l2" else s
+                dual += dual_value(a, yb, s_all, C, loss, penalty)
+            free = np.ones(d, dtype=bool)
+            free[order] = False
+            score = np.sqrt((S * S).sum(0)) if penalty == "l2" else np.abs(S).max(0)
+            score = np.where(free, score, -np.inf)
+            viol = float(score.max()) if free.any() else 0.0
+            rel = (objective - dual) / max(abs(objective), 1e-12)
+            return sols, objective, dual, free, score, viol, rel
+
+        def solve_round(tol_k):
             nonlocal data
             # the L2 problems' data (constant column, dual CD layout) formed once per
             # round for every class, grown from the last round's
@@ -333,22 +401,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     )
                     for yb, wm in zip(ys, warms)
                 ]
-            objective = sum(s[3] for s in sols)
-            if not price:  # a backward round: only the weights are needed
-                return sols, objective, -np.inf, None, None, np.nan, np.inf
-            # pricing: the scores of every column for every class in one matrix product
-            S = column_scores(X, Y, np.column_stack([s[2] for s in sols])).T
-            dual = 0.0
-            for yb, (_, _, a, _), s in zip(ys, sols, S):
-                s_all = np.append(s, a @ yb) if penalty == "l2" else s
-                dual += dual_value(a, yb, s_all, C, loss, penalty)
-            free = np.ones(d, dtype=bool)
-            free[order] = False
-            score = np.sqrt((S * S).sum(0)) if penalty == "l2" else np.abs(S).max(0)
-            score = np.where(free, score, -np.inf)
-            viol = float(score.max()) if free.any() else 0.0
-            rel = (objective - dual) / max(abs(objective), 1e-12)
-            return sols, objective, dual, free, score, viol, rel
+            return sols
 
         def should_stop(free, viol, rel, reach):
             if len(order) >= reach or not free.any():
@@ -473,6 +526,8 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                     _drop_columns(wm, keep)
                 if newton[0] is not None:
                     newton[0].drop(keep)
+                if rounds[0] is not None:
+                    rounds[0].drop(keep)
                 data = None if data is None else restricted_data_drop(data, keep)
                 it += 1
                 at = len(order) in tset
