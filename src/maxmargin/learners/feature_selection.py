@@ -39,8 +39,9 @@ __all__ = ["ForwardFeatureSelector"]
 #: relative duality gap of the backward pass's restricted problems (its weight ranking),
 #: the last one solved to ``inner_tol``
 _BACKWARD_TOL = 1e-2
-#: squared hinge: Newton steps per restricted solve in the rounds not solved to
-#: ``inner_tol`` (pricing and backward rounds: their solutions only rank columns)
+#: squared hinge: Newton steps per restricted solve in the pricing rounds not solved to
+#: ``inner_tol`` (their multipliers only rank the candidate columns); the backward
+#: rounds are solved to their tolerance, as with the other losses
 _NEWTON_ROUND_STEPS = 1
 #: squared hinge on dense data: the restricted problems by the compiled rounds
 #: (:class:`SquaredHingeRounds`, a column buffer grown in place, one compiled call per
@@ -329,7 +330,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 st = rounds[0] = SquaredHingeRounds(X, Y, C, cap, cols=order, W0=W0)
             elif st.k < len(order):
                 st.add(order[st.k :])
-            cap = _NEWTON_ROUND_STEPS if tol_k > inner else 100
+            cap = _NEWTON_ROUND_STEPS if price and tol_k > inner else 100
             W, A, P, _, S = st.solve(tol=tol_k, max_iter=cap, price=price, certify=price)
             sols = []
             for j, wm in enumerate(warms):  # the per-class warm starts, for dual CD
@@ -358,7 +359,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 newton[0] = None
             else:
                 rounds[0] = None
-                sols = solve_round(tol_k)
+                sols = solve_round(tol_k, price)
             objective = sum(s[3] for s in sols)
             if not price:  # a backward round: only the weights are needed
                 return sols, objective, -np.inf, None, None, np.nan, np.inf
@@ -377,7 +378,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             rel = (objective - dual) / max(abs(objective), 1e-12)
             return sols, objective, dual, free, score, viol, rel
 
-        def solve_round(tol_k):
+        def solve_round(tol_k, price):
             nonlocal data
             # the L2 problems' data (constant column, dual CD layout) formed once per
             # round for every class, grown from the last round's
@@ -391,8 +392,10 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 Xs = X[:, order]
             cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
             if loss == "squared_hinge" and Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
-                # rounds short of inner_tol (pricing, backward): one Newton step
-                sols = newton_round(Xa, tol_k, _NEWTON_ROUND_STEPS if tol_k > inner else None)
+                # pricing rounds short of inner_tol: one Newton step (their multipliers
+                # only rank the candidates); backward rounds to their tolerance
+                steps = _NEWTON_ROUND_STEPS if price and tol_k > inner else None
+                sols = newton_round(Xa, tol_k, steps)
             else:
                 newton[0] = None  # dual CD (sparse or many columns), warm started per class
                 sols = [

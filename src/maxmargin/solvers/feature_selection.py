@@ -470,32 +470,39 @@ def _scores_of_columns(S, AY, cols):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _dual_from_gram(A, G, r, W, C, j):  # pragma: no cover - compiled
+    """Problem j's dual bound with its scores from the Gram matrix of the active rows of
+    the current iterate: ``a_i y_i = 2C (y_i - <x_i, w>)`` there (0 elsewhere), so
+    ``X^T (a * y) = 2C (r - G w)`` -- no pass over X."""
+    k1 = W.shape[0]
+    v2 = 0.0
+    for a in range(k1):
+        s = r[a, j]
+        for q in range(k1):
+            s -= G[j, a, q] * W[q, j]
+        v2 += (2.0 * C * s) ** 2
+    s = 0.0
+    for i in range(A.shape[0]):
+        s += A[i, j] - A[i, j] * A[i, j] / (4.0 * C)
+    return s - 0.5 * v2
+
+
+@njit(cache=True)
 def _newton_rounds_solve(
-    X,
-    cols,
-    Xfull,
-    Y,
-    C,
-    W,
-    act,
-    G,
-    r,
-    gk1,
-    changed,
-    tol,
-    max_iter,
-    check_first,
-    certify,
+    X, cols, Xfull, Y, C, W, M, act, G, r, gk1, changed, tol, max_iter, check_first, certify,
     price,
 ):  # pragma: no cover - compiled
     """One restricted solve of :class:`SquaredHingeRounds` in one call: the Gram
-    matrices grown by the columns ``gk1..k`` (or formed when ``gk1 == 0``), then Newton
-    steps for every problem not yet within ``tol`` (active-set rank updates, Cholesky
-    solve, exact line search, margins and the certified gap), and with ``price`` the
-    scores of every column of ``Xfull`` at the final iterate.  X: the columns, the
-    constant first (n, k+1); W (k+1, c) the weights in that order.  Returns ``(W, G, r,
-    A, primal, dual, n_steps, S)``; ``dual`` is NaN where not computed (the last step
-    of a capped solve with neither ``certify`` nor ``price``)."""
+    matrices grown by the columns ``gk1..k`` (or formed when ``gk1 == 0``, with the
+    margins M), then Newton steps for every problem not yet within ``tol`` (active-set
+    rank updates, Cholesky solve, exact line search, margins and the duality gap), and
+    with ``price`` the scores of every column of ``Xfull`` at the final iterate.  X: the
+    columns, the constant first (n, k+1); W (k+1, c) the weights in that order; M the
+    margins ``Y * (X W)``.  Between steps the gap's scores ``X^T (a * y)`` come from the
+    Gram matrices of the new active rows (:func:`_dual_from_gram`); the returned duals
+    are computed from X itself: from the pricing product with ``price``, by a product
+    with X with ``certify``, else as between steps (NaN when the capped solve's last
+    step needed none).  Returns ``(W, M, G, r, A, primal, dual, n_steps, S)``."""
     n, k1 = X.shape
     c = Y.shape[1]
     if gk1 == 0:
@@ -509,43 +516,40 @@ def _newton_rounds_solve(
             _gram_recompute(X, Y, act, G, r, j)
             changed[j] = 0
     elif gk1 < k1:
-        # new columns: X_A^T X_A[:, new] for every problem in one product, its active rows'
-        # new columns masked into Z (n, c m)
+        # new columns: X_A^T X_A[:, new] from each problem's active rows
         m = k1 - gk1
         Gn = np.empty((c, k1, k1))
         rn = np.empty((k1, c))
         Gn[:, :gk1, :gk1] = G
         rn[:gk1] = r
-        Z = np.empty((c * m, n)).T
         for j in range(c):
-            for q in range(m):
-                for i in range(n):
-                    Z[i, j * m + q] = X[i, gk1 + q] if act[i, j] else 0.0
-        B = np.dot(X.T, Z)
-        for j in range(c):
+            rows = np.flatnonzero(act[:, j])
+            XA = _gather_rows(X, rows)
+            yA = np.empty(rows.shape[0])
+            for p in range(rows.shape[0]):
+                yA[p] = Y[rows[p], j]
+            XN = XA[:, gk1:].copy()
+            B = np.dot(XA.T, XN)
+            b = np.dot(XN.T, yA)
             for q in range(m):
                 col = gk1 + q
-                s = 0.0
-                for i in range(n):
-                    s += Z[i, j * m + q] * Y[i, j]
-                rn[col, j] = s
+                rn[col, j] = b[q]
                 for a in range(k1):
-                    Gn[j, a, col] = B[a, j * m + q]
-                    Gn[j, col, a] = B[a, j * m + q]
+                    Gn[j, a, col] = B[a, q]
+                    Gn[j, col, a] = B[a, q]
         G = Gn
         r = rn
-        M = Y * np.dot(X, W)
-    else:
-        M = Y * np.dot(X, W)
     d = Xfull.shape[1]
     S = np.zeros((c, d if price else 0))
     todo = np.ones(c, dtype=np.bool_)
     A, primal = _primal_and_a(W, M, C)
     dual = np.full(c, np.nan)
     have_s = False
+    exact = False  # dual computed from X at the current iterate
     if check_first or max_iter < 1:
-        dual = _dual_from_scores(A, np.dot(X.T, A * Y), C)
         for j in range(c):
+            _active_set_update(X, Y, act, G, r, changed, M, j)
+            dual[j] = _dual_from_gram(A, G, r, W, C, j)
             todo[j] = primal[j] - dual[j] > tol * max(abs(primal[j]), 1e-12)
     it = 0
     while it < max_iter and todo.any():
@@ -577,30 +581,67 @@ def _newton_rounds_solve(
             AY = A * Y
             S = np.dot(AY.T, Xfull)
             have_s = True
+            exact = True
             dual = _dual_from_scores(A, _scores_of_columns(S, AY, cols), C)
         elif certify or not last:
-            dual = _dual_from_scores(A, np.dot(X.T, A * Y), C)
+            for j in range(c):
+                if todo[j]:
+                    _active_set_update(X, Y, act, G, r, changed, M, j)
+                    dual[j] = _dual_from_gram(A, G, r, W, C, j)
         else:
-            dual = np.full(c, np.nan)
+            for j in range(c):
+                if todo[j]:
+                    dual[j] = np.nan
         for j in range(c):
             gap = primal[j] - dual[j]
             todo[j] = todo[j] and t[j] > 0.0 and gap > tol * max(abs(primal[j]), 1e-12)
     if price and not have_s:
         AY = A * Y
         S = np.dot(AY.T, Xfull)
-        if np.isnan(dual).any():
-            dual = _dual_from_scores(A, _scores_of_columns(S, AY, cols), C)
-    return W, G, r, A, primal, dual, it, S
+        dual = _dual_from_scores(A, _scores_of_columns(S, AY, cols), C)
+    elif certify and not exact:
+        dual = _dual_from_scores(A, np.dot(X.T, A * Y), C)
+    return W, M, G, r, A, primal, dual, it, S
 
 
 @njit(cache=True)
-def _compact_columns(buf, ix):  # pragma: no cover - compiled
-    """Move the columns ``ix`` (increasing) of the F-ordered ``buf`` to its first
-    ``len(ix)`` columns, in place."""
-    for p in range(ix.shape[0]):
-        q = ix[p]
-        if q != p:
-            buf[:, p] = buf[:, q]
+def _drop_columns_state(buf, k1, keep, W, M, Y, G, r, gram):  # pragma: no cover - compiled
+    """Remove the columns ``1 + q`` with ``keep[q]`` False from the F-ordered buffer (in
+    place, its first ``k1`` columns in use), the weights W, and -- when the Gram matrices
+    exist (``gram``) -- from the margins M (their terms subtracted), G and r.  Returns
+    ``(W, G, r)``."""
+    n, c = M.shape
+    ix = np.empty(k1, dtype=np.int64)
+    ix[0] = 0
+    p = 1
+    for q in range(k1 - 1):
+        if keep[q]:
+            ix[p] = q + 1
+            p += 1
+        elif gram:
+            for j in range(c):
+                w = W[q + 1, j]
+                if w != 0.0:
+                    for i in range(n):
+                        M[i, j] -= Y[i, j] * buf[i, q + 1] * w
+    ix = ix[:p]
+    for a in range(p):
+        if ix[a] != a:
+            buf[:, a] = buf[:, ix[a]]
+    Wn = np.empty((p, c))
+    for a in range(p):
+        Wn[a] = W[ix[a]]
+    if not gram:
+        return Wn, G, r
+    Gn = np.empty((c, p, p))
+    rn = np.empty((p, c))
+    for a in range(p):
+        rn[a] = r[ix[a]]
+    for j in range(c):
+        for a in range(p):
+            for b in range(p):
+                Gn[j, a, b] = G[j, ix[a], ix[b]]
+    return Wn, Gn, rn
 
 
 class SquaredHingeRounds:
@@ -634,6 +675,7 @@ class SquaredHingeRounds:
         self.cols = np.empty(self.capacity, dtype=np.int64)
         self.k = 0
         self.W = np.zeros((1, c))
+        self.M = np.zeros((n, c))  # margins Y * (X W), kept once the Gram matrices exist
         self.act = np.zeros((n, c), dtype=bool)
         self.G = np.zeros((c, 0, 0))
         self.r = np.zeros((0, c))
@@ -672,15 +714,14 @@ class SquaredHingeRounds:
         keep = np.asarray(keep, dtype=bool)
         if keep.shape != (self.k,):
             raise ValueError(f"keep must be a mask over the {self.k} selected columns")
-        ix = np.append(0, 1 + np.flatnonzero(keep))
-        _compact_columns(self.buf, ix)
-        self.cols[: ix.size - 1] = self.cols[: self.k][keep]
-        self.k = ix.size - 1
-        self.W = np.ascontiguousarray(self.W[ix])
-        if self._gk1:
-            self.G = np.ascontiguousarray(self.G[:, ix][:, :, ix])
-            self.r = np.ascontiguousarray(self.r[ix])
-            self._gk1 = ix.size
+        gram = self._gk1 > 0
+        self.W, G, r = _drop_columns_state(
+            self.buf, self.k + 1, keep, self.W, self.M, self.Y, self.G, self.r, gram
+        )
+        self.cols[: int(keep.sum())] = self.cols[: self.k][keep]
+        self.k = int(keep.sum())
+        if gram:
+            self.G, self.r, self._gk1 = G, r, self.k + 1
         self.moved = True
 
     def solve(self, tol=1e-8, max_iter=100, price=False, certify=True):
@@ -691,12 +732,12 @@ class SquaredHingeRounds:
         scores of every column of X (None without ``price``); a dual is NaN when the
         capped solve's last step was neither certified nor priced."""
         k1 = self.k + 1
-        W, G, r, A, primal, dual, it, S = _newton_rounds_solve(
-            self.buf[:, :k1], self.cols[: self.k], self.X, self.Y, self.C, self.W, self.act,
-            self.G, self.r, self._gk1, self.changed, float(tol), int(max_iter),
+        W, M, G, r, A, primal, dual, it, S = _newton_rounds_solve(
+            self.buf[:, :k1], self.cols[: self.k], self.X, self.Y, self.C, self.W, self.M,
+            self.act, self.G, self.r, self._gk1, self.changed, float(tol), int(max_iter),
             not self.moved and max_iter >= 1, bool(certify), bool(price),
         )  # fmt: skip
-        self.W, self.G, self.r, self._gk1 = W, G, r, k1
+        self.W, self.M, self.G, self.r, self._gk1 = W, M, G, r, k1
         self.moved = False
         self.n_iter += int(it)
         Wout = np.vstack([W[1:], W[:1]])
