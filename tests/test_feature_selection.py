@@ -700,3 +700,37 @@ def test_selector_with_compiled_rounds_equals_the_numpy_newton_path(seed, monkey
     for e in c.path_:
         ref = sum(_l2_sqhinge(X[:, e["columns"]], yc, 1.0) for yc in ys)
         assert e["objective"] == pytest.approx(ref, rel=1e-6)
+
+
+def test_squared_hinge_newton_steps_per_round(monkeypatch):
+    """Squared hinge with k_path: the pricing rounds take one Newton step (their
+    multipliers only rank candidates); the rounds at a k, the set the backward pass starts
+    from and every backward round are solved to their tolerance (as dual CD solves them
+    for the hinge)."""
+    from maxmargin.solvers import feature_selection as sfs
+
+    calls = []
+    orig = sfs.SquaredHingeRounds.solve
+
+    def spy(self, tol=1e-8, max_iter=100, price=False, certify=True):
+        calls.append((self.k, max_iter, price, tol))
+        return orig(self, tol, max_iter, price, certify)
+
+    monkeypatch.setattr(sfs.SquaredHingeRounds, "solve", spy)
+    X, y = _multiclass(7)
+    sel = ForwardFeatureSelector(
+        k_path=[3, 8], overselect=3.0, loss="squared_hinge", backward_step=0.2, inner_tol=1e-6
+    ).fit(X, y)
+    fwd = [r["n_selected"] for r in sel.history_ if r["phase"] == "forward"]
+    bwd = [r["n_selected"] for r in sel.history_ if r["phase"] == "backward"]
+    assert fwd[-1] == 24 and bwd[-1] == 3
+    ks = [c[0] for c in calls]
+    assert ks == fwd + bwd  # one solve per round (none solved twice here)
+    for k, max_iter, price, _tol in calls[: len(fwd)]:
+        if k in (3, 8) or k == 24:
+            assert max_iter == 100
+        else:
+            assert max_iter == 1 and price
+    for k, max_iter, price, _tol in calls[len(fwd) :]:
+        assert max_iter == 100 and price == (k in (3, 8))
+    assert calls[len(fwd) - 1][3] == pytest.approx(1e-2)  # the start of the backward pass

@@ -41,7 +41,7 @@ __all__ = ["ForwardFeatureSelector"]
 _BACKWARD_TOL = 1e-2
 #: squared hinge: Newton steps per restricted solve in the pricing rounds not solved to
 #: ``inner_tol`` (their multipliers only rank the candidate columns); the backward
-#: rounds are solved to their tolerance, as with the other losses
+#: rounds and the set the backward pass starts from are solved to their tolerance
 _NEWTON_ROUND_STEPS = 1
 #: squared hinge on dense data: the restricted problems by the compiled rounds
 #: (:class:`SquaredHingeRounds`, a column buffer grown in place, one compiled call per
@@ -319,7 +319,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             n = X.shape[0]
             return int(colnnz[order].sum()) + n >= DENSE_FILL * n * (len(order) + 1)
 
-        def compiled_round(tol_k, price):
+        def compiled_round(tol_k, price, rank_only):
             st = rounds[0]
             if st is None:
                 w0 = [wm.get("w_full") for wm in warms]
@@ -330,7 +330,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 st = rounds[0] = SquaredHingeRounds(X, Y, C, cap, cols=order, W0=W0)
             elif st.k < len(order):
                 st.add(order[st.k :])
-            cap = _NEWTON_ROUND_STEPS if price and tol_k > inner else 100
+            cap = _NEWTON_ROUND_STEPS if rank_only and tol_k > inner else 100
             W, A, P, _, S = st.solve(tol=tol_k, max_iter=cap, price=price, certify=price)
             sols = []
             for j, wm in enumerate(warms):  # the per-class warm starts, for dual CD
@@ -350,16 +350,18 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 sols.append((W[:-1, j], float(W[-1, j]), A[:, j], float(P[j])))
             return sols
 
-        def evaluate(tol_k, price=True):
+        def evaluate(tol_k, price=True, rank_only=False):
+            # rank_only: a pricing round whose multipliers only rank the candidates (the
+            # squared hinge's Newton solves take one step there)
             nonlocal data
             S = None
             if compiled_rounds_apply():
-                sols, S = compiled_round(tol_k, price)
+                sols, S = compiled_round(tol_k, price, rank_only)
                 data = None  # formed afresh if another solver takes over
                 newton[0] = None
             else:
                 rounds[0] = None
-                sols = solve_round(tol_k, price)
+                sols = solve_round(tol_k, rank_only)
             objective = sum(s[3] for s in sols)
             if not price:  # a backward round: only the weights are needed
                 return sols, objective, -np.inf, None, None, np.nan, np.inf
@@ -378,7 +380,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             rel = (objective - dual) / max(abs(objective), 1e-12)
             return sols, objective, dual, free, score, viol, rel
 
-        def solve_round(tol_k, price):
+        def solve_round(tol_k, rank_only):
             nonlocal data
             # the L2 problems' data (constant column, dual CD layout) formed once per
             # round for every class, grown from the last round's
@@ -394,7 +396,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
             if loss == "squared_hinge" and Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
                 # pricing rounds short of inner_tol: one Newton step (their multipliers
                 # only rank the candidates); backward rounds to their tolerance
-                steps = _NEWTON_ROUND_STEPS if price and tol_k > inner else None
+                steps = _NEWTON_ROUND_STEPS if rank_only and tol_k > inner else None
                 sols = newton_round(Xa, tol_k, steps)
             else:
                 newton[0] = None  # dual CD (sparse or many columns), warm started per class
@@ -473,11 +475,14 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 # objective) are solved to inner_tol, the set the backward pass starts
                 # from to its tolerance, the last set to inner_tol: where the budget makes
                 # that known in advance, directly (no pricing solve first)
+                rank_only = True
                 if budget and len(order) >= min(reach, d):
                     tol_k = bw_tol if backward and len(order) > targets[-1] else inner
+                    rank_only = False
                 elif budget and len(order) in tset:
                     tol_k = inner
-                sols, objective, dual, free, score, viol, rel = evaluate(tol_k)
+                    rank_only = False
+                sols, objective, dual, free, score, viol, rel = evaluate(tol_k, rank_only=rank_only)
                 stop = should_stop(free, viol, rel, reach)
                 need = inner if stop else tol_k
                 if stop and backward and len(order) > targets[-1]:

@@ -489,7 +489,22 @@ def _dual_from_gram(A, G, r, W, C, j):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _newton_rounds_solve(
-    X, cols, Xfull, Y, C, W, M, act, G, r, gk1, changed, tol, max_iter, check_first, certify,
+    X,
+    cols,
+    Xfull,
+    Y,
+    C,
+    W,
+    M,
+    act,
+    G,
+    r,
+    gk1,
+    changed,
+    tol,
+    max_iter,
+    check_first,
+    certify,
     price,
 ):  # pragma: no cover - compiled
     """One restricted solve of :class:`SquaredHingeRounds` in one call: the Gram
