@@ -8,9 +8,10 @@ overselect=3, loss="squared_hinge", backward_step=0.2) -- forward to 3 max(K) fe
 restricted problems by compiled Newton rounds.  Then forward selection (L2 hinge, C=1)
 run once to max(K), its nested prefixes giving every k: with its default rounds
 (``features_per_step="auto"``: one feature per round up to 10, then 10 % more per
-round), one feature per round, and five per round; the last round's restricted problem is solved to a relative duality gap
-of ``inner_tol`` (1e-3; the default rounds also with 1e-4, and with one dual CD epoch
-per pricing round, ``pricing_epochs=1``, instead of five).  With ``overselect=3``
+round), one feature per round, and five per round; the last round's restricted problem
+is solved to a relative duality gap of ``inner_tol`` (1e-3; the default rounds also with
+1e-4, and with one dual CD epoch per pricing round, ``pricing_epochs=1``, instead of
+five).  With ``overselect=3``
 (forward to 3k features, then backward elimination to k, the set of smaller restricted
 objective kept) the sets are not nested: one fit per k, total time, as RFE.  RFE
 (LinearSVC(C=1), step 10 %) runs once per k (total time); L1-LinearSVC sweeps C and
