@@ -99,8 +99,12 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     loss : {"hinge", "squared_hinge", "logistic"}, default="hinge"
         ``"squared_hinge"`` (L2 only): ``max(0, 1 - m)^2``, LinearSVC's loss; its
         restricted problems (all classes together) by a finite Newton method on dense data
-        of at most ``NEWTON_MAX_COLUMNS`` (400) columns, one Newton step in the rounds
-        that only rank columns, else dual CD.
+        of at most ``NEWTON_MAX_COLUMNS`` (400) columns (compiled rounds on a column
+        buffer grown in place, ``SquaredHingeRounds``), one Newton step in the pricing
+        rounds short of ``inner_tol``, to tolerance in the others (backward rounds
+        included); else dual CD.  ``k_path=(5, 10, 20, 40, 80), overselect=3, loss="squared_hinge",
+        backward_step=0.2`` meets RFE's accuracy at every k in under a tenth of its time
+        on dna and mnist1000 (docs/benchmarks.md).
     penalty : {"l2", "l1"}, default="l2"
     C : float, default=1.0
     features_per_step : "auto", int or float in (0, 1), default="auto"
