@@ -161,6 +161,9 @@ class SquaredHingeNewton:
     last, the constant column) and by columns removed (:meth:`drop`).  Every solve ends
     with the duality gap of its iterate: the dual variables ``a_i = 2C max(0, 1 - m_i)``
     give the lower bound ``sum_i a_i - sum_i a_i^2 / (4C) - 1/2 ||X^T (a * y)||^2``.
+
+    :class:`SquaredHingeRounds` is the same method compiled, on a column buffer grown in
+    place (what the selector uses on dense data); this NumPy form is its reference.
     """
 
     def __init__(self, Y, C, W0=None):
