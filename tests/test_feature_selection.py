@@ -590,3 +590,147 @@ def test_restricted_data_drop_equals_the_data_formed_afresh():
     sparse = restricted_data(Xs, list(range(30)))
     assert not sparse[0].dense
     assert restricted_data_drop(sparse, np.arange(30) % 2 == 0) is None
+
+
+# ------------------------------------------- compiled rounds (SquaredHingeRounds)
+def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
+    """The compiled rounds (one numba call per solve, column buffer grown in place)
+    follow the NumPy Newton solver step for step through columns added and removed,
+    capped (one-step) and full solves: the same weights, multipliers, objectives and
+    gaps; their kept Gram matrices equal those formed afresh; the pricing scores equal
+    ``X^T (a * y)`` over every column; the full solves reach the independent dual
+    optimum with a certified gap."""
+    from maxmargin.solvers.feature_selection import (
+        SquaredHingeNewton,
+        SquaredHingeRounds,
+        with_const,
+    )
+
+    X, y = _multiclass(1)
+    C = 0.3
+    Y = np.column_stack([np.where(y == c, 1.0, -1.0) for c in range(3)])
+    nt = SquaredHingeNewton(Y, C)
+    rs = SquaredHingeRounds(X, Y, C, capacity=20, cols=[0, 1, 2, 3])
+    cols = [0, 1, 2, 3]
+    steps = [("start", 1), ("add", 1), ("add", 100), ("drop", 1), ("add", 100),
+             ("drop", 100), ("same", 100), ("add", 1), ("same", 1)]  # fmt: skip
+    for step, max_iter in steps:
+        if step == "add":
+            new = [j for j in range(7, 30) if j not in cols][:4]
+            cols += new
+            rs.add(new)
+        elif step == "drop":
+            keep = np.ones(len(cols), dtype=bool)
+            keep[[0, 3, len(cols) - 1]] = False
+            nt.drop(keep)
+            rs.drop(keep)
+            cols = [c for c, k in zip(cols, keep) if k]
+        np.testing.assert_array_equal(rs.columns, cols)
+        Xa = with_const(X[:, cols])
+        W, A, P, D = nt.solve(Xa, tol=1e-10, max_iter=max_iter)
+        W2, A2, P2, D2, S = rs.solve(tol=1e-10, max_iter=max_iter, price=True)
+        np.testing.assert_allclose(W2, W, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(A2, A, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(P2, P, rtol=1e-10)
+        np.testing.assert_allclose(D2, D, rtol=1e-8)
+        assert rs.n_iter == nt.n_iter
+        np.testing.assert_allclose(S, (A2 * Y).T @ X, rtol=1e-10, atol=1e-10)
+        # the buffer holds the constant column first, then the selected columns
+        Xc = np.c_[np.ones(len(X)), X[:, cols]]
+        np.testing.assert_array_equal(rs.buf[:, : len(cols) + 1], Xc)
+        for j in range(3):
+            act = rs.act[:, j]
+            np.testing.assert_allclose(rs.G[j], Xc[act].T @ Xc[act], atol=1e-9)
+            np.testing.assert_allclose(rs.r[:, j], Xc[act].T @ Y[act, j], atol=1e-9)
+            if max_iter == 100:
+                ref = _l2_sqhinge(X[:, cols], Y[:, j], C)
+                assert P2[j] == pytest.approx(ref, rel=1e-7)
+                assert D2[j] <= ref * (1 + 1e-9) and P2[j] - D2[j] <= 1e-10 * P2[j]
+    # a capped step that is neither certified nor priced reports no dual (NaN)
+    rs.add([5])
+    _, _, P3, D3, S3 = rs.solve(tol=1e-10, max_iter=1, certify=False)
+    assert S3 is None and np.isnan(D3).all() and np.isfinite(P3).all()
+
+
+def test_compiled_rounds_bad_input():
+    from maxmargin.solvers.feature_selection import SquaredHingeRounds
+
+    X, y = _multiclass(2, n=40, d=14)
+    Y = np.where(y == 0, 1.0, -1.0)
+    rs = SquaredHingeRounds(X, Y, 1.0, capacity=3)
+    with pytest.raises(ValueError, match="capacity"):
+        rs.add([0, 1, 2, 3])
+    rs.add([0, 1])
+    with pytest.raises(ValueError, match="mask over the 2"):
+        rs.drop(np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match="W0 has 2 rows"):
+        SquaredHingeRounds(X, Y, 1.0, capacity=3, cols=[0, 1], W0=np.zeros(2))
+    with pytest.raises(ValueError, match="rows"):
+        SquaredHingeRounds(X, Y[:10], 1.0, capacity=3)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_selector_with_compiled_rounds_equals_the_numpy_newton_path(seed, monkeypatch):
+    """The selector's squared-hinge fit (k_path, forward then backward) takes the same
+    rounds, sets and objectives with the compiled rounds as with the NumPy Newton solver
+    on data formed per round; and with the Newton column limit forcing dual CD on the
+    largest sets (switching to it and back), the recorded sets' objectives are still the
+    restricted optima (independent dual solves)."""
+    import maxmargin.learners.feature_selection as fsmod
+
+    X, y = _multiclass(seed)
+    kw = {"k_path": [2, 4, 8], "overselect": 3.0, "loss": "squared_hinge", "inner_tol": 1e-9,
+          "backward_step": 0.2}  # fmt: skip
+    a = ForwardFeatureSelector(**kw).fit(X, y)
+    monkeypatch.setattr(fsmod, "_COMPILED_ROUNDS", False)
+    b = ForwardFeatureSelector(**kw).fit(X, y)
+    assert [r["n_selected"] for r in a.history_] == [r["n_selected"] for r in b.history_]
+    for ea, eb in zip(a.path_, b.path_):
+        np.testing.assert_array_equal(ea["columns"], eb["columns"])
+        assert ea["objective"] == pytest.approx(eb["objective"], rel=1e-9)
+        assert ea["selected_by"] == eb["selected_by"]
+    for ra, rb in zip(a.history_, b.history_):
+        assert ra["objective"] == pytest.approx(rb["objective"], rel=1e-8)
+        assert ra["dual_bound"] == pytest.approx(rb["dual_bound"], rel=1e-8)
+    monkeypatch.setattr(fsmod, "_COMPILED_ROUNDS", True)
+    monkeypatch.setattr(fsmod, "NEWTON_MAX_COLUMNS", 12)  # dual CD above 11 columns
+    c = ForwardFeatureSelector(**kw).fit(X, y)
+    assert max(r["n_selected"] for r in c.history_) == 24
+    ys = [np.where(y == k, 1.0, -1.0) for k in range(3)]
+    for e in c.path_:
+        ref = sum(_l2_sqhinge(X[:, e["columns"]], yc, 1.0) for yc in ys)
+        assert e["objective"] == pytest.approx(ref, rel=1e-6)
+
+
+def test_squared_hinge_newton_steps_per_round(monkeypatch):
+    """Squared hinge with k_path: the pricing rounds take one Newton step (their
+    multipliers only rank candidates); the rounds at a k, the set the backward pass starts
+    from and every backward round are solved to their tolerance (as dual CD solves them
+    for the hinge)."""
+    from maxmargin.solvers import feature_selection as sfs
+
+    calls = []
+    orig = sfs.SquaredHingeRounds.solve
+
+    def spy(self, tol=1e-8, max_iter=100, price=False, certify=True):
+        calls.append((self.k, max_iter, price, tol))
+        return orig(self, tol, max_iter, price, certify)
+
+    monkeypatch.setattr(sfs.SquaredHingeRounds, "solve", spy)
+    X, y = _multiclass(7)
+    sel = ForwardFeatureSelector(
+        k_path=[3, 8], overselect=3.0, loss="squared_hinge", backward_step=0.2, inner_tol=1e-6
+    ).fit(X, y)
+    fwd = [r["n_selected"] for r in sel.history_ if r["phase"] == "forward"]
+    bwd = [r["n_selected"] for r in sel.history_ if r["phase"] == "backward"]
+    assert fwd[-1] == 24 and bwd[-1] == 3
+    ks = [c[0] for c in calls]
+    assert ks == fwd + bwd  # one solve per round (none solved twice here)
+    for k, max_iter, price, _tol in calls[: len(fwd)]:
+        if k in (3, 8) or k == 24:
+            assert max_iter == 100
+        else:
+            assert max_iter == 1 and price
+    for k, max_iter, price, _tol in calls[len(fwd) :]:
+        assert max_iter == 100 and price == (k in (3, 8))
+    assert calls[len(fwd) - 1][3] == pytest.approx(1e-2)  # the start of the backward pass

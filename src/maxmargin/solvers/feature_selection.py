@@ -38,6 +38,7 @@ from maxmargin.solvers.svm import DENSE_FILL, DualCDData, dual_cd_data, fit_dual
 __all__ = [
     "NEWTON_MAX_COLUMNS",
     "SquaredHingeNewton",
+    "SquaredHingeRounds",
     "column_scores",
     "dual_value",
     "restricted_data",
@@ -160,6 +161,9 @@ class SquaredHingeNewton:
     last, the constant column) and by columns removed (:meth:`drop`).  Every solve ends
     with the duality gap of its iterate: the dual variables ``a_i = 2C max(0, 1 - m_i)``
     give the lower bound ``sum_i a_i - sum_i a_i^2 / (4C) - 1/2 ||X^T (a * y)||^2``.
+
+    :class:`SquaredHingeRounds` is the same method compiled, on a column buffer grown in
+    place (what the selector uses on dense data); this NumPy form is its reference.
     """
 
     def __init__(self, Y, C, W0=None):
@@ -316,6 +320,446 @@ class SquaredHingeNewton:
         if self.single:
             return self.W[:, 0].copy(), A[:, 0], float(primal[0]), float(dual[0])
         return self.W.copy(), A, primal, dual
+
+
+# ---------------------------------------------------------------- compiled rounds
+@njit(cache=True)
+def _gather_rows(X, rows):  # pragma: no cover - compiled
+    """``X[rows]`` as an F-ordered array (the rows of an F-ordered X, column by column)."""
+    m = rows.shape[0]
+    k1 = X.shape[1]
+    out = np.empty((k1, m)).T
+    for col in range(k1):
+        for p in range(m):
+            out[p, col] = X[rows[p], col]
+    return out
+
+
+@njit(cache=True)
+def _gram_recompute(X, Y, act, G, r, j):  # pragma: no cover - compiled
+    """``G[j] = X_A^T X_A`` and ``r[:, j] = X_A^T y_A`` over the active rows of problem j."""
+    rows = np.flatnonzero(act[:, j])
+    XA = _gather_rows(X, rows)
+    yA = np.empty(rows.shape[0])
+    for p in range(rows.shape[0]):
+        yA[p] = Y[rows[p], j]
+    G[j] = np.dot(XA.T, XA)
+    r[:, j] = np.dot(XA.T, yA)
+
+
+@njit(cache=True)
+def _gram_rank_update(X, Y, rows, G, r, j, sign):  # pragma: no cover - compiled
+    """``G[j] += sign X_R^T X_R``, ``r[:, j] += sign X_R^T y_R`` for the rows R."""
+    XR = _gather_rows(X, rows)
+    yR = np.empty(rows.shape[0])
+    for p in range(rows.shape[0]):
+        yR[p] = Y[rows[p], j]
+    B = np.dot(XR.T, XR)
+    b = np.dot(XR.T, yR)
+    k1 = B.shape[0]
+    for a in range(k1):
+        r[a, j] += sign * b[a]
+        for q in range(k1):
+            G[j, a, q] += sign * B[a, q]
+
+
+@njit(cache=True)
+def _active_set_update(X, Y, act, G, r, changed, M, j):  # pragma: no cover - compiled
+    """Problem j's active set ``{i : M_ij < 1}``: its Gram matrix and ``r`` updated by
+    the rows entering and leaving (rank updates), recomputed when more rows change than
+    half the active set or more than n since the last recomputation (as
+    :meth:`SquaredHingeNewton._set_active`)."""
+    n = X.shape[0]
+    enter = np.empty(n, dtype=np.int64)
+    leave = np.empty(n, dtype=np.int64)
+    ne = 0
+    nl = 0
+    na = 0
+    for i in range(n):
+        new = M[i, j] < 1.0
+        if new:
+            na += 1
+        if new != act[i, j]:
+            if new:
+                enter[ne] = i
+                ne += 1
+            else:
+                leave[nl] = i
+                nl += 1
+            act[i, j] = new
+    if ne + nl == 0:
+        return
+    changed[j] += ne + nl
+    if ne + nl > 0.5 * max(na, 1) or changed[j] > n:
+        _gram_recompute(X, Y, act, G, r, j)
+        changed[j] = 0
+        return
+    if ne:
+        _gram_rank_update(X, Y, enter[:ne], G, r, j, 1.0)
+    if nl:
+        _gram_rank_update(X, Y, leave[:nl], G, r, j, -1.0)
+
+
+@njit(cache=True)
+def _cho_solve_lower(L, b):  # pragma: no cover - compiled
+    """``x`` with ``L L^T x = b`` (L lower triangular): two substitutions."""
+    k = b.shape[0]
+    z = np.empty(k)
+    for i in range(k):
+        s = b[i]
+        for p in range(i):
+            s -= L[i, p] * z[p]
+        z[i] = s / L[i, i]
+    x = np.empty(k)
+    for i in range(k - 1, -1, -1):
+        s = z[i]
+        for p in range(i + 1, k):
+            s -= L[p, i] * x[p]
+        x[i] = s / L[i, i]
+    return x
+
+
+@njit(cache=True)
+def _primal_and_a(W, M, C):  # pragma: no cover - compiled
+    """``(A, primal)``: ``A = 2C max(0, 1 - M)`` and each problem's objective."""
+    n, c = M.shape
+    A = np.empty((n, c))
+    primal = np.zeros(c)
+    for j in range(c):
+        s = 0.0
+        for i in range(n):
+            h = 1.0 - M[i, j]
+            if h > 0.0:
+                s += h * h
+                A[i, j] = 2.0 * C * h
+            else:
+                A[i, j] = 0.0
+        w2 = 0.0
+        for a in range(W.shape[0]):
+            w2 += W[a, j] * W[a, j]
+        primal[j] = 0.5 * w2 + C * s
+    return A, primal
+
+
+@njit(cache=True)
+def _dual_from_scores(A, V, C):  # pragma: no cover - compiled
+    """``sum_i a_i - sum_i a_i^2 / (4C) - 1/2 ||v||^2`` per problem, ``V`` (k+1, c) the
+    scores ``X^T (a * y)`` of the problem's columns."""
+    n, c = A.shape
+    dual = np.empty(c)
+    for j in range(c):
+        s = 0.0
+        for i in range(n):
+            s += A[i, j] - A[i, j] * A[i, j] / (4.0 * C)
+        v2 = 0.0
+        for a in range(V.shape[0]):
+            v2 += V[a, j] * V[a, j]
+        dual[j] = s - 0.5 * v2
+    return dual
+
+
+@njit(cache=True)
+def _scores_of_columns(S, AY, cols):  # pragma: no cover - compiled
+    """The restricted scores ``V`` (constant first, then ``cols``) read from the scores
+    ``S`` (c, d) of every column of the full data."""
+    c = S.shape[0]
+    k = cols.shape[0]
+    V = np.empty((k + 1, c))
+    for j in range(c):
+        V[0, j] = AY[:, j].sum()
+        for q in range(k):
+            V[q + 1, j] = S[j, cols[q]]
+    return V
+
+
+@njit(cache=True)
+def _dual_from_gram(A, G, r, W, C, j):  # pragma: no cover - compiled
+    """Problem j's dual bound with its scores from the Gram matrix of the active rows of
+    the current iterate: ``a_i y_i = 2C (y_i - <x_i, w>)`` there (0 elsewhere), so
+    ``X^T (a * y) = 2C (r - G w)`` -- no pass over X."""
+    k1 = W.shape[0]
+    v2 = 0.0
+    for a in range(k1):
+        s = r[a, j]
+        for q in range(k1):
+            s -= G[j, a, q] * W[q, j]
+        v2 += (2.0 * C * s) ** 2
+    s = 0.0
+    for i in range(A.shape[0]):
+        s += A[i, j] - A[i, j] * A[i, j] / (4.0 * C)
+    return s - 0.5 * v2
+
+
+@njit(cache=True)
+def _newton_rounds_solve(
+    X,
+    cols,
+    Xfull,
+    Y,
+    C,
+    W,
+    M,
+    act,
+    G,
+    r,
+    gk1,
+    changed,
+    tol,
+    max_iter,
+    check_first,
+    certify,
+    price,
+):  # pragma: no cover - compiled
+    """One restricted solve of :class:`SquaredHingeRounds` in one call: the Gram
+    matrices grown by the columns ``gk1..k`` (or formed when ``gk1 == 0``, with the
+    margins M), then Newton steps for every problem not yet within ``tol`` (active-set
+    rank updates, Cholesky solve, exact line search, margins and the duality gap), and
+    with ``price`` the scores of every column of ``Xfull`` at the final iterate.  X: the
+    columns, the constant first (n, k+1); W (k+1, c) the weights in that order; M the
+    margins ``Y * (X W)``.  Between steps the gap's scores ``X^T (a * y)`` come from the
+    Gram matrices of the new active rows (:func:`_dual_from_gram`); the returned duals
+    are computed from X itself: from the pricing product with ``price``, by a product
+    with X with ``certify``, else as between steps (NaN when the capped solve's last
+    step needed none).  Returns ``(W, M, G, r, A, primal, dual, n_steps, S)``."""
+    n, k1 = X.shape
+    c = Y.shape[1]
+    if gk1 == 0:
+        M = Y * np.dot(X, W)
+        for j in range(c):
+            for i in range(n):
+                act[i, j] = M[i, j] < 1.0
+        G = np.empty((c, k1, k1))
+        r = np.empty((k1, c))
+        for j in range(c):
+            _gram_recompute(X, Y, act, G, r, j)
+            changed[j] = 0
+    elif gk1 < k1:
+        # new columns: X_A^T X_A[:, new] from each problem's active rows
+        m = k1 - gk1
+        Gn = np.empty((c, k1, k1))
+        rn = np.empty((k1, c))
+        Gn[:, :gk1, :gk1] = G
+        rn[:gk1] = r
+        for j in range(c):
+            rows = np.flatnonzero(act[:, j])
+            XA = _gather_rows(X, rows)
+            yA = np.empty(rows.shape[0])
+            for p in range(rows.shape[0]):
+                yA[p] = Y[rows[p], j]
+            XN = XA[:, gk1:].copy()
+            B = np.dot(XA.T, XN)
+            b = np.dot(XN.T, yA)
+            for q in range(m):
+                col = gk1 + q
+                rn[col, j] = b[q]
+                for a in range(k1):
+                    Gn[j, a, col] = B[a, q]
+                    Gn[j, col, a] = B[a, q]
+        G = Gn
+        r = rn
+    d = Xfull.shape[1]
+    S = np.zeros((c, d if price else 0))
+    todo = np.ones(c, dtype=np.bool_)
+    A, primal = _primal_and_a(W, M, C)
+    dual = np.full(c, np.nan)
+    have_s = False
+    exact = False  # dual computed from X at the current iterate
+    if check_first or max_iter < 1:
+        for j in range(c):
+            _active_set_update(X, Y, act, G, r, changed, M, j)
+            dual[j] = _dual_from_gram(A, G, r, W, C, j)
+            todo[j] = primal[j] - dual[j] > tol * max(abs(primal[j]), 1e-12)
+    it = 0
+    while it < max_iter and todo.any():
+        Wbar = W.copy()
+        for j in range(c):
+            if not todo[j]:
+                continue
+            _active_set_update(X, Y, act, G, r, changed, M, j)
+            H = 2.0 * C * G[j]
+            for a in range(k1):
+                H[a, a] += 1.0
+            L = np.linalg.cholesky(H)
+            Wbar[:, j] = _cho_solve_lower(L, 2.0 * C * r[:, j])
+        D = Wbar - W
+        DM = Y * np.dot(X, D)
+        wd = np.zeros(c)
+        dd = np.zeros(c)
+        for a in range(k1):
+            for j in range(c):
+                wd[j] += W[a, j] * D[a, j]
+                dd[j] += D[a, j] * D[a, j]
+        t = _line_search_steps(M, DM, wd, dd, C, todo)
+        W = W + t * D
+        M = M + t * DM
+        it += 1
+        A, primal = _primal_and_a(W, M, C)
+        last = it >= max_iter
+        if price and last:  # the selected columns' scores read from the pricing product
+            AY = A * Y
+            S = np.dot(AY.T, Xfull)
+            have_s = True
+            exact = True
+            dual = _dual_from_scores(A, _scores_of_columns(S, AY, cols), C)
+        elif certify or not last:
+            for j in range(c):
+                if todo[j]:
+                    _active_set_update(X, Y, act, G, r, changed, M, j)
+                    dual[j] = _dual_from_gram(A, G, r, W, C, j)
+        else:
+            for j in range(c):
+                if todo[j]:
+                    dual[j] = np.nan
+        for j in range(c):
+            gap = primal[j] - dual[j]
+            todo[j] = todo[j] and t[j] > 0.0 and gap > tol * max(abs(primal[j]), 1e-12)
+    if price and not have_s:
+        AY = A * Y
+        S = np.dot(AY.T, Xfull)
+        dual = _dual_from_scores(A, _scores_of_columns(S, AY, cols), C)
+    elif certify and not exact:
+        dual = _dual_from_scores(A, np.dot(X.T, A * Y), C)
+    return W, M, G, r, A, primal, dual, it, S
+
+
+@njit(cache=True)
+def _drop_columns_state(buf, k1, keep, W, M, Y, G, r, gram):  # pragma: no cover - compiled
+    """Remove the columns ``1 + q`` with ``keep[q]`` False from the F-ordered buffer (in
+    place, its first ``k1`` columns in use), the weights W, and -- when the Gram matrices
+    exist (``gram``) -- from the margins M (their terms subtracted), G and r.  Returns
+    ``(W, G, r)``."""
+    n, c = M.shape
+    ix = np.empty(k1, dtype=np.int64)
+    ix[0] = 0
+    p = 1
+    for q in range(k1 - 1):
+        if keep[q]:
+            ix[p] = q + 1
+            p += 1
+        elif gram:
+            for j in range(c):
+                w = W[q + 1, j]
+                if w != 0.0:
+                    for i in range(n):
+                        M[i, j] -= Y[i, j] * buf[i, q + 1] * w
+    ix = ix[:p]
+    for a in range(p):
+        if ix[a] != a:
+            buf[:, a] = buf[:, ix[a]]
+    Wn = np.empty((p, c))
+    for a in range(p):
+        Wn[a] = W[ix[a]]
+    if not gram:
+        return Wn, G, r
+    Gn = np.empty((c, p, p))
+    rn = np.empty((p, c))
+    for a in range(p):
+        rn[a] = r[ix[a]]
+    for j in range(c):
+        for a in range(p):
+            for b in range(p):
+                Gn[j, a, b] = G[j, ix[a], ix[b]]
+    return Wn, Gn, rn
+
+
+class SquaredHingeRounds:
+    """The restricted squared-hinge problems of a column-generation selection, one
+    compiled call per solve: :class:`SquaredHingeNewton`'s method (the same steps,
+    active-set rank updates of the Gram matrices, exact line search and certified gap)
+    on a column buffer grown in place.
+
+    ``X``: the full dense data (n, d); ``Y`` (n, c) labels in {-1, +1} of c problems on
+    the same columns; ``capacity``: the most columns ever selected at once.  The buffer
+    (F-ordered, the constant column first) receives the columns :meth:`add` appends
+    without copying the old ones; :meth:`drop` compacts it in place.  :meth:`solve` runs
+    the Newton steps and, with ``price=True``, the scores ``s_j = sum_i a_i y_i x_ij`` of
+    every column of X at the final iterate (the pricing product), from which the
+    selected columns' scores in the certified gap are read.
+    """
+
+    def __init__(self, X, Y, C, capacity, cols=(), W0=None):
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {X.shape}")
+        Y = np.ascontiguousarray(Y, dtype=np.float64)
+        Y = Y.reshape(Y.shape[0], -1)
+        if Y.shape[0] != X.shape[0]:
+            raise ValueError(f"Y has {Y.shape[0]} rows, X has {X.shape[0]}")
+        n, c = Y.shape
+        self.X, self.Y, self.C = X, Y, float(C)
+        self.capacity = int(capacity)
+        self.buf = np.empty((self.capacity + 1, n)).T  # F-ordered (n, capacity + 1)
+        self.buf[:, 0] = 1.0
+        self.cols = np.empty(self.capacity, dtype=np.int64)
+        self.k = 0
+        self.W = np.zeros((1, c))
+        self.M = np.zeros((n, c))  # margins Y * (X W), kept once the Gram matrices exist
+        self.act = np.zeros((n, c), dtype=bool)
+        self.G = np.zeros((c, 0, 0))
+        self.r = np.zeros((0, c))
+        self._gk1 = 0  # columns (with the constant) the Gram matrices cover; 0: none yet
+        self.changed = np.zeros(c)
+        self.moved = True
+        self.n_iter = 0
+        if len(cols):
+            self.add(cols)
+        if W0 is not None:  # (k + 1, c), the constant last (as the solvers' weights)
+            W0 = np.asarray(W0, dtype=np.float64).reshape(-1, c)
+            if W0.shape[0] != self.k + 1:
+                raise ValueError(f"W0 has {W0.shape[0]} rows, expected {self.k + 1}")
+            self.W = np.ascontiguousarray(np.vstack([W0[-1:], W0[:-1]]))
+
+    @property
+    def columns(self):
+        """The selected columns, in the buffer's order."""
+        return self.cols[: self.k].copy()
+
+    def add(self, cols):
+        """Append the columns ``cols`` of X (their weights start at 0)."""
+        cols = np.asarray(cols, dtype=np.int64).reshape(-1)
+        m = cols.size
+        if self.k + m > self.capacity:
+            raise ValueError(f"{self.k + m} columns exceed the capacity {self.capacity}")
+        k = self.k
+        self.buf[:, 1 + k : 1 + k + m] = self.X[:, cols]
+        self.cols[k : k + m] = cols
+        self.W = np.vstack([self.W, np.zeros((m, self.W.shape[1]))])
+        self.k = k + m
+        self.moved = True
+
+    def drop(self, keep):
+        """Remove the selected columns where the mask ``keep`` is False."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.k,):
+            raise ValueError(f"keep must be a mask over the {self.k} selected columns")
+        gram = self._gk1 > 0
+        self.W, G, r = _drop_columns_state(
+            self.buf, self.k + 1, keep, self.W, self.M, self.Y, self.G, self.r, gram
+        )
+        self.cols[: int(keep.sum())] = self.cols[: self.k][keep]
+        self.k = int(keep.sum())
+        if gram:
+            self.G, self.r, self._gk1 = G, r, self.k + 1
+        self.moved = True
+
+    def solve(self, tol=1e-8, max_iter=100, price=False, certify=True):
+        """Newton steps from the kept state until every problem's relative duality gap is
+        at most ``tol`` (checked before the first step too unless columns were added or
+        removed since the last solve) or after ``max_iter`` steps.  Returns ``(W, A,
+        primals, duals, S)``: W (k + 1, c) with the constant last, ``S`` (c, d) the
+        scores of every column of X (None without ``price``); a dual is NaN when the
+        capped solve's last step was neither certified nor priced."""
+        k1 = self.k + 1
+        W, M, G, r, A, primal, dual, it, S = _newton_rounds_solve(
+            self.buf[:, :k1], self.cols[: self.k], self.X, self.Y, self.C, self.W, self.M,
+            self.act, self.G, self.r, self._gk1, self.changed, float(tol), int(max_iter),
+            not self.moved and max_iter >= 1, bool(certify), bool(price),
+        )  # fmt: skip
+        self.W, self.M, self.G, self.r, self._gk1 = W, M, G, r, k1
+        self.moved = False
+        self.n_iter += int(it)
+        Wout = np.vstack([W[1:], W[:1]])
+        return Wout, A, primal, dual, (S if price else None)
 
 
 def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
