@@ -11,7 +11,7 @@ solves (``pricing_tol=inner_tol=1e-7``, no epoch cap), and RFE (LinearSVC(C=1), 
 error over the splits.  Accuracies only (no timing).
 
     PYTHONPATH=src python benchmarks/bench_feature_selection_splits.py [--data ../shared/data]
-        [--out benchmarks/results/feature_selection_splits.json] [--splits 10]
+        [--out benchmarks/results/feature_selection_splits.json] [--splits 10] [--first-seed 0]
 """
 
 from __future__ import annotations
@@ -84,6 +84,13 @@ def main():
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--out", default="benchmarks/results/feature_selection_splits.json")
     ap.add_argument("--splits", type=int, default=10)
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seed of the first split (e.g. 10: ten fresh splits, none of those a "
+        "configuration was chosen on)",
+    )
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated keys")
     ap.add_argument("--sets", default="mnist1000,dna")
     args = ap.parse_args()
@@ -95,10 +102,16 @@ def main():
             n_train = {"mnist1000": 700, "dna": 2000}[name]
             X, y = load_multiclass(args.data, name)
             runs = []
-            for seed in range(args.splits):
+            for seed in range(args.first_seed, args.first_seed + args.splits):
                 acc, n_test = one_split(X, y, n_train, seed, methods)
                 runs.append(acc)
-            res = {"n_train": n_train, "n_test": n_test, "splits": args.splits, "runs": runs}
+            res = {
+                "n_train": n_train,
+                "n_test": n_test,
+                "splits": args.splits,
+                "first_seed": args.first_seed,
+                "runs": runs,
+            }
             rfe = np.array([r["rfe"] for r in runs])
             print(f"{name}: {args.splits} splits, {n_test} test samples each")
             print("  k                           " + " ".join(f"{k:7d}" for k in K))

@@ -280,8 +280,14 @@ class DecisionTree(WeakLearner):
             feat[:, heap] = f.T
             thr[:, heap] = t.T
             fk, tk = f[node, cols], t[node, cols]  # (n, S) per-sample split of its node
-            uf, inv = np.unique(fk, return_inverse=True)
-            x = dense_columns(Z, uf)[np.arange(n)[:, None], inv.reshape(fk.shape)]
+            # the features in use and each entry's place among them (np.unique's answer,
+            # by a presence table instead of a sort of all n * S entries)
+            used = np.zeros(fc.n_features, dtype=bool)
+            used[fk.ravel()] = True
+            uf = np.flatnonzero(used)
+            place = np.zeros(fc.n_features, dtype=np.int64)
+            place[uf] = np.arange(len(uf))
+            x = dense_columns(Z, uf)[np.arange(n)[:, None], place[fk]]
             node = 2 * node + (x > tk)
         tot = self._node_totals(node, A, 2**D)
         leaf = np.where(tot >= 0, 1.0, -1.0).T
