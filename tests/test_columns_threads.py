@@ -195,3 +195,19 @@ def test_ranksvm_fit_bit_identical_for_any_n_jobs(monkeypatch):
     g = PreferenceGraph(loss)
     ws = [fit_ranksvm(X, g, C=10.0, max_iter=15, n_jobs=j).w for j in (1, 2)]
     assert np.array_equal(ws[0], ws[1])
+
+
+def test_shard_threads_hand_out_shards_one_at_a_time_and_restore():
+    import numba
+
+    from maxmargin.inference._threads import shard_threads
+
+    before = numba.get_parallel_chunksize()
+    with shard_threads(2):
+        inside = numba.get_parallel_chunksize()
+        threads = numba.get_num_threads()
+    assert numba.get_parallel_chunksize() == before
+    if threads > 1:  # NUMBA_NUM_THREADS >= 2: dynamic hand-out of single shards
+        assert inside == 1
+    with shard_threads(1):  # one thread: nothing to schedule
+        assert numba.get_parallel_chunksize() == before

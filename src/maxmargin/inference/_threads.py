@@ -44,6 +44,25 @@ def numba_threads(n: int):
         numba.set_num_threads(old)
 
 
+@contextmanager
+def shard_threads(n: int):
+    """:func:`numba_threads` for a kernel whose ``prange`` runs over fixed shards of
+    uneven cost (sequences, images): the shards are handed out one at a time to the next
+    free thread (``numba.parallel_chunksize(1)``) instead of in one contiguous block per
+    thread.  Each shard still writes only its own outputs and the shards' sums are added
+    in shard order afterwards, so the answers do not depend on who ran which shard."""
+    with numba_threads(n):
+        if numba.get_num_threads() == 1:
+            yield
+            return
+        old = numba.get_parallel_chunksize()
+        numba.set_parallel_chunksize(1)
+        try:
+            yield
+        finally:
+            numba.set_parallel_chunksize(old)
+
+
 #: fixed number of pieces a large product is cut into (independent of the threads)
 PRODUCT_PIECES = 4
 #: entries of ``H`` from which a product is cut into pieces

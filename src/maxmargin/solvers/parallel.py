@@ -67,7 +67,7 @@ import numpy as np
 from numba import njit, prange
 
 from maxmargin.exceptions import ParallelFitError
-from maxmargin.inference._threads import numba_threads, resolve_threads
+from maxmargin.inference._threads import resolve_threads, shard_threads
 from maxmargin.tasks.crf import (
     CRFLinearModel,
     CRFShard,
@@ -628,7 +628,7 @@ class ShardedOracle:
         margin = np.empty(m.n_samples)
         planes = np.zeros((S, len(w) if plane else 0))
         bsum = np.zeros(S)
-        with numba_threads(self._session.n_workers):
+        with shard_threads(self._session.n_workers):
             _shards_on_threads(
                 L, self.bounds, W, P, slack, plane, labels, loss, margin, planes, bsum
             )

@@ -44,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from maxmargin.inference._threads import numba_threads
+from maxmargin.inference._threads import numba_threads, shard_threads
 from maxmargin.inference.bk_maxflow import BKWork, build_csr_range, maxflow_range
 from maxmargin.inference.graphcut import binary_graphcut
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
@@ -683,7 +683,7 @@ class CRFShardedCuts:
         margin = np.empty(self.m)
         planes = np.zeros((self.n_shards, self.d + 2 if want_plane else 0))
         k = self.work
-        with numba_threads(threads):
+        with shard_threads(threads):  # images of uneven cost: shards to the next free thread
             _crf_shards(
                 self.U, self.V, w, use_w, Eu, Ep, self.edges, self.y, self.lw,
                 self.node_img, self.edge_img, self.cut_true, self.first, self.head,
