@@ -39,7 +39,7 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
-from maxmargin.inference._threads import shard_threads
+from maxmargin.inference._threads import numba_threads
 from maxmargin.inference.viterbi import (
     batch_viterbi,
     chain_true_scores,
@@ -237,7 +237,7 @@ class ChainTask(StructuredTask):
         labels = np.empty(N, dtype=np.int64)
         loss = np.empty(self.n_samples)
         margin = np.empty(self.n_samples)
-        with shard_threads(self._threads_for(N)):
+        with numba_threads(self._threads_for(N)):
             sharded_loss_augmented(
                 U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), False,
                 labels, loss, margin, self._shards(),
@@ -340,7 +340,7 @@ class ChainTask(StructuredTask):
         fa = np.empty((N, K))
         logz = np.empty(m)
         s_true = np.empty(m)
-        with shard_threads(self._threads_for(N)):
+        with numba_threads(self._threads_for(N)):
             sharded_chain_forward(
                 U, P, self.offsets_, self.y_, self.delta_, bool(self.transitions), float(beta),
                 fa, logz, self._shards(),
@@ -361,7 +361,7 @@ class ChainTask(StructuredTask):
         shards = self._shards()
         A = np.empty((self.weak_inputs().shape[0], self.n_slots))
         dual_parts = np.empty(len(shards) - 1)
-        with shard_threads(self._threads_for(N)):
+        with numba_threads(self._threads_for(N)):
             sharded_chain_marginals(
                 U, P, self.offsets_, y, self.delta_, bool(self.transitions), b, fa, logz,
                 marg, pair, shards,
