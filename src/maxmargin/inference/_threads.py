@@ -48,11 +48,13 @@ def numba_threads(n: int):
 def shard_threads(n: int):
     """:func:`numba_threads` for a kernel whose ``prange`` runs over fixed shards of
     uneven, large cost (images for the CRF's graph cuts, the SSVM oracle's shards: a
-    millisecond or more each): the shards are handed out one at a time to the next
-    free thread (``numba.parallel_chunksize(1)``) instead of in one contiguous block per
+    millisecond or more each): the shards are handed out one at a time to the next free
+    thread (``numba.parallel_chunksize(1)``) instead of in one contiguous block per
     thread.  Not for short shards: on the chain oracle's 64 shards of about 0.1 ms each
-    the hand-out made StructBoost's OCR fit on 2 threads twice as slow (docs/benchmarks.md).  Each shard still writes only its own outputs and the shards' sums are added
-    in shard order afterwards, so the answers do not depend on who ran which shard."""
+    the hand-out made StructBoost's OCR fit on 2 threads twice as slow
+    (docs/benchmarks.md).  Each shard still writes only its own outputs and the shards'
+    sums are added in shard order afterwards, so the answers do not depend on who ran
+    which shard."""
     with numba_threads(n):
         if numba.get_num_threads() == 1:
             yield

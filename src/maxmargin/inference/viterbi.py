@@ -38,8 +38,8 @@ __all__ = [
     "chain_true_scores",
     "loss_augmented_viterbi",
     "sequence_shards",
+    "sharded_chain_complete",
     "sharded_chain_forward",
-    "sharded_chain_gradient",
     "sharded_chain_marginals",
     "sharded_loss_augmented",
     "slack_viterbi",
@@ -529,30 +529,58 @@ def sharded_chain_marginals(
             pair_marg[j, k] = acc
 
 
-@njit(cache=True, parallel=True)
-def sharded_chain_gradient(
-    marg, ytrue, L, offsets, inv_m, A, dual_parts, bounds
-):  # pragma: no cover - compiled
-    """The unary part of the smoothed chain risk's signed weights and its dual, from the
-    Gibbs marginals, over the shards ``bounds`` in parallel: for every position t of the
-    shard's sequences ``A[t, k] = ([y_t = k] - marg[t, k]) inv_m`` for the K state slots
-    and 0 in the slots after them; ``dual_parts[c] = inv_m sum_t sum_k marg[t, k]
-    L[y_t, k]`` per shard (to be summed in shard order).  One shard writes each row, so
-    the answers do not depend on the threads."""
+@njit(cache=True)
+def _gradient_range(marg, ytrue, L, offsets, inv_m, A, i0, i1):  # pragma: no cover
+    """The rows of the signed weights ``A`` for the positions of sequences ``i0 .. i1 -
+    1`` (see :func:`sharded_chain_complete`); returns their part of the dual."""
     K = marg.shape[1]
     S = A.shape[1]
-    for c in prange(bounds.shape[0] - 1):
-        acc = 0.0
-        for t in range(offsets[bounds[c]], offsets[bounds[c + 1]]):
-            yt = ytrue[t]
-            for k in range(K):
-                mk = marg[t, k]
-                A[t, k] = -mk * inv_m
-                acc += mk * L[yt, k]
-            A[t, yt] += inv_m
-            for k in range(K, S):
-                A[t, k] = 0.0
-        dual_parts[c] = acc * inv_m
+    acc = 0.0
+    for t in range(offsets[i0], offsets[i1]):
+        yt = ytrue[t]
+        for k in range(K):
+            mk = marg[t, k]
+            A[t, k] = -mk * inv_m
+            acc += mk * L[yt, k]
+        A[t, yt] += inv_m
+        for k in range(K, S):
+            A[t, k] = 0.0
+    return acc * inv_m
+
+
+@njit(cache=True, parallel=True)
+def sharded_chain_complete(
+    U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg, inv_m, A, dual_parts,
+    labels, loss, margin, bounds,
+):  # fmt: skip  # pragma: no cover - compiled
+    """One parallel pass per shard for the rest of the smoothed chain risk after the
+    forward pass: :func:`sharded_chain_marginals` (the shard's Gibbs and transition
+    marginals), the shard's rows of the signed weights ``A[t, k] = ([y_t = k] -
+    marg[t, k]) inv_m`` (0 in the slots after the K state slots) and its part of the
+    dual ``dual_parts[c] = inv_m sum_t sum_k marg[t, k] L[y_t, k]``
+    (:func:`_gradient_range`), and :func:`sharded_loss_augmented` (its hard
+    loss-augmented labellings, margin rescaling) -- in one fork-join instead of three.
+    One shard writes each row; the transition marginals and the dual parts are summed
+    over the shards in shard order, so the answers do not depend on the threads."""
+    BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
+    S = bounds.shape[0] - 1
+    K = U.shape[1]
+    pm = np.zeros((S, K, K))
+    for c in prange(S):
+        i0, i1 = bounds[c], bounds[c + 1]
+        _marginals_range(
+            U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm[c], i0, i1, BP, rmax, Er
+        )
+        dual_parts[c] = _gradient_range(marg, ytrue, L, offsets, inv_m, A, i0, i1)
+        _loss_augmented_range(
+            U, P, offsets, ytrue, L, pairwise, False, labels, loss, margin, i0, i1
+        )
+    for j in range(K):
+        for k in range(K):
+            acc = 0.0
+            for c in range(S):
+                acc += pm[c, j, k]
+            pair_marg[j, k] = acc
 
 
 @njit(cache=True)

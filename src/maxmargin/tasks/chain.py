@@ -44,9 +44,8 @@ from maxmargin.inference.viterbi import (
     batch_viterbi,
     chain_true_scores,
     sequence_shards,
+    sharded_chain_complete,
     sharded_chain_forward,
-    sharded_chain_gradient,
-    sharded_chain_marginals,
     sharded_loss_augmented,
 )
 from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
@@ -361,15 +360,15 @@ class ChainTask(StructuredTask):
         shards = self._shards()
         A = np.empty((self.weak_inputs().shape[0], self.n_slots))
         dual_parts = np.empty(len(shards) - 1)
-        with numba_threads(self._threads_for(N)):
-            sharded_chain_marginals(
+        labels = np.empty(N, dtype=np.int64)
+        loss = np.empty(m)
+        margin = np.empty(m)
+        with numba_threads(self._threads_for(N)):  # marginals, gradient, hard hinge
+            sharded_chain_complete(
                 U, P, self.offsets_, y, self.delta_, bool(self.transitions), b, fa, logz,
-                marg, pair, shards,
+                marg, pair, 1.0 / m, A, dual_parts, labels, loss, margin, shards,
             )  # fmt: skip
-            sharded_chain_gradient(
-                marg, y, self.delta_, self.offsets_, 1.0 / m, A, dual_parts, shards
-            )
-        risk = float(self._loss_augmented(U, P).hinge.mean())
+        risk = float(OracleResult(label=labels, loss=loss, margin=margin).hinge.mean())
         if self.transitions:
             A[N:, :K] = 0.0
             A[N : N + K * K, K] = (self._pair_counts() - pair.ravel()) / m
