@@ -27,8 +27,11 @@ so the short oracle calls of a structured fit can be split too.  On OCR (Taskar 
 
 Every section records the load average.  Run under ``flock /tmp/maxmargin-bench.lock`` on
 the shared 2-core machine, with ``NUMBA_NUM_THREADS=2`` (numba's pool must have two
-threads), ``OPENBLAS_NUM_THREADS=1`` and ``OMP_WAIT_POLICY=PASSIVE`` (the defaults set
-here; the result file records them).
+threads) and ``OPENBLAS_NUM_THREADS=1`` (the defaults set here; the result file records
+them).  ``OMP_WAIT_POLICY`` is left to libgomp's default (spin a little after a parallel
+region, then sleep) unless set: since StructBoost's column products became numba
+kernels, ``PASSIVE`` made the OCR chain fit's 2-thread run slower (1.72-1.76x against
+1.84-1.89x with the default; docs/benchmarks.md).
 
 Usage (from the repository root):
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 python benchmarks/bench_scaleout_threads.py \\
@@ -43,9 +46,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "2")
-# numba's OpenMP workers otherwise spin after each parallel region, on the core the
-# thread-pool pieces of the column products need (docs/scaling.md)
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import time
