@@ -30,8 +30,8 @@ the shared 2-core machine, with ``NUMBA_NUM_THREADS=2`` (numba's pool must have 
 threads) and ``OPENBLAS_NUM_THREADS=1`` (the defaults set here; the result file records
 them).  ``OMP_WAIT_POLICY`` is left to libgomp's default (spin a little after a parallel
 region, then sleep) unless set: since StructBoost's column products became numba
-kernels, ``PASSIVE`` made the OCR chain fit's 2-thread run slower (1.72-1.76x against
-1.84-1.89x with the default; docs/benchmarks.md).
+kernels, ``PASSIVE`` made the OCR chain fit's 2-thread run slower (mostly 1.68-1.76x
+against 1.75-1.89x with the default; docs/benchmarks.md).
 
 Usage (from the repository root):
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 python benchmarks/bench_scaleout_threads.py \\
