@@ -506,6 +506,18 @@ def sharded_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, bou
         _forward_range(U, offsets, ytrue, L, beta, fa, logz, bounds[c], bounds[c + 1], BP, cmax, Ec)
 
 
+@njit(cache=True)
+def _sum_shards(pm, out):  # pragma: no cover - compiled
+    """``out = pm[0] + pm[1] + ...``, the shards' (K, K) sums added in shard order."""
+    S, K, _ = pm.shape
+    for j in range(K):
+        for k in range(K):
+            acc = 0.0
+            for c in range(S):
+                acc += pm[c, j, k]
+            out[j, k] = acc
+
+
 @njit(cache=True, parallel=True)
 def sharded_chain_marginals(
     U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg, bounds
@@ -521,12 +533,7 @@ def sharded_chain_marginals(
             U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm[c],
             bounds[c], bounds[c + 1], BP, rmax, Er,
         )  # fmt: skip
-    for j in range(K):
-        for k in range(K):
-            acc = 0.0
-            for c in range(S):
-                acc += pm[c, j, k]
-            pair_marg[j, k] = acc
+    _sum_shards(pm, pair_marg)
 
 
 @njit(cache=True)
@@ -575,12 +582,7 @@ def sharded_chain_complete(
         _loss_augmented_range(
             U, P, offsets, ytrue, L, pairwise, False, labels, loss, margin, i0, i1
         )
-    for j in range(K):
-        for k in range(K):
-            acc = 0.0
-            for c in range(S):
-                acc += pm[c, j, k]
-            pair_marg[j, k] = acc
+    _sum_shards(pm, pair_marg)
 
 
 @njit(cache=True)

@@ -164,14 +164,22 @@ def _shard_kernel(L, W, P, slack, want_plane, labels, loss, margin, a):
     and, if ``want_plane``, the shard's 1-slack sums ``a += sum_i c_i dPsi_i`` over the
     violators (``c_i = 1``, or ``Delta_i`` for slack rescaling); returns ``sum Delta_i``
     over the violators."""
-    n = len(L.offsets) - 1
+    return _examples_oracle(L, 0, len(L.offsets) - 1, W, P, slack, want_plane, labels, loss,
+                            margin, a)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _examples_oracle(L, i0, i1, W, P, slack, want_plane, labels, loss, margin, a):
+    """The loop of :func:`_shard_kernel` over examples ``i0 .. i1 - 1`` of layout ``L``
+    (answers written at their places in ``L``; plane sums added to ``a`` in example
+    order); returns ``sum Delta_i`` over the violators."""
     max_t = 1
-    for i in range(n):
+    for i in range(i0, i1):
         max_t = max(max_t, L.offsets[i + 1] - L.offsets[i])
     U = np.empty((max_t, L.K))
     lab = np.empty(max_t, dtype=np.int64)
     b = 0.0
-    for i in range(n):
+    for i in range(i0, i1):
         lo = L.offsets[i]
         T = L.offsets[i + 1] - lo
         li, mi = example_loss_augmented(L, i, W, P, slack, U, lab)
@@ -194,27 +202,9 @@ def _shards_on_threads(L, bounds, W, P, slack, want_plane, labels, loss, margin,
     c writes its examples' answers and its own plane ``planes[c]`` and ``bsum[c]``, the
     same numbers, added in the same order, as :func:`_shard_kernel` on that shard."""
     for c in prange(bounds.shape[0] - 1):
-        i0, i1 = bounds[c], bounds[c + 1]
-        max_t = 1
-        for i in range(i0, i1):
-            max_t = max(max_t, L.offsets[i + 1] - L.offsets[i])
-        U = np.empty((max_t, L.K))
-        lab = np.empty(max_t, dtype=np.int64)
-        b = 0.0
-        for i in range(i0, i1):
-            lo = L.offsets[i]
-            T = L.offsets[i + 1] - lo
-            li, mi = example_loss_augmented(L, i, W, P, slack, U, lab)
-            for t in range(T):
-                labels[lo + t] = lab[t]
-            loss[i] = li
-            margin[i] = mi
-            if want_plane:
-                h = li * max(0.0, 1.0 - mi) if slack else max(0.0, li - mi)
-                if h > 0.0:
-                    add_dpsi(planes[c], L, i, lab[:T], li if slack else 1.0)
-                    b += li
-        bsum[c] = b
+        bsum[c] = _examples_oracle(
+            L, bounds[c], bounds[c + 1], W, P, slack, want_plane, labels, loss, margin, planes[c]
+        )
 
 
 def _split_w(w, n_unary, S, K, pairwise):
