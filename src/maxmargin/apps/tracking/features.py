@@ -115,6 +115,12 @@ def _hog_integrals(roi, out):  # pragma: no cover - compiled
     return out
 
 
+@njit(cache=True, inline="always")
+def _box_sum(II, y0, y1, x0, x1, c):  # pragma: no cover - compiled
+    """Sum of channel c over rows y0:y1 and columns x0:x1, from the integral image II."""
+    return II[y1, x1, c] - II[y0, x1, c] - II[y1, x0, c] + II[y0, x0, c]
+
+
 @njit(cache=True)
 def _hog_into(II, xe, ye, out, col):  # pragma: no cover - compiled
     # the channels of II (H+1, W+1, C) summed over every box's cells (cell edges xe, ye
@@ -133,7 +139,7 @@ def _hog_into(II, xe, ye, out, col):  # pragma: no cover - compiled
                 x0 = xe[i, cx]
                 x1 = xe[i, cx + 1]
                 for c in range(C):
-                    out[i, j] = II[y1, x1, c] - II[y0, x1, c] - II[y1, x0, c] + II[y0, x0, c]
+                    out[i, j] = _box_sum(II, y0, y1, x0, x1, c)
                     j += 1
         s = 0.0
         for j in range(col, col + k):
@@ -157,8 +163,8 @@ def _grey_into(II, xe, ye, haar, out, col):  # pragma: no cover - compiled
     for i in range(n):
         x0, x1, y0, y1 = xe[i, 0], xe[i, g], ye[i, 0], ye[i, g]
         area = (x1 - x0) * (y1 - y0)
-        s1 = II[y1, x1, 0] - II[y0, x1, 0] - II[y1, x0, 0] + II[y0, x0, 0]
-        s2 = II[y1, x1, 1] - II[y0, x1, 1] - II[y1, x0, 1] + II[y0, x0, 1]
+        s1 = _box_sum(II, y0, y1, x0, x1, 0)
+        s2 = _box_sum(II, y0, y1, x0, x1, 1)
         mean = s1 / area
         std = np.sqrt(max(s2 / area - mean * mean, 0.0)) + 1e-3
         m = 0.0 if haar else mean
@@ -169,7 +175,7 @@ def _grey_into(II, xe, ye, haar, out, col):  # pragma: no cover - compiled
                 b0 = xe[i, cx]
                 b1 = xe[i, cx + 1]
                 c = max((a1 - a0) * (b1 - b0), 1)
-                v = II[a1, b1, 0] - II[a0, b1, 0] - II[a1, b0, 0] + II[a0, b0, 0]
+                v = _box_sum(II, a0, a1, b0, b1, 0)
                 M[cy, cx] = (v / c - m) / std
         j = col
         if not haar:
