@@ -8,6 +8,7 @@ import contextlib
 import os
 
 import joblib
+import numba
 import numpy as np
 import pytest
 
@@ -90,7 +91,7 @@ def test_linear_kernel_defaults_to_threads(chain_model):
     threads with the shards shared in memory; a chosen backend wins."""
     with ShardedOracle(chain_model, n_jobs=2) as orc:
         assert orc._session.kind == "threads" and orc._folder is None
-        assert type(orc._session.parallel._backend).__name__ == "ThreadingBackend"
+        assert orc.backend_kind == "numba" and orc.threads == min(2, numba.config.NUMBA_NUM_THREADS)
         r = orc.run(np.ones(chain_model.dim), plane=True)
     with ShardedOracle(chain_model, n_jobs=1) as orc:
         r1 = orc.run(np.ones(chain_model.dim), plane=True)
@@ -117,7 +118,7 @@ def test_in_process_oracle_is_one_threaded_loop_equal_to_the_shard_tasks(
     w = np.random.default_rng(0).normal(size=chain_model.dim)
     with ShardedOracle(chain_model, n_jobs=2) as orc:
         r = orc.run(w, rescaling, plane=True)
-        ref = parallel._run_node(orc._refs, 0, w, rescaling == "slack", True, None, True)
+        ref = parallel._run_node(orc.shards, 0, w, rescaling == "slack", True, None, True)
     assert calls == [1]
     assert np.array_equal(r.labels, ref[0]) and np.array_equal(r.loss, ref[1])
     assert np.array_equal(r.margin, ref[2])

@@ -476,10 +476,11 @@ class ShardedOracle:
 
     @property
     def backend_kind(self) -> str:
-        """Where the shards run: ``"inline"``, ``"threads"`` (joblib threads),
-        ``"numba"`` (the CRF's shards in one numba kernel on ``threads`` threads),
-        ``"files"`` (loky / multiprocessing), ``"dask"`` or ``"pickle"``."""
-        return "numba" if self._cuts is not None else self._session.kind
+        """Where the shards run: ``"numba"`` (in process, ``n_jobs=1`` or threads: every
+        shard in one numba kernel on ``threads`` threads), ``"files"`` (loky /
+        multiprocessing), ``"dask"`` or ``"pickle"``."""
+        in_process = self._cuts is not None or self._layout is not None
+        return "numba" if in_process else self._session.kind
 
     def __enter__(self):
         # the kernels are numba code that releases the GIL (the CRF's graph cut too, since
@@ -495,14 +496,17 @@ class ShardedOracle:
 
     def _place(self):
         s = self._session
-        if self.kind == "crf" and s.kind in ("inline", "threads"):
+        if s.kind in ("inline", "threads"):
             # every shard in one numba kernel (prange over the fixed shards) on n_jobs
             # numba threads, like ChainTask's oracle: no joblib pool at all
             if s.parallel is not None:
                 s.parallel.__exit__(None, None, None)
                 s.parallel = None
             self.threads = resolve_threads(self.n_jobs)
-            self._cuts = self.model.sharded_cuts(self.bounds, self.threads)
+            if self.kind == "crf":
+                self._cuts = self.model.sharded_cuts(self.bounds, self.threads)
+            else:  # the shards are ranges of the whole model's arrays
+                self._layout = self.model.layout()
             self._refs = None
             self.bytes_placed = 0
             return
@@ -522,8 +526,6 @@ class ShardedOracle:
             self._refs = list(self._futures)
         else:
             self._refs = self._worker_shards()
-        if self.kind == "linear" and s.kind in ("inline", "threads"):
-            self._layout = self.model.layout()  # the shards are views of its arrays
         self.bytes_placed = int(sum(_nbytes(sh) for sh in self.shards))
 
     def _worker_shards(self) -> list:
@@ -534,6 +536,7 @@ class ShardedOracle:
 
     def __exit__(self, *exc):
         self._cuts = None
+        self._layout = None
         release_placement(self, exc)
         return False
 
@@ -571,7 +574,7 @@ class ShardedOracle:
         examples = bool(examples) or not plane
         if self._cuts is not None:
             return self._run_numba(w, bool(plane), examples)
-        if self.kind == "linear" and self._session.kind in ("inline", "threads") and die is None:
+        if self._layout is not None:
             return self._run_on_threads(w, slack, bool(plane), examples)
         nodes = self._nodes()
         args = [(self._refs[lo:hi], lo, w, slack, bool(plane), die, examples) for lo, hi in nodes]
@@ -618,7 +621,7 @@ class ShardedOracle:
         margin = np.empty(m.n_samples)
         planes = np.zeros((S, len(w) if plane else 0))
         bsum = np.zeros(S)
-        with shard_threads(self._session.n_workers):
+        with shard_threads(self.threads):
             _shards_on_threads(
                 L, self.bounds, W, P, slack, plane, labels, loss, margin, planes, bsum
             )
