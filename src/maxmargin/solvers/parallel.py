@@ -27,6 +27,10 @@ Data movement.  Shards are placed on the workers once per fit and stay there:
   module-level cache, so an iteration sends only ``w`` and the shard file names;
 * dask.distributed: the shards are scattered once (``Client.scatter``) and tasks name
   their futures, so an iteration sends only ``w``;
+* Ray (``ray.util.joblib.register_ray()``, backend ``"ray"``): the shards are put once
+  into Ray's object store (``ray.put``) and tasks carry their object references; a
+  worker fetches a shard on first use and keeps it for the fit, so an iteration sends
+  only ``w``;
 * threads: the shards are shared in memory.  This is the default for the linear kernel
   and the CRF when the caller has not chosen a backend with ``joblib.parallel_config``
   (joblib's ``prefer="threads"``), and there, as for ``n_jobs=1``, no joblib task is
@@ -38,8 +42,8 @@ Data movement.  Shards are placed on the workers once per fit and stay there:
   tree -- the numbers of the per-shard tasks, bit for bit (docs/benchmarks.md: on OCR
   the linear oracle ran 1.9x faster on 2 threads, where loky processes gained
   1.0-1.2x);
-* any other backend (e.g. Ray's): the shards are pickled with every call -- correct,
-  but it moves the data every iteration (docs/scaling.md).
+* any other backend: the shards are pickled with every call -- correct, but it moves
+  the data every iteration (docs/scaling.md).
 
 For 1-slack without an output cache each task returns one ``dim + 2`` vector (its plane,
 offset and hinge sum) and nothing per example; the other solvers also get the labels
@@ -222,14 +226,31 @@ def _split_w(w, n_unary, S, K, pairwise):
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _ShardFile:
-    """A shard written to disk once per fit; workers memory-map it on first use."""
+    """A shard placed once per fit: written to disk (``path``; workers memory-map it on
+    first use) or, on Ray, put into Ray's object store (``obj``, its ``ObjectRef``;
+    ``path`` is then only the cache key)."""
 
     folder: str
     path: str
     kind: str = "linear"  # "linear" (JointLayout) or "crf" (CRFShard)
+    obj: object = None
 
 
 _WORKER_CACHE: dict = {}  # shard file -> JointLayout, for the current fit's folder only
+
+
+def ray_put(value):
+    """``ray.put(value)``: one copy in Ray's object store, shared by the node's workers."""
+    import ray
+
+    return ray.put(value)
+
+
+def ray_get(ref):
+    """``ray.get(ref)`` (numpy arrays come back as read-only views of the object store)."""
+    import ray
+
+    return ray.get(ref)
 
 
 def _resolve(ref) -> JointLayout:
@@ -241,7 +262,10 @@ def _resolve(ref) -> JointLayout:
 
         for key in [k for k in _WORKER_CACHE if not k.startswith(ref.folder)]:
             del _WORKER_CACHE[key]  # another (finished) fit's shards
-        raw = joblib.load(ref.path, mmap_mode="r")
+        if ref.obj is not None:
+            raw = ray_get(ref.obj)
+        else:
+            raw = joblib.load(ref.path, mmap_mode="r")
         cls = CRFShard if ref.kind == "crf" else JointLayout
         hit = cls(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in raw))
         if ref.kind == "crf":  # the shard's arc lists and work arrays, once per worker
@@ -346,7 +370,8 @@ class OracleResult:
 class parallel_session:
     """A joblib ``Parallel`` kept open for a whole fit (workers reused between calls),
     plus the active backend's kind: ``"inline"`` (n_jobs None / 1: no joblib at all),
-    ``"threads"``, ``"dask"``, ``"files"`` (loky / multiprocessing) or ``"pickle"``."""
+    ``"threads"``, ``"dask"``, ``"ray"``, ``"files"`` (loky / multiprocessing) or
+    ``"pickle"`` (any other backend: the data go with every task)."""
 
     def __init__(self, n_jobs, prefer=None):
         self.n_jobs = n_jobs
@@ -378,6 +403,8 @@ class parallel_session:
             self.kind = "threads"
         elif name == "DaskDistributedBackend":
             self.kind = "dask"
+        elif name == "RayBackend":
+            self.kind = "ray"
         elif name in ("LokyBackend", "MultiprocessingBackend"):
             self.kind = "files"
         elif name == "SequentialBackend":
@@ -478,7 +505,7 @@ class ShardedOracle:
     def backend_kind(self) -> str:
         """Where the shards run: ``"numba"`` (in process, ``n_jobs=1`` or threads: every
         shard in one numba kernel on ``threads`` threads), ``"files"`` (loky /
-        multiprocessing), ``"dask"`` or ``"pickle"``."""
+        multiprocessing), ``"dask"``, ``"ray"`` or ``"pickle"``."""
         in_process = self._cuts is not None or self._layout is not None
         return "numba" if in_process else self._session.kind
 
@@ -524,6 +551,12 @@ class ShardedOracle:
             self._futures = s.backend.client.scatter(self._worker_shards(), broadcast=False,
                                                      hash=False)  # fmt: skip
             self._refs = list(self._futures)
+        elif s.kind == "ray":  # once into the object store; tasks carry the references
+            fit = f"ray-{uuid.uuid4().hex}"
+            self._refs = [
+                _ShardFile(fit, f"{fit}/{k}", self.kind, ray_put(tuple(shard)))
+                for k, shard in enumerate(self.shards)
+            ]
         else:
             self._refs = self._worker_shards()
         self.bytes_placed = int(sum(_nbytes(sh) for sh in self.shards))
@@ -537,6 +570,7 @@ class ShardedOracle:
     def __exit__(self, *exc):
         self._cuts = None
         self._layout = None
+        self._refs = None  # on Ray: the last references, so the object store frees the shards
         release_placement(self, exc)
         return False
 

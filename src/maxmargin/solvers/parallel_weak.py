@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from maxmargin.solvers.parallel import parallel_session, release_placement
+from maxmargin.solvers.parallel import parallel_session, ray_get, ray_put, release_placement
 from maxmargin.weak.base import WeakLearner
 from maxmargin.weak.binning import code_features
 from maxmargin.weak.stump import DecisionStump, Stumps
@@ -59,7 +59,8 @@ def supports_blocks(weak: WeakLearner) -> bool:
 
 @dataclass(frozen=True)
 class _Block:
-    """Features ``start:stop`` of the weak inputs; ``Z`` (dense or CSC) or a file."""
+    """Features ``start:stop`` of the weak inputs; ``Z`` (dense or CSC), a file, or (Ray)
+    ``obj``, the ``ObjectRef`` of ``Z`` in Ray's object store."""
 
     token: str
     start: int
@@ -67,6 +68,7 @@ class _Block:
     max_bins: int | None
     Z: object = None
     path: str | None = None
+    obj: object = None
 
 
 _PREPARED: dict = {}  # (token, start) -> FeatureCodes, for the current fit only
@@ -79,7 +81,9 @@ def _prepared(block: _Block):
         for k in [k for k in _PREPARED if k[0] != block.token]:
             del _PREPARED[k]  # another (finished) fit's blocks
         Z = block.Z
-        if Z is None:
+        if Z is None and block.obj is not None:
+            Z = ray_get(block.obj)
+        elif Z is None:
             import joblib
 
             Z = joblib.load(block.path)
@@ -188,6 +192,9 @@ class BlockedStumpSearch(WeakLearner):
                 path = os.path.join(self._folder, f"block{a:07d}.joblib")
                 joblib.dump(part, path)
                 blocks.append(_Block(token, int(a), int(b), self.base.max_bins, path=path))
+            elif kind == "ray":  # once into the object store; tasks carry the reference
+                obj = ray_put(part)
+                blocks.append(_Block(token, int(a), int(b), self.base.max_bins, obj=obj))
             else:
                 blocks.append(_Block(token, int(a), int(b), self.base.max_bins, Z=part))
         if kind == "dask":
