@@ -46,9 +46,9 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   1.5, the flat booster's lowest FAR at R) on (a) the raccoon test negatives
   (``raccoon_only``, the numbers above), (b) those and the background windows
   (``raccoon_plus_background``) and (c) the background windows alone
-  (``background_only``); the top-level ``test_negatives`` lists the images and window
-  counts.  Without the option every output is as before; the AP stays the 40 raccoon
-  test images'.
+  (``background_only``; per folder in ``background_by_folder``); the top-level
+  ``test_negatives`` lists the images and window counts.  Without the option every
+  output is as before; the AP stays the 40 raccoon test images'.
 * Ranking: ``--candidates`` windows per test image from the box distribution fitted on
   the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
   10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
@@ -727,10 +727,18 @@ def main(argv=None):
                 )
                 del Xall
                 tn["background_only"] = compare_on_negatives(c, flat, Xp_te, Xbg, args.flat_weak)
+                # (c) by folder (a diagnostic: which kind of background the FAR is made of)
+                wb = np.cumsum([0, *out["test_negatives"]["windows_per_folder"].values()])
+                tn["background_by_folder"] = {
+                    k: compare_on_negatives(c, flat, Xp_te, Xbg[a:b], args.flat_weak)
+                    for k, a, b in zip(bg_counts, wb[:-1], wb[1:])
+                }
                 tn["seconds"] = time.perf_counter() - t
                 out["cascade"][learner]["test_negatives"] = tn
-                for name in ("raccoon_only", "raccoon_plus_background", "background_only"):
-                    r = tn[name]
+                rows_ = [(k, tn[k]) for k in ("raccoon_only", "raccoon_plus_background")]
+                rows_ += [("background_only", tn["background_only"])]
+                rows_ += [(f"background {k}", r) for k, r in tn["background_by_folder"].items()]
+                for name, r in rows_:
                     print(
                         f"  test negatives {name}: {r['n_neg_windows']} windows, recall "
                         f"{r['recall']:.3f} FAR {r['far']:.4g} ({r['n_false_positives']} FP), "
