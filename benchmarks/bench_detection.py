@@ -27,14 +27,28 @@ Images are downscaled to ``--max-side`` pixels (boxes alike); HOG windows of
   ``--flat-cache DIR`` keeps the flat booster per set of training windows, so runs that
   share them (e.g. with and without ``--bootstrap``, which starts from the same pool)
   train it once.
-* ``--extra-negatives DIR[:STEP] ...``: more training negatives for the cascade (and so
-  for the flat booster, which trains on the same windows) from images that contain no
-  raccoon -- every STEP-th image file of each folder (natural order, STEP 1 if omitted),
+* ``--extra-negatives DIR[:STEP[:OFFSET]] ...``: more training negatives for the cascade
+  (and so for the flat booster, which trains on the same windows) from images that
+  contain no raccoon -- every STEP-th image file of each folder from the OFFSET-th
+  (0-based, natural order; STEP 1 and OFFSET 0 if omitted),
   downscaled to ``--max-side`` like the raccoons, passed as
   ``CascadeDetector.fit(..., negative_images=...)``: ``--n-extra-negatives`` of their
   windows (default: as many as ``--n-negatives``) drawn at random by the detector's own
   pyramid and features and added to the raccoon pool, which stays the same draw.  The
   test windows and the metric stay the raccoon test images'.
+* ``--test-negatives DIR[:STEP[:OFFSET]] ...``: test images that contain no raccoon (the
+  same selection rule), none of them an ``--extra-negatives`` image (an error
+  otherwise).  Every window of theirs is a test negative, described exactly as the
+  raccoon test windows are (the detector's pyramid, aspect ratios, features and
+  location prior).  For each cascade the JSON gets ``test_negatives``: the goal's
+  comparison (recall R on the raccoon test positives, FAR F, expected weak classifiers
+  per window, T_flat at R and FAR <= F on the same negatives, T_flat at F x 1.05 ..
+  1.5, the flat booster's lowest FAR at R) on (a) the raccoon test negatives
+  (``raccoon_only``, the numbers above), (b) those and the background windows
+  (``raccoon_plus_background``) and (c) the background windows alone
+  (``background_only``; per folder in ``background_by_folder``); the top-level
+  ``test_negatives`` lists the images and window counts.  Without the option every
+  output is as before; the AP stays the 40 raccoon test images'.
 * Ranking: ``--candidates`` windows per test image from the box distribution fitted on
   the training boxes; recall at overlap 0.5 and the normalised AUC over [0.5, 1] at 1,
   10, 100 and 1000 windows for every graph x rescaling, and for the unranked pool.
@@ -71,28 +85,73 @@ from maxmargin.apps.detection import (
 )
 
 
-def load_extra_negatives(specs, max_side):
-    """Images of the ``DIR[:STEP]`` folders (every STEP-th file in natural order),
-    downscaled to ``max_side``; returns ``(images, per-folder counts)``."""
-    from maxmargin.apps.detection import load_image, rescale_image
+def parse_image_spec(spec):
+    """``DIR[:STEP[:OFFSET]]`` -> ``(Path(DIR), STEP, OFFSET)`` (STEP 1 and OFFSET 0 if
+    omitted); a ``ValueError`` for a STEP < 1, an OFFSET < 0 or a non-integer."""
+    parts = str(spec).split(":")
+    nums = []
+    while len(parts) > 1 and len(nums) < 2 and parts[-1].strip().lstrip("-").isdigit():
+        nums.insert(0, int(parts.pop()))
+    d = ":".join(parts)
+    if not d:
+        raise ValueError(f"no folder in {spec!r}")
+    step = nums[0] if nums else 1
+    offset = nums[1] if len(nums) > 1 else 0
+    if step < 1 or offset < 0:
+        raise ValueError(f"{spec!r}: STEP must be >= 1 and OFFSET >= 0")
+    return Path(d), step, offset
+
+
+def select_image_files(specs, option="--extra-negatives"):
+    """The image files of the ``DIR[:STEP[:OFFSET]]`` folders: every STEP-th file in
+    natural order starting at the OFFSET-th (0-based); returns ``(files, per-spec
+    counts)``.  A missing folder, a bad spec or a spec selecting nothing exits with a
+    message naming ``option``."""
     from maxmargin.apps.detection.data import IMAGE_SUFFIXES, _natural_key
 
-    images, counts = [], {}
+    files, counts = [], {}
     for spec in specs:
-        d, _, step = str(spec).partition(":")
-        step = int(step) if step else 1
-        d = Path(d)
-        if not d.is_dir() or step < 1:
-            raise SystemExit(f"--extra-negatives: not a folder (or bad step): {spec}")
-        files = sorted(
+        try:
+            d, step, offset = parse_image_spec(spec)
+        except ValueError as e:
+            raise SystemExit(f"{option}: {e}") from None
+        if not d.is_dir():
+            raise SystemExit(f"{option}: not a folder: {spec}")
+        sel = sorted(
             (f for f in d.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key
-        )[::step]
-        if not files:
-            raise SystemExit(f"--extra-negatives: no images in {d}")
-        for f in files:
-            images.append(rescale_image(load_image(f), np.zeros((0, 4)), max_side)[0])
-        counts[str(spec)] = len(files)
-    return images, counts
+        )[offset::step]
+        if not sel:
+            raise SystemExit(f"{option}: no images in {spec}")
+        files += sel
+        counts[str(spec)] = len(sel)
+    return files, counts
+
+
+def check_disjoint(train_files, test_files):
+    """Exit with a message if an image file is both a training and a test negative
+    (compared as resolved paths)."""
+    both = sorted({f.resolve() for f in train_files} & {f.resolve() for f in test_files})
+    if both:
+        more = f" and {len(both) - 3} more" if len(both) > 3 else ""
+        raise SystemExit(
+            "--extra-negatives and --test-negatives share "
+            f"{len(both)} image(s): {', '.join(map(str, both[:3]))}{more}"
+        )
+
+
+def load_images(files, max_side):
+    """The image files, downscaled to ``max_side`` like the raccoons."""
+    from maxmargin.apps.detection import load_image, rescale_image
+
+    return [rescale_image(load_image(f), np.zeros((0, 4)), max_side)[0] for f in files]
+
+
+def load_extra_negatives(specs, max_side):
+    """Images of the ``DIR[:STEP[:OFFSET]]`` folders (every STEP-th file in natural order
+    from the OFFSET-th), downscaled to ``max_side``; returns ``(images, per-folder
+    counts)``."""
+    files, counts = select_image_files(specs)
+    return load_images(files, max_side), counts
 
 
 def detect_all(det, images):
@@ -116,6 +175,60 @@ def window_set(det, images, boxes):
     )
     ov_n = np.concatenate([ov[ov < det.neg_overlap] for *_, ov in wins])
     return Xp.astype(np.float64), Xn.astype(np.float64), ov_n
+
+
+def background_windows(det, images):
+    """Every window of images without objects (all negatives), described exactly as the
+    test images' windows are (:func:`window_set`: the detector's pyramid, aspect ratios,
+    features and location prior); returns ``(X, windows per image)``."""
+    wins = det._windows(images, [np.zeros((0, 4))] * len(images))
+    X, n = [], []
+    for pyr, lv, r, c, _ in wins:
+        n.append(len(lv))
+        if len(lv):
+            X.append(det._describe(pyr, lv, r, c).astype(np.float64))
+    if not X:
+        raise SystemExit("--test-negatives: no window fits in any of the images")
+    return np.vstack(X), n
+
+
+def compare_on_negatives(c, flat, Xp, Xn, max_t):
+    """The cascade goal on the negatives ``Xn`` (positives ``Xp``): the cascade's recall R
+    and FAR F, its expected weak classifiers per window on ``Xn`` (the same
+    ``figure_of_merit`` as everywhere), and the flat booster's T_flat for recall R at FAR
+    <= F on the same ``Xn`` (``flat_weak_needed``; thresholds from ``Xp``), its
+    sensitivity to F (``flat_sensitivity``), its lowest FAR at R and its FAR at T = the
+    cascade's expected count."""
+    _SCORES.clear()
+    R = float((c.predict(Xp) == 1).mean())
+    acc = c.predict(Xn) == 1
+    F = float(acc.mean())
+    fm = c.figure_of_merit(Xn)
+    T, rows, floor = flat_weak_needed(flat, Xp, Xn, R, F, max_t)
+    T_eq = max(1, round(fm["expected_weak"]))
+    _, far_eq = flat_curve(flat, Xp, Xn, R, T_eq)
+    sens = flat_sensitivity(flat, Xp, Xn, R, F, max_t)
+    _SCORES.clear()
+    n = len(Xn)
+    return {
+        "n_neg_windows": n,
+        "recall": R,
+        "far": F,
+        "n_false_positives": int(acc.sum()),
+        "far_binomial_std_error": float(np.sqrt(F * (1 - F) / max(n, 1))),
+        "expected_weak": fm["expected_weak"],
+        "expected_distinct_weak": fm["expected_distinct_weak"],
+        "entering": fm["entering"],
+        "T_needed": T,
+        "ratio": None if T is None else fm["expected_weak"] / T,
+        "T_needed_far_x1_1": sens["x1.1"],
+        "ratio_far_x1_1": None if not sens["x1.1"] else fm["expected_weak"] / sens["x1.1"],
+        "T_needed_if_far_times": sens,
+        "min_far_at_recall": floor[0],
+        "T_at_min_far": floor[1],
+        "equal_cost": {"T": T_eq, "flat_far": float(far_eq[-1]), "cascade_far": F},
+        "curve": rows,
+    }
 
 
 def overlap_shares(ov, accepted):
@@ -256,15 +369,23 @@ def main(argv=None):
         "--extra-negatives",
         nargs="*",
         default=[],
-        metavar="DIR[:STEP]",
+        metavar="DIR[:STEP[:OFFSET]]",
         help="cascade: more training negatives from the images of these folders (no "
-        "raccoon in them), every STEP-th file",
+        "raccoon in them), every STEP-th file from the OFFSET-th",
     )
     ap.add_argument(
         "--n-extra-negatives",
         type=int,
         default=None,
         help="windows drawn from the --extra-negatives images (default: --n-negatives)",
+    )
+    ap.add_argument(
+        "--test-negatives",
+        nargs="*",
+        default=[],
+        metavar="DIR[:STEP[:OFFSET]]",
+        help="cascade: test images without raccoons (every STEP-th file from the OFFSET-th, "
+        "natural order), every window a test negative; disjoint from --extra-negatives",
     )
     ap.add_argument("--flat-weak", type=int, default=400)
     ap.add_argument(
@@ -392,16 +513,32 @@ def main(argv=None):
     if "cascade" not in skip:
         out["cascade"] = {}
         extra = None
+        bg_files, bg_counts = [], {}
+        if args.test_negatives:
+            bg_files, bg_counts = select_image_files(args.test_negatives, "--test-negatives")
         if args.extra_negatives:
             t = time.perf_counter()
-            extra, counts = load_extra_negatives(args.extra_negatives, args.max_side)
+            x_files, counts = select_image_files(args.extra_negatives)
+            check_disjoint(x_files, bg_files)
+            extra = load_images(x_files, args.max_side)
             out["extra_negatives"] = {
                 "folders": counts,
                 "n_images": len(extra),
                 "load_seconds": time.perf_counter() - t,
             }
             print(f"extra negative images: {counts} ({len(extra)})", flush=True)
-        Xp_te = Xn_te = None
+        bg_images = None
+        if bg_files:
+            t = time.perf_counter()
+            bg_images = load_images(bg_files, args.max_side)
+            out["test_negatives"] = {
+                "folders": bg_counts,
+                "n_images": len(bg_images),
+                "files": [str(f) for f in bg_files],
+                "load_seconds": time.perf_counter() - t,
+            }
+            print(f"test negative images: {bg_counts} ({len(bg_images)})", flush=True)
+        Xp_te = Xn_te = Xbg = None
         flat = None
         for learner in filter(None, args.stage_learners.split(",")):
             t = time.perf_counter()
@@ -560,6 +697,56 @@ def main(argv=None):
                 }
                 print(f"  background only: {out['cascade'][learner]['flat']['background_only']}")
                 _SCORES.clear()
+            # the goal on test negatives dominated by background (--test-negatives):
+            # every window of the raccoon-free test images, described as the raccoon
+            # test windows are; (a) the raccoon test negatives as above, (b) those and
+            # the background windows together, (c) the background windows alone
+            if bg_images is not None:
+                if Xbg is None:
+                    t = time.perf_counter()
+                    Xbg, n_per_image = background_windows(cas, bg_images)
+                    bounds = np.cumsum([0, *bg_counts.values()])
+                    out["test_negatives"].update(
+                        n_windows=len(Xbg),
+                        windows_per_folder={
+                            k: int(sum(n_per_image[a:b]))
+                            for k, a, b in zip(bg_counts, bounds[:-1], bounds[1:])
+                        },
+                        describe_seconds=time.perf_counter() - t,
+                    )
+                    print(
+                        f"test negative windows: {len(Xbg)} from {len(bg_images)} images "
+                        f"({out['test_negatives']['windows_per_folder']})",
+                        flush=True,
+                    )
+                t = time.perf_counter()
+                tn = {"raccoon_only": compare_on_negatives(c, flat, Xp_te, Xn_te, args.flat_weak)}
+                Xall = np.vstack([Xn_te, Xbg])
+                tn["raccoon_plus_background"] = compare_on_negatives(
+                    c, flat, Xp_te, Xall, args.flat_weak
+                )
+                del Xall
+                tn["background_only"] = compare_on_negatives(c, flat, Xp_te, Xbg, args.flat_weak)
+                # (c) by folder (a diagnostic: which kind of background the FAR is made of)
+                wb = np.cumsum([0, *out["test_negatives"]["windows_per_folder"].values()])
+                tn["background_by_folder"] = {
+                    k: compare_on_negatives(c, flat, Xp_te, Xbg[a:b], args.flat_weak)
+                    for k, a, b in zip(bg_counts, wb[:-1], wb[1:])
+                }
+                tn["seconds"] = time.perf_counter() - t
+                out["cascade"][learner]["test_negatives"] = tn
+                rows_ = [(k, tn[k]) for k in ("raccoon_only", "raccoon_plus_background")]
+                rows_ += [("background_only", tn["background_only"])]
+                rows_ += [(f"background {k}", r) for k, r in tn["background_by_folder"].items()]
+                for name, r in rows_:
+                    print(
+                        f"  test negatives {name}: {r['n_neg_windows']} windows, recall "
+                        f"{r['recall']:.3f} FAR {r['far']:.4g} ({r['n_false_positives']} FP), "
+                        f"expected weak {r['expected_weak']:.2f}, T_flat {r['T_needed']} "
+                        f"(F x1.1: {r['T_needed_far_x1_1']}), ratio {r['ratio']}, flat's "
+                        f"lowest FAR {r['min_far_at_recall']:.4g} (T = {r['T_at_min_far']})",
+                        flush=True,
+                    )
             for row in prefixes:
                 print(
                     "  prefix {stages}: recall {recall:.3f} FAR {far:.4f} weak {expected_weak:.1f}"
