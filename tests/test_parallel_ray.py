@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from maxmargin import StructBoostClassifier, StructSVM
+from maxmargin.exceptions import ParallelFitError
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.parallel_weak import BlockedStumpSearch
 from maxmargin.tasks.chain import ChainTask
@@ -113,3 +114,12 @@ def test_ray_structboost_equals_serial(ray_backend):
         b = StructBoostClassifier(**kw, n_jobs=2).fit(X, y)
     assert np.array_equal(a.slot_weights_, b.slot_weights_)
     assert np.array_equal(a.hypotheses_.feature, b.hypotheses_.feature)
+
+
+def test_ray_actor_death_aborts_the_fit(ray_backend, monkeypatch):
+    X, y = make_chain_data(n=40, K=3, d=4, seed=6)
+    monkeypatch.setattr(ShardedOracle, "_die_at_call", 1)  # the task's actor exits
+    est = StructSVM(task=ChainTask(), C=1.0, solver="1-slack", max_iter=4, n_jobs=2)
+    with joblib.parallel_config(backend="ray"), pytest.raises(ParallelFitError):
+        est.fit(X, y)
+    assert not hasattr(est, "coef_")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-tpc = pytest.importorskip("tracking_paper_consistency")
+import tracking_paper_consistency as tpc
 
 
 def _iou(w, h, dx, dy, W, H):
