@@ -353,6 +353,9 @@ def main(argv=None):
     ap.add_argument("--n-stages", type=int, default=10)
     ap.add_argument("--recycle", type=float, default=None, help="recycling lambda* (Alg. 3)")
     ap.add_argument(
+        "--chain", action="store_true", help="strong classifier chaining (eq. 4.59)"
+    )
+    ap.add_argument(
         "--max-weak", default="50", help="weak per stage at most; a comma list: per stage"
     )
     ap.add_argument("--target-recall", type=float, default=0.9)
@@ -554,6 +557,7 @@ def main(argv=None):
                 n_negatives=args.n_negatives,
                 neg_overlap=args.neg_overlap,
                 recycle=args.recycle,
+                chain=bool(args.chain),
                 bootstrap=bool(args.bootstrap),
                 n_extra_negatives=args.n_extra_negatives,
                 random_state=0,

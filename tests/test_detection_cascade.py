@@ -300,3 +300,54 @@ def test_bootstrapping_with_sparse_rows_equals_dense():
     ]
     np.testing.assert_array_equal(sparse.thresholds_, dense.thresholds_)
     np.testing.assert_array_equal(sparse.decision_function(Xs), dense.decision_function(Xs))
+
+
+@pytest.mark.parametrize("learner", ["gentle", "lacboost"])
+def test_chained_stages_start_from_the_score_so_far(monkeypatch, tmp_path, learner):
+    """chain=True (eq. 4.59): every stage is trained from the chained score of the
+    stages before it on its rows -- also on rows that bootstrapping brought in -- and
+    thresholds the running sum; the model file keeps it."""
+    import maxmargin.learners.cascade as mod
+
+    X, y = _weak_data(11, 200, 1500)
+    Xs, _ = _weak_data(12, 0, 20000)
+    taken = np.zeros(len(Xs), dtype=bool)
+
+    def negatives(passes, n_train, n_val):
+        pick = np.flatnonzero(passes(Xs) & ~taken)[:n_train]
+        taken[pick] = True
+        return Xs[pick], np.zeros(len(pick), dtype=bool)
+
+    seen = []
+    name = "fit_asymmetric_stage" if learner == "lacboost" else "fit_cost_sensitive_stage"
+    real = getattr(mod, name)
+
+    def spy(Xr, yr, **kw):
+        seen.append((np.array(Xr), None if kw["F0"] is None else np.array(kw["F0"])))
+        return real(Xr, yr, **kw)
+
+    monkeypatch.setattr(mod, name, spy)
+    kw = dict(stage_learner=learner, n_stages=4, max_weak=4, target_far=1e-4, random_state=0)
+    c = BoostedCascade(chain=True, **kw).fit(X, y, negatives=negatives)
+    assert c.n_stages_ == 4 and len(seen) == 4 and taken.any()
+    assert not seen[0][1].any()
+    for k in range(1, 4):
+        Xr, F0 = seen[k]
+        depth, _, score = c._walk(c.stumps_[:k], c.thresholds_[:k], Xr, True)
+        assert (depth == k).all()
+        np.testing.assert_allclose(F0, score, atol=1e-12)
+    # the decision: stage k thresholds the sum of stages 0..k
+    Xt, _ = _weak_data(13, 100, 1000)
+    run = np.cumsum([st.evaluate(Xt).sum(0) for st in c.stumps_], axis=0)
+    passed = np.cumprod(run > c.thresholds_[:, None], axis=0).astype(bool)
+    np.testing.assert_array_equal(c.predict(Xt) == 1, passed[-1])
+    np.testing.assert_array_equal(c._depth_scores(Xt)[0], passed.sum(0))
+    # a chained cascade is not the unchained one, and a saved one loads chained
+    monkeypatch.setattr(mod, name, real)
+    taken[:] = False
+    plain = BoostedCascade(**kw).fit(X, y, negatives=negatives)
+    assert not np.array_equal(plain.decision_function(Xt), c.decision_function(Xt))
+    maxmargin.save(c, tmp_path / "c.mm")
+    back = maxmargin.load(tmp_path / "c.mm")
+    assert back.chain is True
+    np.testing.assert_array_equal(back.decision_function(Xt), c.decision_function(Xt))

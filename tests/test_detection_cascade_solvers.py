@@ -226,3 +226,77 @@ def test_fallbacks_when_the_goal_is_out_of_reach():
         assert rec.recall >= A ** (1 / n) and far.recall < rec.recall
     with pytest.raises(ValueError, match="fallback"):
         select_operating_point(sp_, sn, A, B, n, fallback="both")
+
+
+# ------------------------------------------------------------- chaining (eq. 4.59)
+@pytest.mark.parametrize("kind", ["lacboost", "fisherboost"])
+def test_asymmetric_master_with_starting_scores_equals_scipy(kind):
+    """F0 = rho0: the master minimises the objective of the scores rho0 + Aw, written out
+    over every stump column and solved by SLSQP."""
+    rng = np.random.default_rng(3)
+    n = 24
+    X = rng.integers(0, 4, size=(n, 3)).astype(float)
+    ys = np.where(X[:, 0] + rng.normal(0, 1, n) > 1.5, 1.0, -1.0)
+    rho0 = 0.4 * np.where(X[:, 1] > 1.5, 1.0, -1.0) + 0.1 * rng.normal(size=n)
+    theta, sigma = 1.0, 1e-3
+    res = fit_asymmetric_stage(X, ys, kind=kind, theta=theta, sigma=sigma, max_weak=200, F0=rho0)
+    A = _all_stump_columns(X)
+    Q = scatter_matrix(ys, kind) + sigma * np.eye(n)
+    e = np.where(ys > 0, 1 / (ys > 0).sum(), -1 / (ys < 0).sum())
+
+    def full(w):  # the objective of the scores rho0 + Aw, constant included
+        r = rho0 + A @ w
+        return 0.5 * r @ Q @ r - theta * e @ r, A.T @ (Q @ r - theta * e)
+
+    T = A.shape[1]
+    ref = minimize(
+        full,
+        np.full(T, 1.0 / T),
+        jac=True,
+        method="SLSQP",
+        bounds=[(0, None)] * T,
+        constraints=[{"type": "ineq", "fun": lambda w: 1 - w.sum(), "jac": lambda w: -np.ones(T)}],
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
+    c_ = res.columns
+    Acg = np.where(X[:, c_["feature"]] > c_["threshold"], 1.0, -1.0) * c_["polarity"]
+    r = rho0 + Acg @ c_["w"]
+    got = 0.5 * r @ Q @ r - theta * e @ r
+    assert got == pytest.approx(ref.fun, abs=1e-7)
+    assert got <= ref.fun + 1e-9
+    # the recorded objective omits only the constant of rho0
+    const = 0.5 * rho0 @ Q @ rho0 - theta * e @ rho0
+    assert res.history[-1]["objective"] == pytest.approx(got - const, abs=1e-9)
+    # and the optimum differs from the one without rho0 (F0 is not ignored)
+    plain = fit_asymmetric_stage(X, ys, kind=kind, theta=theta, sigma=sigma, max_weak=200)
+    assert not np.allclose(plain.stumps.evaluate(X).sum(0), res.stumps.evaluate(X).sum(0))
+
+
+@pytest.mark.parametrize("variant", ["discrete", "real", "gentle"])
+def test_cost_sensitive_stage_from_starting_scores_continues_the_booster(variant):
+    """Stage-wise boosting from F0 = the scores after 4 rounds gives exactly rounds 5-9
+    of one 9-round run (the chained stage of eq. 4.59 is the booster continued)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 4))
+    ys = np.where(X[:, 0] - X[:, 1] ** 2 + 0.4 * rng.normal(size=150) > -0.5, 1.0, -1.0)
+    kw = dict(variant=variant, c_pos=1.5, c_neg=0.5)
+    whole = fit_cost_sensitive_stage(X, ys, max_weak=9, **kw)
+    head = fit_cost_sensitive_stage(X, ys, max_weak=4, **kw)
+    F4 = head.stumps.evaluate(X).sum(0)
+    tail = fit_cost_sensitive_stage(X, ys, max_weak=5, F0=F4, **kw)
+    np.testing.assert_allclose(
+        F4 + tail.stumps.evaluate(X).sum(0), whole.stumps.evaluate(X).sum(0), atol=1e-10
+    )
+    assert [h["objective"] for h in tail.history] == pytest.approx(
+        [h["objective"] for h in whole.history[4:]], rel=1e-10
+    )
+
+
+def test_starting_scores_must_match_the_rows():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    ys = np.r_[np.ones(10), -np.ones(10)]
+    for fit in (fit_cost_sensitive_stage, fit_asymmetric_stage):
+        with pytest.raises(ValueError, match="F0"):
+            fit(X, ys, F0=np.zeros(19))
+        with pytest.raises(ValueError, match="F0"):
+            fit(X, ys, F0=np.r_[np.zeros(19), np.nan])

@@ -112,6 +112,11 @@ def test_detect_fit_cascade_channels_and_stage_caps(voc, tmp_path, capsys):
     assert est.channels and est.max_weak == [2, 5, 10, 20, 50]
     assert main([*base, "--no-channels"]) == 0
     assert not maxmargin.load(m).channels
+    assert not est.chain and not est.cascade_.chain and not est.bootstrap
+    # --chain / --bootstrap reach the cascade and its file
+    assert main([*base, "--chain", "--bootstrap", "--n-stages", "2"]) == 0
+    est = maxmargin.load(m)
+    assert est.chain and est.cascade_.chain and est.bootstrap
     svm = ["detect", "fit", str(voc / "train/img"), str(voc / "train/ann"), "-o", str(m)]
     assert main([*svm, "--window", "3,3"]) == 0
     assert not maxmargin.load(m).channels

@@ -111,6 +111,17 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     fit.add_argument("--target-far", type=float, default=1e-4)
     fit.add_argument("--recycle", type=float, default=None, help="recycling lambda*")
     fit.add_argument(
+        "--chain",
+        action="store_true",
+        help="cascade: every stage starts from the score of the stages before it (eq. 4.59)",
+    )
+    fit.add_argument(
+        "--bootstrap",
+        action="store_true",
+        help="cascade: each stage draws fresh negatives from a full scan of the training "
+        "images (and --negative-images)",
+    )
+    fit.add_argument(
         "--negative-images",
         metavar="PATH",
         nargs="+",
@@ -179,6 +190,8 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
             target_recall=args.target_recall,
             target_far=args.target_far,
             recycle=args.recycle,
+            chain=bool(args.chain),
+            bootstrap=bool(args.bootstrap),
             random_state=args.seed,
         )
     else:

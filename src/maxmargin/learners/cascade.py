@@ -61,7 +61,8 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
 
     A window is accepted when it passes every stage: stage ``k`` accepts when its score
     ``F_k(x) = sum_t s_t(x)`` (split stumps, :mod:`maxmargin.solvers.asymmetric_boost`)
-    exceeds the stage threshold.  Stage ``k`` is trained on the positives and the
+    exceeds the stage threshold; with ``chain=True`` the score is ``F_k(x) = F_{k-1}(x) +
+    sum_t s_t(x)`` (strong classifier chaining, eq. 4.59).  Stage ``k`` is trained on the positives and the
     negatives that passed stages ``0 .. k-1`` (bootstrapping), adding weak classifiers
     until its ROC curve on the validation data meets the ``rule``'s goal for the
     remaining cascade (:mod:`maxmargin.solvers.operating_point`) or ``max_weak`` is
@@ -95,6 +96,13 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     recycle : float or None, default=None
         Information recycling (Sec. 4.4, Algorithm 3) with ``lambda* = recycle``; None:
         off.
+    chain : bool, default=False
+        Strong classifier chaining (Sec. 4.4, eq. 4.59; Xiao, Zhu & Zhang, "Boosting chain
+        learning for object detection", ICCV 2003): stage ``k`` starts from the score of
+        stage ``k - 1`` on its windows and adds its own weak classifiers, so every stage
+        is a longer prefix of one booster with its own rejection threshold.  The
+        previous score is already computed in a window that reaches the stage, so a
+        stage costs only its own weak classifiers.
     theta, sigma : float, default=1.0, 1e-4
         LACBoost / FisherBoost trade-off and score ridge.
     max_negatives : int or None, default=None
@@ -130,6 +138,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         "fallback": [Options(*FALLBACKS)],
         "max_weak": [POSITIVE_INT, list, tuple],
         "recycle": [None, Interval(float, 0, None, closed="left")],
+        "chain": [bool, np.bool_],
         "theta": [POSITIVE],
         "sigma": [Interval(float, 0, None, closed="left")],
         "max_negatives": [None, POSITIVE_INT],
@@ -152,6 +161,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         fallback="recall",
         max_weak=50,
         recycle=None,
+        chain=False,
         theta=1.0,
         sigma=1e-4,
         max_negatives=None,
@@ -170,6 +180,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         self.fallback = fallback
         self.max_weak = max_weak
         self.recycle = recycle
+        self.chain = chain
         self.theta = theta
         self.sigma = sigma
         self.max_negatives = max_negatives
@@ -243,6 +254,8 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         c_pos, c_neg = 2.0 * r / (1.0 + r), 2.0 / (1.0 + r)
         A, B, n_left = float(self.target_recall), float(self.target_far), int(self.n_stages)
         alive = np.ones(n, dtype=bool)  # passed every stage so far (train and validation)
+        chain = bool(self.chain)
+        Fc = np.zeros(n)  # chained score of every row after the stages so far (chain only)
         stumps, thresholds, table, history = [], [], [], []
         pool = None
         seen: set = set()
@@ -263,12 +276,14 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                     neg_tr = np.sort(rng.choice(neg_tr, int(self.max_negatives), replace=False))
                 idx = np.concatenate([pos_tr, neg_tr])
                 Xs, yss = X[idx], ys[idx]
-                Xv = X[np.concatenate([pos_va, neg_va])]
+                iv = np.concatenate([pos_va, neg_va])
+                Xv = X[iv]
+                F0v = Fc[iv] if chain else np.zeros(len(iv))
                 nvp = len(pos_va)
                 goal = (min(A, 1.0), B, n_left)
 
-                def stop(st, _goal=goal, _Xv=Xv, _nvp=nvp):
-                    F = st.evaluate(_Xv).sum(axis=0)
+                def stop(st, _goal=goal, _Xv=Xv, _nvp=nvp, _F0v=F0v):
+                    F = _F0v + st.evaluate(_Xv).sum(axis=0)
                     op = select_operating_point(F[:_nvp], F[_nvp:], *_goal, rule=self.rule)
                     # a stage that rejects no negative is not done, whatever the plan says
                     # (a recycled split can be constant on the windows that reach it)
@@ -302,6 +317,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
 
                 kw = dict(
                     max_weak=caps[min(s, len(caps) - 1)],
+                    F0=Fc[idx] if chain else None,
                     recycle=pool,
                     recycle_lambda=0.0 if self.recycle is None else float(self.recycle),
                     stop=stop,
@@ -323,7 +339,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                 st = res.stumps
                 if len(st) == 0:
                     break
-                F = st.evaluate(Xv).sum(axis=0)
+                F = F0v + st.evaluate(Xv).sum(axis=0)
                 op = select_operating_point(
                     F[:nvp], F[nvp:], *goal, rule=self.rule, fallback=self.fallback
                 )
@@ -352,13 +368,16 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                 # bootstrap: only windows passing this stage go on
                 rows = np.flatnonzero(alive)
                 Fall = st.evaluate(X[rows]).sum(axis=0)
+                if chain:
+                    Fall += Fc[rows]
+                    Fc[rows] = Fall
                 alive[rows[Fall <= op.threshold]] = False
                 A, B, n_left = A / op.recall, B / op.far, n_left - 1
                 if interrupted or B >= 1.0 or n_left < 1:
                     break
                 if negatives is not None:
-                    X, ys, hold, n_boot = self._bootstrap(
-                        negatives, X, ys, hold, alive, stumps, thresholds, n0_tr, n0_va
+                    X, ys, hold, Fc, n_boot = self._bootstrap(
+                        negatives, X, ys, hold, Fc, alive, stumps, thresholds, n0_tr, n0_va
                     )
                     alive = np.ones(X.shape[0], dtype=bool)
                     if hold is None:
@@ -398,22 +417,34 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         return self
 
     @staticmethod
-    def _passes(stumps, thresholds, Z):
-        """Rows of ``Z`` accepted by every stage of ``(stumps, thresholds)``."""
-        ok = np.zeros(Z.shape[0], dtype=bool)
-        rows = np.arange(Z.shape[0])
+    def _walk(stumps, thresholds, Z, chain):
+        """Send the rows of ``Z`` through the stages ``(stumps, thresholds)``, each only as
+        far as it passes.  Returns ``(depth, margin, score)``: stages passed, ``F -
+        threshold`` at the last stage evaluated, and that stage's score ``F`` (with
+        ``chain``, the running sum over the stages, eq. 4.59)."""
+        n = Z.shape[0]
+        depth = np.zeros(n, dtype=np.int64)
+        margin, score = np.zeros(n), np.zeros(n)
+        rows = np.arange(n)
         for st, thr in zip(stumps, thresholds):
             if len(rows) == 0:
                 break
-            rows = rows[st.evaluate(Z[rows]).sum(axis=0) > thr]
-        ok[rows] = True
-        return ok
+            F = st.evaluate(Z[rows]).sum(axis=0)
+            if chain:
+                F += score[rows]
+            score[rows] = F
+            margin[rows] = F - thr
+            ok = F > thr
+            depth[rows[ok]] += 1
+            rows = rows[ok]
+        return depth, margin, score
 
-    def _bootstrap(self, negatives, X, ys, hold, alive, stumps, thresholds, n0_tr, n0_va):
+    def _bootstrap(self, negatives, X, ys, hold, Fc, alive, stumps, thresholds, n0_tr, n0_va):
         """Drop the rejected rows and add fresh negatives that pass every stage so far
-        (:meth:`fit`'s ``negatives``).  Returns ``(X, ys, hold, n_added)``."""
+        (:meth:`fit`'s ``negatives``); ``Fc``: the rows' chained scores.  Returns ``(X,
+        ys, hold, Fc, n_added)``."""
         keep = np.flatnonzero(alive)
-        X, ys = X[keep], ys[keep]
+        X, ys, Fc = X[keep], ys[keep], Fc[keep]
         hold = None if hold is None else hold[keep]
         neg = ys < 0
         if hold is None:
@@ -422,15 +453,16 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             need_tr = max(n0_tr - int((neg & ~hold).sum()), 0)
             need_va = max(n0_va - int((neg & hold).sum()), 0)
         if need_tr + need_va == 0:
-            return X, ys, hold, 0
+            return X, ys, hold, Fc, 0
         d = X.shape[1]
         st_, th_ = list(stumps), list(thresholds)
+        K, chain = len(st_), bool(self.chain)
 
         def passes(Z):
             Z = check_array(Z, accept_sparse="csr", dtype=np.float64, ensure_min_samples=0)
             if Z.shape[1] != d:
                 raise ValueError(f"passes: rows must have {d} features, got {Z.shape[1]}")
-            return self._passes(st_, th_, Z)
+            return self._walk(st_, th_, Z, chain)[0] == K
 
         out = negatives(passes, need_tr, need_va)
         if not (isinstance(out, tuple) and len(out) == 2):
@@ -438,14 +470,15 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         Z = check_array(out[0], accept_sparse="csr", dtype=np.float64, ensure_min_samples=0)
         zh = np.asarray(out[1], dtype=bool).ravel()
         if Z.shape[0] == 0:
-            return X, ys, hold, 0
+            return X, ys, hold, Fc, 0
         if Z.shape[1] != d or zh.shape != (Z.shape[0],):
             raise ValueError(
                 f"negatives returned {Z.shape} rows with {zh.shape} hold flags; "
                 f"expected (m, {d}) and (m,)"
             )
-        ok = self._passes(st_, th_, Z)
-        Z, zh = Z[ok], zh[ok]
+        depth, _, Fz = self._walk(st_, th_, Z, chain)
+        ok = depth == K
+        Z, zh, Fz = Z[ok], zh[ok], Fz[ok]
         if hold is None:
             zh[:] = False
         stack = sp.vstack if sp.issparse(X) or sp.issparse(Z) else np.vstack
@@ -453,26 +486,16 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         if sp.issparse(X):
             X = X.tocsr()
         ys = np.concatenate([ys, -np.ones(Z.shape[0])])
+        Fc = np.concatenate([Fc, Fz])
         hold = None if hold is None else np.concatenate([hold, zh])
-        return X, ys, hold, int(Z.shape[0])
+        return X, ys, hold, Fc, int(Z.shape[0])
 
     # ------------------------------------------------------------------------ predict
     def _depth_scores(self, X):
         """(stages passed, margin ``F - threshold`` at the last stage evaluated)."""
         check_is_fitted(self, "stumps_")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
-        n = X.shape[0]
-        depth = np.zeros(n, dtype=np.int64)
-        margin = np.zeros(n)
-        rows = np.arange(n)
-        for st, thr in zip(self.stumps_, self.thresholds_):
-            if len(rows) == 0:
-                break
-            F = st.evaluate(X[rows]).sum(axis=0) - thr
-            margin[rows] = F
-            ok = F > 0
-            depth[rows[ok]] += 1
-            rows = rows[ok]
+        depth, margin, _ = self._walk(self.stumps_, self.thresholds_, X, bool(self.chain))
         return depth, margin
 
     def decision_function(self, X):

@@ -222,7 +222,9 @@ def fit_cost_sensitive_stage(
     if c1 <= 0 or c0 <= 0:
         raise ValueError("costs must be positive")
     cy = np.where(ys > 0, c1, c0)
-    F = np.zeros(n) if F0 is None else np.asarray(F0, dtype=np.float64).copy()
+    F = np.zeros(n) if F0 is None else np.asarray(F0, dtype=np.float64).ravel().copy()
+    if F.shape != (n,) or not np.isfinite(F).all():
+        raise ValueError(f"F0 must hold {n} finite starting scores")
     weak = DecisionStump() if variant == "discrete" else RealStump(mode=variant)
     prep = weak.prepare(X) if prepared is None else prepared
     stage = _Stage(d)
@@ -349,6 +351,7 @@ def fit_asymmetric_stage(
     sigma=1e-4,
     max_weak=100,
     eps=1e-8,
+    F0=None,
     recycle=None,
     recycle_lambda=0.0,
     prepared=None,
@@ -358,6 +361,12 @@ def fit_asymmetric_stage(
     tol=1e-12,
 ) -> StageResult:
     """LACBoost / FisherBoost by column generation (see the module docstring).
+
+    ``F0``: starting scores ``rho0`` (default 0; strong classifier chaining, thesis eq.
+    4.59): the master is the objective of the scores ``rho0 + Aw``, i.e. the linear term
+    becomes ``b_t = theta e'a_t - a_t'(Q + sigma I) rho0`` and pricing uses ``alpha =
+    theta e - (Q + sigma I)(rho0 + Aw)``; ``objective`` then omits the constant
+    ``1/2 rho0'(Q + sigma I) rho0 - theta e'rho0``.
 
     ``recycle``: splits (with either polarity) that are priced beside the weak learner's
     best new stump; the new one enters only if its price beats the recycled one's by
@@ -372,6 +381,10 @@ def fit_asymmetric_stage(
     if (ys > 0).sum() < 2 or (ys < 0).sum() < 2:
         raise ValueError("LACBoost / FisherBoost need at least two examples of each class")
     e = np.where(ys > 0, 1.0 / (ys > 0).sum(), -1.0 / (ys < 0).sum())
+    rho0 = np.zeros(n) if F0 is None else np.asarray(F0, dtype=np.float64).ravel()
+    if rho0.shape != (n,) or not np.isfinite(rho0).all():
+        raise ValueError(f"F0 must hold {n} finite starting scores")
+    q_rho0 = _apply_Q(rho0, ys, kind) + sigma * rho0
     weak = DecisionStump()
     prep = weak.prepare(X) if prepared is None else prepared
     pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
@@ -389,7 +402,7 @@ def fit_asymmetric_stage(
     lam = 0.0
     for it in range(cap + 1):
         rho = Acols @ w
-        alpha = theta * e - _apply_Q(rho, ys, kind) - sigma * rho
+        alpha = theta * e - _apply_Q(rho, ys, kind) - sigma * rho - q_rho0
         h, gain = weak.best(prep, alpha[:, None])
         f_new, t_new, p_new = int(h.feature[0]), float(h.threshold[0]), float(h.polarity[0])
         price_new = float(gain[0])
@@ -423,7 +436,7 @@ def fit_asymmetric_stage(
         g_new = Acols.T @ qa
         G = np.block([[G, g_new[:, None]], [g_new[None], np.array([[col @ qa]])]])
         Acols = np.hstack([Acols, col[:, None]])
-        b = np.append(b, theta * (e @ col))
+        b = np.append(b, theta * (e @ col) - col @ q_rho0)
         w = np.append(w, 0.0)
         # restricted master: min 1/2 w'Gw - b'w, w >= 0, sum w <= 1 (capped simplex)
         grad = G @ w - b

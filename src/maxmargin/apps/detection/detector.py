@@ -232,6 +232,8 @@ class _WindowDetector(BaseEstimator):
         p.setdefault("channels", False)
         p["channel_cells"] = tuple(p.get("channel_cells", (1,)))
         p.setdefault("location_prior", False)
+        if "stage_learner" in p:  # a cascade detector: files from before stage chaining
+            p.setdefault("chain", False)
         return p
 
     def _prior_state(self, arrays):
@@ -478,6 +480,7 @@ class CascadeDetector(_WindowDetector):
         "max_weak": [POSITIVE_INT, list, tuple],
         "cost_ratio": [POSITIVE],
         "recycle": [None, Interval(float, 0, None, closed="left")],
+        "chain": [bool, np.bool_],
         "n_negatives": [POSITIVE_INT],
         "max_negatives": [None, POSITIVE_INT],
         "bootstrap": [bool],
@@ -504,6 +507,7 @@ class CascadeDetector(_WindowDetector):
         max_weak=(2, 5, 10, 20, 50),
         cost_ratio=1.0,
         recycle=None,
+        chain=False,
         n_negatives=50000,
         max_negatives=10000,
         bootstrap=False,
@@ -541,6 +545,7 @@ class CascadeDetector(_WindowDetector):
         self.max_weak = max_weak
         self.cost_ratio = cost_ratio
         self.recycle = recycle
+        self.chain = chain
         self.n_negatives = n_negatives
         self.max_negatives = max_negatives
         self.bootstrap = bootstrap
@@ -563,6 +568,7 @@ class CascadeDetector(_WindowDetector):
             max_weak=self.max_weak,
             cost_ratio=self.cost_ratio,
             recycle=self.recycle,
+            chain=bool(getattr(self, "chain", False)),
             max_negatives=self.max_negatives,
             validation_fraction=self.validation_fraction,
             random_state=self.random_state,
