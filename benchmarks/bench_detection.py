@@ -352,9 +352,7 @@ def main(argv=None):
     ap.add_argument("--fallback", default="recall", choices=["recall", "far"])
     ap.add_argument("--n-stages", type=int, default=10)
     ap.add_argument("--recycle", type=float, default=None, help="recycling lambda* (Alg. 3)")
-    ap.add_argument(
-        "--chain", action="store_true", help="strong classifier chaining (eq. 4.59)"
-    )
+    ap.add_argument("--chain", action="store_true", help="strong classifier chaining (eq. 4.59)")
     ap.add_argument(
         "--max-weak", default="50", help="weak per stage at most; a comma list: per stage"
     )

@@ -62,8 +62,9 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     A window is accepted when it passes every stage: stage ``k`` accepts when its score
     ``F_k(x) = sum_t s_t(x)`` (split stumps, :mod:`maxmargin.solvers.asymmetric_boost`)
     exceeds the stage threshold; with ``chain=True`` the score is ``F_k(x) = F_{k-1}(x) +
-    sum_t s_t(x)`` (strong classifier chaining, eq. 4.59).  Stage ``k`` is trained on the positives and the
-    negatives that passed stages ``0 .. k-1`` (bootstrapping), adding weak classifiers
+    sum_t s_t(x)`` (strong classifier chaining, eq. 4.59).  Stage ``k`` is trained on the
+    positives and the negatives that passed stages ``0 .. k-1`` (bootstrapping), adding weak
+    classifiers
     until its ROC curve on the validation data meets the ``rule``'s goal for the
     remaining cascade (:mod:`maxmargin.solvers.operating_point`) or ``max_weak`` is
     reached; the goal is then updated (``A <- A / a``, ``B <- B / b``, ``n <- n - 1``).
