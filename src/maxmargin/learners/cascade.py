@@ -64,9 +64,8 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     exceeds the stage threshold; with ``chain=True`` the score is ``F_k(x) = F_{k-1}(x) +
     sum_t s_t(x)`` (strong classifier chaining, eq. 4.59).  Stage ``k`` is trained on the
     positives and the negatives that passed stages ``0 .. k-1`` (bootstrapping), adding weak
-    classifiers
-    until its ROC curve on the validation data meets the ``rule``'s goal for the
-    remaining cascade (:mod:`maxmargin.solvers.operating_point`) or ``max_weak`` is
+    classifiers until its ROC curve on the validation data meets the ``rule``'s goal for
+    the remaining cascade (:mod:`maxmargin.solvers.operating_point`) or ``max_weak`` is
     reached; the goal is then updated (``A <- A / a``, ``B <- B / b``, ``n <- n - 1``).
     Training stops after ``n_stages`` stages, when the FAR goal is met, or when no
     negative is left.
