@@ -390,6 +390,13 @@ def main(argv=None):
     )
     ap.add_argument("--flat-weak", type=int, default=400)
     ap.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="cascade: random_state (its negative pool, validation split and stage draws; "
+        "the flat booster trains on the same windows)",
+    )
+    ap.add_argument(
         "--flat-cache",
         default="",
         help="directory keeping flat boosters (maxmargin.save files keyed by a hash of "
@@ -558,7 +565,7 @@ def main(argv=None):
                 chain=bool(args.chain),
                 bootstrap=bool(args.bootstrap),
                 n_extra_negatives=args.n_extra_negatives,
-                random_state=0,
+                random_state=args.seed,
                 **hog,
             ).fit(tri, trb, negative_images=extra)
             fit_s = time.perf_counter() - t
