@@ -228,12 +228,14 @@ def test_cascade_files_from_before_channel_cells_and_bootstrap_load_as_trained(s
     kw = dict(window=(3, 3), n_stages=3, max_weak=[2, 5], random_state=0)
     c = CascadeDetector(channels=True, **kw).fit(tri, trb)
     meta, arrays = c._get_state()
-    for k in ("channel_cells", "bootstrap"):
+    for k in ("channel_cells", "bootstrap", "chain"):
         del meta["params"][k]
+    del meta["cascade"]["params"]["chain"]
     for t in meta["cascade"]["stages"]:
         del t["n_bootstrapped"]
     old = CascadeDetector._from_state(meta, arrays)
     assert old.channel_cells == (1,) and old.bootstrap is False and old.n_bootstrapped_ == 0
+    assert old.chain is False and old.cascade_.chain is False
     np.testing.assert_array_equal(old.detect(tei[0])[1], c.detect(tei[0])[1])
     # and a file from before channel features (trained without them): channels missing
     # means off, although the default is now on

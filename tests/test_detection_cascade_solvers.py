@@ -127,6 +127,25 @@ def _all_stump_columns(X):
     return np.array(cols).T
 
 
+def _capped_simplex_min(f, T):
+    """SLSQP on ``f`` (value and gradient) over ``w >= 0, sum w <= 1``."""
+    return minimize(
+        f,
+        np.full(T, 1.0 / T),
+        jac=True,
+        method="SLSQP",
+        bounds=[(0, None)] * T,
+        constraints=[{"type": "ineq", "fun": lambda w: 1 - w.sum(), "jac": lambda w: -np.ones(T)}],
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
+
+
+def _stage_columns(res, X):
+    """A column generation stage's columns and their {-1, +1} outputs on ``X``."""
+    c_ = res.columns
+    return c_, np.where(X[:, c_["feature"]] > c_["threshold"], 1.0, -1.0) * c_["polarity"]
+
+
 @pytest.mark.parametrize("kind", ["lacboost", "fisherboost"])
 @pytest.mark.parametrize("theta", [0.3, 3.0])
 def test_asymmetric_master_equals_scipy_on_all_stumps(kind, theta):
@@ -145,19 +164,9 @@ def test_asymmetric_master_equals_scipy_on_all_stumps(kind, theta):
     def f(w):
         return 0.5 * w @ H @ w - c @ w, H @ w - c
 
-    T = A.shape[1]
-    ref = minimize(
-        f,
-        np.full(T, 1.0 / T),
-        jac=True,
-        method="SLSQP",
-        bounds=[(0, None)] * T,
-        constraints=[{"type": "ineq", "fun": lambda w: 1 - w.sum(), "jac": lambda w: -np.ones(T)}],
-        options={"ftol": 1e-14, "maxiter": 2000},
-    )
+    ref = _capped_simplex_min(f, A.shape[1])
     # the CG stage's objective, recomputed from its columns and weights
-    c_ = res.columns
-    Acg = np.where(X[:, c_["feature"]] > c_["threshold"], 1.0, -1.0) * c_["polarity"]
+    c_, Acg = _stage_columns(res, X)
     got = asymmetric_objective(c_["w"], Acg, ys, kind=kind, theta=theta, sigma=sigma)
     assert res.history[-1]["objective"] == pytest.approx(got, abs=1e-9)
     # and the stage's score is the columns' weighted sum
@@ -248,18 +257,8 @@ def test_asymmetric_master_with_starting_scores_equals_scipy(kind):
         r = rho0 + A @ w
         return 0.5 * r @ Q @ r - theta * e @ r, A.T @ (Q @ r - theta * e)
 
-    T = A.shape[1]
-    ref = minimize(
-        full,
-        np.full(T, 1.0 / T),
-        jac=True,
-        method="SLSQP",
-        bounds=[(0, None)] * T,
-        constraints=[{"type": "ineq", "fun": lambda w: 1 - w.sum(), "jac": lambda w: -np.ones(T)}],
-        options={"ftol": 1e-14, "maxiter": 2000},
-    )
-    c_ = res.columns
-    Acg = np.where(X[:, c_["feature"]] > c_["threshold"], 1.0, -1.0) * c_["polarity"]
+    ref = _capped_simplex_min(full, A.shape[1])
+    c_, Acg = _stage_columns(res, X)
     r = rho0 + Acg @ c_["w"]
     got = 0.5 * r @ Q @ r - theta * e @ r
     assert got == pytest.approx(ref.fun, abs=1e-7)
