@@ -349,5 +349,8 @@ def test_chained_stages_start_from_the_score_so_far(monkeypatch, tmp_path, learn
     assert not np.array_equal(plain.decision_function(Xt), c.decision_function(Xt))
     maxmargin.save(c, tmp_path / "c.mm")
     back = maxmargin.load(tmp_path / "c.mm")
-    assert back.chain is True
+    assert back.chain is True and back.chain_ is True
+    # the decisions are those of the fit, whatever set_params says afterwards
+    d0 = c.decision_function(Xt)
+    np.testing.assert_array_equal(c.set_params(chain=False).decision_function(Xt), d0)
     np.testing.assert_array_equal(back.decision_function(Xt), c.decision_function(Xt))

@@ -140,4 +140,7 @@ def test_detect_fit_negative_images(voc, tmp_path, capsys):
     assert maxmargin.load(m).n_extra_negatives_ > 0
     assert main([*base, "--model", "svm", "--negative-images", str(neg)]) == 2
     assert "cascade option" in capsys.readouterr().err
+    for flag in ("--chain", "--bootstrap"):
+        assert main([*base, "--model", "svm", flag]) == 2
+        assert f"{flag} is a cascade option" in capsys.readouterr().err
     assert main([*args, "--negative-images", str(tmp_path / "missing")]) == 2

@@ -204,6 +204,9 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
             random_state=args.seed,
         )
     fit_params = {}
+    for flag in ("chain", "bootstrap"):
+        if getattr(args, flag) and args.model != "cascade":
+            raise ValueError(f"--{flag} is a cascade option (--model cascade)")
     if args.negative_images is not None:
         if args.model != "cascade":
             raise ValueError("--negative-images is a cascade option (--model cascade)")

@@ -118,7 +118,8 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     ``recall``, ``far``, ``attained``, ``n_pos``, ``n_neg``, ``n_recycled``),
     stumps_ (list of :class:`~maxmargin.weak.RealStumps`), thresholds_, history_ (one row
     per boosting round: ``iteration``, ``stage``, ``objective``, ``gap``, ``t_total``),
-    n_stages_, converged_ (False when Ctrl-C or ``max_time`` ended training early).
+    n_stages_, chain_ (the ``chain`` the stages were fitted with; decisions use it),
+    converged_ (False when Ctrl-C or ``max_time`` ended training early).
 
     Ctrl-C (KeyboardInterrupt) -- from ``callback`` or anywhere inside a stage's
     boosting -- keeps the stages completed so far as the model (``converged_ = False``,
@@ -414,6 +415,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         self.stages_ = table
         self.history_ = history
         self.n_stages_ = len(stumps)
+        self.chain_ = chain  # as fitted: set_params(chain=...) does not change decisions
         return self
 
     @staticmethod
@@ -495,7 +497,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         """(stages passed, margin ``F - threshold`` at the last stage evaluated)."""
         check_is_fitted(self, "stumps_")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
-        depth, margin, _ = self._walk(self.stumps_, self.thresholds_, X, bool(self.chain))
+        depth, margin, _ = self._walk(self.stumps_, self.thresholds_, X, self.chain_)
         return depth, margin
 
     def decision_function(self, X):
@@ -544,7 +546,8 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             "v_hi": cat("v_hi"),
         }
         meta = {
-            "params": json_params(self),
+            # the chaining the model was fitted with, whatever set_params said since
+            "params": {**json_params(self), "chain": bool(self.chain_)},
             "n_features_in": int(self.n_features_in_),
             "stages": self.stages_,
             "history": self.history_,
@@ -572,6 +575,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         est.stages_ = list(meta["stages"])
         est.history_ = list(meta["history"])
         est.n_stages_ = len(est.stumps_)
+        est.chain_ = bool(est.chain)
         est.converged_ = bool(meta.get("converged", True))  # files from before the flag
         return est
 
