@@ -378,7 +378,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                     break
                 if negatives is not None:
                     X, ys, hold, Fc, n_boot = self._bootstrap(
-                        negatives, X, ys, hold, Fc, alive, stumps, thresholds, n0_tr, n0_va
+                        negatives, X, ys, hold, Fc, alive, stumps, thresholds, chain, n0_tr, n0_va
                     )
                     alive = np.ones(X.shape[0], dtype=bool)
                     if hold is None:
@@ -441,9 +441,12 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             rows = rows[ok]
         return depth, margin, score
 
-    def _bootstrap(self, negatives, X, ys, hold, Fc, alive, stumps, thresholds, n0_tr, n0_va):
+    def _bootstrap(
+        self, negatives, X, ys, hold, Fc, alive, stumps, thresholds, chain, n0_tr, n0_va
+    ):
         """Drop the rejected rows and add fresh negatives that pass every stage so far
-        (:meth:`fit`'s ``negatives``); ``Fc``: the rows' chained scores.  Returns ``(X,
+        (:meth:`fit`'s ``negatives``); ``Fc``: the rows' chained scores (``chain``: the
+        fit's).  Returns ``(X,
         ys, hold, Fc, n_added)``."""
         keep = np.flatnonzero(alive)
         X, ys, Fc = X[keep], ys[keep], Fc[keep]
@@ -458,7 +461,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
             return X, ys, hold, Fc, 0
         d = X.shape[1]
         st_, th_ = list(stumps), list(thresholds)
-        K, chain = len(st_), bool(self.chain)
+        K = len(st_)
 
         def passes(Z):
             Z = check_array(Z, accept_sparse="csr", dtype=np.float64, ensure_min_samples=0)
