@@ -23,7 +23,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
-from maxmargin.weak import WEAK_LEARNERS, WeakLearner, make_weak_learner
+from maxmargin.weak import WeakLearner, is_weak_learner_name, make_weak_learner
 
 __all__ = ["BoostingBuilder", "MultiClassBoosting"]
 
@@ -337,7 +337,7 @@ class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def _loaded_params(cls, params, task):
-        if params.get("weak_learner") not in WEAK_LEARNERS:
+        if not is_weak_learner_name(params.get("weak_learner")):
             params["weak_learner"] = "stump"
         return params
 

@@ -45,7 +45,7 @@ from maxmargin.tasks.crf import CRFTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask, as_taxonomy
 from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 from maxmargin.tasks.taxonomy import LOSS_KINDS
-from maxmargin.weak import WEAK_LEARNERS, WeakLearner, make_weak_learner
+from maxmargin.weak import WeakLearner, is_weak_learner_name, make_weak_learner
 
 __all__ = ["StructBoost", "StructBoostClassifier"]
 
@@ -79,7 +79,8 @@ class StructBoost(Persistent, BaseEstimator):
         What is predicted (e.g. ``MultiClassTask()``); bound to the data at ``fit``.
         Required: ``fit`` raises ``ValueError`` without one.
     weak_learner : str or WeakLearner, default="stump"
-        Name in :data:`maxmargin.weak.WEAK_LEARNERS` or an instance.
+        Name in :data:`maxmargin.weak.WEAK_LEARNERS` (or "hist_tree:D" for a histogram
+        tree of depth D, see docs/weak_learners.md) or an instance.
     C : float, default=100.0
         Weight of the average hinge loss.  No weak learner can enter the model unless
         ``C > 1`` for 0/1-type losses (a column's gain is at most ``C`` times its range).
@@ -489,7 +490,7 @@ class StructBoost(Persistent, BaseEstimator):
 
     @classmethod
     def _loaded_params(cls, params, task):
-        if params.get("weak_learner") not in WEAK_LEARNERS:  # an instance, stored by name
+        if not is_weak_learner_name(params.get("weak_learner")):  # an instance, stored by name
             params["weak_learner"] = "stump"
         if params.get("formulation") == "m-slack":
             params["formulation"] = "n-slack"
@@ -533,7 +534,8 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     max_iter : int, default=200
         Maximum column-generation (boosting) iterations.
     weak_learner : str or WeakLearner, default="stump"
-        Name in :data:`maxmargin.weak.WEAK_LEARNERS` or an instance.
+        Name in :data:`maxmargin.weak.WEAK_LEARNERS` (or "hist_tree:D" for a histogram
+        tree of depth D, see docs/weak_learners.md) or an instance.
     sharing : {"shared", "per_class"}, default="shared"
         "shared": one weak classifier per iteration shared by all classes with one
         weight per class (eq. 18); "per_class": one new weak classifier per class per

@@ -30,7 +30,7 @@ from maxmargin.solvers.tc_boost import (
     primal_objective,
     solve_master,
 )
-from maxmargin.weak import WEAK_LEARNERS, WeakLearner, make_weak_learner
+from maxmargin.weak import WeakLearner, is_weak_learner_name, make_weak_learner
 from maxmargin.weak.subset import feature_subset_search
 
 __all__ = ["TCBoostClassifier"]
@@ -263,7 +263,7 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def _loaded_params(cls, params, task):
-        if params.get("weak_learner") not in WEAK_LEARNERS:  # an instance was stored by name
+        if not is_weak_learner_name(params.get("weak_learner")):  # an instance was stored by name
             params["weak_learner"] = "stump"
         return params
 
