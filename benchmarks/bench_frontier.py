@@ -46,7 +46,7 @@ from threadpoolctl import threadpool_limits
 from _common import DEFAULT_DATA, load_digits_split, load_multiclass, read_result, write_result
 from maxmargin import MultiBoostCW, StructBoostClassifier
 
-ALL = ["digits", "satimage", "pendigits", "usps", "dna", "synthetic26"]
+ALL = ["digits", "dna", "usps", "satimage", "pendigits", "synthetic26"]  # cheapest first
 
 
 def load(data_dir: Path, name: str):
@@ -224,6 +224,15 @@ def goal(rows):
     }
 
 
+def save(args, sets):
+    keys = ("iters", "depths", "C", "sharing", "stump_sharing", "time_budget")
+    grid = {k: getattr(args, k) for k in keys}
+    met = [k for k, v in sets.items() if v["goal"] and v["goal"]["met"]]
+    return write_result(
+        args.out, {"grid": grid, "threads": args.threads, "sets": sets, "goal_met_on": met}
+    )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=str(DEFAULT_DATA))
@@ -287,12 +296,7 @@ def main():
                 "plot": str(img),
             }
             print(name, "goal", sets[name]["goal"], flush=True)
-    keys = ("iters", "depths", "C", "sharing", "stump_sharing", "time_budget")
-    grid = {k: getattr(args, k) for k in keys}
-    met = [k for k, v in sets.items() if v["goal"] and v["goal"]["met"]]
-    path = write_result(
-        args.out, {"grid": grid, "threads": args.threads, "sets": sets, "goal_met_on": met}
-    )
+            path = save(args, sets)  # after every set: a long run leaves its finished sets
     print(f"wrote {path}")
     print(
         "| set | LightGBM default error (s) | best SB trees <= 10x time "
@@ -316,6 +320,7 @@ def main():
             f"| {k} | {100 * g['lightgbm_default_error']:.2f} % ({g['lightgbm_default_s']:.2f} s) "
             f"| {fmt(bi)} | {fmt(ba)} | {'yes' if g['met'] else 'no'} |"
         )
+    met = [k for k, v in sets.items() if v["goal"] and v["goal"]["met"]]
     print(f"goal met on {len(met)} of {len(sets)} sets: {met}")
 
 
