@@ -190,7 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="--rank: average the pairwise hinge over all pairs (default) or inside each "
         "query and then over queries",
     )
-    fit.add_argument("--weak-learner", default="stump", help="weak learner family (stump)")
+    fit.add_argument(
+        "--weak-learner",
+        default="stump",
+        help="weak learner: stump (default), hist_stump, tree, hist_tree:D (depth 1-6), ...",
+    )
     fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")
     fit.add_argument("--eps-cg", type=float, default=1e-6, help="column-generation tolerance")
     fit.add_argument("--max-time", type=float, default=None, help="time budget in seconds")
