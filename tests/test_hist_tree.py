@@ -175,8 +175,13 @@ def test_evaluation_equals_python_walk_and_gain(depth, grow):
     np.testing.assert_array_equal(out, _walk(trees, X))
     # routing on codes during the search == routing on thresholds at evaluation
     np.testing.assert_allclose(np.sum(out * A.T, axis=1), g, rtol=0, atol=ATOL)
-    Xn = np.random.default_rng(1).standard_normal((50, X.shape[1]))  # unseen values
+    rng = np.random.default_rng(1)
+    Xn = rng.standard_normal((50, X.shape[1]))  # unseen values
     np.testing.assert_array_equal(trees.evaluate(Xn), _walk(trees, Xn))
+    # values exactly at the stored thresholds (x > t goes right, x == t left)
+    thr = trees.threshold[np.isfinite(trees.threshold)]
+    Xt = rng.choice(thr, size=(200, X.shape[1]))
+    np.testing.assert_array_equal(trees.evaluate(Xt), _walk(trees, Xt))
     back = HYPOTHESES["Trees"].from_arrays(trees.to_arrays())
     np.testing.assert_array_equal(back.evaluate(Xn), trees.evaluate(Xn))
 

@@ -82,8 +82,10 @@ def _node_stats(nodeT, AT, n_nodes):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _build_lists(nodeT, build):  # pragma: no cover - compiled
-    """Samples of the nodes to accumulate, per slot: idx[ptr[s]:ptr[s + 1]] (ascending)."""
+def _build_lists(nodeT, AT, build):  # pragma: no cover - compiled
+    """The samples of the nodes to accumulate, per slot, packed: sample idx, node nd and
+    weight av at [ptr[s], ptr[s + 1]) (ascending samples), so that the histogram pass
+    reads them sequentially."""
     S, n = nodeT.shape
     ptr = np.zeros(S + 1, dtype=np.int64)
     for s in range(S):
@@ -93,29 +95,33 @@ def _build_lists(nodeT, build):  # pragma: no cover - compiled
                 c += 1
         ptr[s + 1] = ptr[s] + c
     idx = np.empty(ptr[S], dtype=np.int32)
+    nd = np.empty(ptr[S], dtype=np.int32)
+    av = np.empty(ptr[S])
     for s in range(S):
         p = ptr[s]
         for k in range(n):
-            if build[s, nodeT[s, k]]:
+            j = nodeT[s, k]
+            if build[s, j]:
                 idx[p] = k
+                nd[p] = j
+                av[p] = AT[s, k]
                 p += 1
-    return idx, ptr
+    return idx, nd, av, ptr
 
 
 @njit(parallel=True, cache=True)
-def _hist_slots(codes, offsets, n_bins, AT, nodeT, idx, ptr, H):  # pragma: no cover
-    """H[s, offsets[f] + b, j] += A[k, s] over the listed samples k of slot s with code b
-    in node j; features in parallel."""
+def _hist_slots(codes, offsets, n_bins, idx, nd, av, ptr, H):  # pragma: no cover
+    """H[s, offsets[f] + b, j] += a over the packed samples of slot s (code b, node j,
+    weight a); features in parallel."""
     d = codes.shape[0]
-    S = AT.shape[0]
+    S = len(ptr) - 1
     for f in prange(d):
         if n_bins[f] < 2:
             continue
         off = offsets[f]
         for s in range(S):
             for p in range(ptr[s], ptr[s + 1]):
-                k = idx[p]
-                H[s, off + codes[f, k], nodeT[s, k]] += AT[s, k]
+                H[s, off + codes[f, idx[p]], nd[p]] += av[p]
 
 
 @njit(parallel=True, cache=True)
@@ -403,8 +409,8 @@ class HistogramTree(WeakLearner):
                         c2 = cnt.reshape(S, n_nodes // 2, 2)
                         left = c2[:, :, 0] <= c2[:, :, 1]
                         build = np.stack([left, ~left], axis=2).reshape(S, n_nodes)
-                        idx, ptr = _build_lists(nodeT, build)
-                        _hist_slots(fc.codes, offsets, fc.n_bins, AT, nodeT, idx, ptr, H)
+                        idx, nd, av, ptr = _build_lists(nodeT, AT, build)
+                        _hist_slots(fc.codes, offsets, fc.n_bins, idx, nd, av, ptr, H)
                     Pp = H if P is None else P
                     _scan_slots(H, Pp, build, offsets, fc.n_bins, tot, mass, gain, split)
                     P = H
