@@ -245,6 +245,12 @@ def main():
     ap.add_argument("--time-budget", type=float, default=None, help="max_time per fit (s)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        help="only the methods whose name starts with one of these (e.g. 'LightGBM default')",
+    )
     ap.add_argument("--img-dir", default="docs/img")
     ap.add_argument("--out", default="benchmarks/results/frontier.json")
     ap.add_argument(
@@ -261,6 +267,8 @@ def main():
             K = len(np.unique(ytr))
             rows = []
             for method, label, make, extra in configs(args, K):
+                if args.methods and not any(method.startswith(m) for m in args.methods):
+                    continue
                 est, fit_s = timed(make, Xtr, ytr, args.repeats)
                 row = {
                     "method": method,
