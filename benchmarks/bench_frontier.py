@@ -175,6 +175,7 @@ def plot(name, rows, img_dir: Path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     methods = sorted({r["method"] for r in rows}, key=lambda m: (not m.startswith("Struct"), m))
@@ -190,6 +191,8 @@ def plot(name, rows, img_dir: Path):
         ax.axvline(10 * t0, color="grey", linestyle=":", linewidth=1)
         ax.text(10 * t0, e0 + 1.0, " goal: +1 pp, 10x time", fontsize=7, color="grey", va="bottom")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("fit time (s, log scale)")
     ax.set_ylabel("test error (%)")
     ax.set_title(f"{name}: accuracy-time frontier")
@@ -256,7 +259,12 @@ def main():
     ap.add_argument(
         "--merge", action="store_true", help="add to --out: keep the points not redone here"
     )
+    ap.add_argument("--replot", action="store_true", help="only redraw the plots of --out")
     args = ap.parse_args()
+    if args.replot:
+        for name, v in read_result(args.out).get("sets", {}).items():
+            print(plot(name, v["rows"], Path(args.img_dir)))
+        return
     numba.set_num_threads(args.threads)
     warm_up(args)
     old = read_result(args.out) if args.merge else {}
