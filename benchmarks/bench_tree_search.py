@@ -61,7 +61,8 @@ def best_of(fn, repeats):
 
 def lgb_round(X, y, A, D, rounds, threads):
     K = A.shape[1]
-    ds = lgb.Dataset(X, label=y, params={"max_bin": 255, "verbose": -1}, free_raw_data=False)
+    ds_params = {"max_bin": 255, "verbose": -1, "min_data_in_leaf": 1, "feature_pre_filter": False}
+    ds = lgb.Dataset(X, label=y, params=ds_params, free_raw_data=False)
     ds.construct()
 
     def fobj(preds, data):
