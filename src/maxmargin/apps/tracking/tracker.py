@@ -70,9 +70,11 @@ class _OnlineBoxTracker:
         redetect: float | None = None,
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
+        augment: int = 0,
         random_state=None,
     ) -> None:
         self.features = features
+        self.augment = augment
         self.ncc_radius = ncc_radius
         self.scale_step = scale_step
         self.scale_margin = scale_margin
@@ -134,6 +136,8 @@ class _OnlineBoxTracker:
             raise ValueError(f"redetect_radius must be > 0, got {self.redetect_radius!r}")
         if not float(self.ncc_radius) >= 0:
             raise ValueError(f"ncc_radius must be >= 0, got {self.ncc_radius!r}")
+        if not isinstance(self.augment, (int, np.integer)) or self.augment < 0:
+            raise ValueError(f"augment must be a non-negative integer, got {self.augment!r}")
 
     # -- public API ------------------------------------------------------------------
     def init(self, frame, box, labelled=()):
@@ -171,10 +175,14 @@ class _OnlineBoxTracker:
         self._anchors = []
         # with keep_labelled the labelled frames stay in every training set
         into = self._anchors if self.keep_labelled else None
-        for f, lb in labelled:
-            g = to_grey(f)
-            self._add(g, sample_boxes(check_box(lb, g.shape), 1, 0.0, g.shape)[0], into)
-        self._add(grey, self.box_, into)
+        known = [(to_grey(f), lb) for f, lb in labelled]
+        known = [(g, sample_boxes(check_box(lb, g.shape), 1, 0.0, g.shape)[0]) for g, lb in known]
+        known.append((grey, self.box_))
+        for g, lb in known:
+            self._add(g, lb, into)
+            # warped copies of the labelled frame around its box (see warp_frame)
+            for _ in range(int(self.augment)):
+                self._add(warp_frame(g, lb, self._rng), lb, into)
         t0 = time.perf_counter()
         self._init_encoding()
         self.timing_["features"] += time.perf_counter() - t0
@@ -212,7 +220,7 @@ class _OnlineBoxTracker:
         Z = self._feat(grey, cand, out=self._pred_buf[: len(cand) * d].reshape(len(cand), d))
         t2 = time.perf_counter()
         s = self._score(Z)
-        k = int(np.argmax(s))
+        k = _best_of_ties(s, cand)
         box = cand[k].copy()
         if self.top_k > 1:
             # sub-pixel box: score-weighted mean of the top_k candidates (weights are
@@ -487,6 +495,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         redetect: float | None = None,
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
+        augment: int = 0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -507,6 +516,7 @@ class StructBoostTracker(_OnlineBoxTracker):
             redetect=redetect,
             redetect_radius=redetect_radius,
             ncc_radius=ncc_radius,
+            augment=augment,
             random_state=random_state,
         )
         self.C = C
@@ -661,6 +671,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
         redetect: float | None = None,
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
+        augment: int = 0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -681,6 +692,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
             redetect=redetect,
             redetect_radius=redetect_radius,
             ncc_radius=ncc_radius,
+            augment=augment,
             random_state=random_state,
         )
         self.n_estimators = n_estimators
@@ -749,6 +761,7 @@ class SSVMTracker(_OnlineBoxTracker):
         redetect: float | None = None,
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
+        augment: int = 0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -769,6 +782,7 @@ class SSVMTracker(_OnlineBoxTracker):
             redetect=redetect,
             redetect_radius=redetect_radius,
             ncc_radius=ncc_radius,
+            augment=augment,
             random_state=random_state,
         )
         self.C = C
@@ -784,6 +798,50 @@ class SSVMTracker(_OnlineBoxTracker):
 
     def _score(self, Z):
         return Z @ self._w
+
+
+def _best_of_ties(s, cand) -> int:
+    """Index of the best score; among candidates tied at the best score (a sum of a few
+    stumps is piecewise constant: a plateau), the one nearest their mean box."""
+    k = int(np.argmax(s))
+    top = s[k]
+    tied = np.flatnonzero(s >= top - 1e-9 * max(1.0, abs(top)))
+    if len(tied) <= 1:
+        return k
+    c = cand[tied]
+    d = np.sum((c - c.mean(axis=0)) ** 2, axis=1)
+    return int(tied[np.argmin(d)])
+
+
+def warp_frame(grey, box, rng, *, shift=1.0, scale=0.03, angle=5.0, noise=0.02):
+    """A randomly warped copy of a grey frame whose object stays under ``box``: a random
+    rotation (up to ``angle`` degrees), scaling (up to ``scale``) about the box centre,
+    a sub-pixel shift (up to ``shift`` px), bilinear resampling, and Gaussian noise of
+    standard deviation ``noise`` -- the "warped positive patches" with which TLD (Kalal,
+    Mikolajczyk & Matas, "Tracking-learning-detection", TPAMI 34(7), 2012) enlarges the
+    first frame's training set.  Only the part around the box that the training
+    candidates can reach is warped (the rest is copied)."""
+    from scipy.ndimage import map_coordinates
+
+    H, W = grey.shape
+    x, y, w, h = (float(v) for v in box)
+    cx, cy = x + w / 2.0, y + h / 2.0
+    m = 2.0 * max(w, h)  # margin: the crop covers the box and its training candidates
+    x0, x1 = int(max(0, np.floor(x - m))), int(min(W, np.ceil(x + w + m)))
+    y0, y1 = int(max(0, np.floor(y - m))), int(min(H, np.ceil(y + h + m)))
+    th = np.deg2rad(rng.uniform(-angle, angle))
+    sc = 1.0 + rng.uniform(-scale, scale)
+    tx, ty = rng.uniform(-shift, shift, 2)
+    yy, xx = np.mgrid[y0:y1, x0:x1].astype(np.float64)
+    dx, dy = xx - cx, yy - cy
+    c, sn = np.cos(th) / sc, np.sin(th) / sc
+    src_x = c * dx - sn * dy + cx + tx
+    src_y = sn * dx + c * dy + cy + ty
+    out = grey.copy()
+    patch = map_coordinates(grey, [src_y, src_x], order=1, mode="nearest")
+    patch = patch + rng.normal(0.0, noise, patch.shape)
+    out[y0:y1, x0:x1] = np.clip(patch, 0.0, 1.0)
+    return out
 
 
 def _ncc_match(prev, grey, box, radius: float):
