@@ -71,10 +71,12 @@ class _OnlineBoxTracker:
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
         augment: int = 0,
+        motion_radius: float = 0.0,
         random_state=None,
     ) -> None:
         self.features = features
         self.augment = augment
+        self.motion_radius = motion_radius
         self.ncc_radius = ncc_radius
         self.scale_step = scale_step
         self.scale_margin = scale_margin
@@ -136,6 +138,8 @@ class _OnlineBoxTracker:
             raise ValueError(f"redetect_radius must be > 0, got {self.redetect_radius!r}")
         if not float(self.ncc_radius) >= 0:
             raise ValueError(f"ncc_radius must be >= 0, got {self.ncc_radius!r}")
+        if not float(self.motion_radius) >= 0:
+            raise ValueError(f"motion_radius must be >= 0, got {self.motion_radius!r}")
         if not isinstance(self.augment, (int, np.integer)) or self.augment < 0:
             raise ValueError(f"augment must be a non-negative integer, got {self.augment!r}")
 
@@ -199,9 +203,16 @@ class _OnlineBoxTracker:
         centre = self.box_.copy()
         if self.velocity > 0:  # constant-velocity prior on the search centre
             centre[:2] += self.velocity * self._motion
-        cand = sample_boxes(
-            centre, self.n_predict, self.search_radius, grey.shape, scales=self._scales
-        )
+        radius, n_pred = float(self.search_radius), int(self.n_predict)
+        if self.motion_radius > 0:
+            # motion-adaptive search: a disc of motion_radius times the last move when
+            # that is wider (at most 3x the search radius), as densely sampled
+            r = min(float(self.motion_radius) * float(np.hypot(*self._motion)), 3.0 * radius)
+            if r > radius:
+                n_pred = int(np.ceil(n_pred * (r / radius) ** 2))
+                radius = r
+        self.radius_ = radius
+        cand = sample_boxes(centre, n_pred, radius, grey.shape, scales=self._scales)
         if self.ncc_radius > 0:  # a second search disc at the template match
             m = _ncc_match(self._prev_grey, grey, self.box_, float(self.ncc_radius))
             if m is not None and np.hypot(*(m[:2] - centre[:2])) > 1.0:
@@ -495,7 +506,8 @@ class StructBoostTracker(_OnlineBoxTracker):
         redetect: float | None = None,
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
-        augment: int = 0,
+        augment: int = 8,
+        motion_radius: float = 0.0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -517,6 +529,7 @@ class StructBoostTracker(_OnlineBoxTracker):
             redetect_radius=redetect_radius,
             ncc_radius=ncc_radius,
             augment=augment,
+            motion_radius=motion_radius,
             random_state=random_state,
         )
         self.C = C
@@ -672,6 +685,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
         augment: int = 0,
+        motion_radius: float = 0.0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -693,6 +707,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
             redetect_radius=redetect_radius,
             ncc_radius=ncc_radius,
             augment=augment,
+            motion_radius=motion_radius,
             random_state=random_state,
         )
         self.n_estimators = n_estimators
@@ -762,6 +777,7 @@ class SSVMTracker(_OnlineBoxTracker):
         redetect_radius: float = 90.0,
         ncc_radius: float = 0.0,
         augment: int = 0,
+        motion_radius: float = 0.0,
         random_state=None,
     ) -> None:
         super().__init__(
@@ -783,6 +799,7 @@ class SSVMTracker(_OnlineBoxTracker):
             redetect_radius=redetect_radius,
             ncc_radius=ncc_radius,
             augment=augment,
+            motion_radius=motion_radius,
             random_state=random_state,
         )
         self.C = C
