@@ -69,6 +69,13 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=None, help="only the first N frames")
     ap.add_argument("--data", "--data-dir", default=str(DEFAULT_DATA / "tracking"))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument(
+        "--baseline-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="seeds of the ssvm / adaboost baselines (default: --seeds)",
+    )
     ap.add_argument("--struck", default=None, help="folder of Struck's stored result boxes")
     ap.add_argument("--shift", type=float, default=0.0, help="move the first box by PX px")
     ap.add_argument(
@@ -98,7 +105,10 @@ def main() -> None:
         start_boxes[0, :2] += args.shift
         for n_init, tname in [(n, t) for n in args.n_init for t in names]:
             ours = tname not in PEERS and tname != "struck_stored"
-            for seed in args.seeds if ours else [None]:
+            seeds = args.seeds
+            if tname in ("ssvm", "adaboost") and args.baseline_seeds is not None:
+                seeds = args.baseline_seeds
+            for seed in seeds if ours else [None]:
                 if ours:
                     params = {"random_state": seed, **overrides.get(tname, {})}
                     tracker = make_tracker(tname, **params)
