@@ -27,12 +27,12 @@ def hard_video(seed, n=N_FRAMES, size=(96, 128)):
         y += 0.5 * np.sin(k / 3)
         if k == 10:
             x, y = x + 12, y - 10  # the jump: 15.6 px
-        side = int(round(np.clip(20 + (k - 14) / 3, 20, 22)))
+        side = int(np.round(np.clip(20 + (k - 14) / 3, 20, 22)))
         t = tex[:side, :side] if side <= tex.shape[0] else tex
         f = bg.copy()
-        dx = int(round(W - 30 - 2.5 * k))  # the distractor crosses the other way
+        dx = int(np.round(W - 30 - 2.5 * k))  # the distractor crosses the other way
         f[8:28, dx : dx + 20] = dis
-        xi, yi = int(round(x)), int(round(y))
+        xi, yi = int(np.round(x)), int(np.round(y))
         f[yi : yi + side, xi : xi + side] = t[:side, :side]
         f = f + 0.02 * rng.normal(size=f.shape)
         frames.append((np.clip(f, 0, 1) * 255).astype(np.uint8))
@@ -40,16 +40,21 @@ def hard_video(seed, n=N_FRAMES, size=(96, 128)):
     return frames, np.array(boxes, dtype=float)
 
 
+SHIFTS = [(1, -1), (2, 1), (-1, 2), (-2, -1), (1, 2)]  # the shifted first box per seed
+
+
 @pytest.mark.parametrize("name", ["structboost", "ssvm", "adaboost"])
 def test_default_trackers_survive_jump_scale_and_distractor(name):
-    worst = []
+    """Mean overlap > 0.7 and never below 0.5 on every run: 5 seeds (video and tracker),
+    each from the true first box and from one shifted by 1-2 px."""
+    bad = []
     for seed in range(5):
         frames, boxes = hard_video(seed)
-        for shift in ((0, 0), (1, -1), (2, 1)):
+        for shift in ((0, 0), SHIFTS[seed]):
             first = boxes[0] + np.array([*shift, 0, 0])
             tr = make_tracker(name, random_state=seed)
             pred, _info = track_sequence(tr, frames, first_box=first)
             ov = overlaps(pred[1:], boxes[1:])
-            worst.append((float(ov.min()), float(ov.mean()), seed, shift))
-    bad = [w for w in worst if not w[1] > 0.7]
+            if not (ov.mean() > 0.7 and ov.min() > 0.5):
+                bad.append((seed, shift, round(float(ov.mean()), 3), round(float(ov.min()), 3)))
     assert not bad, bad
