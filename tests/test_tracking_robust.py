@@ -58,3 +58,33 @@ def test_default_trackers_survive_jump_scale_and_distractor(name):
             if not (ov.mean() > 0.7 and ov.min() > 0.5):
                 bad.append((seed, shift, round(float(ov.mean()), 3), round(float(ov.min()), 3)))
     assert not bad, bad
+
+
+def test_warp_frame_identity_and_integer_shift():
+    from maxmargin.apps.tracking import warp_frame
+
+    rng = np.random.default_rng(0)
+    g = rng.random((40, 60)).astype(np.float32)
+    box = np.array([20.0, 12.0, 10.0, 8.0])
+    same = warp_frame(g, box, rng, shift=0.0, scale=0.0, angle=0.0, noise=0.0)
+    np.testing.assert_allclose(same, g, atol=1e-6)
+
+    class Fixed:  # an integer shift (2, -1): output pixel (y, x) = input (y - 1, x + 2)
+        def uniform(self, lo, hi, size=None):
+            return np.array([2.0, -1.0]) if size == 2 else 0.0
+
+        def normal(self, m, s, shape):
+            return np.zeros(shape)
+
+    out = warp_frame(g, box, Fixed(), noise=0.0)
+    np.testing.assert_allclose(out[5:30, 5:50], g[4:29, 7:52], atol=1e-6)
+
+
+def test_plateau_tie_break_takes_the_middle_box():
+    from maxmargin.apps.tracking.tracker import _best_of_ties
+
+    cand = np.array([[x, 5.0, 10, 10] for x in range(9)])
+    s = np.array([0, 1, 1, 1, 1, 1, 0.5, 0, 0], dtype=float)  # plateau at x = 1..5
+    assert _best_of_ties(s, cand) == 3
+    s[7] = 2.0
+    assert _best_of_ties(s, cand) == 7
