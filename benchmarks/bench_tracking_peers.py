@@ -15,6 +15,7 @@ like ours (same frames, same first box, same metrics code, same process).
   Hare, Saffari & Torr, ICCV 2011), one 1-based ``x,y,w,h`` row per frame.
 
 On a reported failure a peer keeps its previous box (what a user of its API sees).
+OpenCV runs on one thread (``cv2.setNumThreads(1)``), like our trackers.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class OpenCVTracker:
     def init(self, frame, box, labelled=()):
         import cv2
 
+        cv2.setNumThreads(1)  # one core, as ours (NUMBA_NUM_THREADS=1)
         cls, params = OPENCV[self.name]
         p = getattr(cv2, cls + "_Params")()
         for k, v in params.items():
