@@ -218,11 +218,24 @@ def main() -> None:
             "true_labels": bool(args.true_labels),
             "shift": args.shift,
             "paper": PAPER,
+            "peer_versions": _peer_versions(),
             "results": rows,
             "summary": summ,
         },
     )
     print(f"wrote {path}")
+
+
+def _peer_versions() -> dict:
+    from importlib import metadata
+
+    out = {}
+    for name in ("opencv-contrib-python-headless", "dlib-bin"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
 
 
 def _train_on_truth(tracker, boxes, first: int) -> None:
