@@ -43,7 +43,17 @@ def hard_video(seed, n=N_FRAMES, size=(96, 128)):
 SHIFTS = [(1, -1), (2, 1), (-1, 2), (-2, -1), (1, 2)]  # the shifted first box per seed
 
 
-@pytest.mark.parametrize("name", ["structboost", "ssvm", "adaboost"])
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name",
+    [
+        "structboost",
+        "ssvm",
+        # the paper's AdaBoost baseline (positives overlap > 0.8) does not: mean overlap
+        # 0.655 / 0.698 / 0.713 with minima 0.47-0.57 on 3 of the 10 runs (seeds 3, 4)
+        pytest.param("adaboost", marks=pytest.mark.xfail(strict=True, reason="issue 30")),
+    ],
+)
 def test_default_trackers_survive_jump_scale_and_distractor(name):
     """Mean overlap > 0.7 and never below 0.5 on every run: 5 seeds (video and tracker),
     each from the true first box and from one shifted by 1-2 px."""
