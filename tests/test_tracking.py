@@ -457,7 +457,9 @@ def test_relabel_picks_the_best_nearby_candidate():
     from maxmargin.tasks.boxes import box_overlap
 
     frames, boxes = synthetic_video(n=10)
-    tr = StructBoostTracker(relabel=0.5, max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr = StructBoostTracker(
+        relabel=0.5, max_iter=30, update_iter=5, augment=0, random_state=0, **FAST
+    )
     tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
     for k in range(3, 10):
         tr.update(frames[k])

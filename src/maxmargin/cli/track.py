@@ -172,7 +172,8 @@ def write_gif(path, seq, pred, max_side: int = 320, every: int = 1) -> None:
         if f.ndim == 2:
             f = np.repeat(f[:, :, None], 3, axis=2)
         f = np.ascontiguousarray(f[:, :, :3]).copy()
-        draw_box(f, seq.boxes[k], (0, 200, 0), width=max(1, step))
-        draw_box(f, pred[k], (230, 0, 0), width=max(1, step))
+        for b, colour in ((seq.boxes[k], (0, 200, 0)), (pred[k], (230, 0, 0))):
+            if np.all(np.isfinite(b)):  # unlabelled / untracked frames have NaN boxes
+                draw_box(f, b, colour, width=max(1, step))
         frames.append(f[::step, ::step])
     iio.imwrite(path, np.stack(frames), duration=40, loop=0)

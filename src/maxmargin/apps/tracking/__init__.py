@@ -20,6 +20,7 @@ from maxmargin.apps.tracking.tracker import (
     StructBoostTracker,
     coarse_to_fine,
     make_tracker,
+    warp_frame,
 )
 
 __all__ = [
@@ -41,5 +42,6 @@ __all__ = [
     "summary",
     "to_grey",
     "track_sequence",
+    "warp_frame",
     "write_boxes",
 ]

@@ -1,9 +1,21 @@
-"""OTB sequence folders: ``img/NNNN.jpg`` frames and ``groundtruth_rect.txt`` boxes.
+"""Tracking sequences: OTB folders and MIL-track folders with sparse ground truth.
 
-Wu, Lim & Yang, "Online object tracking: A benchmark", CVPR 2013.  The box file has one
-``x,y,w,h`` row per frame in 1-based pixel coordinates, separated by commas, tabs or
-spaces; :func:`read_boxes` returns 0-based boxes (``x - 1, y - 1``), the convention of
-:mod:`maxmargin.tasks.boxes`, and :func:`write_boxes` writes 1-based rows back.
+OTB (Wu, Lim & Yang, "Online object tracking: A benchmark", CVPR 2013): ``img/NNNN.jpg``
+frames and ``groundtruth_rect.txt``, one ``x,y,w,h`` row per frame in 1-based pixel
+coordinates, separated by commas, tabs or spaces.  :func:`read_boxes` returns 0-based
+boxes (``x - 1, y - 1``), the convention of :mod:`maxmargin.tasks.boxes`, and
+:func:`write_boxes` writes 1-based rows back.
+
+MIL-track (Babenko, Yang & Belongie, "Visual tracking with online multiple instance
+learning", CVPR 2009) annotates only some frames (every 5th): its ``<seq>_gt.txt`` has one
+0-based row per frame with ``0,0,0,0`` on frames that were not annotated.  Such rows are
+read as *unlabelled* -- a row of NaN -- and every metric
+(:mod:`maxmargin.apps.tracking.metrics`) scores only the labelled frames.  Accepted
+layouts: ``groundtruth_rect.txt`` (1-based, ``0,0,0,0`` rows unlabelled),
+``groundtruth_labelled.txt`` (``frame, x, y, w, h``, 1-based frame numbers and
+coordinates, only the labelled frames), or the MIL files themselves (``<seq>_gt.txt``,
+0-based, with ``<seq>_frames.txt`` giving the first and last frame of ``imgs/``), at the
+top of the folder or in ``mil_original/``.  Frames may be JPEG, PNG or BMP.
 """
 
 from __future__ import annotations
@@ -14,13 +26,26 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Sequence", "load_sequence", "read_boxes", "write_boxes"]
+__all__ = [
+    "Sequence",
+    "labelled_mask",
+    "load_sequence",
+    "read_boxes",
+    "read_labelled_boxes",
+    "write_boxes",
+]
 
 _IMAGE_EXT = (".jpg", ".jpeg", ".png", ".bmp")
 
 
-def read_boxes(path) -> np.ndarray:
-    """Boxes of an OTB ground-truth file as 0-based ``(x, y, w, h)`` floats, (n, 4)."""
+def read_boxes(path, *, one_based: bool = True) -> np.ndarray:
+    """Boxes of a ground-truth file as 0-based ``(x, y, w, h)`` floats, (n, 4).
+
+    One ``x,y,w,h`` row per frame (1-based as in OTB unless ``one_based=False``, as in
+    MIL-track's ``*_gt.txt``).  A row ``0,0,0,0`` marks a frame without annotation and
+    becomes a row of NaN (see :func:`labelled_mask`); any other box of zero or negative
+    size is an error.
+    """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no box file {path}")
@@ -42,13 +67,61 @@ def read_boxes(path) -> np.ndarray:
     b = np.array(rows)
     if not np.all(np.isfinite(b)):
         raise ValueError(f"{path}: boxes must be finite")
-    bad = np.flatnonzero((b[:, 2] <= 0) | (b[:, 3] <= 0))
+    blank = np.all(b == 0, axis=1)  # MIL-track: 0,0,0,0 = not annotated
+    bad = np.flatnonzero(((b[:, 2] <= 0) | (b[:, 3] <= 0)) & ~blank)
     if len(bad):
         raise ValueError(
             f"{path}: box {bad[0] + 1} has zero or negative size {tuple(b[bad[0], 2:])}"
         )
-    b[:, :2] -= 1.0
+    if blank.all():
+        raise ValueError(f"{path}: no frame is annotated (every row is 0,0,0,0)")
+    if one_based:
+        b[:, :2] -= 1.0
+    b[blank] = np.nan
     return b
+
+
+def read_labelled_boxes(path, n_frames: int) -> np.ndarray:
+    """A ``groundtruth_labelled.txt`` file (rows ``frame, x, y, w, h``, 1-based frame
+    numbers and coordinates, labelled frames only) as (n_frames, 4) 0-based boxes with
+    NaN rows on the frames it does not list."""
+    path = Path(path)
+    rows = []
+    for k, line in enumerate(path.read_text().splitlines(), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        parts = [p for p in re.split(r"[,\s]+", s) if p]
+        try:
+            vals = [float(p) for p in parts]
+        except ValueError:
+            raise ValueError(f"{path}:{k}: not numbers: {line!r}") from None
+        if len(vals) != 5:
+            raise ValueError(f"{path}:{k}: expected 5 values frame,x,y,w,h, got {len(vals)}")
+        rows.append(vals)
+    if not rows:
+        raise ValueError(f"{path} holds no boxes")
+    a = np.array(rows)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{path}: values must be finite")
+    frame = a[:, 0]
+    if np.any(frame != np.round(frame)) or np.any(frame < 1) or np.any(frame > n_frames):
+        k = int(np.flatnonzero((frame != np.round(frame)) | (frame < 1) | (frame > n_frames))[0])
+        raise ValueError(f"{path}:{k + 1}: frame number {a[k, 0]:g} is not one of 1..{n_frames}")
+    if len(np.unique(frame)) != len(frame):
+        raise ValueError(f"{path}: a frame is listed twice")
+    bad = np.flatnonzero((a[:, 3] <= 0) | (a[:, 4] <= 0))
+    if len(bad):
+        raise ValueError(f"{path}:{bad[0] + 1}: zero or negative size {tuple(a[bad[0], 3:])}")
+    b = np.full((n_frames, 4), np.nan)
+    b[frame.astype(np.intp) - 1] = a[:, 1:] - np.array([1.0, 1.0, 0.0, 0.0])
+    return b
+
+
+def labelled_mask(boxes) -> np.ndarray:
+    """Which rows of a ground-truth array are annotated (finite), shape (n,)."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    return np.all(np.isfinite(b), axis=1)
 
 
 def write_boxes(path, boxes) -> None:
@@ -74,7 +147,8 @@ def check_box(box, image_shape, what="box") -> np.ndarray:
 
 @dataclass
 class Sequence:
-    """An OTB sequence: frame paths, 0-based ground-truth boxes, the frame size."""
+    """A sequence: frame paths, 0-based ground-truth boxes (NaN rows on frames without
+    annotation), the frame size."""
 
     name: str
     frames: list[Path]
@@ -84,18 +158,29 @@ class Sequence:
     def __len__(self) -> int:
         return len(self.frames)
 
+    @property
+    def labelled(self) -> np.ndarray:
+        """Boolean mask of the annotated frames."""
+        return labelled_mask(self.boxes)
+
     def frame(self, k: int) -> np.ndarray:
         import imageio.v3 as iio
 
         return np.asarray(iio.imread(self.frames[k]))
 
 
+def _frames_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in _IMAGE_EXT)
+
+
 def load_sequence(path, *, max_frames: int | None = None) -> Sequence:
-    """Read an OTB-layout folder (``img/`` + ``groundtruth_rect.txt``).
+    """Read a sequence folder: OTB (``img/`` + ``groundtruth_rect.txt``) or MIL-track
+    (see the module docstring; unannotated frames get NaN boxes).
 
     Raises ValueError for a missing folder or box file, a folder without frames, a box
-    count that does not match the frames, or a box of zero/negative size or outside
-    the image.  ``max_frames`` keeps only the first frames.
+    count that does not match the frames, a box of zero/negative size or outside the
+    image, or a first frame without a box (a tracker starts from it).  ``max_frames``
+    keeps only the first frames.
     """
     import imageio.v3 as iio
 
@@ -103,23 +188,44 @@ def load_sequence(path, *, max_frames: int | None = None) -> Sequence:
     if not root.is_dir():
         raise ValueError(f"{root} is not a folder")
     img = root / "img"
+    mil_gt = sorted(root.glob("*_gt.txt")) or sorted(root.glob("mil_original/*_gt.txt"))
+    if not img.is_dir() and (root / "imgs").is_dir() and mil_gt:
+        img = root / "imgs"  # MIL-track's own layout
     if not img.is_dir():
         raise ValueError(f"{root} has no img/ folder of frames")
-    frames = sorted(p for p in img.iterdir() if p.suffix.lower() in _IMAGE_EXT)
+    frames = _frames_in(img)
     if not frames:
         raise ValueError(f"{img} holds no frames ({'/'.join(_IMAGE_EXT)})")
     gt = root / "groundtruth_rect.txt"
     if not gt.is_file():
         cands = sorted(root.glob("groundtruth_rect*.txt"))
-        if not cands:
-            raise ValueError(f"{root} has no groundtruth_rect.txt")
-        gt = cands[0]
-    boxes = read_boxes(gt)
+        gt = cands[0] if cands else None
+    if gt is not None:
+        boxes = read_boxes(gt)
+    elif (root / "groundtruth_labelled.txt").is_file():
+        gt = root / "groundtruth_labelled.txt"
+        boxes = read_labelled_boxes(gt, len(frames))
+    elif mil_gt:
+        gt = mil_gt[0]
+        boxes = read_boxes(gt, one_based=False)
+        span = gt.with_name(gt.name[: -len("_gt.txt")] + "_frames.txt")
+        if img.name == "imgs" and span.is_file():  # MIL layout: frames first..last of imgs/
+            vals = [int(float(v)) for v in re.split(r"[,\s]+", span.read_text().strip()) if v]
+            if len(vals) != 2:
+                raise ValueError(f"{span}: expected 'first,last'")
+            nums = [int(m.group()) if (m := re.search(r"\d+", p.stem)) else -1 for p in frames]
+            frames = [p for p, k in zip(frames, nums) if vals[0] <= k <= vals[1]]
+    else:
+        raise ValueError(
+            f"{root} has no groundtruth_rect.txt, groundtruth_labelled.txt or *_gt.txt"
+        )
     if len(boxes) != len(frames):
         raise ValueError(f"{root}: {len(frames)} frames but {len(boxes)} boxes in {gt.name}")
     if max_frames is not None:
         frames, boxes = frames[: int(max_frames)], boxes[: int(max_frames)]
+    if not labelled_mask(boxes[:1]).all():
+        raise ValueError(f"{gt.name}: the first frame has no box (a tracker starts there)")
     shape = np.asarray(iio.imread(frames[0])).shape[:2]
-    for k, b in enumerate(boxes):  # one check per frame (a few hundred)
-        check_box(b, shape, what=f"box {k + 1} of {gt.name}")
+    for k in np.flatnonzero(labelled_mask(boxes)):  # one check per labelled frame
+        check_box(boxes[k], shape, what=f"box {k + 1} of {gt.name}")
     return Sequence(root.name, frames, boxes, (int(shape[0]), int(shape[1])))
