@@ -240,6 +240,21 @@ class FastMaster:
             return 1.0 + CONTINUATION_GAIN_TOL
         return None
 
+    def full_gap_met(self) -> bool:
+        """After a ``certify="gap"`` certificate: whether the certified relative gap to
+        the *full* problem -- the objective against the pricing bound, which covers every
+        weak classifier -- is within ``gap_tol``.  Then column generation has converged to
+        that tolerance (new columns could lower the objective by at most that much), and
+        re-opening the master for columns of gain just above 1 would only repeat the
+        certificate again and again."""
+        return self.certified and self._pricing_gap_met()
+
+    def _pricing_gap_met(self) -> bool:
+        if not (self.mode == "gap" and np.isfinite(self._pricing_bound)):
+            return False
+        P = self.smooth.objective
+        return (P - self._pricing_bound) <= self.gap_tol * abs(P)
+
     def note_pricing(self, best_gain: float) -> None:
         """The exact weak-learner search found ``best_gain`` as the largest gain of any
         weak classifier under the current duals: a lower bound on the full problem
@@ -276,6 +291,11 @@ class FastMaster:
             return True
         if self.failed or self.stalled:
             return False
+        if self._pricing_gap_met():
+            # the exact search's bound already certifies gap_tol against the full
+            # problem (so against this restricted master): no continuation needed
+            self.certified = True
+            return True
         self.smooth.refresh()  # every column's gain at the current point
         if self._by_continuation:
             return self._certify_by_continuation(deadline)
@@ -732,6 +752,16 @@ def _fit_with_search(n_jobs, task, weak, *args, **kwargs) -> ColumnGenerationRes
         return _fit_structboost(task, blocked, *args, **kwargs)
 
 
+def _picked_columns(store: ColumnStore, picks, new_cols) -> np.ndarray:
+    """Column numbers of the priced (classifier, slot) pairs that were already stored."""
+    rows = store.last_rows
+    cols = np.array(
+        [store.index[rows[k], s] for k, (_, slots) in enumerate(picks) for s in slots],
+        dtype=np.int64,
+    )
+    return np.setdiff1d(cols[cols >= 0], new_cols)
+
+
 def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) -> None:
     """Warm start: earlier weak classifiers enter as columns, the master is solved."""
     W0 = np.asarray(W0, dtype=np.float64).reshape(len(hyps), store.n_slots)
@@ -932,15 +962,23 @@ def _fit_structboost(
             cand, gains = weak_learner.best(prepared, mst.weak_weights())
             threshold = getattr(mst, "pricing_threshold", None) or 1.0 + eps_cg
             picks = task.select_columns(gains, threshold)
+            if picks and isinstance(mst, FastMaster) and mst.full_gap_met():
+                picks = []  # the certified point is within gap_tol of the full problem
             best_gain = float(np.max(gains)) if len(gains) else 0.0
             if exact_search and isinstance(mst, FastMaster):
                 mst.note_pricing(best_gain)
-            new_cols = np.zeros(0, dtype=np.int64)
+            new_cols = old_cols = np.zeros(0, dtype=np.int64)
             if picks:
                 new_hyps = cand.take(np.array([p[0] for p in picks]))
                 new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
+                if isinstance(mst, FastMaster):
+                    # stored columns that price again but sit outside the working set
+                    # (their weights were held): they re-enter it
+                    old_cols = mst.smooth.outside_working_set(
+                        _picked_columns(store, picks, new_cols)
+                    )
             t_weak += time.perf_counter() - t0
-            if len(new_cols) == 0:
+            if len(new_cols) == 0 and len(old_cols) == 0:
                 if getattr(mst, "stalled", False):
                     # the continuation stalled and its duals price nothing new either
                     reason = "stalled"
@@ -966,6 +1004,8 @@ def _fit_structboost(
             it += 1
             t1 = time.perf_counter()
             mst.add_columns(new_cols)
+            if len(old_cols):
+                mst.smooth.activate(old_cols)
             info = mst.solve(loop_deadline())
             t_master = time.perf_counter() - t1 + t_cert
             history.append(record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert))

@@ -169,6 +169,31 @@ class SmoothedMaster:
         self._since_refresh += 1
         self._pinned = False
 
+    def outside_working_set(self, cols) -> np.ndarray:
+        """The columns of ``cols`` that the steps do not move now."""
+        cols = np.asarray(cols, dtype=np.int64)
+        if len(self.ws) == self.store.n_columns:
+            return cols[:0]
+        return cols[~np.isin(cols, self.ws)]
+
+    def activate(self, cols) -> None:
+        """Stored columns whose weights were held join the working set (priced again:
+        their gain under the current duals exceeds 1).  Their gains are recomputed; the
+        L-BFGS pairs get zeros at the new positions."""
+        cols = self.outside_working_set(cols)
+        if len(cols) == 0:
+            return
+        self._pad_gains()
+        self.gains[cols] = self.store.gains_of(self.A, cols, fast=True)
+        self.grad = 1.0 - self.gains
+        self.ws = np.concatenate([self.ws, cols])
+        z = np.zeros(len(cols))
+        self._pairs = [(np.concatenate([s, z]), np.concatenate([y, z])) for s, y in self._pairs]
+        self._pinned = False
+        if len(self.ws) == self.store.n_columns:  # every column: the natural order
+            self.ws = np.arange(self.store.n_columns)
+            self._pairs = []
+
     def pin_working_set(self, cols) -> None:
         """Move exactly the columns ``cols`` (with every gain current) until columns are
         added; the L-BFGS memory is dropped."""
@@ -202,13 +227,13 @@ class SmoothedMaster:
         if len(self.ws) == st.n_columns or due:
             self.refresh()
 
-    def refresh(self, keep=None) -> None:
-        """Every column's gain from the current duals; the working set becomes the
-        ``working_set`` classifiers with the largest projected gradient (summed over their
-        columns), plus the columns ``keep``.  The L-BFGS memory is dropped (its pairs
-        saw only the old working set's gradient)."""
+    def refresh(self, keep=None, gains=None) -> None:
+        """Every column's gain from the current duals (``gains`` if already computed);
+        the working set becomes the ``working_set`` classifiers with the largest
+        projected gradient (summed over their columns), plus the columns ``keep``.  The
+        L-BFGS memory is dropped (its pairs saw only the old working set's gradient)."""
         st = self.store
-        self.gains = st.gains(self.A, fast=True)
+        self.gains = st.gains(self.A, fast=True) if gains is None else np.array(gains)
         self.grad = 1.0 - self.gains
         self.n_refresh += 1
         self._since_refresh = 0
