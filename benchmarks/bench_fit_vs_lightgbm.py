@@ -3,23 +3,28 @@
 StructBoost multi-class with shared stumps adds one stump (with one weight per class) per
 column-generation iteration; LightGBM's multi-class boosting with ``max_depth=1`` adds one
 stump per class per round.  At equal budget LightGBM gets ``ceil(n_stumps / n_classes)``
-rounds for the ``n_stumps`` distinct stumps StructBoost holds.  Both use the machine's two
-cores (numba's stump search / LightGBM ``n_jobs=2``).  Each fit is repeated and the fastest
-time kept (the machine may be shared); the test error and the objective come from the
-first repeat (all repeats are identical fits).
+rounds for the ``n_stumps`` distinct stumps StructBoost holds.  Both run on ``--threads``
+threads (numba's kernels / LightGBM ``n_jobs``; default 1, the issue-28 protocol).  Each
+fit is repeated and the fastest time kept (the machine may be shared); the test error and
+the objective come from the first repeat (all repeats are identical fits).
 
-Reported per configuration ``weak:master``: fit seconds and their ratio to LightGBM's, test
-error of both, StructBoost's objective and certified duality gap, and its time split:
-weak-learner search (t_weak), master (t_master; includes t_polish, the final exact LP) and
-the oracle inside the master (t_oracle).
+Reported per configuration ``weak:master:certify`` and iteration count: fit seconds and
+their ratio to LightGBM's, test error of both, StructBoost's objective and certified
+duality gap, and its time split: weak-learner search (t_weak), master (t_master;
+includes t_polish, the final certificate -- continuation or exact LP) and the oracle
+inside the master (t_oracle); and ``doubling``: the fit time at this iteration count
+over the time at the previous (smaller) count of the same configuration.
 
-Data: satimage and pendigits use their official train/test files; usps (only its
+Data: satimage, pendigits and dna use their official train/test files; usps (only its
 2007-row test file is available) and scikit-learn's digits are split 70/30 (stratified,
-seed 0).
+seed 0); ``syn26`` is ``make_classification(n_samples=20000, n_features=16,
+n_informative=12, n_redundant=0, n_classes=26, n_clusters_per_class=1,
+random_state=0)`` split 70/30 (stratified, seed 0): the issue's 26-class stand-in.
 
-Usage: .venv/bin/python benchmarks/bench_fit_vs_lightgbm.py [--max-iter 100] [--C 100]
-    [--datasets digits satimage pendigits usps] [--configs stump:fast stump:exact]
-    [--repeats 3] [--data-dir ../shared/data] [--out benchmarks/results/fit_vs_lightgbm.json]
+Usage: .venv/bin/python benchmarks/bench_fit_vs_lightgbm.py [--max-iter 100 200 500]
+    [--C 100] [--datasets digits satimage pendigits usps dna syn26]
+    [--configs stump:fast:gap stump:fast:exact] [--threads 1] [--repeats 3]
+    [--data-dir ../shared/data] [--out benchmarks/results/fit_vs_lightgbm.json]
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ import time
 from pathlib import Path
 
 import lightgbm as lgb
+import numba
 import numpy as np
+from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
 from _common import DEFAULT_DATA, load_digits_split, load_multiclass, write_result
@@ -39,7 +46,19 @@ from maxmargin import StructBoostClassifier
 def load(data_dir: Path, name: str):
     if name == "digits":
         return load_digits_split(0)
-    if name in ("satimage", "pendigits"):
+    if name == "syn26":
+        X, y = make_classification(
+            n_samples=20000,
+            n_features=16,
+            n_informative=12,
+            n_redundant=0,
+            n_classes=26,
+            n_clusters_per_class=1,
+            random_state=0,
+        )
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+        return Xtr, ytr, Xte, yte
+    if name in ("satimage", "pendigits", "dna"):
         return load_multiclass(data_dir, name, split="official")
     X, y = load_multiclass(data_dir, name)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
@@ -57,10 +76,15 @@ def timed(fit, repeats):
     return first, min(times), times
 
 
-def run_structboost(Xtr, ytr, Xte, yte, weak, master, max_iter, C, repeats):
+def run_structboost(Xtr, ytr, Xte, yte, weak, master, certify, max_iter, C, repeats):
     clf, fit_s, times = timed(
         lambda: StructBoostClassifier(
-            C=C, max_iter=max_iter, weak_learner=weak, master=master, random_state=0
+            C=C,
+            max_iter=max_iter,
+            weak_learner=weak,
+            master=master,
+            certify=certify,
+            random_state=0,
         ).fit(Xtr, ytr),
         repeats,
     )
@@ -81,7 +105,7 @@ def run_structboost(Xtr, ytr, Xte, yte, weak, master, max_iter, C, repeats):
     }
 
 
-def run_lightgbm(Xtr, ytr, Xte, yte, n_stumps, n_classes, repeats):
+def run_lightgbm(Xtr, ytr, Xte, yte, n_stumps, n_classes, repeats, threads):
     rounds = max(1, int(np.ceil(n_stumps / n_classes)))
     clf, fit_s, times = timed(
         lambda: lgb.LGBMClassifier(
@@ -89,7 +113,7 @@ def run_lightgbm(Xtr, ytr, Xte, yte, n_stumps, n_classes, repeats):
             max_depth=1,
             num_leaves=2,
             learning_rate=0.3,
-            n_jobs=2,
+            n_jobs=threads,
             verbose=-1,
             random_state=0,
         ).fit(Xtr, ytr),
@@ -107,54 +131,75 @@ def run_lightgbm(Xtr, ytr, Xte, yte, n_stumps, n_classes, repeats):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=str(DEFAULT_DATA))
-    ap.add_argument("--max-iter", type=int, default=100)
+    ap.add_argument("--max-iter", type=int, nargs="+", default=[100, 200, 500])
     ap.add_argument("--C", type=float, default=100.0)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--datasets", nargs="+", default=["digits", "satimage", "pendigits", "usps"])
-    ap.add_argument("--configs", nargs="+", default=["stump:fast", "hist_stump:fast"])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["digits", "satimage", "pendigits", "usps", "dna", "syn26"],
+    )
+    ap.add_argument("--configs", nargs="+", default=["stump:fast:gap"])
     ap.add_argument("--out", default="benchmarks/results/fit_vs_lightgbm.json")
     args = ap.parse_args()
+    numba.set_num_threads(args.threads)
     # compile the numba kernels outside the timings
     Xw, yw, _, _ = load_digits_split(0)
-    StructBoostClassifier(max_iter=3).fit(Xw[:200], yw[:200])
+    for certify in ("gap", "exact"):
+        StructBoostClassifier(max_iter=3, certify=certify).fit(Xw[:200], yw[:200])
     rows = []
     for name in args.datasets:
         Xtr, ytr, Xte, yte = load(Path(args.data_dir), name)
         K = len(np.unique(ytr))
         for cfg in args.configs:
-            weak, master = cfg.split(":")
-            sb = run_structboost(
-                Xtr, ytr, Xte, yte, weak, master, args.max_iter, args.C, args.repeats
-            )
-            lg = run_lightgbm(Xtr, ytr, Xte, yte, sb["n_stumps"], K, args.repeats)
-            rows.append(
-                {
-                    "data": name,
-                    "n_train": len(ytr),
-                    "d": Xtr.shape[1],
-                    "classes": K,
-                    "weak_learner": weak,
-                    "master": master,
-                    "structboost": sb,
-                    "lightgbm": lg,
-                    "time_ratio": sb["fit_s"] / lg["fit_s"],
-                }
-            )
-            print(rows[-1], flush=True)
-    path = write_result(args.out, {"max_iter": args.max_iter, "C": args.C, "rows": rows})
+            weak, master, *rest = cfg.split(":")
+            certify = rest[0] if rest else "gap"
+            prev = None
+            for max_iter in sorted(args.max_iter):
+                sb = run_structboost(
+                    Xtr, ytr, Xte, yte, weak, master, certify, max_iter, args.C, args.repeats
+                )
+                lg = run_lightgbm(Xtr, ytr, Xte, yte, sb["n_stumps"], K, args.repeats, args.threads)
+                rows.append(
+                    {
+                        "data": name,
+                        "n_train": len(ytr),
+                        "d": Xtr.shape[1],
+                        "classes": K,
+                        "weak_learner": weak,
+                        "master": master,
+                        "certify": certify,
+                        "max_iter": max_iter,
+                        "structboost": sb,
+                        "lightgbm": lg,
+                        "time_ratio": sb["fit_s"] / lg["fit_s"],
+                        "doubling": None if prev is None else sb["fit_s"] / prev,
+                        "certificate_share": sb["t_polish"] / sb["fit_s"],
+                    }
+                )
+                prev = sb["fit_s"]
+                print(rows[-1], flush=True)
+    path = write_result(
+        args.out,
+        {"max_iter": args.max_iter, "C": args.C, "threads": args.threads, "rows": rows},
+    )
     print(f"wrote {path}")
     print(
-        "| data | weak:master | SB fit s (weak / master / polish) | SB iters / stumps | "
-        "objective (gap) | LightGBM fit s (rounds) | ratio | test error SB / LightGBM |"
+        "| data | weak:master:certify | iters | SB fit s (weak / master / certificate) | "
+        "SB stumps | objective (gap) | LightGBM fit s (rounds) | ratio | time vs previous "
+        "iters | test error SB / LightGBM |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         sb, lg = r["structboost"], r["lightgbm"]
+        dbl = "" if r["doubling"] is None else f"{r['doubling']:.2f}x"
         print(
-            f"| {r['data']} | {r['weak_learner']}:{r['master']} | {sb['fit_s']:.2f} "
+            f"| {r['data']} | {r['weak_learner']}:{r['master']}:{r['certify']} | "
+            f"{r['max_iter']} | {sb['fit_s']:.2f} "
             f"({sb['t_weak']:.2f} / {sb['t_master']:.2f} / {sb['t_polish']:.2f}) | "
-            f"{sb['n_iter']} / {sb['n_stumps']} | {sb['objective']:.3f} ({sb['gap']:.0e}) | "
-            f"{lg['fit_s']:.3f} ({lg['rounds']}) | {r['time_ratio']:.0f}x | "
+            f"{sb['n_stumps']} | {sb['objective']:.3f} ({sb['gap']:.0e}) | "
+            f"{lg['fit_s']:.3f} ({lg['rounds']}) | {r['time_ratio']:.0f}x | {dbl} | "
             f"{sb['test_error']:.4f} / {lg['test_error']:.4f} |"
         )
 

@@ -41,15 +41,23 @@ def test_structboost_without_polish():
     X = rng.normal(size=(150, 5))
     y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.8).astype(int)
     kw = dict(task=MultiClassTask(), weak_learner="stump", C=20.0, max_iter=15, random_state=0)
-    exact = StructBoost(**kw).fit(X, y)
+    exact = StructBoost(certify="exact", **kw).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no gap warning: the smoothed solution was asked for
         fast = StructBoost(polish=False, **kw).fit(X, y)
+        none = StructBoost(certify="none", **kw).fit(X, y)
     assert exact.history_[-1]["certified"] and not fast.history_[-1]["certified"]
-    # the smoothed solution is a near-optimal point with a valid certified bound
-    assert fast.history_[-1]["dual_bound"] <= exact.objective_ + 1e-9
-    assert fast.objective_ >= exact.objective_ * (1 - 1e-9) or fast.n_iter_ != exact.n_iter_
-    assert fast.gap_ < 0.1
+    assert none.objective_ == fast.objective_  # polish=False is certify="none"
+    # the smoothed solution comes with a valid certified bound: at most the exact
+    # optimum over the same 15 iterations' columns (both runs price the same sequence
+    # until the first certificate, which only the exact run makes before max_iter)
+    if fast.n_iter_ == exact.n_iter_ == 15:
+        assert fast.history_[-1]["dual_bound"] <= exact.objective_ * (1 + 1e-9)
+        assert fast.objective_ >= exact.objective_ * (1 - 1e-9)
+    # and its reported gap is exactly (P - D) / P of those two numbers (no tolerance
+    # tuned to a machine: how small the smoothed point's gap is depends on the steps)
+    rec = fast.history_[-1]
+    assert fast.gap_ == pytest.approx((rec["objective"] - rec["dual_bound"]) / rec["objective"])
     assert np.mean(fast.predict(X) == y) > 0.8
 
 

@@ -166,7 +166,12 @@ def test_ranker_formulations_agree_on_real_data():
     objs = []
     for formulation in ("1-slack", "m-slack"):
         r = StructBoostRanker(
-            C=50, max_iter=500, formulation=formulation, eps_cp=1e-9, max_cp_rounds=None
+            C=50,
+            max_iter=500,
+            formulation=formulation,
+            eps_cp=1e-9,
+            max_cp_rounds=None,
+            certify="exact",
         ).fit(X, y)
         assert r.converged_
         objs.append(r.objective_)

@@ -32,6 +32,7 @@ from maxmargin._validation import (
 from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning, warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.column_generation import (
+    CERTIFY,
     FORMULATION_ALIASES,
     FORMULATIONS,
     MASTERS,
@@ -137,13 +138,20 @@ class StructBoost(Persistent, BaseEstimator):
         weights (they enter the new master as columns, re-evaluated on the new data;
         ``max_iter`` then counts the iterations added).  For re-training on data that
         changes a little, such as a tracker's sliding window of frames.
+    certify : {"gap", "exact", "none"}, default="gap"
+        How a fit of the fast master ends.  ``"gap"``: sharpen the smoothing (on a
+        screened set of columns) until the certified relative duality gap over the final
+        weak learners is at most ``gap_tol`` -- no LP, so the certificate costs about
+        what a few iterations cost, at any size.  ``"exact"``: the exact LP optimum over
+        the final weak learners (the m-slack polish; gap about 1e-12), whose cost grows
+        with rows x classes.  ``"none"``: the smoothed master's solution as it is
+        (``gap_`` is still its certified gap), for frequent warm re-trainings (the
+        tracker).  The exact master (``master="exact"``) always ends exactly.
+    gap_tol : float, default=1e-2
+        Relative duality gap that ``certify="gap"`` reaches (a ``ConvergenceWarning``
+        says so when max_time or the sharpest smoothing stopped it above).
     polish : bool, default=True
-        End the fast master with the exact LP optimum over the final weak learners.
-        False: return the smoothed master's solution (``gap_`` is its certified relative
-        gap; ``converged_`` means no weak learner had gain
-        above ``1 + eps_cg`` under the smoothed duals).  Only the fast master skips it; for
-        frequent warm re-trainings (the tracker) where the exact vertex is not worth its
-        time.
+        Legacy switch: False is ``certify="none"``.
 
     Attributes
     ----------
@@ -217,10 +225,14 @@ class StructBoost(Persistent, BaseEstimator):
         callback=None,
         warm_start: bool = False,
         polish: bool = True,
+        certify: str = "gap",
+        gap_tol: float = 1e-2,
     ):
         self.task = task
         self.warm_start = warm_start
         self.polish = polish
+        self.certify = certify
+        self.gap_tol = gap_tol
         self.master = master
         self.tol = tol
         self.max_cp_rounds = max_cp_rounds
@@ -255,6 +267,8 @@ class StructBoost(Persistent, BaseEstimator):
         "callback": CALLBACK,
         "warm_start": [bool, np.bool_],
         "polish": [bool, np.bool_],
+        "certify": [Options(*CERTIFY)],
+        "gap_tol": [POSITIVE],
     }
 
     def _validate_hyperparameters(self) -> None:
@@ -365,6 +379,8 @@ class StructBoost(Persistent, BaseEstimator):
             max_cp_rounds=self.max_cp_rounds,
             n_jobs=self._search_n_jobs(),
             polish=bool(self.polish),
+            certify=self.certify,
+            gap_tol=float(self.gap_tol),
             **init,
         )
         self._store_result(res)
@@ -373,6 +389,12 @@ class StructBoost(Persistent, BaseEstimator):
 
     #: a final relative duality gap above this is worth a warning
     GAP_WARNING = 1e-6
+
+    def _gap_target(self) -> float:
+        """The certified gap the fit promises (plus rounding)."""
+        if self.master_ == "fast" and self.certify == "gap":
+            return float(self.gap_tol) * (1 + 1e-9)
+        return self.GAP_WARNING
 
     def _warn_about_result(self, res) -> None:
         if res.stop_reason == "interrupted":
@@ -387,9 +409,9 @@ class StructBoost(Persistent, BaseEstimator):
                 stacklevel=3,
             )
         elif (
-            res.gap > self.GAP_WARNING
+            res.gap > self._gap_target()
             and (not res.certified or self.task_.dense_outputs)
-            and (self.polish or self.master_ != "fast")
+            and ((self.polish and self.certify != "none") or self.master_ != "fast")
         ):
             # (polish=False asked for the smoothed solution and its gap)
             # (a certified 1-slack model of a task without listable outputs -- ranking --
@@ -576,6 +598,12 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         Print one line per iteration when > 0.
     callback : callable or None, default=None
         Called with each iteration's record (the dict appended to ``history_``).
+    certify : {"gap", "exact", "none"}, default="gap"
+        How the fit ends; see :class:`StructBoost`.  "gap": a certified relative duality
+        gap of at most ``gap_tol`` by smoothing continuation (no LP); "exact": the exact
+        LP optimum over the final weak learners; "none": the smoothed solution as is.
+    gap_tol : float, default=1e-2
+        Relative duality gap of ``certify="gap"``.
 
     Attributes
     ----------
@@ -632,6 +660,8 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         n_jobs=None,
         verbose: int = 0,
         callback=None,
+        certify: str = "gap",
+        gap_tol: float = 1e-2,
     ):
         super().__init__(
             task=None,
@@ -649,6 +679,8 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
             n_jobs=n_jobs,
             verbose=verbose,
             callback=callback,
+            certify=certify,
+            gap_tol=gap_tol,
         )
         self.sharing = sharing
         self.taxonomy = taxonomy

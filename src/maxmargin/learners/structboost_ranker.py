@@ -78,6 +78,12 @@ class StructBoostRanker(StructBoost):
         Print one line per iteration when > 0.
     callback : callable or None, default=None
         Called with each iteration's record (the dict appended to ``history_``).
+    certify : {"gap", "exact", "none"}, default="gap"
+        How a fit of the fast master ends (see :class:`~maxmargin.StructBoost`): a
+        certified relative gap of at most ``gap_tol`` by smoothing continuation, the exact
+        1-slack optimum (Alg. 2 to ``eps_cp``), or the smoothed solution as is.
+    gap_tol : float, default=1e-2
+        Relative duality gap of ``certify="gap"``.
 
     Attributes
     ----------
@@ -137,6 +143,8 @@ class StructBoostRanker(StructBoost):
         random_state=None,
         verbose: int = 0,
         callback=None,
+        certify: str = "gap",
+        gap_tol: float = 1e-2,
     ):
         super().__init__(
             task=None,
@@ -153,6 +161,8 @@ class StructBoostRanker(StructBoost):
             random_state=random_state,
             verbose=verbose,
             callback=callback,
+            certify=certify,
+            gap_tol=gap_tol,
         )
         self.graph = graph
         self.rescaling = rescaling

@@ -49,6 +49,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import ThreadpoolController
 
 from maxmargin.inference._threads import resolve_threads
+from maxmargin.solvers import smooth_master
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
 from maxmargin.solvers.parallel import ShardedOracle
@@ -58,6 +59,7 @@ from maxmargin.solvers.working_set import WorkingSet
 from maxmargin.tasks.base import Cut, StructuredTask
 from maxmargin.tasks.crf import CRFTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
+from maxmargin.weak.hist_stump import CodedStump
 
 __all__ = [
     "FORMULATIONS",
@@ -74,6 +76,12 @@ FORMULATIONS = ("1-slack", "n-slack")
 #: the StructBoost paper calls the per-example form "m-slack"
 FORMULATION_ALIASES = {"m-slack": "n-slack"}
 MASTERS = ("fast", "exact")
+#: what ends a fit of the fast master: ``"gap"`` -- smoothing continuation until the
+#: certified relative gap is at most ``gap_tol`` (no LP); ``"exact"`` -- the exact LP
+#: optimum over the final columns (the m-slack polish); ``"none"`` -- nothing
+CERTIFY = ("gap", "exact", "none")
+#: default relative duality gap of ``certify="gap"``
+GAP_TOL = 1e-3
 STAB = 0.5  # weight of the stability centre in the in-out query point
 #: a truncated cutting-plane loop (max_cp_rounds) still goes on while the master's
 #: relative gap exceeds this, so weak learners are priced from reasonable duals
@@ -95,6 +103,10 @@ CONTINUATION_GAIN_TOL = 1e-3
 #: the continuation sharpens beta to at most this multiple of the master's base beta
 #: (4^5); beyond it the smoothed master needs ever more steps for ever less
 CONTINUATION_MAX_SHARPEN = POLISH_SHARPEN**5
+#: L-BFGS steps between two checks of the continuation's certified gap
+CONTINUATION_ROUND = 10
+#: the continuation's working set: columns with positive weight or a gain above 1 - SCREEN
+SCREEN = 0.1
 #: share of max_time kept for the final polish of the fast master
 POLISH_RESERVE = 0.1
 
@@ -149,11 +161,32 @@ class FastMaster:
     The smoothed master continues from the exact weights if more columns enter.
     """
 
-    def __init__(self, task, store: ColumnStore, C: float, *, tol, max_steps, eps_cp, rng):
+    def __init__(
+        self,
+        task,
+        store: ColumnStore,
+        C: float,
+        *,
+        tol,
+        max_steps,
+        eps_cp,
+        rng,
+        certify: str = "exact",
+        gap_tol: float = GAP_TOL,
+    ):
         self.task, self.store, self.C = task, store, C
         self.eps_cp, self.rng = eps_cp, rng
+        #: "exact": the LP polish where the task has one; "gap": the continuation
+        self.mode = certify
+        self.gap_tol = float(gap_tol)
+        #: best lower bound on the *full* problem's optimum (every weak classifier the
+        #: learner can return) met while pricing: ``C sum mu Delta / max(1, max gain)``
+        #: with the exact search's largest gain, valid at every later iteration too
+        self._pricing_bound = -np.inf
         self.formulation = "n-slack" if task.dense_outputs else "1-slack"
-        self.smooth = SmoothedMaster(task, store, C, tol=tol, max_steps=max_steps)
+        self.smooth = SmoothedMaster(
+            task, store, C, tol=tol, max_steps=max_steps, working_set=smooth_master.WORKING_SET
+        )
         self.exact = None  # MSlackLP or OneSlackMaster, once a polish has run
         self._exact_cols = 0  # columns the 1-slack polish already holds
         self.certified = False
@@ -196,12 +229,40 @@ class FastMaster:
         self._continuation_bound = -np.inf  # a bound for fewer columns is no bound now
 
     @property
+    def _by_continuation(self) -> bool:
+        return self.mode == "gap" or not self.task.exact_polish
+
+    @property
     def pricing_threshold(self) -> float | None:
         """Gain a new weak learner must exceed after a continuation certificate (None:
         the caller's ``1 + eps_cg``)."""
-        if (self.certified or self.stalled) and not self.task.exact_polish:
+        if (self.certified or self.stalled) and self._by_continuation:
             return 1.0 + CONTINUATION_GAIN_TOL
         return None
+
+    def full_gap_met(self) -> bool:
+        """After a ``certify="gap"`` certificate: whether the certified relative gap to
+        the *full* problem -- the objective against the pricing bound, which covers every
+        weak classifier -- is within ``gap_tol``.  Then column generation has converged to
+        that tolerance (new columns could lower the objective by at most that much), and
+        re-opening the master for columns of gain just above 1 would only repeat the
+        certificate again and again."""
+        return self.certified and self._pricing_gap_met()
+
+    def _pricing_gap_met(self) -> bool:
+        if not (self.mode == "gap" and np.isfinite(self._pricing_bound)):
+            return False
+        P = self.smooth.objective
+        return (P - self._pricing_bound) <= self.gap_tol * abs(P)
+
+    def note_pricing(self, best_gain: float) -> None:
+        """The exact weak-learner search found ``best_gain`` as the largest gain of any
+        weak classifier under the current duals: a lower bound on the full problem
+        (and so on every restricted master).  The search's float64 prefix sums may
+        differ from the column products by rounding; the gain is taken 1e-9 larger."""
+        s = self.smooth
+        g = max(1.0, float(best_gain) * (1.0 + 1e-9))
+        self._pricing_bound = max(self._pricing_bound, self.C * s.risk.dual / g)
 
     def solve(self, deadline: float | None) -> dict:
         steps = self.smooth.solve(deadline)
@@ -211,9 +272,14 @@ class FastMaster:
         if self._exact_done:
             return self.exact.record()
         s = self.smooth
+        bound = max(self._pricing_bound, getattr(self, "_continuation_bound", -np.inf))
+        if not np.isfinite(self._pricing_bound) or len(s.ws) == self.store.n_columns:
+            # no exact search to price with, or a model small enough that every
+            # column's float64 gain is cheap: the restricted master's own bound
+            bound = max(bound, s.dual_bound)
         return {
             "objective": s.objective,
-            "dual_bound": max(s.dual_bound, getattr(self, "_continuation_bound", -np.inf)),
+            "dual_bound": bound,
             "master_objective": s.smooth_objective,
             "xi": s.xi,
             "n_planes": 0,
@@ -225,7 +291,13 @@ class FastMaster:
             return True
         if self.failed or self.stalled:
             return False
-        if not self.task.exact_polish:
+        if self._pricing_gap_met():
+            # the exact search's bound already certifies gap_tol against the full
+            # problem (so against this restricted master): no continuation needed
+            self.certified = True
+            return True
+        self.smooth.refresh()  # every column's gain at the current point
+        if self._by_continuation:
             return self._certify_by_continuation(deadline)
         self.smooth.sharpen(POLISH_SHARPEN, deadline)
         try:
@@ -251,24 +323,36 @@ class FastMaster:
         Every box-feasible ``mu`` met on the way gives a valid lower bound on the same
         restricted master, so ``D`` is the best of them and ``w`` the best primal point.
         The model stays a smoothed one: ``certified`` means "within that gap", not the
-        LP vertex."""
+        LP vertex.
+
+        ``certify="gap"`` uses the same continuation for every task, to ``gap_tol``.
+        The steps move a screened working set -- columns with positive weight or a gain
+        within ``SCREEN`` of 1 at the start --, every round's bound takes every column's
+        float64 gain, and a column outside the set whose gain exceeds 1 joins it."""
         s = self.smooth
-        best_lb = s.dual_bound
+        target = self.gap_tol if self.mode == "gap" else CONTINUATION_GAP
+        best_lb = max(s.dual_bound, self._pricing_bound)
         best = (s.objective, s.w.copy())
+        s.pin_working_set(np.flatnonzero((s.w > 0) | (s.gains >= 1.0 - SCREEN)))
 
         def tight_solve():
             nonlocal best_lb, best
             tol, max_steps = s.tol, s.max_steps
-            s.tol, s.max_steps = 1e-9, 2 * max_steps
+            # short rounds: the bound is checked every CONTINUATION_ROUND steps, and the
+            # solve ends as soon as the target gap is certified
+            s.tol, s.max_steps = 1e-9, CONTINUATION_ROUND
             try:
-                for _ in range(20):
+                for _ in range(40 * max(1, max_steps // CONTINUATION_ROUND)):
                     steps = s.solve(deadline)
                     gains = s.store.gains(s.A)  # float64: the bound below is exact
                     g = float(gains.max()) if len(gains) else 0.0
+                    out = np.flatnonzero(gains > 1.0 + CONTINUATION_GAIN_TOL)
+                    if len(out) and not np.all(np.isin(out, s.ws)):
+                        s.pin_working_set(np.union1d(s.ws, out))
                     best_lb = max(best_lb, s.C * s.risk.dual / max(1.0, g))  # = s.dual_bound
                     if s.objective < best[0]:
                         best = (s.objective, s.w.copy())
-                    if steps == 0 or g <= 1.0 + CONTINUATION_GAIN_TOL:
+                    if steps == 0 or g <= 1.0 + CONTINUATION_GAIN_TOL or gap() <= target:
                         break
                     if deadline is not None and time.perf_counter() >= deadline:
                         break
@@ -280,7 +364,7 @@ class FastMaster:
 
         tight_solve()
         timed_out = False
-        while gap() > CONTINUATION_GAP:
+        while gap() > target:
             if deadline is not None and time.perf_counter() >= deadline:
                 timed_out = True
                 break
@@ -292,7 +376,7 @@ class FastMaster:
         if s.objective > best[0]:
             s.set_weights(best[1])
         self._continuation_bound = best_lb
-        self.certified = bool(gap() <= CONTINUATION_GAP)
+        self.certified = bool(gap() <= target)
         self.stalled = not self.certified and not timed_out
         return self.certified
 
@@ -668,6 +752,16 @@ def _fit_with_search(n_jobs, task, weak, *args, **kwargs) -> ColumnGenerationRes
         return _fit_structboost(task, blocked, *args, **kwargs)
 
 
+def _picked_columns(store: ColumnStore, picks, new_cols) -> np.ndarray:
+    """Column numbers of the priced (classifier, slot) pairs that were already stored."""
+    rows = store.last_rows
+    cols = np.array(
+        [store.index[rows[k], s] for k, (_, slots) in enumerate(picks) for s in slots],
+        dtype=np.int64,
+    )
+    return np.setdiff1d(cols[cols >= 0], new_cols)
+
+
 def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) -> None:
     """Warm start: earlier weak classifiers enter as columns, the master is solved."""
     W0 = np.asarray(W0, dtype=np.float64).reshape(len(hyps), store.n_slots)
@@ -714,6 +808,8 @@ def _fit_structboost(
     init_hypotheses: Hypotheses | None = None,
     init_slot_weights: np.ndarray | None = None,
     polish: bool = True,
+    certify: str = "exact",
+    gap_tol: float = GAP_TOL,
     product_threads: int = 1,
 ) -> ColumnGenerationResult:
     """Alg. 1: column generation over weak structured learners around a master.
@@ -733,16 +829,34 @@ def _fit_structboost(
     starting from the given weights), so column generation only adds what the new data
     needs (e.g. an online tracker re-trained on a sliding window of frames).
 
-    ``polish=False`` (fast master only): no exact solve at all -- column generation stops
-    when the smoothed master's duals price no new column (or at ``max_iter``) and the
-    smoothed solution is returned, with its certified gap (``certified`` False).  For
-    frequent warm re-trainings where the exact vertex is not worth its time.
+    ``certify`` (fast master only): how the fit ends once the smoothed duals price no new
+    column (or at ``max_iter``).  ``"exact"``: the exact LP optimum over the final columns
+    (the m-slack polish; tasks without one use the continuation to ``CONTINUATION_GAP``).
+    ``"gap"``: smoothing continuation on a screened working set until the certified
+    relative gap ``(P(w) - D) / P(w)`` is at most ``gap_tol`` -- no LP, so its cost grows
+    with the model like one iteration's, not like the LP's rows.  ``"none"`` (or the
+    legacy ``polish=False``): no certificate work at all -- the smoothed solution is
+    returned with its certified gap (``certified`` False); for frequent warm
+    re-trainings.
+
+    Every iteration's ``dual_bound`` is a certified lower bound on the restricted master:
+    with an exact weak-learner search (stumps) the best of ``C sum mu Delta / max(1,
+    g*)`` over the iterations so far, ``g*`` the search's largest gain (a bound on the
+    full problem, so on every restricted one), otherwise -- or while the model has at
+    most ``WORKING_SET`` classifiers -- also the restricted master's own bound from every
+    column's gain.
 
     ``product_threads``: threads for the fixed pieces of the master's column products
     (:class:`~maxmargin.solvers.columns.ColumnStore`; bit-identical for any count).
     """
     if master not in MASTERS:
         raise ValueError(f"master must be one of {MASTERS}, got {master!r}")
+    if certify not in CERTIFY:
+        raise ValueError(f"certify must be one of {CERTIFY}, got {certify!r}")
+    if not (np.isfinite(gap_tol) and gap_tol > 0):
+        raise ValueError(f"gap_tol must be a positive number, got {gap_tol!r}")
+    if not polish:
+        certify = "none"
     formulation = FORMULATION_ALIASES.get(formulation, formulation)
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
@@ -773,7 +887,17 @@ def _fit_structboost(
         weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots, product_threads
     )
     if master == "fast":
-        mst = FastMaster(task, store, C, tol=tol, max_steps=max_inner, eps_cp=eps_cp, rng=rng)
+        mst = FastMaster(
+            task,
+            store,
+            C,
+            tol=tol,
+            max_steps=max_inner,
+            eps_cp=eps_cp,
+            rng=rng,
+            certify="exact" if certify == "none" else certify,
+            gap_tol=gap_tol,
+        )
     elif formulation == "n-slack":
         mst = MSlackMaster(task, store, C, eps_cp=eps_cp, eps_cg=eps_cg, rng=rng)
     else:
@@ -818,7 +942,17 @@ def _fit_structboost(
         )
         return rec
 
-    skip_polish = not polish and isinstance(mst, FastMaster)
+    skip_polish = certify == "none" and isinstance(mst, FastMaster)
+    exact_search = bool(getattr(weak_learner, "exact_search", False))
+    base = getattr(weak_learner, "base", weak_learner)
+    if (
+        init_hypotheses is not None
+        and len(init_hypotheses)
+        and not (getattr(base, "max_bins", None) is None or isinstance(base, CodedStump))
+    ):
+        # earlier classifiers' thresholds need not be bin boundaries of this data: the
+        # binned search no longer covers every column
+        exact_search = False
     converged, reason = False, "max_iter"
     it = 0
     t_weak = t_cert = 0.0
@@ -828,13 +962,23 @@ def _fit_structboost(
             cand, gains = weak_learner.best(prepared, mst.weak_weights())
             threshold = getattr(mst, "pricing_threshold", None) or 1.0 + eps_cg
             picks = task.select_columns(gains, threshold)
+            if picks and isinstance(mst, FastMaster) and mst.full_gap_met():
+                picks = []  # the certified point is within gap_tol of the full problem
             best_gain = float(np.max(gains)) if len(gains) else 0.0
-            new_cols = np.zeros(0, dtype=np.int64)
+            if exact_search and isinstance(mst, FastMaster):
+                mst.note_pricing(best_gain)
+            new_cols = old_cols = np.zeros(0, dtype=np.int64)
             if picks:
                 new_hyps = cand.take(np.array([p[0] for p in picks]))
                 new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
+                if isinstance(mst, FastMaster):
+                    # stored columns that price again but sit outside the working set
+                    # (their weights were held): they re-enter it
+                    old_cols = mst.smooth.outside_working_set(
+                        _picked_columns(store, picks, new_cols)
+                    )
             t_weak += time.perf_counter() - t0
-            if len(new_cols) == 0:
+            if len(new_cols) == 0 and len(old_cols) == 0:
                 if getattr(mst, "stalled", False):
                     # the continuation stalled and its duals price nothing new either
                     reason = "stalled"
@@ -860,6 +1004,8 @@ def _fit_structboost(
             it += 1
             t1 = time.perf_counter()
             mst.add_columns(new_cols)
+            if len(old_cols):
+                mst.smooth.activate(old_cols)
             info = mst.solve(loop_deadline())
             t_master = time.perf_counter() - t1 + t_cert
             history.append(record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert))

@@ -259,6 +259,37 @@ class ColumnStore:
         run_pieces(piece, product_pieces(self.n_hyp, H.size), self.threads)
         return G[self.col_hyp, self.col_slot].astype(np.float64, copy=False)
 
+    def gains_of(self, A: np.ndarray, cols: np.ndarray, fast: bool = False) -> np.ndarray:
+        """Gains of the columns ``cols`` only (see :meth:`gains`): the products touch only
+        their classifiers' outputs, so a working set of columns costs its own size."""
+        cols = np.asarray(cols, dtype=np.int64)
+        if len(cols) == self.n_columns:
+            return self.gains(A, fast)
+        if len(cols) == 0:
+            return np.zeros(0)
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != (self.n_z, self.n_slots):
+            raise ValueError(f"A must have shape {(self.n_z, self.n_slots)}, got {A.shape}")
+        H = self.H32 if fast else self.H
+        if self._sparse_slots():
+            AT = np.empty((self.n_slots, self.n_z), dtype=H.dtype)
+            out = np.empty(len(cols))
+            with numba_threads(self._threads_for(len(cols) * self.n_z)):
+                _transpose(A, AT)
+                _column_dots(H, AT, self.col_hyp[cols], self.col_slot[cols], out)
+            return out
+        hs = np.unique(self.col_hyp[cols])
+        Hs = H[hs]
+        A = np.ascontiguousarray(A, dtype=H.dtype)
+        G = np.empty((len(hs), A.shape[1]), dtype=H.dtype)
+
+        def piece(a, b):
+            np.matmul(Hs[a:b], A, out=G[a:b])
+
+        run_pieces(piece, product_pieces(len(hs), Hs.size), self.threads)
+        rows = np.searchsorted(hs, self.col_hyp[cols])
+        return G[rows, self.col_slot[cols]].astype(np.float64, copy=False)
+
     def shifted_scores(self, F: np.ndarray, dw: np.ndarray) -> np.ndarray:
         """``F + H' dW`` from the float32 outputs, summed in float64 (the smoothed
         master's line search): slot scores after the column weights change by ``dw``."""
@@ -267,8 +298,13 @@ class ColumnStore:
         if F.shape != (self.n_z, self.n_slots) or dw.shape != (self.n_columns,):
             raise ValueError("F or dw does not match the store's shape")
         if not self._sparse_slots():  # classifiers in most slots: dense pieces
-            dW = self.weight_matrix(dw).astype(np.float32)
-            H32 = self.H32
+            # only the classifiers whose weights move (a working set of the smoothed
+            # master): the product costs their number, not the model's size
+            nz = np.flatnonzero(dw)
+            hs = np.unique(self.col_hyp[nz])
+            dW = np.zeros((len(hs), self.n_slots), dtype=np.float32)
+            dW[np.searchsorted(hs, self.col_hyp[nz]), self.col_slot[nz]] = dw[nz]
+            H32 = self.H32[hs] if len(hs) < self.n_hyp else self.H32
             change = np.empty((self.n_z, self.n_slots), dtype=np.float32)
 
             def piece(a, b):

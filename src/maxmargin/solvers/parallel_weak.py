@@ -149,6 +149,7 @@ class BlockedStumpSearch(WeakLearner):
     """
 
     hypotheses_class = Stumps
+    exact_search = True  # every block searched exhaustively
 
     def __init__(self, base: DecisionStump, n_jobs=None, n_blocks: int | None = None):
         if not supports_blocks(base):

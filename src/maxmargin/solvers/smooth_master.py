@@ -46,6 +46,13 @@ BETA = 50.0
 ARMIJO = 1e-4
 #: scores are updated in float32 by each step and recomputed exactly after this many
 REFRESH_STEPS = 100
+#: classifiers whose columns the L-BFGS steps move between two full refreshes (the
+#: working set): the newest ones and those with the largest projected gradient at the
+#: last refresh.  A step then costs O(WORKING_SET * n) products instead of the whole
+#: model's, and a full refresh (every column's gain) is made once the iterations since
+#: the last one times WORKING_SET reach the number of classifiers -- amortised, the same
+#: O(WORKING_SET * n) per iteration, so a fit's cost is linear in its iterations.
+WORKING_SET = 64
 
 
 class SmoothedMaster:
@@ -75,12 +82,19 @@ class SmoothedMaster:
         max_steps: int = 100,
         memory: int = 10,
         beta: float = BETA,
+        working_set: int | None = WORKING_SET,
     ) -> None:
         self.task, self.store, self.C = task, store, float(C)
         self.m = task.n_samples
         self.beta = float(beta) / task.smoothing_scale()
         self.tol, self.max_steps, self.memory = float(tol), int(max_steps), int(memory)
+        self.working_set = None if working_set is None else max(1, int(working_set))
+        self.ws = np.zeros(0, dtype=np.int64)  # columns the steps move (sorted)
+        self._since_refresh = 0  # column additions since the last full refresh
+        self._pinned = False  # a working set set from outside (the certificate's)
+        self.n_refresh = 0
         self.w = np.zeros(0)
+        self.gains = np.zeros(0)
         self.F = np.zeros((store.n_z, store.n_slots))
         self._pairs: list[tuple[np.ndarray, np.ndarray]] = []
         self.t_oracle = 0.0  # seconds in the task's smoothed risk
@@ -106,7 +120,11 @@ class SmoothedMaster:
         self._trial = None
         self.xi = self.risk.risk
         self.A = self.C * self.risk.weights
-        self.gains = self.store.gains(self.A, fast=True)
+        if len(self.ws) == self.store.n_columns:
+            self.gains = self.store.gains(self.A, fast=True)
+        else:  # the working set's gains; the others keep those of the last refresh
+            self._pad_gains()
+            self.gains[self.ws] = self.store.gains_of(self.A, self.ws, fast=True)
         self.grad = 1.0 - self.gains
         self.smooth_objective = float(w.sum()) + self._loss_term
         self.objective = float(w.sum()) + self.C * self.xi
@@ -147,11 +165,101 @@ class SmoothedMaster:
         self.grad = 1.0 - self.gains
         z = np.zeros(k)
         self._pairs = [(np.concatenate([s, z]), np.concatenate([y, z])) for s, y in self._pairs]
+        self.ws = np.concatenate([self.ws, np.asarray(cols, dtype=np.int64)])
+        self._since_refresh += 1
+        self._pinned = False
+
+    def outside_working_set(self, cols) -> np.ndarray:
+        """The columns of ``cols`` that the steps do not move now."""
+        cols = np.asarray(cols, dtype=np.int64)
+        if len(self.ws) == self.store.n_columns:
+            return cols[:0]
+        return cols[~np.isin(cols, self.ws)]
+
+    def activate(self, cols) -> None:
+        """Stored columns whose weights were held join the working set (priced again:
+        their gain under the current duals exceeds 1).  Their gains are recomputed; the
+        L-BFGS pairs get zeros at the new positions."""
+        cols = self.outside_working_set(cols)
+        if len(cols) == 0:
+            return
+        self._pad_gains()
+        self.gains[cols] = self.store.gains_of(self.A, cols, fast=True)
+        self.grad = 1.0 - self.gains
+        self.ws = np.concatenate([self.ws, cols])
+        z = np.zeros(len(cols))
+        self._pairs = [(np.concatenate([s, z]), np.concatenate([y, z])) for s, y in self._pairs]
+        self._pinned = False
+        if len(self.ws) == self.store.n_columns:  # every column: the natural order
+            self.ws = np.arange(self.store.n_columns)
+            self._pairs = []
+
+    def pin_working_set(self, cols) -> None:
+        """Move exactly the columns ``cols`` (with every gain current) until columns are
+        added; the L-BFGS memory is dropped."""
+        self.ws = np.unique(np.asarray(cols, dtype=np.int64))
+        self._pinned = True
+        self._pairs = []
+
+    def _pad_gains(self) -> None:
+        n = self.store.n_columns
+        if len(self.gains) < n:
+            self.gains = np.concatenate([self.gains, np.zeros(n - len(self.gains))])
+
+    # -- the working set -----------------------------------------------------------------
+    def _ws_hyps(self) -> int:
+        return len(np.unique(self.store.col_hyp[self.ws])) if len(self.ws) else 0
+
+    def _maybe_refresh(self) -> None:
+        """Full refresh when due: every column's gain from the current duals, and a new
+        working set (no-op while the model has at most ``working_set`` classifiers)."""
+        st, cap = self.store, self.working_set
+        if self._pinned:
+            return
+        if cap is None or st.n_hyp <= cap:
+            if len(self.ws) != st.n_columns or not np.array_equal(self.ws, np.arange(st.n_columns)):
+                self.ws = np.arange(st.n_columns)
+                self.gains = st.gains(self.A, fast=True)
+                self.grad = 1.0 - self.gains
+                self._pairs = []
+            return
+        due = self._since_refresh * cap >= st.n_hyp or self._ws_hyps() > 2 * cap
+        if len(self.ws) == st.n_columns or due:
+            self.refresh()
+
+    def refresh(self, keep=None, gains=None) -> None:
+        """Every column's gain from the current duals (``gains`` if already computed);
+        the working set becomes the ``working_set`` classifiers with the largest
+        projected gradient (summed over their columns), plus the columns ``keep``.  The
+        L-BFGS memory is dropped (its pairs saw only the old working set's gradient)."""
+        st = self.store
+        self.gains = st.gains(self.A, fast=True) if gains is None else np.array(gains)
+        self.grad = 1.0 - self.gains
+        self.n_refresh += 1
+        self._since_refresh = 0
+        self._pairs = []
+        cap = self.working_set
+        if cap is None or st.n_hyp <= cap:
+            self.ws = np.arange(st.n_columns)
+            return
+        pg = np.where(self.w > 0, np.abs(self.grad), np.maximum(-self.grad, 0.0))
+        score = np.bincount(st.col_hyp, weights=pg, minlength=st.n_hyp)
+        order = np.argsort(-score, kind="stable")[:cap]  # ties: the older classifier
+        chosen = order[score[order] > 0]
+        mask = np.isin(st.col_hyp, chosen)
+        if keep is not None:
+            mask[np.asarray(keep, dtype=np.int64)] = True
+        self.ws = np.flatnonzero(mask)
 
     def set_weights(self, w: np.ndarray, keep_memory: bool = False) -> None:
         """Restart from given weights (e.g. the exact LP solution after a polish); the
         scores are recomputed in float64."""
         w = np.maximum(np.asarray(w, dtype=np.float64), 0.0)
+        n_old = len(self.w)
+        if len(w) > n_old:  # columns the master has not seen yet join the working set
+            self.ws = np.concatenate([self.ws, np.arange(n_old, len(w))])
+            self._pinned = False
+            keep_memory = False
         F = self.store.scores(w)
         self._accept(w, F, self._evaluate(F))
         self._steps_since_exact = 0
@@ -197,13 +305,19 @@ class SmoothedMaster:
         return -q * free
 
     def solve(self, deadline: float | None = None) -> int:
-        """Projected L-BFGS steps from the current w; returns the number of steps."""
+        """Projected L-BFGS steps from the current w over the working set (the other
+        columns keep their weights); returns the number of steps.  Vectors and the
+        L-BFGS pairs live on the working set's columns, in its order."""
         st = self.store
         if self._steps_since_exact >= REFRESH_STEPS:  # float32 updates drift slowly
             self.set_weights(self.w, keep_memory=True)
+        self._maybe_refresh()
+        ws = self.ws
+        full = len(ws) == st.n_columns
         steps = 0
         while steps < self.max_steps:
-            w, g = self.w, self.grad
+            w_all = self.w
+            w, g = (w_all, self.grad) if full else (w_all[ws], self.grad[ws])
             free = (w > 0) | (g < 0)
             if not free.any():
                 break
@@ -215,22 +329,32 @@ class SmoothedMaster:
             f0 = self.smooth_objective
             t = 1.0
             accepted = False
+            dw_all = np.zeros(st.n_columns) if not full else None
             for _ in range(40):
                 wt = np.maximum(w + t * d, 0.0)
                 dw = wt - w
-                Ft = st.shifted_scores(self.F, dw)
+                if full:
+                    dw_all = dw
+                else:
+                    dw_all[ws] = dw
+                Ft = st.shifted_scores(self.F, dw_all)
                 loss_t = self._evaluate(Ft)
-                ft = float(wt.sum()) + loss_t
+                ft = float(w_all.sum() + dw.sum()) + loss_t
                 if ft <= f0 + ARMIJO * float(g @ dw):
                     accepted = True
                     break
                 t *= 0.5
             if not accepted:
                 break
-            self._accept(wt, Ft, loss_t)
+            if full:
+                wt_all = wt
+            else:
+                wt_all = w_all.copy()
+                wt_all[ws] = wt
+            self._accept(wt_all, Ft, loss_t)
             steps += 1
             self._steps_since_exact += 1
-            s, y = dw, self.grad - g
+            s, y = dw, (self.grad if full else self.grad[ws]) - g
             if float(s @ y) > 1e-12:
                 self._pairs.append((s, y))
                 if len(self._pairs) > self.memory:

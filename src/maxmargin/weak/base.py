@@ -84,6 +84,10 @@ class WeakLearner(ABC):
 
     #: the Hypotheses subclass this learner produces
     hypotheses_class: type[Hypotheses]
+    #: whether :meth:`best` returns, per column of A, the largest gain of *every*
+    #: classifier the learner can produce (exhaustive search: stumps).  The master then
+    #: turns the largest gain into a certified lower bound on the whole problem.
+    exact_search: bool = False
 
     @abstractmethod
     def prepare(self, Z):

@@ -275,6 +275,7 @@ class DecisionStump(WeakLearner):
     """
 
     hypotheses_class = Stumps
+    exact_search = True  # every feature, threshold (bin boundary) and polarity
 
     def __init__(self, max_bins: int | None = None) -> None:
         self.max_bins = max_bins
