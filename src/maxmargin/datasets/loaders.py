@@ -43,9 +43,11 @@ _SNIFF_LINES = 20
 def _open_text(path: Path) -> IO[str]:
     """Open ``path`` as text, transparently decompressing .gz/.bz2/.xz."""
     opener = _COMPRESSED.get(path.suffix.lower())
+    # utf-8-sig: a byte-order mark (as spreadsheet programs write) is not part of the
+    # first header name
     if opener is not None:
-        return opener(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return opener(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def _base_suffix(path: Path) -> str:
@@ -177,6 +179,8 @@ def load_svmlight(
         )
     except ValueError as exc:
         raise ValueError(f"{path}: cannot parse as svmlight/LIBSVM: {exc}") from exc
+    except OverflowError:
+        raise ValueError(_index_overflow(path)) from None
     except (OSError, EOFError, RuntimeError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -218,6 +222,24 @@ def load_svmlight(
             "give every line a query id, or none"
         )
     return X, _tidy_labels(y), qid
+
+
+#: scikit-learn's svmlight reader stores feature indices as 32-bit integers
+MAX_SVMLIGHT_INDEX = 2**31 - 1
+_INDEX = re.compile(r"(?:^|\s)(\d+):")
+
+
+def _index_overflow(path: Path) -> str:
+    """The message for an svmlight file with a feature index of 2^31 or more."""
+    for lineno, line in _content_lines(path):
+        for m in _INDEX.finditer(line.split("#", 1)[0]):
+            if int(m.group(1)) > MAX_SVMLIGHT_INDEX:
+                return (
+                    f"{path}: line {lineno}: feature index {m.group(1)} is too large (at "
+                    f"most {MAX_SVMLIGHT_INDEX}); feature indices count columns -- fix or "
+                    "renumber them"
+                )
+    return f"{path}: a number in the file is too large to read (feature index or qid)"
 
 
 def _tidy_labels(y: np.ndarray) -> np.ndarray:
@@ -307,6 +329,11 @@ def load_csv(
         raise ValueError(f"{path}: no data rows after the header")
 
     feature_idx = [j for j in range(width) if j != label_idx]
+    if not feature_idx:
+        raise ValueError(
+            f"{path}: no feature columns (the file's only column is the label); "
+            "a data file needs at least one feature column"
+        )
     if n_features is not None and len(feature_idx) != n_features:
         raise ValueError(
             f"{path}: has {len(feature_idx)} feature columns, expected {n_features}"

@@ -44,9 +44,8 @@ def read_boxes(path) -> np.ndarray:
         raise ValueError(f"{path}: boxes must be finite")
     bad = np.flatnonzero((b[:, 2] <= 0) | (b[:, 3] <= 0))
     if len(bad):
-        raise ValueError(
-            f"{path}: box {bad[0] + 1} has zero or negative size {tuple(b[bad[0], 2:])}"
-        )
+        w, h = b[bad[0], 2:]
+        raise ValueError(f"{path}: box {bad[0] + 1} has zero or negative size {w:g} x {h:g}")
     b[:, :2] -= 1.0
     return b
 
@@ -56,7 +55,9 @@ def write_boxes(path, boxes) -> None:
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
     b[:, :2] += 1.0
     lines = [",".join(f"{v:g}" for v in row) for row in b]
-    Path(path).write_text("\n".join(lines) + "\n")
+    from maxmargin.io import atomic_write_text
+
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def check_box(box, image_shape, what="box") -> np.ndarray:
@@ -64,11 +65,12 @@ def check_box(box, image_shape, what="box") -> np.ndarray:
     b = np.asarray(box, dtype=np.float64).ravel()
     if b.shape != (4,) or not np.all(np.isfinite(b)):
         raise ValueError(f"{what} must be 4 finite numbers (x, y, w, h), got {box!r}")
+    shown = "(" + ", ".join(f"{v:g}" for v in b) + ")"
     if b[2] <= 0 or b[3] <= 0:
-        raise ValueError(f"{what} has zero or negative size: {tuple(b)}")
+        raise ValueError(f"{what} has zero or negative size: {shown}")
     H, W = int(image_shape[0]), int(image_shape[1])
     if b[0] >= W or b[1] >= H or b[0] + b[2] <= 0 or b[1] + b[3] <= 0:
-        raise ValueError(f"{what} {tuple(b)} lies outside the {W}x{H} image")
+        raise ValueError(f"{what} {shown} lies outside the {W}x{H} image")
     return b
 
 
@@ -85,9 +87,14 @@ class Sequence:
         return len(self.frames)
 
     def frame(self, k: int) -> np.ndarray:
-        import imageio.v3 as iio
+        """Frame ``k``; ValueError naming the file if it cannot be decoded or its size
+        differs from the first frame's."""
+        from maxmargin._validation import check_image_size, read_image
 
-        return np.asarray(iio.imread(self.frames[k]))
+        img = read_image(self.frames[k], what="frame")
+        first = f"the first frame ({self.frames[0].name})"
+        check_image_size(img.shape, self.shape, self.frames[k], first, what="frame")
+        return img
 
 
 def load_sequence(path, *, max_frames: int | None = None) -> Sequence:
@@ -97,7 +104,7 @@ def load_sequence(path, *, max_frames: int | None = None) -> Sequence:
     count that does not match the frames, or a box of zero/negative size or outside
     the image.  ``max_frames`` keeps only the first frames.
     """
-    import imageio.v3 as iio
+    from maxmargin._validation import read_image
 
     root = Path(path)
     if not root.is_dir():
@@ -119,7 +126,7 @@ def load_sequence(path, *, max_frames: int | None = None) -> Sequence:
         raise ValueError(f"{root}: {len(frames)} frames but {len(boxes)} boxes in {gt.name}")
     if max_frames is not None:
         frames, boxes = frames[: int(max_frames)], boxes[: int(max_frames)]
-    shape = np.asarray(iio.imread(frames[0])).shape[:2]
+    shape = read_image(frames[0], what="frame").shape[:2]
     for k, b in enumerate(boxes):  # one check per frame (a few hundred)
         check_box(b, shape, what=f"box {k + 1} of {gt.name}")
     return Sequence(root.name, frames, boxes, (int(shape[0]), int(shape[1])))
