@@ -391,9 +391,16 @@ def test_9_detect_predict_checks_xml_size(voc, tmp_path, capsys):
     w = re.search(r"<width>(\d+)</width>", text).group(1)
     (ann / "s1.xml").write_text(text.replace(f"<width>{w}</width>", f"<width>{int(w) * 2}</width>"))
     rc, _out, err = _cli(
-        capsys, "detect", "predict", voc / "det.mm", voc / "img", "-o", tmp_path / "o",
-        "--annotations", ann,
-    )  # fmt: skip
+        capsys,
+        "detect",
+        "predict",
+        voc / "det.mm",
+        voc / "img",
+        "-o",
+        tmp_path / "o",
+        "--annotations",
+        ann,
+    )
     assert rc == 2 and "s1.xml" in err and "does not match" in err
 
 
@@ -404,9 +411,16 @@ def test_9_detect_predict_missing_annotation(voc, tmp_path, capsys):
     shutil.copytree(voc / "ann", ann)
     (ann / "s2.xml").unlink()
     rc, _, err = _cli(
-        capsys, "detect", "predict", voc / "det.mm", voc / "img", "-o", tmp_path / "o",
-        "--annotations", ann,
-    )  # fmt: skip
+        capsys,
+        "detect",
+        "predict",
+        voc / "det.mm",
+        voc / "img",
+        "-o",
+        tmp_path / "o",
+        "--annotations",
+        ann,
+    )
     assert rc == 2 and "s2" in err and "annotation" in err
 
 
@@ -433,9 +447,20 @@ def test_10_segment_fit_refuses_image_without_mask(tmp_path, capsys):
     root = _seg_folders(tmp_path / "s")
     (root / "mask" / "i1.png").unlink()
     rc, _, err = _cli(
-        capsys, "segment", "fit", root / "img", root / "mask", "-o", tmp_path / "m.mm",
-        "--learner", "unary", "--unary-iter", "3", "--n-segments", "20",
-    )  # fmt: skip
+        capsys,
+        "segment",
+        "fit",
+        root / "img",
+        root / "mask",
+        "-o",
+        tmp_path / "m.mm",
+        "--learner",
+        "unary",
+        "--unary-iter",
+        "3",
+        "--n-segments",
+        "20",
+    )
     assert rc == 2 and "i1.png" in err and "no mask" in err
 
 
@@ -583,9 +608,16 @@ def test_17_undecodable_frames_and_images_name_the_file(tmp_path, capsys):
     root = _seg_folders(tmp_path / "s")
     (root / "img" / "i2.png").write_bytes(b"not an image at all")
     rc, _, err = _cli(
-        capsys, "segment", "fit", root / "img", root / "mask", "-o", tmp_path / "m.mm",
-        "--learner", "unary",
-    )  # fmt: skip
+        capsys,
+        "segment",
+        "fit",
+        root / "img",
+        root / "mask",
+        "-o",
+        tmp_path / "m.mm",
+        "--learner",
+        "unary",
+    )
     assert rc == 2 and "i2.png" in err and "cannot decode" in err and "pip install" not in err
 
 
@@ -598,9 +630,17 @@ def test_18_bom_in_csv_header_is_stripped(tmp_path, capsys):
     data = tmp_path / "bom.csv"
     data.write_bytes(b"\xef\xbb\xbf" + ("\n".join(rows) + "\n").encode())
     rc, _, err = _cli(
-        capsys, "fit", data, "-o", tmp_path / "m.mm", "--label-column", "label", "--quiet",
-        "--max-iter", "3",
-    )  # fmt: skip
+        capsys,
+        "fit",
+        data,
+        "-o",
+        tmp_path / "m.mm",
+        "--label-column",
+        "label",
+        "--quiet",
+        "--max-iter",
+        "3",
+    )
     assert rc == 0, err
     rc, _, err = _cli(capsys, "evaluate", tmp_path / "m.mm", data)
     assert rc == 0, err

@@ -48,18 +48,25 @@ def _is_ranker(model: Any) -> bool:
     return isinstance(model, StructBoostRanker | RankSVM)
 
 
-def _fit_timed(est: Any, X: Any, y: Any, **fit_params: Any) -> float:
+def _fit_timed(est: Any, X: Any, y: Any, *, data: str | None = None, **fit_params: Any) -> float:
     start = time.perf_counter()
-    est.fit(X, y, **fit_params)
+    try:
+        est.fit(X, y, **fit_params)
+    except ValueError as exc:  # the estimator's data checks: name the file they concern
+        if data is None or str(data) in str(exc):
+            raise
+        raise ValueError(f"{data}: {exc}") from exc
     return time.perf_counter() - start
 
 
-def _fit_reporting(est: Any, X: Any, y: Any, **fit_params: Any) -> tuple[float, set[str]]:
+def _fit_reporting(
+    est: Any, X: Any, y: Any, data: str | None = None, **fit_params: Any
+) -> tuple[float, set[str]]:
     """Fit, printing the estimator's warnings as ``warning: ...`` lines on stderr;
-    returns (seconds, names of the warning classes seen)."""
+    returns (seconds, names of the warning classes seen).  A ValueError names ``data``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        seconds = _fit_timed(est, X, y, **fit_params)
+        seconds = _fit_timed(est, X, y, data=data, **fit_params)
     seen = set()
     for w in caught:
         seen.add(type(w.message).__name__)
@@ -483,7 +490,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     name = _CLASSIFIER_LABELS[args.model]
     with FitProgress(args.max_iter, name, enabled=show) as progress:
         est = _classifier(args, Cs[0], progress)
-        seconds, seen = _fit_reporting(est, X, y)
+        seconds, seen = _fit_reporting(est, X, y, data=args.data)
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train_error = float(np.mean(est.predict(X) != y))
@@ -558,7 +565,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     accepted = cls().get_params(deep=False)
     with FitProgress(args.max_iter, name, enabled=show) as progress:
         est = cls(**{k: v for k, v in wanted.items() if k in accepted}, callback=progress)
-        seconds, seen = _fit_reporting(est, X, y, group=qid)
+        seconds, seen = _fit_reporting(est, X, y, data=args.data, group=qid)
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train = _ranking_metrics(y, est.decision_function(X), qid)

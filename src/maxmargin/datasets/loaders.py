@@ -15,6 +15,7 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+import io
 import lzma
 import math
 import os
@@ -171,7 +172,7 @@ def load_svmlight(
         raise ValueError(f"{path}: empty file (no data lines)")
     try:
         X, y, *rest = load_svmlight_file(
-            str(path),
+            _without_bom(path),
             n_features=n_features,
             dtype=np.float64,
             zero_based=zero_based,
@@ -227,6 +228,7 @@ def load_svmlight(
 #: scikit-learn's svmlight reader stores feature indices as 32-bit integers
 MAX_SVMLIGHT_INDEX = 2**31 - 1
 _INDEX = re.compile(r"(?:^|\s)(\d+):")
+_QID = re.compile(r"(?:^|\s)qid:([-+]?\d+)")
 
 
 def _index_overflow(path: Path) -> str:
@@ -239,7 +241,27 @@ def _index_overflow(path: Path) -> str:
                     f"most {MAX_SVMLIGHT_INDEX}); feature indices count columns -- fix or "
                     "renumber them"
                 )
+        m = _QID.search(line)
+        if m and abs(int(m.group(1))) > 2**63 - 1:
+            return (
+                f"{path}: line {lineno}: query id {m.group(1)} is too large (at most "
+                f"{2**63 - 1}); renumber the queries"
+            )
     return f"{path}: a number in the file is too large to read (feature index or qid)"
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _without_bom(path: Path) -> Any:
+    """What scikit-learn's svmlight reader is given: the path, or -- for a file that
+    starts with a UTF-8 byte-order mark, which it cannot parse -- the bytes after it."""
+    opener = _COMPRESSED.get(path.suffix.lower())
+    with (opener or open)(path, "rb") as fh:
+        head = fh.read(3)
+        if head != _BOM:
+            return str(path)
+        return io.BytesIO(fh.read())
 
 
 def _tidy_labels(y: np.ndarray) -> np.ndarray:

@@ -119,9 +119,9 @@ def load_image_folder(
                 if not resize_to_mask:
                     raise ValueError(
                         f"{mfiles[s]}: the mask is {m.shape[1]} x {m.shape[0]} pixels but "
-                        f"its image {images[s].name} is {img.shape[1]} x {img.shape[0]} "
-                        "(pass resize_to_mask=True / --resize-to-mask to resize images "
-                        "to their masks)"
+                        f"its image {images[s].name} is {img.shape[1]} x {img.shape[0]}: "
+                        "image and mask differ in size (pass resize_to_mask=True / "
+                        "--resize-to-mask to resize images to their masks)"
                     )
                 from skimage.transform import resize
 
