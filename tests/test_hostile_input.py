@@ -242,6 +242,30 @@ def test_5_lying_central_directory_is_never_inflated_past_its_size(model_file):
     assert peak < 16 * 2**20, peak
 
 
+def test_5_consistent_bomb_is_refused_from_the_directory(model_file):
+    """Header and directory agree on a 1.5 GiB array that 2 MB of deflate data would have
+    to produce (a ratio a real model never has): refused without reading the member."""
+    document, raw = _members(model_file)
+    n = (3 * 2**30 // 2) // 8
+    document["arrays"]["slot_weights"] = {"dtype": "<f8", "shape": [n]}
+    raw["slot_weights"] = np.random.default_rng(0).bytes(2 * 2**20)  # stands for deflate data
+    _write_model(model_file, json.dumps(document).encode(), raw, zipfile.ZIP_STORED)
+    blob = bytearray(model_file.read_bytes())
+    eocd = blob.rfind(b"PK\x05\x06")
+    (cd,) = struct.unpack_from("<I", blob, eocd + 16)
+    while blob[cd : cd + 4] == b"PK\x01\x02":
+        k, m, c = struct.unpack_from("<HHH", blob, cd + 28)
+        if bytes(blob[cd + 46 : cd + 46 + k]) == b"slot_weights.npy":
+            struct.pack_into("<H", blob, cd + 10, zipfile.ZIP_DEFLATED)
+            struct.pack_into("<I", blob, cd + 24, n * 8 + 128)  # uncompressed size
+            break
+        cd += 46 + k + m + c
+    model_file.write_bytes(bytes(blob))
+    message, peak = _peak_load(model_file)
+    assert "zip bomb" in message and "model.mm" in message
+    assert peak < 16 * 2**20, peak
+
+
 def test_5_too_many_members_and_huge_history(model_file):
     document, raw = _members(model_file)
     with zipfile.ZipFile(model_file, "w") as zf:

@@ -29,7 +29,9 @@ Loading is one validation layer, in this order, so that a hostile file costs lit
 3. with a key, the HMAC signature is checked next, before any array is read;
 4. every array's declared dtype (plain bool/int/uint/float/str only) and shape must
    account for exactly the member's declared uncompressed size: a file whose declared
-   sizes disagree with its content is refused before it is inflated;
+   sizes disagree with its content is refused before it is inflated; more than
+   :data:`BOMB_BYTES` at a ratio above :data:`BOMB_RATIO` is refused as a zip bomb even
+   when the header agrees;
 5. the arrays are read (never more than declared), then the checksum;
 6. every array is validated: no NaN or infinity, no duplicate ``classes``; the rebuilt
    model must write the same dtypes and shapes again, and a classifier or ranker must
@@ -91,6 +93,10 @@ MAX_INT_DIGITS = 20
 MAX_MODEL_BYTES = 8 * 2**30
 #: deflate cannot compress more than about 1032:1; a member declaring more lies
 MAX_RATIO = 1100
+#: a file inflating to more than BOMB_BYTES at a ratio above BOMB_RATIO is refused as a
+#: zip bomb even when its header agrees (real model arrays compress far less than 200:1)
+BOMB_BYTES = 2**30
+BOMB_RATIO = 200
 #: a .npy member's header (magic, version, dict) is at most this many bytes
 _MAX_NPY_HEADER = 4096
 #: array dtypes a model file may hold: bool, integers, floats, fixed-width strings
@@ -553,9 +559,36 @@ def load(path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any
 
 def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The verified envelope of a model file: class, format and package versions,
-    checksum and the arrays' names, dtypes and shapes (the model is not rebuilt)."""
-    document, _ = _read_npz(Path(path))
+    checksum and the arrays' names, dtypes and shapes (the model is not rebuilt).
+
+    The envelope of the file :func:`load` verified last is reused while the file is
+    unchanged (same inode, size and modification time), so ``load`` + ``file_info``
+    read a file once."""
+    path = Path(path)
+    document = _verified_envelope(path)
+    if document is None:
+        document, _ = _read_npz(path)
     return {k: document[k] for k in document if k not in ("meta",)}
+
+
+#: (identity of the file, document) of the last file _read_npz verified
+_LAST_VERIFIED: list[tuple[tuple, dict[str, Any]]] = []
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _verified_envelope(path: Path) -> dict[str, Any] | None:
+    ident = _identity(path)
+    for known, document in _LAST_VERIFIED:
+        if ident is not None and known == ident:
+            return document
+    return None
 
 
 def _end_of_directory(fh: Any, size: int, fail: Callable[[str], ValueError]) -> tuple[int, int]:
@@ -677,6 +710,14 @@ def _read_npz(
                     f"the arrays declare {total / 2**30:.1f} GiB, over the limit of "
                     f"{MAX_MODEL_BYTES / 2**30:.0f} GiB"
                 )
+            packed = sum(members[name].compress_size for name in spec)
+            if total > BOMB_BYTES and total > BOMB_RATIO * max(packed, 1):
+                raise fail(
+                    f"the arrays declare {total / 2**30:.1f} GiB from {packed / 2**20:.1f} MiB "
+                    f"compressed (ratio {total / max(packed, 1):.0f}:1): refused as a zip bomb "
+                    f"(limit: {BOMB_RATIO}:1 above {BOMB_BYTES / 2**30:.0f} GiB, "
+                    "maxmargin.io.BOMB_RATIO)"
+                )
             # 5. the arrays (never more bytes than declared)
             arrays = {name: _read_member(zf, members[name], name, fail) for name in sorted(spec)}
 
@@ -691,6 +732,8 @@ def _read_npz(
     # 6. the values
     for name, a in arrays.items():
         _check_values(name, a, fail)
+    ident = _identity(path)
+    _LAST_VERIFIED[:] = [] if ident is None else [(ident, document)]
     return document, arrays
 
 

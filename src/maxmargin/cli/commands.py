@@ -914,8 +914,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     """Describe MODEL: estimator, parameters, classes, features, fit summary, file."""
     from maxmargin.io import file_info
 
-    envelope = file_info(args.model)
     model = _load_model(args.model)
+    envelope = file_info(args.model)  # verified by the load above: not read again
     history = list(getattr(model, "history_", None) or [])
     classes = getattr(model, "classes_", None)
     names = getattr(model, "feature_names_in_", None)

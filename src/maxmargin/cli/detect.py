@@ -330,12 +330,7 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise ValueError("--top must be at least 1")
     paths = _image_paths(args.images)
-    stems = [p.stem for p in paths]
-    if len(set(stems)) != len(stems):
-        dup = next(s for s in stems if stems.count(s) > 1)
-        raise ValueError(
-            f"two images are named {dup}.*: their outputs {dup}_boxes.* would overwrite each other"
-        )
+    _check_distinct_stems(paths, "_boxes.*")
     if args.annotations is not None and not Path(args.annotations).is_dir():
         raise ValueError(f"not a folder: {args.annotations}")
     out = Path(args.output)
@@ -415,3 +410,15 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
             if key in result:
                 print(f"  {key}: {result[key]}")
     return 0
+
+
+def _check_distinct_stems(paths: list[Path], output: str) -> None:
+    """Two different images with one name stem would write the same output files."""
+    seen: dict[str, Path] = {}
+    for p in paths:
+        other = seen.setdefault(p.stem, p)
+        if other.resolve() != p.resolve():
+            raise ValueError(
+                f"{p}: another image, {other}, has the same name; their outputs "
+                f"{p.stem}{output} would overwrite each other (rename one)"
+            )

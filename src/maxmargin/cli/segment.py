@@ -128,12 +128,7 @@ def cmd_segment_predict(args: argparse.Namespace) -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     inputs = [*paths, *mask_files.values(), Path(args.model)]
-    stems = [p.stem for p in paths]
-    if len(set(stems)) != len(stems):
-        dup = next(s for s in stems if stems.count(s) > 1)
-        raise ValueError(
-            f"two images are named {dup}.*: their outputs {dup}_mask.png would overwrite each other"
-        )
+    _check_distinct_stems(paths, "_mask.png")
 
     written, pred_list, true_list, score_list = [], [], [], []
     for p in paths:
@@ -181,3 +176,15 @@ def _mask_paths(folder: str) -> list[Path]:
     if not Path(folder).is_dir():
         raise ValueError(f"not a folder: {folder}")
     return sorted(q for q in Path(folder).iterdir() if q.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def _check_distinct_stems(paths: list[Path], output: str) -> None:
+    """Two different images with one name stem would write the same output files."""
+    seen: dict[str, Path] = {}
+    for p in paths:
+        other = seen.setdefault(p.stem, p)
+        if other.resolve() != p.resolve():
+            raise ValueError(
+                f"{p}: another image, {other}, has the same name; their outputs "
+                f"{p.stem}{output} would overwrite each other (rename one)"
+            )
