@@ -821,22 +821,34 @@ def _read_member(
     return a.reshape(shape).copy() if a.size else a.reshape(shape)
 
 
-_STRING_LITERAL = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_LONG_DIGITS = re.compile(rb"\d{%d,}" % (MAX_INT_DIGITS + 1))
+def _run_lengths(mask: np.ndarray) -> np.ndarray:
+    """For every position, how many consecutive True values end there."""
+    idx = np.arange(mask.size)
+    last_false = np.maximum.accumulate(np.where(mask, -1, idx))
+    return np.where(mask, idx - last_false, 0)
 
 
 def _scan_json(text: bytes, fail: Callable[[str], ValueError]) -> None:
-    """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` or with integer literals of
+    """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` or with number literals of
     more than :data:`MAX_INT_DIGITS` digits, before ``json.loads`` sees it (which would
-    recurse once per level, or convert a 5000-digit integer)."""
-    bare = _STRING_LITERAL.sub(b'""', text)
-    if _LONG_DIGITS.search(bare):
+    recurse once per level, or convert a 5000-digit integer).  One vectorised pass: a
+    quote preceded by an even number of backslashes opens or closes a string, and only
+    brackets and digits outside strings count."""
+    c = np.frombuffer(text, dtype=np.uint8)
+    if not c.size:
+        return
+    backslash = c == ord("\\")
+    quote = c == ord('"')
+    before = np.concatenate(([0], _run_lengths(backslash)[:-1]))
+    real = quote & (before % 2 == 0)
+    inside = (np.cumsum(real) % 2 == 1) | real  # string content and its quotes
+    outside = ~inside
+    digits = outside & (c >= ord("0")) & (c <= ord("9"))
+    if digits.any() and int(_run_lengths(digits).max()) > MAX_INT_DIGITS:
         raise fail(f"malformed {META_KEY} entry (a number with more than {MAX_INT_DIGITS} digits)")
-    codes = np.frombuffer(bare, dtype=np.uint8)
-    step = (np.isin(codes, (ord("["), ord("{"))).astype(np.int32)) - np.isin(
-        codes, (ord("]"), ord("}"))
-    ).astype(np.int32)
-    if step.size and int(np.cumsum(step).max()) > MAX_JSON_DEPTH:
+    opens = outside & ((c == ord("[")) | (c == ord("{")))
+    closes = outside & ((c == ord("]")) | (c == ord("}")))
+    if opens.any() and int(np.cumsum(opens.astype(np.int32) - closes).max()) > MAX_JSON_DEPTH:
         raise fail(f"malformed {META_KEY} entry (JSON nested deeper than {MAX_JSON_DEPTH} levels)")
 
 
