@@ -140,7 +140,12 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     pred.add_argument("model", metavar="MODEL")
     pred.add_argument("images", metavar="IMAGE", nargs="+", help="image files or folders")
     pred.add_argument("-o", "--output", metavar="DIR", required=True, help="output folder")
-    pred.add_argument("--annotations", metavar="DIR", default=None, help="VOC XML: evaluate")
+    pred.add_argument(
+        "--annotations",
+        metavar="DIR",
+        default=None,
+        help="VOC XML, one per image (<size> must match the image): evaluate",
+    )
     pred.add_argument("--max-side", type=int, default=None, help="downscale images to N px")
     pred.add_argument("--top", type=int, default=10, help="boxes drawn per image (10)")
     pred.add_argument("--seed", type=int, default=0, help="ranker: candidate sampling seed")
