@@ -33,7 +33,9 @@ Loading is one validation layer, in this order, so that a hostile file costs lit
    :data:`BOMB_BYTES` at a ratio above :data:`BOMB_RATIO` is refused as a zip bomb even
    when the header agrees;
 5. the arrays are read (never more than declared), then the checksum;
-6. every array is validated: no NaN or infinity, no duplicate ``classes``; the rebuilt
+6. every array is validated: no NaN (infinity is legitimate in a few arrays, e.g. stump
+   thresholds; the estimators' own checks and the score probe refuse it where it is not),
+   no duplicate ``classes``, a task's gamma/delta float and of matching shapes; the rebuilt
    model must write the same dtypes and shapes again, and a classifier or ranker must
    give one finite score per class on a probe row (so a ``classes`` array longer than
    the weight matrix is refused).
