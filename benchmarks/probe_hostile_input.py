@@ -982,6 +982,11 @@ def vision_cases(p: Probe, f: dict) -> None:
         "text": ["a,b,c,d"] + [f"13,{11 + k},12,12" for k in range(1, 6)],
         "too few rows": ["13,11,12,12"],
     }
+    seq = _otb(work / "binarygt")
+    (seq / "groundtruth_rect.txt").write_bytes(b"\xff\xfe\x00binary\x80")
+    p.expect_refusal(
+        "track", "binary ground truth", ["track", seq, *base], ["groundtruth_rect.txt"]
+    )
     for name, rows in bad_boxes.items():
         seq = _otb(work / f"box{len(p.rows)}", boxes=rows)
         _, _, err = p.expect_refusal(

@@ -24,8 +24,12 @@ def read_boxes(path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no box file {path}")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text file of boxes ({exc.reason})") from None
     rows = []
-    for k, line in enumerate(path.read_text().splitlines(), start=1):
+    for k, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s:
             continue
