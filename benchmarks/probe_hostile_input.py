@@ -1372,7 +1372,7 @@ def api_cases(p: Probe, f: dict) -> None:
 
 
 # ====================================================================== main
-def run(out_path: str) -> dict:
+def run(out_path: str, cpu_lock: str = "held") -> dict:
     with tempfile.TemporaryDirectory(prefix="probe_hostile_") as tmp:
         root = Path(tmp)
         os.environ.pop(mmio.KEY_ENV, None)
@@ -1404,6 +1404,9 @@ def run(out_path: str) -> dict:
         disagreeing = [t for t in p.timings if "history" not in t["case"] and "seconds" in t]
         payload = {
             "command": " ".join([sys.executable, *sys.argv]),
+            "cpu_lock": cpu_lock,
+            "timing_note": "wall-clock seconds are a result only when cpu_lock is 'held'; "
+            "tracemalloc peaks and RSS growth do not depend on the machine's load",
             "n_cases": len(p.rows),
             "counts": dict(counts),
             "by_category": {k: dict(v) for k, v in sorted(by_category.items())},
@@ -1437,4 +1440,11 @@ def run(out_path: str) -> dict:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="benchmarks/results/probe_hostile_input.json")
-    run(ap.parse_args().out)
+    ap.add_argument(
+        "--cpu-lock",
+        choices=["held", "not-held"],
+        default="held",
+        help="whether this run holds /tmp/maxmargin-cpu.lock (recorded with the timings)",
+    )
+    args = ap.parse_args()
+    run(args.out, args.cpu_lock)
