@@ -823,35 +823,47 @@ def _read_member(
     return a.reshape(shape).copy() if a.size else a.reshape(shape)
 
 
-def _run_lengths(mask: np.ndarray) -> np.ndarray:
-    """For every position, how many consecutive True values end there."""
-    idx = np.arange(mask.size)
-    last_false = np.maximum.accumulate(np.where(mask, -1, idx))
-    return np.where(mask, idx - last_false, 0)
+_SCAN_CHUNK = 2**20
 
 
 def _scan_json(text: bytes, fail: Callable[[str], ValueError]) -> None:
     """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` or with number literals of
     more than :data:`MAX_INT_DIGITS` digits, before ``json.loads`` sees it (which would
-    recurse once per level, or convert a 5000-digit integer).  One vectorised pass: a
-    quote preceded by an even number of backslashes opens or closes a string, and only
-    brackets and digits outside strings count."""
-    c = np.frombuffer(text, dtype=np.uint8)
-    if not c.size:
-        return
-    backslash = c == ord("\\")
-    quote = c == ord('"')
-    before = np.concatenate(([0], _run_lengths(backslash)[:-1]))
-    real = quote & (before % 2 == 0)
-    inside = (np.cumsum(real) % 2 == 1) | real  # string content and its quotes
-    outside = ~inside
-    digits = outside & (c >= ord("0")) & (c <= ord("9"))
-    if digits.any() and int(_run_lengths(digits).max()) > MAX_INT_DIGITS:
-        raise fail(f"malformed {META_KEY} entry (a number with more than {MAX_INT_DIGITS} digits)")
-    opens = outside & ((c == ord("[")) | (c == ord("{")))
-    closes = outside & ((c == ord("]")) | (c == ord("}")))
-    if opens.any() and int(np.cumsum(opens.astype(np.int32) - closes).max()) > MAX_JSON_DEPTH:
-        raise fail(f"malformed {META_KEY} entry (JSON nested deeper than {MAX_JSON_DEPTH} levels)")
+    recurse once per level, or convert a 5000-digit integer).
+
+    Linear time, bounded memory: escape pairs are removed first (``\\\\`` then ``\\"``,
+    left to right as JSON pairs them), so every remaining quote opens or closes a
+    string; brackets are then counted outside strings in 1 MiB chunks."""
+    text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
+    parity = depth = run = longest = 0
+    for start in range(0, len(text), _SCAN_CHUNK):
+        c = np.frombuffer(text, np.uint8, count=min(_SCAN_CHUNK, len(text) - start), offset=start)
+        q = (c == ord('"')).view(np.uint8)
+        inside = np.bitwise_xor.accumulate(q) ^ np.uint8(parity)
+        parity = int(inside[-1])
+        outside = (inside == 0) & (q == 0)
+        # the longest run of digits outside strings (carried across chunks)
+        breaks = np.flatnonzero(~(outside & (c >= ord("0")) & (c <= ord("9"))))
+        if breaks.size == 0:
+            run += c.size
+            longest = max(longest, run)
+        else:
+            inner = int((np.diff(breaks) - 1).max()) if breaks.size > 1 else 0
+            longest = max(longest, run + int(breaks[0]), inner)
+            run = c.size - 1 - int(breaks[-1])
+            longest = max(longest, run)
+        if longest > MAX_INT_DIGITS:
+            raise fail(
+                f"malformed {META_KEY} entry (a number with more than {MAX_INT_DIGITS} digits)"
+            )
+        step = (outside & ((c == ord("[")) | (c == ord("{")))).astype(np.int32)
+        step -= outside & ((c == ord("]")) | (c == ord("}")))
+        running = np.cumsum(step, dtype=np.int32)
+        if depth + int(running.max()) > MAX_JSON_DEPTH:
+            raise fail(
+                f"malformed {META_KEY} entry (JSON nested deeper than {MAX_JSON_DEPTH} levels)"
+            )
+        depth += int(running[-1])
 
 
 def _parse_document(raw: np.ndarray, fail: Callable[[str], ValueError]) -> dict[str, Any]:
