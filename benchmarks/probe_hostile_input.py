@@ -438,18 +438,22 @@ def model_cases(p: Probe, f: dict) -> None:
         build(meta, members, zipfile.ZIP_STORED),
         timed=True,
     )
-    # the same file in a fresh process: peak resident memory of the refusal, against a
-    # process that only imports maxmargin.io (ru_maxrss, KiB on Linux)
+    # the same file in a fresh process: peak resident memory (VmHWM, reset at exec, unlike
+    # ru_maxrss which a forked child inherits) after importing maxmargin.io and after the
+    # refusal, in KiB
     code = (
-        "import resource, sys\n"
+        "import sys\n"
+        "def hwm():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmHWM:'):\n"
+        "            return int(line.split()[1])\n"
         "from maxmargin import io as mmio\n"
-        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "if len(sys.argv) > 1:\n"
-        "    try:\n"
-        "        mmio.load(sys.argv[1])\n"
-        "    except ValueError:\n"
-        "        pass\n"
-        "print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "base = hwm()\n"
+        "try:\n"
+        "    mmio.load(sys.argv[1])\n"
+        "except ValueError:\n"
+        "    pass\n"
+        "print(base, hwm())\n"
     )
     rss = subprocess.run(
         [sys.executable, "-c", code, str(target)], capture_output=True, text=True, check=True
