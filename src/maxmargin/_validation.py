@@ -200,3 +200,68 @@ def check_score_group(est, group, n_samples: int):
             "or pairs across different queries would be compared"
         )
     return group
+
+
+# --------------------------------------------------------------------------- files
+def contained_path(base, name, *, source=None):
+    """The one path-containment check for a file named inside another file (a VOC
+    ``<filename>``, ...): ``name`` must be a relative path that stays inside the folder
+    ``base`` after resolving ``..`` and symbolic links.  Returns the resolved path;
+    raises ``ValueError`` naming ``source`` (the file that named it) otherwise, so a
+    hostile annotation cannot make us read ``/etc/passwd`` or ``../../secret.jpg``."""
+    from pathlib import Path, PurePath
+
+    where = f"{source}: " if source is not None else ""
+    text = str(name)
+    if not text or "\x00" in text:
+        raise ValueError(f"{where}invalid file name {text!r}")
+    pure = PurePath(text)
+    if pure.is_absolute() or text.startswith(("/", "\\")) or (len(text) > 1 and text[1] == ":"):
+        raise ValueError(
+            f"{where}file name {text!r} is an absolute path; it must name a file inside {base}"
+        )
+    root = Path(base).resolve()
+    target = (root / pure).resolve()
+    if target != root and root not in target.parents:
+        raise ValueError(
+            f"{where}file name {text!r} points outside {base}; it must name a file inside it"
+        )
+    return target
+
+
+def read_image(path, *, what="image"):
+    """An image file as a NumPy array; a file that cannot be decoded raises
+    ``ValueError`` naming it (never a bare decoder message)."""
+    from pathlib import Path
+
+    import imageio.v3 as iio
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no {what} file {path}")
+    try:
+        img = np.asarray(iio.imread(path))
+    except Exception as exc:  # imageio raises many types for undecodable data
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        if "pip install" in detail or len(detail) > 200:
+            detail = ""  # a plugin hint is misleading for a damaged file
+        detail = f": {type(exc).__name__}" + (f" ({detail})" if detail else "")
+        raise ValueError(
+            f"{path}: cannot decode the {what}{detail}; the file is truncated, damaged or "
+            "not an image -- replace or remove it"
+        ) from None
+    if img.ndim not in (2, 3) or img.size == 0:
+        raise ValueError(f"{path}: not a grey or colour {what} (array shape {img.shape})")
+    return img
+
+
+def check_image_size(shape, expected, path, reference, *, what="image"):
+    """Raise ``ValueError`` unless an image of ``shape`` has the (height, width)
+    ``expected`` of its siblings (``reference`` names where that size comes from)."""
+    got = (int(shape[0]), int(shape[1]))
+    want = (int(expected[0]), int(expected[1]))
+    if got != want:
+        raise ValueError(
+            f"{path}: the {what} is {got[1]} x {got[0]} pixels but {reference} is "
+            f"{want[1]} x {want[0]}; every {what} must have the same size"
+        )

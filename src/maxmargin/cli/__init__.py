@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
+        from maxmargin.cli.output import model_key
+
+        model_key()  # an empty $MAXMARGIN_MODEL_KEY is an error, as key="" is in the API
         return handler(args)
     except KeyboardInterrupt:
         error("interrupted")

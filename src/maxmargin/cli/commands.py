@@ -20,6 +20,7 @@ from maxmargin.cli.output import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    cell,
     error,
     finite_or_none,
     fmt,
@@ -47,18 +48,25 @@ def _is_ranker(model: Any) -> bool:
     return isinstance(model, StructBoostRanker | RankSVM)
 
 
-def _fit_timed(est: Any, X: Any, y: Any, **fit_params: Any) -> float:
+def _fit_timed(est: Any, X: Any, y: Any, *, data: str | None = None, **fit_params: Any) -> float:
     start = time.perf_counter()
-    est.fit(X, y, **fit_params)
+    try:
+        est.fit(X, y, **fit_params)
+    except ValueError as exc:  # the estimator's data checks: name the file they concern
+        if data is None or str(data) in str(exc):
+            raise
+        raise ValueError(f"{data}: {exc}") from exc
     return time.perf_counter() - start
 
 
-def _fit_reporting(est: Any, X: Any, y: Any, **fit_params: Any) -> tuple[float, set[str]]:
+def _fit_reporting(
+    est: Any, X: Any, y: Any, data: str | None = None, **fit_params: Any
+) -> tuple[float, set[str]]:
     """Fit, printing the estimator's warnings as ``warning: ...`` lines on stderr;
-    returns (seconds, names of the warning classes seen)."""
+    returns (seconds, names of the warning classes seen).  A ValueError names ``data``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        seconds = _fit_timed(est, X, y, **fit_params)
+        seconds = _fit_timed(est, X, y, data=data, **fit_params)
     seen = set()
     for w in caught:
         seen.add(type(w.message).__name__)
@@ -149,14 +157,16 @@ def _load_data_for_model(
     without a label column are accepted for predict.
 
     Returns ``(X, y)``, or ``(X, y, qid)`` with ``query_id=True``."""
-    from maxmargin.datasets import detect_format, load_dataset, peek_n_columns
+    from maxmargin.datasets import load_dataset, peek_n_columns
 
+    _check_tabular_model(model, args.model)
     n_features = getattr(model, "n_features_in_", None)
     layout = _training_layout(args.model)
     label_column = args.label_column
     fmt = args.format
     path = Path(args.data)
-    is_csv = path.is_file() and (fmt == "csv" or (fmt == "auto" and detect_format(path) == "csv"))
+    data_format = _check_input_layout(path, fmt, layout, args.model)
+    is_csv = data_format == "csv"
     unlabelled = False
     if label_column is None and is_csv:
         if not need_labels and n_features is not None and peek_n_columns(path) == n_features:
@@ -167,7 +177,7 @@ def _load_data_for_model(
         label_column = None
     elif label_column is None:
         label_column = -1
-    return load_dataset(
+    loaded = load_dataset(
         args.data,
         format=fmt,
         n_features=n_features,
@@ -175,6 +185,60 @@ def _load_data_for_model(
         query_id=query_id,
         zero_based=_zero_based(args, layout),
     )
+    if query_id and loaded[2] is None and getattr(model, "grouped_", False):
+        raise ValueError(
+            f"{args.data}: has no qid: query ids, but the ranker {args.model} was trained "
+            "with them; give every line its qid (one big query would compare samples of "
+            "different queries)"
+        )
+    return loaded
+
+
+_OTHER_COMMANDS = {
+    "Segmenter": "maxmargin segment predict",
+    "HOGSVMDetector": "maxmargin detect predict",
+    "CascadeDetector": "maxmargin detect predict",
+    "ProposalRanker": "maxmargin detect predict",
+}
+
+
+def _check_tabular_model(model: Any, path: str) -> None:
+    """``predict`` / ``evaluate`` need a classifier or ranker on feature vectors."""
+    kind = type(model).__name__
+    n = getattr(model, "n_features_in_", None)
+    ok = n is not None and callable(getattr(model, "predict", None))
+    if ok and not _is_ranker(model):
+        ok = getattr(model, "classes_", None) is not None
+    if not ok:
+        other = _OTHER_COMMANDS.get(kind)
+        hint = f"; use `{other}`" if other else ""
+        raise ValueError(
+            f"{path} is a {kind} model, not a classifier or ranker of data files{hint}"
+        )
+
+
+def _check_input_layout(path: Path, fmt: str, layout: dict | None, model_path: str) -> str | None:
+    """The one input-layout check of every command reading data for a saved model: the
+    data file must have the format the model's training file had (recorded at fit) --
+    an svmlight model reads no CSV file and vice versa (their label and feature columns
+    differ).  Returns the data file's format (None if it is not a file)."""
+    from maxmargin.datasets import detect_format
+
+    if not path.is_file():
+        return None
+    data_format = detect_format(path) if fmt == "auto" else fmt
+    data_format = {"libsvm": "svmlight", "svm": "svmlight", "tsv": "csv"}.get(
+        data_format, data_format
+    )
+    trained = (layout or {}).get("format")
+    if trained is not None and data_format != trained:
+        how = "--format" if fmt != "auto" else "its extension and content"
+        raise ValueError(
+            f"{path}: is {data_format} data (by {how}) but the model {model_path} was trained "
+            f"on {trained} data, whose label and feature columns are laid out differently; "
+            f"give a {trained} file (or --format {trained} if this file is one)"
+        )
+    return data_format
 
 
 def _match_csv_columns(path: Path, layout: dict, need_labels: bool, unlabelled: bool):
@@ -235,13 +299,26 @@ def _load_model(path: str) -> Any:
     return load(path, key=model_key())
 
 
+def _read_taxonomy(path: str) -> Any:
+    """``as_taxonomy(path)`` with every failure naming the file."""
+    from maxmargin.tasks.hierarchy import as_taxonomy
+
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such taxonomy file")
+    try:
+        return as_taxonomy(path)
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        message = str(exc)
+        if str(path) in message:
+            raise
+        raise ValueError(f"{path}: not a valid taxonomy file ({message})") from exc
+
+
 def _taxonomy_params(args: argparse.Namespace) -> dict[str, Any]:
     """``taxonomy=`` / ``tree_loss=`` for StructBoostClassifier when --taxonomy is given."""
     if args.taxonomy is None:
         return {}
-    from maxmargin.tasks.hierarchy import as_taxonomy
-
-    return {"taxonomy": as_taxonomy(args.taxonomy), "tree_loss": args.tree_loss or "height"}
+    return {"taxonomy": _read_taxonomy(args.taxonomy), "tree_loss": args.tree_loss or "height"}
 
 
 def _model_taxonomy(model: Any, path: str | None) -> tuple[Any, str] | None:
@@ -250,7 +327,7 @@ def _model_taxonomy(model: Any, path: str | None) -> tuple[Any, str] | None:
 
     kind = getattr(model, "tree_loss", "height")
     if path is not None:
-        return as_taxonomy(path), kind
+        return _read_taxonomy(path), kind
     spec = getattr(model, "taxonomy", None)
     if spec is None:
         spec = getattr(getattr(model, "task_", None), "taxonomy", None)
@@ -312,9 +389,12 @@ def _check_fit_options(args: argparse.Namespace) -> None:
             raise ValueError(f"{', '.join(given)} can only be used with --rank")
 
 
-def _check_output_path(path: str) -> None:
-    """Fail before training, not after, when MODEL cannot be written."""
+def _check_output_path(path: str, inputs: tuple = ()) -> None:
+    """Fail before training, not after, when MODEL cannot be written (or is an input)."""
+    from maxmargin.io import check_distinct_output
+
     out = Path(path)
+    check_distinct_output(out, inputs)
     if out.is_dir():
         raise ValueError(f"{out}: is a directory (give a model file name)")
     parent = out.parent if str(out.parent) else Path(".")
@@ -395,7 +475,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     """Train a StructBoostClassifier (or with --rank a StructBoostRanker) on DATA and
     save it to MODEL."""
     _check_fit_options(args)
-    _check_output_path(args.output)
+    _check_output_path(args.output, (args.data, args.taxonomy))
     if args.rank:
         return _fit_ranker(args)
     from maxmargin.io import save
@@ -410,7 +490,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     name = _CLASSIFIER_LABELS[args.model]
     with FitProgress(args.max_iter, name, enabled=show) as progress:
         est = _classifier(args, Cs[0], progress)
-        seconds, seen = _fit_reporting(est, X, y)
+        seconds, seen = _fit_reporting(est, X, y, data=args.data)
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train_error = float(np.mean(est.predict(X) != y))
@@ -485,7 +565,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     accepted = cls().get_params(deep=False)
     with FitProgress(args.max_iter, name, enabled=show) as progress:
         est = cls(**{k: v for k, v in wanted.items() if k in accepted}, callback=progress)
-        seconds, seen = _fit_reporting(est, X, y, group=qid)
+        seconds, seen = _fit_reporting(est, X, y, data=args.data, group=qid)
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train = _ranking_metrics(y, est.decision_function(X), qid)
@@ -523,6 +603,8 @@ def _fit_ranker(args: argparse.Namespace) -> int:
 def cmd_predict(args: argparse.Namespace) -> int:
     """Write one predicted label (classifier) or score (ranker) per line, or a JSON
     document with --json."""
+    if args.output:
+        _check_output_path(args.output, (args.model, args.data))
     model = _load_model(args.model)
     X, _ = _load_data_for_model(args, model, need_labels=False)
     if getattr(args, "scores", False) and not _is_ranker(model):
@@ -546,7 +628,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         predictions = model.predict(X)
         text = "".join(label_text(p) + "\n" for p in predictions)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        from maxmargin.io import atomic_write_text
+
+        atomic_write_text(args.output, text, inputs=(args.model, args.data))
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -559,6 +643,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from sklearn.metrics import confusion_matrix
 
     model = _load_model(args.model)
+    _check_tabular_model(model, args.model)
     if _is_ranker(model):
         return _evaluate_ranker(args, model)
     X, y = _load_data_for_model(args, model, need_labels=True)
@@ -629,16 +714,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     matrix = Table(title="Confusion matrix (rows = true)")
     matrix.add_column("true \\ pred", style="bold")
     for label in labels:
-        matrix.add_column(label_text(label), justify="right")
+        matrix.add_column(cell(label), justify="right")
     for i, label in enumerate(labels):
-        matrix.add_row(label_text(label), *(str(v) for v in cm[i]))
+        matrix.add_row(cell(label), *(str(v) for v in cm[i]))
     console.print(matrix)
     counts = Table(title="Per class")
     for name in ("label", "support", "predicted", "correct", "error rate"):
         counts.add_column(name, justify="left" if name == "label" else "right")
     for row in per_class:
         counts.add_row(
-            label_text(row["label"]),
+            cell(row["label"]),
             str(row["support"]),
             str(row["predicted"]),
             str(row["correct"]),
@@ -702,7 +787,7 @@ def _evaluate_ranker(args: argparse.Namespace, model: Any) -> int:
     for name in ("label", "count", "mean score"):
         table.add_column(name, justify="left" if name == "label" else "right")
     for row in per_level:
-        table.add_row(label_text(row["label"]), str(row["count"]), fmt(row["mean_score"]))
+        table.add_row(cell(row["label"]), str(row["count"]), fmt(row["mean_score"]))
     console.print(table)
     return EXIT_OK
 
@@ -821,7 +906,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
     console = stdout_console()
     console.print(table)
-    console.print(f"convergence plot: {plot}")
+    console.print(cell(f"convergence plot: {plot}"))
     return EXIT_OK
 
 
@@ -829,8 +914,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     """Describe MODEL: estimator, parameters, classes, features, fit summary, file."""
     from maxmargin.io import file_info
 
-    envelope = file_info(args.model)
     model = _load_model(args.model)
+    envelope = file_info(args.model)  # verified by the load above: not read again
     history = list(getattr(model, "history_", None) or [])
     classes = getattr(model, "classes_", None)
     names = getattr(model, "feature_names_in_", None)

@@ -12,6 +12,7 @@ IMAGE... -o DIR`` writes ``<name>_boxes.png`` (boxes drawn on the image) and
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
@@ -139,7 +140,12 @@ def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
     pred.add_argument("model", metavar="MODEL")
     pred.add_argument("images", metavar="IMAGE", nargs="+", help="image files or folders")
     pred.add_argument("-o", "--output", metavar="DIR", required=True, help="output folder")
-    pred.add_argument("--annotations", metavar="DIR", default=None, help="VOC XML: evaluate")
+    pred.add_argument(
+        "--annotations",
+        metavar="DIR",
+        default=None,
+        help="VOC XML, one per image (<size> must match the image): evaluate",
+    )
     pred.add_argument("--max-side", type=int, default=None, help="downscale images to N px")
     pred.add_argument("--top", type=int, default=10, help="boxes drawn per image (10)")
     pred.add_argument("--seed", type=int, default=0, help="ranker: candidate sampling seed")
@@ -155,9 +161,15 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
         ProposalRanker,
         load_voc_folder,
     )
+    from maxmargin.cli.commands import _check_output_path
     from maxmargin.cli.output import model_key
     from maxmargin.io import save
 
+    inputs = [*_folder_files(args.images, args.annotations), args.plot]
+    if args.negative_images:
+        inputs += [*_folder_files(*args.negative_images), *args.negative_images]
+    _check_output_path(args.output, tuple(inputs))
+    model_key()  # an empty key is an error before the work, not after
     images, boxes, names = load_voc_folder(
         args.images,
         args.annotations,
@@ -277,6 +289,14 @@ def _train_merit(est):
     return {"entering": ent}
 
 
+def _folder_files(*folders) -> list[Path]:
+    files: list[Path] = []
+    for folder in folders:
+        if folder is not None and Path(folder).is_dir():
+            files += [p for p in Path(folder).iterdir() if p.is_file()]
+    return files
+
+
 def _image_paths(items) -> list[Path]:
     from maxmargin.apps.detection.data import IMAGE_SUFFIXES
 
@@ -304,8 +324,9 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
         rescale_image,
     )
     from maxmargin.cli.output import model_key
+    from maxmargin.cli.segment import _encode_png
     from maxmargin.cli.track import draw_box
-    from maxmargin.io import load
+    from maxmargin.io import atomic_write_bytes, load
 
     model = load(args.model, key=model_key())
     kind = type(model).__name__
@@ -314,9 +335,12 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise ValueError("--top must be at least 1")
     paths = _image_paths(args.images)
+    _check_distinct_stems(paths, "_boxes.*")
+    if args.annotations is not None and not Path(args.annotations).is_dir():
+        raise ValueError(f"not a folder: {args.annotations}")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    import imageio.v3 as iio
+    inputs = [*paths, Path(args.model), *_folder_files(args.annotations)]
 
     dets, scores, truths, files = [], [], [], []
     t_total = 0.0
@@ -325,7 +349,18 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
         truth = np.zeros((0, 4))
         if args.annotations is not None:
             xml = Path(args.annotations) / f"{p.stem}.xml"
-            truth = read_voc(xml, clip=True).boxes
+            if not xml.is_file():
+                raise ValueError(
+                    f"{p}: no annotation {xml.name} in {args.annotations}; give every image "
+                    "its VOC file to evaluate, or leave out --annotations"
+                )
+            ann = read_voc(xml, clip=True)
+            if img.shape[:2] != (ann.height, ann.width):
+                raise ValueError(
+                    f"{xml}: <size> {ann.width} x {ann.height} does not match image {p.name} "
+                    f"({img.shape[1]} x {img.shape[0]}); fix the annotation or the image"
+                )
+            truth = ann.boxes
         img, truth, f = rescale_image(img, truth, args.max_side)
         t0 = time.perf_counter()
         if kind == "ProposalRanker":
@@ -343,9 +378,11 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
             draw_box(rgb, t, (0, 200, 0), width=width)
         for bb in b[: args.top][::-1]:
             draw_box(rgb, bb, (230, 0, 0), width=width)
-        iio.imwrite(out / f"{p.stem}_boxes.png", rgb)
+        atomic_write_bytes(out / f"{p.stem}_boxes.png", _encode_png(rgb), inputs=inputs)
         rows = np.column_stack([b / f, s]) if len(b) else np.zeros((0, 5))
-        np.savetxt(out / f"{p.stem}_boxes.txt", rows, fmt="%.6g")
+        buf = io.BytesIO()
+        np.savetxt(buf, rows, fmt="%.6g")
+        atomic_write_bytes(out / f"{p.stem}_boxes.txt", buf.getvalue(), inputs=inputs)
         files.append(str(out / f"{p.stem}_boxes.png"))
     result: dict = {
         "kind": kind,
@@ -378,3 +415,15 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
             if key in result:
                 print(f"  {key}: {result[key]}")
     return 0
+
+
+def _check_distinct_stems(paths: list[Path], output: str) -> None:
+    """Two different images with one name stem would write the same output files."""
+    seen: dict[str, Path] = {}
+    for p in paths:
+        other = seen.setdefault(p.stem, p)
+        if other.resolve() != p.resolve():
+            raise ValueError(
+                f"{p}: another image, {other}, has the same name; their outputs "
+                f"{p.stem}{output} would overwrite each other (rename one)"
+            )

@@ -76,15 +76,23 @@ def fmt(value: Any, spec: str = ".6g") -> str:
         return "-"
 
 
+def cell(value: Any) -> Any:
+    """A table cell or title shown literally: rich never applies markup to user data
+    (a label ``[other]`` or a path with ``[/x]`` prints as written)."""
+    from rich.text import Text
+
+    return Text(value if isinstance(value, str) else label_text(value))
+
+
 def print_kv_table(title: str, values: dict[str, Any], console: Any = None) -> None:
     from rich.table import Table
 
-    table = Table(title=title, show_header=False)
+    table = Table(title=cell(title), show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value", justify="right")
     for key, value in values.items():
         text = fmt(value) if isinstance(value, float) else str(value)
-        table.add_row(key.replace("_", " "), text)
+        table.add_row(cell(key.replace("_", " ")), cell(text))
     (console or stdout_console()).print(table)
 
 
@@ -95,4 +103,13 @@ def model_key() -> str | None:
 
     from maxmargin.io import KEY_ENV
 
-    return os.environ.get(KEY_ENV) or None
+    value = os.environ.get(KEY_ENV)
+    if value is None:
+        return None
+    if not value.strip():
+        # the API refuses key="" too: an empty key must not silently disable signing
+        raise ValueError(
+            f"${KEY_ENV} is set but empty: give it a non-empty key, or unset it to "
+            "use unsigned model files"
+        )
+    return value

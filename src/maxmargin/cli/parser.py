@@ -314,7 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     spred.add_argument("images", metavar="IMAGE", nargs="+", help="image files or folders")
     spred.add_argument("-o", "--output", metavar="DIR", required=True, help="output folder")
     spred.add_argument(
-        "--masks", metavar="DIR", default=None, help="true masks (same names): report scores"
+        "--masks",
+        metavar="DIR",
+        default=None,
+        help="true masks with the images' names and sizes (one per image): report scores",
     )
     spred.add_argument("--threshold", type=int, default=128, help="mask threshold (128)")
     spred.set_defaults(handler=cmd_segment_predict)

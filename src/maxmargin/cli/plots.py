@@ -8,6 +8,20 @@ from typing import Any
 import numpy as np
 
 
+def save_figure(fig: Any, path: str | Path, dpi: int = 100) -> None:
+    """Render ``fig`` and write it with the package's one atomic writer (the format
+    from the file's extension, PNG without one)."""
+    import io
+
+    from maxmargin.io import atomic_write_bytes
+
+    path = Path(path)
+    kind = path.suffix.lower().lstrip(".") or "png"
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format=kind)
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def staged_errors(est: Any, X: Any, y: np.ndarray) -> list[float]:
     """Test error after each boosting stage, from the fitted model (no refitting)."""
     return [float(np.mean(np.asarray(p) != y)) for p in est.staged_predict(X)]
@@ -55,7 +69,7 @@ def plot_convergence(
     ax_err.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_err.legend(fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def plot_recall_overlap(path: Path, curves: dict[str, tuple[Any, Any]], title: str = "") -> None:
@@ -78,7 +92,7 @@ def plot_recall_overlap(path: Path, curves: dict[str, tuple[Any, Any]], title: s
     ax.set_title(title or "recall vs overlap")
     ax.legend(fontsize=7)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def plot_stage_rejection(path: Path, stages: list[dict[str, Any]], entering, title="") -> None:
@@ -102,4 +116,4 @@ def plot_stage_rejection(path: Path, stages: list[dict[str, Any]], entering, tit
     b.legend(fontsize=8)
     fig.suptitle(title or "cascade: rejection per stage")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)

@@ -31,11 +31,17 @@ def cmd_segment_fit(args: argparse.Namespace) -> int:
     import warnings
 
     from maxmargin.apps.segmentation import Segmenter, load_image_folder
+    from maxmargin.cli.commands import _check_output_path
     from maxmargin.io import save
 
-    images, masks, _names = load_image_folder(
-        args.images, args.masks, threshold=args.threshold, resize_to_mask=args.resize_to_mask
-    )
+    _check_output_path(args.output, tuple(_folder_files(args.images, args.masks)))
+    model_key()  # an empty key is an error before the work, not after
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        images, masks, _names = load_image_folder(
+            args.images, args.masks, threshold=args.threshold, resize_to_mask=args.resize_to_mask
+        )
+    _print_warnings(caught)
     seg = Segmenter(
         learner=args.learner,
         C=args.C,
@@ -64,9 +70,32 @@ def cmd_segment_fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _folder_files(*folders: str | None) -> list[Path]:
+    files: list[Path] = []
+    for folder in folders:
+        if folder is not None and Path(folder).is_dir():
+            files += [p for p in Path(folder).iterdir() if p.is_file()]
+    return files
+
+
+def _print_warnings(caught: list) -> None:
+    import sys
+
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+
+
+def _encode_png(array: np.ndarray) -> bytes:
+    import imageio.v3 as iio
+
+    return iio.imwrite("<bytes>", array, extension=".png")
+
+
 def cmd_segment_predict(args: argparse.Namespace) -> int:
-    from maxmargin.apps.segmentation.data import IMAGE_SUFFIXES, load_image
-    from maxmargin.io import load
+    import warnings
+
+    from maxmargin.apps.segmentation.data import IMAGE_SUFFIXES, binary_mask, load_image
+    from maxmargin.io import atomic_write_bytes, load
     from maxmargin.metrics import segmentation_scores
 
     model = load(args.model, key=model_key())
@@ -83,35 +112,51 @@ def cmd_segment_predict(args: argparse.Namespace) -> int:
             raise ValueError(f"no such image or folder: {p}")
     if not paths:
         raise ValueError("no images to segment")
-    truth = None
+    mask_files: dict[str, Path] = {}
     if args.masks is not None:
         mpaths = _mask_paths(args.masks)
         if not mpaths:
             raise ValueError(f"no masks in {args.masks}")
-        truth = {}
-        for q in mpaths:
-            m = load_image(q)
-            truth[q.stem] = (m[:, :, 0] if m.ndim == 3 else m) >= args.threshold
+        mask_files = {q.stem: q for q in mpaths}
+        missing = [p for p in paths if p.stem not in mask_files]
+        if missing:  # scores over a subset would be reported as the whole set's
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise ValueError(
+                f"{missing[0]}: no mask named {missing[0].stem}.* in {args.masks}{more}; "
+                "give every image a mask to score, or leave out --masks"
+            )
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    import imageio.v3 as iio
+    inputs = [*paths, *mask_files.values(), Path(args.model)]
+    _check_distinct_stems(paths, "_mask.png")
 
     written, pred_list, true_list, score_list = [], [], [], []
     for p in paths:
         img = load_image(p)
-        if truth is not None and p.stem in truth and truth[p.stem].shape != img.shape[:2]:
-            from skimage.transform import resize
-
-            img = np.clip(
-                np.rint(resize(img, truth[p.stem].shape, preserve_range=True)), 0, 255
-            ).astype(np.uint8)
+        truth = None
+        if args.masks is not None:
+            q = mask_files[p.stem]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                truth = binary_mask(load_image(q, what="mask"), args.threshold, q)
+            _print_warnings(caught)
+            if truth.shape != img.shape[:2]:
+                raise ValueError(
+                    f"{q}: the mask is {truth.shape[1]} x {truth.shape[0]} pixels but its "
+                    f"image {p.name} is {img.shape[1]} x {img.shape[0]}; masks must have "
+                    "their image's size"
+                )
         mask = model.predict(img)
-        iio.imwrite(out / f"{p.stem}_mask.png", mask.astype(np.uint8) * 255)
-        iio.imwrite(out / f"{p.stem}_overlay.png", _overlay(img, mask))
+        atomic_write_bytes(
+            out / f"{p.stem}_mask.png", _encode_png(mask.astype(np.uint8) * 255), inputs=inputs
+        )
+        atomic_write_bytes(
+            out / f"{p.stem}_overlay.png", _encode_png(_overlay(img, mask)), inputs=inputs
+        )
         written.append(str(out / f"{p.stem}_overlay.png"))
-        if truth is not None and p.stem in truth:
+        if truth is not None:
             pred_list.append(mask)
-            true_list.append(truth[p.stem])
+            true_list.append(truth)
             score_list.append(model.decision_function(img))
     result: dict[str, Any] = {"n_images": len(paths), "output": str(out)}
     if pred_list:
@@ -131,3 +176,15 @@ def _mask_paths(folder: str) -> list[Path]:
     if not Path(folder).is_dir():
         raise ValueError(f"not a folder: {folder}")
     return sorted(q for q in Path(folder).iterdir() if q.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def _check_distinct_stems(paths: list[Path], output: str) -> None:
+    """Two different images with one name stem would write the same output files."""
+    seen: dict[str, Path] = {}
+    for p in paths:
+        other = seen.setdefault(p.stem, p)
+        if other.resolve() != p.resolve():
+            raise ValueError(
+                f"{p}: another image, {other}, has the same name; their outputs "
+                f"{p.stem}{output} would overwrite each other (rename one)"
+            )

@@ -92,6 +92,11 @@ def cmd_track(args: argparse.Namespace) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         stem = f"{seq.name}_{args.tracker}"
+        from maxmargin.io import check_distinct_output
+
+        inputs = [*seq.frames, *Path(args.seq_dir).glob("groundtruth_rect*.txt")]
+        for suffix in (".txt", ".png", ".gif"):
+            check_distinct_output(out / f"{stem}{suffix}", inputs)
         write_boxes(out / f"{stem}.txt", pred)
         files = [out / f"{stem}.txt"]
         write_plot(
@@ -141,8 +146,12 @@ def write_plot(path, ov, ce, title, n_init=0) -> None:
     for ax in (a, b):
         ax.axvspan(0.5, n_init + 0.5, color="0.9", lw=0)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    from maxmargin.cli.plots import save_figure
+
+    try:
+        save_figure(fig, path, dpi=100)
+    finally:
+        plt.close(fig)
 
 
 def draw_box(img: np.ndarray, box, colour, width: int = 2) -> None:
@@ -176,4 +185,7 @@ def write_gif(path, seq, pred, max_side: int = 320, every: int = 1) -> None:
             if np.all(np.isfinite(b)):  # unlabelled / untracked frames have NaN boxes
                 draw_box(f, b, colour, width=max(1, step))
         frames.append(f[::step, ::step])
-    iio.imwrite(path, np.stack(frames), duration=40, loop=0)
+    from maxmargin.io import atomic_write_bytes
+
+    data = iio.imwrite("<bytes>", np.stack(frames), extension=".gif", duration=40, loop=0)
+    atomic_write_bytes(path, data)

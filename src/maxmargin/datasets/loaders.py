@@ -15,6 +15,7 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+import io
 import lzma
 import math
 import os
@@ -43,9 +44,11 @@ _SNIFF_LINES = 20
 def _open_text(path: Path) -> IO[str]:
     """Open ``path`` as text, transparently decompressing .gz/.bz2/.xz."""
     opener = _COMPRESSED.get(path.suffix.lower())
+    # utf-8-sig: a byte-order mark (as spreadsheet programs write) is not part of the
+    # first header name
     if opener is not None:
-        return opener(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return opener(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def _base_suffix(path: Path) -> str:
@@ -169,7 +172,7 @@ def load_svmlight(
         raise ValueError(f"{path}: empty file (no data lines)")
     try:
         X, y, *rest = load_svmlight_file(
-            str(path),
+            _without_bom(path),
             n_features=n_features,
             dtype=np.float64,
             zero_based=zero_based,
@@ -177,6 +180,8 @@ def load_svmlight(
         )
     except ValueError as exc:
         raise ValueError(f"{path}: cannot parse as svmlight/LIBSVM: {exc}") from exc
+    except OverflowError:
+        raise ValueError(_index_overflow(path)) from None
     except (OSError, EOFError, RuntimeError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -218,6 +223,45 @@ def load_svmlight(
             "give every line a query id, or none"
         )
     return X, _tidy_labels(y), qid
+
+
+#: scikit-learn's svmlight reader stores feature indices as 32-bit integers
+MAX_SVMLIGHT_INDEX = 2**31 - 1
+_INDEX = re.compile(r"(?:^|\s)(\d+):")
+_QID = re.compile(r"(?:^|\s)qid:([-+]?\d+)")
+
+
+def _index_overflow(path: Path) -> str:
+    """The message for an svmlight file with a feature index of 2^31 or more."""
+    for lineno, line in _content_lines(path):
+        for m in _INDEX.finditer(line.split("#", 1)[0]):
+            if int(m.group(1)) > MAX_SVMLIGHT_INDEX:
+                return (
+                    f"{path}: line {lineno}: feature index {m.group(1)} is too large (at "
+                    f"most {MAX_SVMLIGHT_INDEX}); feature indices count columns -- fix or "
+                    "renumber them"
+                )
+        m = _QID.search(line)
+        if m and abs(int(m.group(1))) > 2**63 - 1:
+            return (
+                f"{path}: line {lineno}: query id {m.group(1)} is too large (at most "
+                f"{2**63 - 1}); renumber the queries"
+            )
+    return f"{path}: a number in the file is too large to read (feature index or qid)"
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _without_bom(path: Path) -> Any:
+    """What scikit-learn's svmlight reader is given: the path, or -- for a file that
+    starts with a UTF-8 byte-order mark, which it cannot parse -- the bytes after it."""
+    opener = _COMPRESSED.get(path.suffix.lower())
+    with (opener or open)(path, "rb") as fh:
+        head = fh.read(3)
+        if head != _BOM:
+            return str(path)
+        return io.BytesIO(fh.read())
 
 
 def _tidy_labels(y: np.ndarray) -> np.ndarray:
@@ -307,6 +351,11 @@ def load_csv(
         raise ValueError(f"{path}: no data rows after the header")
 
     feature_idx = [j for j in range(width) if j != label_idx]
+    if not feature_idx:
+        raise ValueError(
+            f"{path}: no feature columns (the file's only column is the label); "
+            "a data file needs at least one feature column"
+        )
     if n_features is not None and len(feature_idx) != n_features:
         raise ValueError(
             f"{path}: has {len(feature_idx)} feature columns, expected {n_features}"

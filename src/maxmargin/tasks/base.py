@@ -523,9 +523,20 @@ class LabelCodingTask(StructuredTask):
 
     def _set_state(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
         self.sharing = meta["sharing"]
-        self.classes_ = arrays["classes"]
-        self.gamma_ = arrays["gamma"]
-        self.delta_ = arrays["delta"]
+        classes, gamma, delta = arrays["classes"], arrays["gamma"], arrays["delta"]
+        K = len(classes) if classes.ndim == 1 else -1
+        if gamma.dtype.kind != "f" or delta.dtype.kind != "f":
+            raise ValueError(
+                f"the task's gamma / delta must be float arrays, got {gamma.dtype} / {delta.dtype}"
+            )
+        if K < 1 or gamma.ndim != 2 or gamma.shape[0] != K or delta.shape != (K, K):
+            raise ValueError(
+                f"the task's arrays disagree: {K} classes, gamma {gamma.shape}, "
+                f"delta {delta.shape} (expected ({K}, n_slots) and ({K}, {K}))"
+            )
+        self.classes_ = classes
+        self.gamma_ = gamma
+        self.delta_ = delta
         self.n_slots = self.gamma_.shape[1]
         K = len(self.gamma_)
         self._identity_coding = bool(

@@ -423,7 +423,9 @@ class Taxonomy:
         edges = ",\n  ".join(json.dumps([plain(p), plain(c)]) for p, c in self.edges())
         text = "{\n" + "\n".join(lines) + f'\n "edges": [\n  {edges}\n ]\n}}'
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            from maxmargin.io import atomic_write_text
+
+            atomic_write_text(path, text + "\n")
         return text
 
     def to_text(self) -> str:

@@ -178,7 +178,10 @@ def load_voc_folder(
         ann = read_voc(xp, labels=labels, clip=clip)
         ip = imgs.get(xp.stem)
         if ip is None and ann.filename:
-            cand = image_dir / ann.filename
+            from maxmargin._validation import contained_path
+
+            # a file named inside another file never leaves its folder
+            cand = contained_path(image_dir, ann.filename, source=xp)
             ip = cand if cand.is_file() else None
         if ip is None:
             raise ValueError(f"no image for annotation {xp.name} in {image_dir}")

@@ -7,16 +7,66 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IMAGE_SUFFIXES", "load_image", "load_image_folder"]
+__all__ = ["IMAGE_SUFFIXES", "binary_mask", "load_image", "load_image_folder"]
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
 
 
-def load_image(path) -> np.ndarray:
-    """One image file as an array (imageio)."""
-    import imageio.v3 as iio
+def load_image(path, what: str = "image") -> np.ndarray:
+    """One image file as an array (imageio); ValueError naming the file if it cannot be
+    decoded."""
+    from maxmargin._validation import read_image
 
-    return np.asarray(iio.imread(Path(path)))
+    return read_image(path, what=what)
+
+
+def binary_mask(mask: np.ndarray, threshold: int, path) -> np.ndarray:
+    """A mask file's pixels as a boolean foreground array.
+
+    Grey masks are thresholded at ``threshold`` (JPEG masks have intermediate values at
+    the edges); a mask whose values are all 0 or 1 is a 0/1 mask (foreground = 1: the
+    threshold would make it all background).  A colour mask whose channels differ (a
+    label image, not a figure/ground mask) raises ``ValueError`` naming the file.
+    Warnings (``UserWarning``, naming the file): a mask that is all foreground or all
+    background, and a lossless (PNG, BMP, TIFF) mask with 3 to 16 distinct values -- a
+    label image with e.g. a "void" value, which the threshold splits in two.
+    """
+    import warnings
+
+    m = np.asarray(mask)
+    if m.ndim == 3:
+        if m.shape[2] >= 3 and not (
+            np.array_equal(m[:, :, 0], m[:, :, 1]) and np.array_equal(m[:, :, 0], m[:, :, 2])
+        ):
+            raise ValueError(
+                f"{path}: a colour mask whose channels differ (a label image?); a mask is a "
+                "grey or black-and-white image, white = foreground"
+            )
+        m = m[:, :, 0]
+    if m.dtype == bool:
+        out = m
+    elif m.size and m.min() >= 0 and m.max() <= 1:
+        out = m >= 1
+    else:
+        out = m >= threshold
+    if out.all() or not out.any():
+        which = "foreground" if out.all() else "background"
+        warnings.warn(
+            f"{path}: the mask is all {which} at threshold {threshold} (values "
+            f"{m.min()}..{m.max()}); check the file or the threshold",
+            UserWarning,
+            stacklevel=2,
+        )
+    elif str(path).lower().endswith((".png", ".bmp", ".tif", ".tiff")):
+        n_values = np.unique(m).size
+        if 2 < n_values <= 16:
+            warnings.warn(
+                f"{path}: the mask has {n_values} distinct values (a label image?); pixels "
+                f">= {threshold} are taken as foreground, the rest as background",
+                UserWarning,
+                stacklevel=2,
+            )
+    return out
 
 
 def _listing(folder: Path) -> dict[str, Path]:
@@ -53,27 +103,25 @@ def load_image_folder(
         raise ValueError(f"no image named {missing[0]!r} in {image_dir}")
     if mask_dir is not None:
         mfiles = _listing(Path(mask_dir))
-        stems = [s for s in stems if s in mfiles] if names is None else stems
         missing = [s for s in stems if s not in mfiles]
-        if missing or not stems:
+        if missing:  # never dropped silently: every image needs its mask
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
             raise ValueError(
-                f"no mask for image {missing[0]!r} in {mask_dir}"
-                if missing
-                else f"no image in {image_dir} has a mask in {mask_dir}"
+                f"{images[missing[0]]}: no mask named {missing[0]}.* in {mask_dir}{more}; "
+                "give every image a mask, or move the image out of the folder"
             )
     imgs, ms = [], []
     for s in stems:
         img = load_image(images[s])
         if mask_dir is not None:
-            m = load_image(mfiles[s])
-            if m.ndim == 3:
-                m = m[:, :, 0]
-            m = m >= threshold
+            m = binary_mask(load_image(mfiles[s], what="mask"), threshold, mfiles[s])
             if img.shape[:2] != m.shape:
                 if not resize_to_mask:
                     raise ValueError(
-                        f"{s}: image {img.shape[:2]} and mask {m.shape} differ in size "
-                        "(pass resize_to_mask=True to resize images to their masks)"
+                        f"{mfiles[s]}: the mask is {m.shape[1]} x {m.shape[0]} pixels but "
+                        f"its image {images[s].name} is {img.shape[1]} x {img.shape[0]}: "
+                        "image and mask differ in size (pass resize_to_mask=True / "
+                        "--resize-to-mask to resize images to their masks)"
                     )
                 from skimage.transform import resize
 

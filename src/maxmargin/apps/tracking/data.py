@@ -49,8 +49,12 @@ def read_boxes(path, *, one_based: bool = True) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no box file {path}")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text file of boxes ({exc.reason})") from None
     rows = []
-    for k, line in enumerate(path.read_text().splitlines(), start=1):
+    for k, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s:
             continue
@@ -70,9 +74,8 @@ def read_boxes(path, *, one_based: bool = True) -> np.ndarray:
     blank = np.all(b == 0, axis=1)  # MIL-track: 0,0,0,0 = not annotated
     bad = np.flatnonzero(((b[:, 2] <= 0) | (b[:, 3] <= 0)) & ~blank)
     if len(bad):
-        raise ValueError(
-            f"{path}: box {bad[0] + 1} has zero or negative size {tuple(b[bad[0], 2:])}"
-        )
+        w, h = b[bad[0], 2:]
+        raise ValueError(f"{path}: box {bad[0] + 1} has zero or negative size {w:g} x {h:g}")
     if blank.all():
         raise ValueError(f"{path}: no frame is annotated (every row is 0,0,0,0)")
     if one_based:
@@ -129,7 +132,9 @@ def write_boxes(path, boxes) -> None:
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
     b[:, :2] += 1.0
     lines = [",".join(f"{v:g}" for v in row) for row in b]
-    Path(path).write_text("\n".join(lines) + "\n")
+    from maxmargin.io import atomic_write_text
+
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def check_box(box, image_shape, what="box") -> np.ndarray:
@@ -137,11 +142,12 @@ def check_box(box, image_shape, what="box") -> np.ndarray:
     b = np.asarray(box, dtype=np.float64).ravel()
     if b.shape != (4,) or not np.all(np.isfinite(b)):
         raise ValueError(f"{what} must be 4 finite numbers (x, y, w, h), got {box!r}")
+    shown = "(" + ", ".join(f"{v:g}" for v in b) + ")"
     if b[2] <= 0 or b[3] <= 0:
-        raise ValueError(f"{what} has zero or negative size: {tuple(b)}")
+        raise ValueError(f"{what} has zero or negative size: {shown}")
     H, W = int(image_shape[0]), int(image_shape[1])
     if b[0] >= W or b[1] >= H or b[0] + b[2] <= 0 or b[1] + b[3] <= 0:
-        raise ValueError(f"{what} {tuple(b)} lies outside the {W}x{H} image")
+        raise ValueError(f"{what} {shown} lies outside the {W}x{H} image")
     return b
 
 
@@ -164,9 +170,14 @@ class Sequence:
         return labelled_mask(self.boxes)
 
     def frame(self, k: int) -> np.ndarray:
-        import imageio.v3 as iio
+        """Frame ``k``; ValueError naming the file if it cannot be decoded or its size
+        differs from the first frame's."""
+        from maxmargin._validation import check_image_size, read_image
 
-        return np.asarray(iio.imread(self.frames[k]))
+        img = read_image(self.frames[k], what="frame")
+        first = f"the first frame ({self.frames[0].name})"
+        check_image_size(img.shape, self.shape, self.frames[k], first, what="frame")
+        return img
 
 
 def _frames_in(folder: Path) -> list[Path]:
@@ -182,7 +193,7 @@ def load_sequence(path, *, max_frames: int | None = None) -> Sequence:
     image, or a first frame without a box (a tracker starts from it).  ``max_frames``
     keeps only the first frames.
     """
-    import imageio.v3 as iio
+    from maxmargin._validation import read_image
 
     root = Path(path)
     if not root.is_dir():
@@ -225,7 +236,7 @@ def load_sequence(path, *, max_frames: int | None = None) -> Sequence:
         frames, boxes = frames[: int(max_frames)], boxes[: int(max_frames)]
     if not labelled_mask(boxes[:1]).all():
         raise ValueError(f"{gt.name}: the first frame has no box (a tracker starts there)")
-    shape = np.asarray(iio.imread(frames[0])).shape[:2]
+    shape = read_image(frames[0], what="frame").shape[:2]
     for k in np.flatnonzero(labelled_mask(boxes)):  # one check per labelled frame
         check_box(boxes[k], shape, what=f"box {k + 1} of {gt.name}")
     return Sequence(root.name, frames, boxes, (int(shape[0]), int(shape[1])))
