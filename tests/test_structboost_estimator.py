@@ -129,11 +129,13 @@ def test_max_time_stops_early_with_a_certified_gap(master, formulation, digits):
         max_iter=10_000, max_time=1.0, master=master, formulation=formulation, C=100.0
     ).fit(X[:500], y[:500])
     assert not clf.converged_ and clf.n_iter_ < 10_000
-    # when the final polish finishes inside the budget the model is the exact optimum
-    # over its weak learners; otherwise the last iterate keeps its valid gap
+    # when the final certificate finishes inside the budget the model is certified to
+    # its promise (the fast master's default: gap_tol; the exact master: the LP
+    # optimum); otherwise the last iterate keeps its valid gap
     last = clf.history_[-1]
     assert last["objective"] >= last["dual_bound"] - 1e-9
-    assert not last["certified"] or last["gap"] <= 1e-9
+    promised = clf.gap_tol * (1 + 1e-9) if master == "fast" else 1e-9
+    assert not last["certified"] or last["gap"] <= promised
 
 
 def test_max_time_already_spent_returns_a_valid_model():

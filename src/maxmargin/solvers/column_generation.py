@@ -103,6 +103,8 @@ CONTINUATION_GAIN_TOL = 1e-3
 #: the continuation sharpens beta to at most this multiple of the master's base beta
 #: (4^5); beyond it the smoothed master needs ever more steps for ever less
 CONTINUATION_MAX_SHARPEN = POLISH_SHARPEN**5
+#: L-BFGS steps of FastMaster.tighten (when the smoothed duals price nothing new)
+TIGHTEN_STEPS = 20
 #: L-BFGS steps between two checks of the continuation's certified gap
 CONTINUATION_ROUND = 10
 #: the continuation's working set: columns with positive weight or a gain above 1 - SCREEN
@@ -183,6 +185,7 @@ class FastMaster:
         #: learner can return) met while pricing: ``C sum mu Delta / max(1, max gain)``
         #: with the exact search's largest gain, valid at every later iteration too
         self._pricing_bound = -np.inf
+        self.tightened = False  # tighten() ran since the last columns entered
         self.formulation = "n-slack" if task.dense_outputs else "1-slack"
         self.smooth = SmoothedMaster(
             task, store, C, tol=tol, max_steps=max_steps, working_set=smooth_master.WORKING_SET
@@ -226,6 +229,7 @@ class FastMaster:
             self.smooth.add_columns(cols)
         self.certified = False
         self.stalled = False
+        self.tightened = False
         self._continuation_bound = -np.inf  # a bound for fewer columns is no bound now
 
     @property
@@ -239,6 +243,21 @@ class FastMaster:
         if (self.certified or self.stalled) and self._by_continuation:
             return 1.0 + CONTINUATION_GAIN_TOL
         return None
+
+    def tighten(self, deadline: float | None) -> int:
+        """``TIGHTEN_STEPS`` more L-BFGS steps on the working set at a tight inner
+        tolerance (the per-iteration solves stop at ``tol``), once per column addition:
+        re-pricing at the tighter duals usually finds columns again, which a full
+        certificate would find at many times the cost."""
+        s = self.smooth
+        tol, max_steps = s.tol, s.max_steps
+        s.tol, s.max_steps = 1e-9, TIGHTEN_STEPS
+        try:
+            steps = s.solve(deadline)
+        finally:
+            s.tol, s.max_steps = tol, max_steps
+        self.tightened = True
+        return steps
 
     def full_gap_met(self) -> bool:
         """After a ``certify="gap"`` certificate: whether the certified relative gap to
@@ -983,6 +1002,20 @@ def _fit_structboost(
                     # the continuation stalled and its duals price nothing new either
                     reason = "stalled"
                     break
+                if (
+                    isinstance(mst, FastMaster)
+                    and mst.mode == "gap"
+                    and not mst.certified
+                    and not skip_polish
+                    and not mst.tightened
+                ):
+                    # the smoothed duals priced nothing new: first a few more steps on the
+                    # working set (cheap), then re-price; the certificate only if that
+                    # prices nothing either
+                    t1 = time.perf_counter()
+                    mst.tighten(final_deadline)
+                    t_cert += time.perf_counter() - t1
+                    continue
                 if not mst.certified and not skip_polish:
                     # approximate duals priced nothing new: solve exactly, then re-price
                     t1 = time.perf_counter()
