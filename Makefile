@@ -41,7 +41,7 @@ test-wheel: wheel
 
 # the documentation site, offline, warnings are errors; gallery examples run during the build
 docs: $(DOCS_STAMP)
-	rm -rf build/docs docs/auto_examples docs/api/generated
+	rm -rf build/docs docs/auto_examples docs/api/generated docs/sg_execution_times.rst
 	$(VENV)/bin/sphinx-build -W --keep-going -b html -j 1 docs build/docs/html
 	@echo "site: build/docs/html/index.html"
 
