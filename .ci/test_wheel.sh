@@ -7,6 +7,7 @@
 #
 # usage: .ci/test_wheel.sh DIST_DIR [PYTEST_ARGS...]
 # env:   PYTHON (python3), WHEEL_WORK (default: a fresh mktemp -d under /tmp),
+#        WHEEL_TESTS (default: the whole tests/ folder; e.g. "$ROOT/tests/test_cli.py"),
 #        NUMBA_* as the caller sets them (CI runs this with the generic target, 1 thread).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -79,4 +80,4 @@ echo "CLI fit / predict / evaluate / info: ok ($(head -c 200 evaluate.json | tr 
 
 # the suite against the installed package
 MAXMARGIN_EXPECT_INSTALLED="$SITE" "$VPY" -m pytest -p no:cacheprovider \
-    --import-mode=importlib --rootdir "$ROOT" -c "$ROOT/pyproject.toml" "$@" "$ROOT/tests"
+    --import-mode=importlib --rootdir "$ROOT" -c "$ROOT/pyproject.toml" "$@" ${WHEEL_TESTS:-"$ROOT/tests"}
