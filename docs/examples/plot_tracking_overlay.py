@@ -23,7 +23,7 @@ from maxmargin.cli.track import draw_box
 
 rng = np.random.default_rng(0)
 H, W, n_frames, side = 120, 160, 50, 26
-background = np.kron(rng.random((H // 6 + 2, W // 6 + 2)), np.ones((6, 6)))
+background = np.kron(rng.random((H // 6 + 4, W // 6 + 4)), np.ones((6, 6)))
 patch = np.kron(rng.random((side // 2, side // 2)), np.ones((2, 2)))[:side, :side]
 patch = 0.15 + 0.7 * (patch > 0.5)  # a high-contrast checker texture
 
