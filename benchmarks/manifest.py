@@ -4,7 +4,8 @@ one script, its arguments, one result file (``benchmarks/manifest.toml``).
     python benchmarks/manifest.py list                 # the entries
     python benchmarks/manifest.py run NAME [NAME ...]  # rerun entries (rewrites their results)
     python benchmarks/manifest.py render               # regenerate docs/benchmarks.md
-    python benchmarks/manifest.py check                # manifest vs result files vs docs
+    python benchmarks/manifest.py check [-v]           # manifest vs result files vs docs
+    python benchmarks/manifest.py unreferenced         # result files nothing names
 
 ``make bench NAME=<entry>`` is ``run NAME`` then ``render``.  Run timed entries under the
 CPU lock on a shared machine (``flock /tmp/maxmargin-cpu.lock make bench NAME=...``).
@@ -280,6 +281,69 @@ def cmd_check(entries, _args) -> int:
     return 1 if problems else 0
 
 
+SEARCHED = (
+    "README.md",
+    "CHANGELOG.md",
+    "docs/*.md",
+    "benchmarks/*.md",
+    "benchmarks/*.py",
+    "benchmarks/*.toml",
+    "src/**/*.py",
+    "tests/*.py",
+    "Makefile",
+)
+
+
+def _mentions(text: str) -> set[str]:
+    """File-name tokens in ``text`` (``a_{0,1}.json``, ``a_*.json``, ``dir/``, ``_suffix``
+    abbreviations), brace alternatives expanded."""
+    import re
+
+    out: set[str] = set()
+    for tok in re.findall(r"[\w/{},*.\-]+", text):
+        tok = tok.split("results/", 1)[-1].strip(".,")
+        stack = [tok]
+        while stack:
+            t = stack.pop()
+            m = re.search(r"\{([^{}]*)\}", t)
+            if m:
+                stack += [t[: m.start()] + a + t[m.end() :] for a in m.group(1).split(",")]
+            else:
+                t = t.replace("SEQ", "*").replace("NAME", "*")
+                if "*" not in t or len(re.sub(r"[^A-Za-z0-9]", "", t.replace("json", ""))) >= 4:
+                    out.add(t)
+    return out
+
+
+def cmd_unreferenced(_entries, _args) -> int:
+    """Result files that no searched file names -- exactly, by a glob / brace pattern, a
+    folder, or the abbreviated ``_suffix`` form the notebook uses: safe to delete."""
+    import fnmatch
+
+    mentions: set[str] = set()
+    for pat in SEARCHED:
+        for p in ROOT.glob(pat):
+            mentions |= _mentions(p.read_text(errors="ignore"))
+    plain = {m.removesuffix(".json") for m in mentions if "*" not in m}
+    globs = [m for m in mentions if "*" in m]
+    orphans = []
+    for f in sorted(RESULTS.rglob("*.json")):
+        rel = f.relative_to(RESULTS).as_posix()
+        stem = rel.removesuffix(".json")
+        parts = stem.split("/")[-1].split("_")
+        # the name, or an abbreviation of at least two of its last parts ("chainboot_4stages")
+        tails = {stem.split("/")[-1], stem} | {"_".join(parts[i:]) for i in range(len(parts) - 1)}
+        tails |= {"_" + t for t in tails}
+        folder = any(rel.startswith(m.rstrip("/") + "/") for m in plain if "/" in rel)
+        if tails & plain or folder or any(fnmatch.fnmatch(rel, g) for g in globs):
+            continue
+        orphans.append(rel)
+    for o in orphans:
+        print(o)
+    print(f"{len(orphans)} result files named nowhere")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -291,11 +355,17 @@ def main(argv=None) -> int:
     g.add_argument("--out", default=str(DOC))
     c = sub.add_parser("check")
     c.add_argument("-v", "--verbose", action="store_true", help="list unlisted result files")
+    sub.add_parser("unreferenced")
     args = ap.parse_args(argv)
     entries = load_manifest()
-    return {"list": cmd_list, "run": cmd_run, "render": cmd_render, "check": cmd_check}[args.cmd](
-        entries, args
-    )
+    commands = {
+        "list": cmd_list,
+        "run": cmd_run,
+        "render": cmd_render,
+        "check": cmd_check,
+        "unreferenced": cmd_unreferenced,
+    }
+    return commands[args.cmd](entries, args)
 
 
 if __name__ == "__main__":
