@@ -306,7 +306,7 @@ def main(argv=None):
         type=float,
         default=0.0,
         help="tol of the threads section's fits (0: a fixed number of iterations, but the "
-        "QP master then runs to its step limit, see docs/benchmarks.md)",
+        "QP master then runs to its step limit, see benchmarks/NOTEBOOK.md)",
     )
     ap.add_argument("--backend", default=None, help="joblib backend for oracle/ssvm (e.g. loky)")
     ap.add_argument("--out", default="benchmarks/results/scaleout_crf.json")

@@ -1,7 +1,7 @@
 """Scale-out on threads (issue 17): the oracles on numba / joblib threads, 1 vs 2 workers.
 
 Processes pay for every call (task dispatch, results pickled back, 20-30 ms per call on
-this machine, see docs/benchmarks.md); threads share the data and the answers in memory,
+this machine, see benchmarks/NOTEBOOK.md); threads share the data and the answers in memory,
 so the short oracle calls of a structured fit can be split too.  On OCR (Taskar et al.
 2003; ``load_ocr``):
 
@@ -31,7 +31,7 @@ threads) and ``OPENBLAS_NUM_THREADS=1`` (the defaults set here; the result file 
 them).  ``OMP_WAIT_POLICY`` is left to libgomp's default (spin a little after a parallel
 region, then sleep) unless set: since StructBoost's column products became numba
 kernels, ``PASSIVE`` made the OCR chain fit's 2-thread run slower (mostly 1.68-1.76x
-against 1.74-1.93x, median 1.85x, with the default; docs/benchmarks.md).
+against 1.74-1.93x, median 1.85x, with the default; benchmarks/NOTEBOOK.md).
 
 Usage (from the repository root):
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 python benchmarks/bench_scaleout_threads.py \\

@@ -1,21 +1,15 @@
 """The image selection of benchmarks/bench_detection.py (``--extra-negatives`` and
-``--test-negatives``): ``DIR[:STEP[:OFFSET]]`` in natural order, and the check that no
-image is both a training and a test negative."""
-
-import importlib.util
-from pathlib import Path
+``--test-negatives``, in benchmarks/benchlib/image_specs.py): ``DIR[:STEP[:OFFSET]]`` in
+natural order, and the check that no image is both a training and a test negative."""
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_detection.py"
+from benchlib import image_specs  # benchmarks/ is on pytest's pythonpath
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_detection", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return image_specs
 
 
 @pytest.fixture

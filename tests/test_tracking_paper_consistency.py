@@ -1,15 +1,12 @@
-"""benchmarks/tracking_paper_consistency.py: the largest overlap of any box at a given
-centre offset, and the bound on the mean overlap at a given mean centre error, against
-brute force (the script's verdict on the paper's Table 4 rests on them)."""
-
-import sys
-from pathlib import Path
+"""benchmarks/benchlib/box_bounds.py (used by tracking_paper_consistency.py): the largest
+overlap of any box at a given centre offset, and the bound on the mean overlap at a given
+mean centre error, against brute force (the script's verdict on the paper's Table 4 rests
+on them)."""
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import tracking_paper_consistency as tpc
+from benchlib import box_bounds as tpc  # benchmarks/ is on pytest's pythonpath
 
 
 def _iou(w, h, dx, dy, W, H):

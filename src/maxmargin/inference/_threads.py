@@ -52,7 +52,7 @@ def shard_threads(n: int):
     thread (``numba.parallel_chunksize(1)``) instead of in one contiguous block per
     thread.  Not for short shards: on the chain oracle's 64 shards of about 0.1 ms each
     the hand-out made StructBoost's OCR fit on 2 threads twice as slow
-    (docs/benchmarks.md).  Each shard still writes only its own outputs and the shards'
+    (benchmarks/NOTEBOOK.md).  Each shard still writes only its own outputs and the shards'
     sums are added in shard order afterwards, so the answers do not depend on who ran
     which shard."""
     with numba_threads(n):

@@ -104,7 +104,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         rounds short of ``inner_tol``, to tolerance in the others (backward rounds
         included); else dual CD.  ``k_path=(5, 10, 20, 40, 80), overselect=3, loss="squared_hinge",
         backward_step=0.2`` meets RFE's accuracy at every k in under a tenth of its time
-        on dna and mnist1000 (docs/benchmarks.md).
+        on dna and mnist1000 (benchmarks/NOTEBOOK.md).
     penalty : {"l2", "l1"}, default="l2"
     C : float, default=1.0
     features_per_step : "auto", int or float in (0, 1), default="auto"
@@ -156,16 +156,25 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
 
     Attributes
     ----------
-    support_ : ndarray of bool, order_ : selected column indices in the order added,
-    coef_ : ndarray (1 or n_classes, n_features), zero outside the support,
-    intercept_ : ndarray, classes_, objective_, dual_objective_, history_ (per round:
-    ``iteration``, ``n_selected``, ``objective``, ``dual_bound``, ``gap``,
-    ``max_violation``, ``t_total``, ``phase`` -- ``"forward"`` or ``"backward"``),
-    removed_ : the columns the backward pass removed, in the order removed (empty
-    without one), selected_by_ : ``"backward"`` if the backward pass's set was kept,
-    else ``"forward"``, path_ : with ``k_path``, per k (ascending) a dict with ``k``,
-    ``columns``, ``objective`` (the restricted objective) and ``selected_by`` (empty
-    without ``k_path``), n_iter_.
+    support_ : ndarray of bool
+    order_ : ndarray of int
+        Selected column indices in the order added.
+    coef_ : ndarray (1 or n_classes, n_features)
+        Zero outside the support.
+    intercept_ : ndarray
+    classes_, objective_, dual_objective_ : ndarray, float, float
+    history_ : list of dict
+        Per round: ``iteration``, ``n_selected``, ``objective``, ``dual_bound``,
+        ``gap``, ``max_violation``, ``t_total``, ``phase`` -- ``"forward"`` or
+        ``"backward"``.
+    removed_ : ndarray of int
+        The columns the backward pass removed, in the order removed (empty without one).
+    selected_by_ : str
+        ``"backward"`` if the backward pass's set was kept, else ``"forward"``.
+    path_ : list of dict
+        With ``k_path``, per k (ascending) a dict with ``k``, ``columns``, ``objective``
+        (the restricted objective) and ``selected_by`` (empty without ``k_path``).
+    n_iter_ : int
 
     Examples
     --------

@@ -42,7 +42,7 @@ class StructBoostRanker(StructBoost):
         "1-slack": one slack and cutting planes found in O(n log n) per round
         (:class:`~maxmargin.tasks.ranking.RankingTask`, [Blaschko2014]); "n-slack" (the
         paper's "m-slack", also accepted): its baseline with one slack per pair
-        (:class:`~maxmargin.tasks.ranking.PairwiseRankingTask`), memory O(|S|).  Same
+        (:class:`~maxmargin.tasks.ranking.PairwiseRankingTask`), memory ``O(|S|)``.  Same
         optimum (Theorem 2.1, tested).
     graph : {"complete", "bipartite", "star"}, default="complete"
         Which pairs form ``S`` inside a group (see :mod:`maxmargin.inference.ranking`);

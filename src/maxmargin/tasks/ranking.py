@@ -137,7 +137,7 @@ class PairwiseRankingTask(_RankingBase):
     For pair p = (i, j) the flipped output has loss ``Delta_p`` and joint-feature
     difference ``sigma_p (phi(x_i) - phi(x_j))``: (Delta, sigma) = (1, 1) for "unit",
     (d, 1) for "margin" and (d, d) for "slack".  The m-slack master then is exactly
-    eq. (14) (one slack per pair); the 1-slack master is its eq. (9) form with an O(|S|)
+    eq. (14) (one slack per pair); the 1-slack master is its eq. (9) form with an ``O(|S|)``
     oracle -- :class:`RankingTask` is the fast version of the latter.
     """
 
@@ -201,7 +201,7 @@ class RankingTask(_RankingBase):
 
     A plane is ``xi >= delta / |S| - sum_k (alpha_k / |S|) f(x_k)``, where ``(alpha,
     delta)`` is the most violated constraint of Blaschko et al. (Algorithms 1 and 2) at
-    the current scores; in the working set it is the (sample k, weight alpha_k / |S|)
+    the current scores; in the working set it is the (sample k, weight ``alpha_k / |S|``)
     entries, so the signed weights the weak learner sees are ``sum_r lambda_r alpha_r /
     |S|`` and the master is the same as with :class:`PairwiseRankingTask`'s 1-slack form
     (tested).  Only ``formulation="1-slack"``.

@@ -44,7 +44,7 @@ def _cast_codes(Z, nb, out):  # pragma: no cover - compiled
 
 
 class CodedStump(HistogramStump):
-    """Decision stump on features that are already integer bin codes ``0 .. max_bins-1``.
+    """Decision stump on features that are already integer bin codes (0 to ``max_bins - 1``).
 
     For callers that bin their features once and keep the codes (an online tracker codes
     each frame's features when the frame arrives, with bin edges fixed at the start):
