@@ -113,6 +113,7 @@ class _WindowDetector(BaseEstimator):
         "channels": [bool],
         "channel_cells": [tuple, list],
         "location_prior": [bool],
+        "hog_engine": [Options("numba", "skimage")],
         "random_state": RANDOM_STATE,
         "verbose": VERBOSE,
     }
@@ -129,6 +130,7 @@ class _WindowDetector(BaseEstimator):
             colour=bool(self.colour),
             channels=bool(getattr(self, "channels", False)),
             channel_cells=tuple(getattr(self, "channel_cells", (1,))),
+            engine=getattr(self, "hog_engine", "skimage"),
         )
 
     def _fit_prior(self, images, boxes):
@@ -193,6 +195,10 @@ class _WindowDetector(BaseEstimator):
     def _score_windows(self, pyr, lv, r, c, prior=None) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def _scan(self, pyr, lv, r, c, prior=None) -> np.ndarray:
+        """Scores of all windows ``pyr.windows()`` (``lv, r, c``) of one image."""
+        return self._score_windows(pyr, lv, r, c, prior=prior)
+
     def detect(self, image):
         """``(boxes, scores)`` of one image after NMS, best first."""
         self._check_fitted()
@@ -201,7 +207,7 @@ class _WindowDetector(BaseEstimator):
         if len(lv) == 0:
             return np.zeros((0, 4)), np.zeros(0)
         b = pyr.boxes(lv, r, c)
-        s = self._score_windows(pyr, lv, r, c, prior=self._prior(pyr, b))
+        s = self._scan(pyr, lv, r, c, prior=self._prior(pyr, b))
         if self.score_threshold is not None:
             keep = s > self.score_threshold
             b, s = b[keep], s[keep]
@@ -232,6 +238,8 @@ class _WindowDetector(BaseEstimator):
         p.setdefault("channels", False)
         p["channel_cells"] = tuple(p.get("channel_cells", (1,)))
         p.setdefault("location_prior", False)
+        # files from before the compiled pyramid: scikit-image's resampling and HOG
+        p.setdefault("hog_engine", "skimage")
         if "stage_learner" in p:  # a cascade detector: files from before stage chaining
             p.setdefault("chain", False)
         return p
@@ -333,6 +341,7 @@ class HOGSVMDetector(_WindowDetector):
         channels=False,
         channel_cells=(1,),
         location_prior=True,
+        hog_engine="numba",
         random_state=None,
         verbose=0,
     ):
@@ -341,6 +350,7 @@ class HOGSVMDetector(_WindowDetector):
         self.channels = channels
         self.channel_cells = channel_cells
         self.location_prior = location_prior
+        self.hog_engine = hog_engine
         self.window = window
         self.cell = cell
         self.block = block
@@ -399,7 +409,17 @@ class HOGSVMDetector(_WindowDetector):
 
     def _score_windows(self, pyr, lv, r, c, prior=None):
         X = self._describe(pyr, lv, r, c, prior=prior)
-        return X @ self.coef_.astype(np.float32) + self.intercept_
+        return X.astype(np.float64) @ self.coef_ + self.intercept_
+
+    def _scan(self, pyr, lv, r, c, prior=None):
+        """All windows at once: the filter correlated with each level's grids
+        (:meth:`HOGPyramid.scan_scores`), no descriptor gathered; equals
+        :meth:`_score_windows` (a test)."""
+        nf = pyr.n_features
+        s = pyr.scan_scores(self.coef_[:nf]) + self.intercept_
+        if prior is not None:
+            s += prior.astype(np.float64) * self.coef_[nf]
+        return s
 
     def _get_state(self):
         self._check_fitted()
@@ -521,6 +541,7 @@ class CascadeDetector(_WindowDetector):
         channels=True,
         channel_cells=(1,),
         location_prior=True,
+        hog_engine="numba",
         random_state=None,
         verbose=0,
     ):
@@ -529,6 +550,7 @@ class CascadeDetector(_WindowDetector):
         self.channels = channels
         self.channel_cells = channel_cells
         self.location_prior = location_prior
+        self.hog_engine = hog_engine
         self.window = window
         self.cell = cell
         self.block = block
@@ -872,6 +894,7 @@ class ProposalRanker(BaseEstimator):
             block=self.block,
             orientations=self.orientations,
             scale_step=float(self.scale_step),
+            engine="skimage",  # the features its models were trained with
         )
         shape = np.asarray(image).shape
         parts = [_geometry(boxes, shape), self.distribution_.log_density(boxes, shape)[:, None]]

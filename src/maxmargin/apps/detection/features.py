@@ -160,6 +160,12 @@ class HOGPyramid:
         the mean over each ``s x s``-cell square inside the window at stride one cell
         (:func:`box_means`), ``(w - s + 1) (h - s + 1)`` values; ``(1,)``: the cells
         alone.  Only with ``channels``.
+    engine : {"numba", "skimage"}, default "numba"
+        How the levels are made: ``"numba"`` -- the compiled antialiased bilinear
+        :func:`~maxmargin.apps.detection.scan.resize` and
+        :func:`~maxmargin.apps.detection.scan.hog_blocks` (scikit-image's HOG, compiled:
+        a test checks them equal); ``"skimage"`` -- ``skimage.transform.rescale`` and
+        ``skimage.feature.hog``, what detectors saved before the compiled scan used.
     """
 
     def __init__(
@@ -178,9 +184,23 @@ class HOGPyramid:
         channels: bool = False,
         channel_orientations: int = 6,
         channel_cells=(1,),
+        engine: str = "numba",
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
+
+        if engine not in ("numba", "skimage"):
+            raise ValueError(f"engine must be 'numba' or 'skimage', got {engine!r}")
+        self.engine = engine
+        if engine == "numba":
+            from maxmargin.apps.detection.scan import hog_blocks, resize
+
+            def rescale(img, scale, anti_aliasing=True, channel_axis=None):
+                sy, sx = scale
+                return resize(img, (round(img.shape[0] * sy), round(img.shape[1] * sx)))
+
+            def hog(img, orientations, pixels_per_cell, cells_per_block, **_):
+                return hog_blocks(img, pixels_per_cell[0], cells_per_block[0], orientations)
 
         img0 = to_float(image, colour=colour)
         self.image_shape = img0.shape[:2]
@@ -341,6 +361,36 @@ class HOGPyramid:
                     ].reshape(len(sel), -1)
                     at += m
         return out
+
+    def filter_scores(self, level: int, coef) -> np.ndarray:
+        """Score map ``positions(level)`` of the linear function ``coef`` (length
+        ``n_features``) on every window of ``level``: entry ``[r, c]`` equals
+        ``descriptors(level, r, c) @ coef`` (float64), computed by correlating the
+        filter with the level's block grid (and channel grids) in one compiled pass
+        (:func:`~maxmargin.apps.detection.scan.correlate`) -- no window descriptor is
+        gathered."""
+        from maxmargin.apps.detection.scan import correlate
+
+        w = np.asarray(coef, dtype=np.float64).ravel()
+        if w.shape != (self.n_features,):
+            raise ValueError(f"coef must have {self.n_features} entries, got {w.shape}")
+        g = self.levels[int(level)]
+        br, bc = self.n_blocks
+        nh = self.n_hog_features
+        S = correlate(g.reshape(g.shape[0], g.shape[1], -1), w[:nh].reshape(br, bc, -1))
+        if self.channels:
+            at = nh
+            for s_, cg in self.grids[int(level)].items():
+                nr, nc = self.window[1] - s_ + 1, self.window[0] - s_ + 1
+                m = nr * nc * self.n_channels
+                S += correlate(cg, w[at : at + m].reshape(nr, nc, self.n_channels))
+                at += m
+        return S
+
+    def scan_scores(self, coef) -> np.ndarray:
+        """``filter_scores`` of every level, in the order of :meth:`windows` (step 1)."""
+        maps = [self.filter_scores(k, coef).ravel() for k in range(len(self.levels))]
+        return np.concatenate(maps) if maps else np.zeros(0)
 
     def snap(self, boxes):
         """Nearest window ``(level, row, col)`` of every box: the level whose window size

@@ -1,0 +1,301 @@
+"""Raccoon detection against dlib (issue 31): dlib's max-margin HOG object detector
+(``dlib.train_simple_object_detector``: a structural SVM over all windows of a HOG
+pyramid, King, "Max-margin object detection", arXiv 1502.00046, 2015) trained on exactly
+our split, scored by our AP code over its full score range, and scanning time per image
+of dlib and of our detectors measured in the same run.
+
+Data: ../shared/data/detection/raccoon, images 1-160 train, 161-200 test (natural
+order), downscaled to ``--max-side`` px (boxes alike).
+
+* **Constant box**: the median training box relative to its image, once per test image
+  (no learning).
+* **dlib**: ``simple_object_detector_training_options`` with ``num_threads=1``,
+  ``add_left_right_image_flips`` (``--dlib-flips``) and C chosen on a validation split
+  of the training images (train on 1-120, AP on 121-160, C in ``--dlib-C``), then
+  retrained on all 160 with that C.  dlib scans one window shape (the training boxes'
+  mean aspect ratio) and refuses a training set with a box it cannot match with overlap
+  > 0.5 ("impossible set of object boxes"); such images are dropped from dlib's
+  training set (their number and names are recorded), the test set is never changed.
+  Test detections: ``detector.run(image, 0, adjust_threshold)`` with
+  ``--dlib-adjust`` (default -3: far below its decision threshold 0, so the whole
+  score range enters the AP); AP at its default threshold too.
+* **Ours**: ``HOGSVMDetector`` variants given as ``--svm NAME:key=value,...`` (values
+  as Python literals), AP at overlap 0.5 of the top 100 detections per image after NMS.
+* **Scanning time per test image** (all 40, ``--repeat`` passes, the best pass): dlib's
+  ``run`` (pyramid, HOG, filter, its NMS) and our ``detect`` (pyramid, HOG, filter
+  correlation, NMS), both single-threaded, in this process one after the other.
+
+    python benchmarks/bench_detection_dlib.py
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import argparse
+import ast
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DEFAULT_DATA, write_result
+from maxmargin.apps.detection import (
+    CascadeDetector,
+    HOGSVMDetector,
+    average_precision,
+    load_voc_folder,
+)
+from maxmargin.tasks.boxes import pairwise_overlap
+
+
+def parse_variant(spec):
+    """``NAME:key=value,key=value`` -> (name, dict); values are Python literals."""
+    name, _, rest = spec.partition(":")
+    params = {}
+    for part in filter(None, rest.split(";")):
+        k, _, v = part.partition("=")
+        params[k.strip()] = ast.literal_eval(v.strip())
+    return name, params
+
+
+def u8(image):
+    a = np.asarray(image)
+    if a.dtype != np.uint8:
+        a = np.clip(np.round(a * 255 if a.max() <= 1 else a), 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(a)
+
+
+def time_per_image(fn, images, repeat):
+    """Best of ``repeat`` passes over all images: seconds per image."""
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for im in images:
+            fn(im)
+        best = min(best, (time.perf_counter() - t) / len(images))
+    return best
+
+
+def ap_of(res, truth):
+    return average_precision([r[0] for r in res], [r[1] for r in res], truth)
+
+
+# ---------------------------------------------------------------------------- dlib
+def dlib_rects(dlib, b):
+    return [
+        dlib.rectangle(int(round(x)), int(round(y)), int(round(x + w)) - 1, int(round(y + h)) - 1)
+        for x, y, w, h in np.asarray(b).reshape(-1, 4)
+    ]
+
+
+def dlib_reach(boxes, step=5 / 6):
+    """Best overlap of each box with a box of the training boxes' mean aspect ratio
+    (dlib's window shape: mean width / mean height) centred on it, over dlib's pyramid
+    scales (steps of 5/6)."""
+    allb = np.vstack([np.asarray(b).reshape(-1, 4) for b in boxes])
+    aspect = allb[:, 2].mean() / allb[:, 3].mean()
+    out = []
+    for b in boxes:
+        b = np.asarray(b).reshape(-1, 4)
+        best = np.zeros(len(b))
+        for k, (x, y, w, h) in enumerate(b):
+            cx, cy = x + w / 2, y + h / 2
+            area = w * h * step ** np.arange(-12, 13)
+            ww, hh = np.sqrt(area * aspect), np.sqrt(area / aspect)
+            cand = np.stack([cx - ww / 2, cy - hh / 2, ww, hh], 1)
+            best[k] = pairwise_overlap(cand, b[k : k + 1]).max()
+        out.append(best)
+    return out
+
+
+def dlib_train(dlib, images, boxes, C, flips, names):
+    """Train dlib's detector; drop the images with boxes it cannot match (tightening
+    the reach margin until dlib accepts the set).  Returns (detector, dropped names)."""
+    reach = dlib_reach(boxes)
+    for margin in (0.05, 0.08, 0.11, 0.14, 0.17, 0.2, 0.25):
+        keep = [k for k, r in enumerate(reach) if len(r) and r.min() > 0.5 + margin]
+        opt = dlib.simple_object_detector_training_options()
+        opt.C = float(C)
+        opt.add_left_right_image_flips = bool(flips)
+        opt.num_threads = 1
+        opt.be_verbose = False
+        try:
+            det = dlib.train_simple_object_detector(
+                [u8(images[k]) for k in keep], [dlib_rects(dlib, boxes[k]) for k in keep], opt
+            )
+        except RuntimeError as e:
+            if "impossible" not in str(e):
+                raise
+            continue
+        dropped = [names[k] for k in range(len(images)) if k not in set(keep)]
+        return det, dropped, margin
+    raise RuntimeError("dlib refused every reduced training set")
+
+
+def dlib_detect(det, image, adjust):
+    rects, scores, _ = det.run(u8(image), 0, float(adjust))
+    b = np.array(
+        [[r.left(), r.top(), r.right() - r.left() + 1, r.bottom() - r.top() + 1] for r in rects],
+        dtype=np.float64,
+    ).reshape(-1, 4)
+    return b, np.asarray(scores, dtype=np.float64)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "detection/raccoon")
+    ap.add_argument("--max-side", type=int, default=240)
+    ap.add_argument("--n-train", type=int, default=160)
+    ap.add_argument("--n-test", type=int, default=40)
+    ap.add_argument("--n-val", type=int, default=40, help="validation images for dlib's C")
+    ap.add_argument("--dlib-C", default="1,3,10,30,100")
+    ap.add_argument("--dlib-flips", type=int, default=1)
+    ap.add_argument("--dlib-adjust", type=float, default=-3.0)
+    ap.add_argument(
+        "--svm",
+        action="append",
+        default=None,
+        help="NAME:key=value;key=value (HOGSVMDetector parameters), repeatable",
+    )
+    ap.add_argument("--cascade", action="store_true", help="also time the default cascade")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-dlib", action="store_true")
+    ap.add_argument("--out", default="benchmarks/results/detection_dlib.json")
+    args = ap.parse_args(argv)
+    variants = [parse_variant(s) for s in (args.svm or ["default:"])]
+
+    images, boxes, names = load_voc_folder(
+        args.data / "images", args.data / "annotations", max_side=args.max_side, clip=True
+    )
+    tri, trb, trn = images[: args.n_train], boxes[: args.n_train], names[: args.n_train]
+    te = slice(len(images) - args.n_test, len(images))
+    tei, teb = images[te], boxes[te]
+    out: dict = {
+        "dataset": "raccoon",
+        "n_train": len(tri),
+        "n_test": len(tei),
+        "test_images": [names[te][0], names[te][-1]],
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
+
+    # ---- constant box
+    rel = np.array(
+        [
+            [b[0] / im.shape[1], b[1] / im.shape[0], b[2] / im.shape[1], b[3] / im.shape[0]]
+            for im, bb in zip(tri, trb)
+            for b in np.asarray(bb).reshape(-1, 4)
+        ]
+    )
+    med = np.median(rel, axis=0)
+    const = [np.array([med * np.tile([im.shape[1], im.shape[0]], 2)]) for im in tei]
+    out["constant_box"] = {
+        "ap50": average_precision(const, [np.ones(1)] * len(tei), teb),
+        "relative_box": med.tolist(),
+    }
+    print(f"constant box: AP {out['constant_box']['ap50']:.3f}", flush=True)
+
+    # ---- dlib
+    dlib_det = None
+    if not args.skip_dlib:
+        import dlib
+
+        from importlib import metadata
+
+        nv = args.n_train - args.n_val
+        val = {}
+        for C in (float(c) for c in args.dlib_C.split(",")):
+            t = time.perf_counter()
+            det, dropped, _ = dlib_train(dlib, tri[:nv], trb[:nv], C, args.dlib_flips, trn[:nv])
+            vres = [dlib_detect(det, im, args.dlib_adjust) for im in tri[nv:]]
+            val[C] = {
+                "ap50": ap_of(vres, trb[nv:]),
+                "n_dropped": len(dropped),
+                "fit_seconds": time.perf_counter() - t,
+            }
+            print(f"dlib C={C}: validation AP {val[C]['ap50']:.3f}", flush=True)
+        C = max(val, key=lambda c: val[c]["ap50"])
+        t = time.perf_counter()
+        dlib_det, dropped, margin = dlib_train(dlib, tri, trb, C, args.dlib_flips, trn)
+        fit_s = time.perf_counter() - t
+        res = [dlib_detect(dlib_det, im, args.dlib_adjust) for im in tei]
+        res0 = [dlib_detect(dlib_det, im, 0.0) for im in tei]
+        out["dlib"] = {
+            "version": metadata.version("dlib-bin"),
+            "C": C,
+            "validation": {str(k): v for k, v in val.items()},
+            "ap50": ap_of(res, teb),
+            "ap50_default_threshold": ap_of(res0, teb),
+            "boxes_per_image": float(np.mean([len(r[0]) for r in res])),
+            "boxes_per_image_default_threshold": float(np.mean([len(r[0]) for r in res0])),
+            "dropped_training_images": dropped,
+            "reach_margin": margin,
+            "fit_seconds": fit_s,
+            "window": [dlib_det.detection_window_width, dlib_det.detection_window_height]
+            if hasattr(dlib_det, "detection_window_width")
+            else None,
+        }
+        print(
+            f"dlib (C={C}, {len(dropped)} training images dropped): AP {out['dlib']['ap50']:.3f}"
+            f" (default threshold {out['dlib']['ap50_default_threshold']:.3f}), "
+            f"fit {fit_s:.1f} s",
+            flush=True,
+        )
+
+    # ---- ours
+    dets = {}
+    out["svm"] = {}
+    for name, params in variants:
+        p = {"window": (7, 7), "C": 0.03, "random_state": 0, **params}
+        t = time.perf_counter()
+        det = HOGSVMDetector(**p).fit(tri, trb)
+        fit_s = time.perf_counter() - t
+        res = [det.detect(im) for im in tei]
+        dets[name] = det
+        out["svm"][name] = {
+            "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items()},
+            "ap50": ap_of(res, teb),
+            "fit_seconds": fit_s,
+            "converged": det.converged_,
+            "n_positives": det.n_positives_,
+            "mining_rounds": len(det.mining_history_),
+        }
+        print(f"svm {name}: AP {out['svm'][name]['ap50']:.3f}, fit {fit_s:.1f} s", flush=True)
+    cas = None
+    if args.cascade:
+        t = time.perf_counter()
+        cas = CascadeDetector(
+            window=(7, 7), n_stages=10, target_far=1e-3, n_negatives=40000, random_state=0
+        ).fit(tri, trb)
+        out["cascade"] = {"ap50": ap_of([cas.detect(im) for im in tei], teb)}
+        out["cascade"]["fit_seconds"] = time.perf_counter() - t
+        print(f"cascade: AP {out['cascade']['ap50']:.3f}", flush=True)
+
+    # ---- scanning time, one after the other in this process
+    timing = {}
+    if dlib_det is not None:
+        timing["dlib"] = time_per_image(
+            lambda im: dlib_det.run(u8(im), 0, float(args.dlib_adjust)), tei, args.repeat
+        )
+    for name, det in dets.items():
+        timing[f"svm {name}"] = time_per_image(det.detect, tei, args.repeat)
+    if cas is not None:
+        timing["cascade"] = time_per_image(cas.detect, tei, args.repeat)
+    out["seconds_per_image"] = timing
+    if "dlib" in timing:
+        out["time_ratio_to_dlib"] = {k: v / timing["dlib"] for k, v in timing.items()}
+    for k, v in timing.items():
+        ratio = f" ({v / timing['dlib']:.2f} x dlib)" if "dlib" in timing else ""
+        print(f"time {k}: {v * 1e3:.2f} ms/image{ratio}", flush=True)
+    path = write_result(args.out, out)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
