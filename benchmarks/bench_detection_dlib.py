@@ -164,9 +164,21 @@ def main(argv=None):
         default=None,
         help="NAME:key=value;key=value (HOGSVMDetector parameters), repeatable",
     )
+    ap.add_argument(
+        "--nms",
+        default="",
+        help="extra NMS settings to score every SVM variant with, after fitting: "
+        "'THRESHOLD/COVER;...' (COVER 'none' for the overlap alone)",
+    )
     ap.add_argument("--cascade", action="store_true", help="also time the default cascade")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-dlib", action="store_true")
+    ap.add_argument(
+        "--validate",
+        action="store_true",
+        help="model selection: train on the first n_train - n_val images, test on the "
+        "last n_val training images (the test images are not read); no dlib",
+    )
     ap.add_argument("--out", default="benchmarks/results/detection_dlib.json")
     args = ap.parse_args(argv)
     variants = [parse_variant(s) for s in (args.svm or ["default:"])]
@@ -176,6 +188,11 @@ def main(argv=None):
     )
     tri, trb, trn = images[: args.n_train], boxes[: args.n_train], names[: args.n_train]
     te = slice(len(images) - args.n_test, len(images))
+    if args.validate:
+        nv = args.n_train - args.n_val
+        te = slice(nv, args.n_train)
+        tri, trb, trn = images[:nv], boxes[:nv], names[:nv]
+        args.skip_dlib = True
     tei, teb = images[te], boxes[te]
     out: dict = {
         "dataset": "raccoon",
@@ -266,7 +283,36 @@ def main(argv=None):
             "n_positives": det.n_positives_,
             "mining_rounds": len(det.mining_history_),
         }
-        print(f"svm {name}: AP {out['svm'][name]['ap50']:.3f}, fit {fit_s:.1f} s", flush=True)
+        nms_ap = {}
+        for spec in filter(None, args.nms.split(";")):
+            thr, _, cov = spec.partition("/")
+            cov = None if cov.strip().lower() in ("", "none") else float(cov)
+            d2 = HOGSVMDetector(
+                **{**det.get_params(), "nms_threshold": float(thr), "nms_cover": cov}
+            )
+            for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
+                setattr(d2, a, getattr(det, a))
+            nms_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
+            print(f"  nms {spec}: AP {nms_ap[spec]:.3f}", flush=True)
+        if nms_ap:
+            out["svm"][name]["ap50_by_nms"] = nms_ap
+        # what the top detection of each image is: its overlap with the truth and its
+        # area relative to the best-matching truth box
+        top = []
+        for (b, _), t in zip(res, teb):
+            if len(b) and len(t):
+                ov = pairwise_overlap(b[:1], t)[0]
+                j = int(np.argmax(ov))
+                top.append((ov[j], b[0, 2] * b[0, 3] / (t[j, 2] * t[j, 3])))
+        top = np.array(top).reshape(-1, 2)
+        out["svm"][name]["top1_overlap_median"] = float(np.median(top[:, 0]))
+        out["svm"][name]["top1_hit_rate"] = float(np.mean(top[:, 0] >= 0.5))
+        out["svm"][name]["top1_area_ratio_median"] = float(np.median(top[:, 1]))
+        print(
+            f"svm {name}: AP {out['svm'][name]['ap50']:.3f}, fit {fit_s:.1f} s, top-1 hit "
+            f"{np.mean(top[:, 0] >= 0.5):.2f}, top-1 area / truth {np.median(top[:, 1]):.2f}",
+            flush=True,
+        )
     cas = None
     if args.cascade:
         t = time.perf_counter()

@@ -158,3 +158,32 @@ def test_detector_scan_equals_scoring_gathered_windows(prior):
 def test_engine_is_checked():
     with pytest.raises(ValueError, match="engine"):
         HOGPyramid(np.zeros((40, 40)), window=(3, 3), engine="fast")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"channels": True, "channel_cells": (1, 2), "location_prior": True, "chain": True},
+        {"channels": False, "location_prior": False, "stage_learner": "lacboost"},
+    ],
+)
+def test_compiled_cascade_scan_equals_the_cascade_on_gathered_windows(kw):
+    from maxmargin.apps.detection import CascadeDetector
+
+    images, boxes = make_detection_scenes(8, random_state=1)
+    det = CascadeDetector(
+        window=(3, 3), n_stages=3, max_weak=(2, 4), n_negatives=1000, random_state=0, **kw
+    ).fit(images, boxes)
+    for im in images[:3]:
+        pyr = det._pyramid(im)
+        lv, r, c = pyr.windows()
+        prior_col = det._prior(pyr, pyr.boxes(lv, r, c))
+        ref = det._score_windows(pyr, lv, r, c, prior=prior_col)
+        got = det._scan(pyr, lv, r, c, prior=prior_col)
+        # the same stumps on the same float32 feature values, summed in the same order
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+        # the weak classifiers evaluated: a direct count from the stages each window
+        # entered, as figure_of_merit counts them
+        X = det._describe(pyr, lv, r, c, prior=prior_col).astype(np.float64)
+        fom = det.cascade_.figure_of_merit(X)
+        assert det.last_scan_weak_ == round(fom["expected_weak"] * len(X))

@@ -30,7 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["correlate", "hog_blocks", "resize"]
+__all__ = ["cascade_scan", "correlate", "hog_blocks", "resize"]
 
 
 @njit(cache=True)
@@ -241,3 +241,74 @@ def correlate(grid, filt) -> np.ndarray:
         )
     Gt = np.ascontiguousarray(G.transpose(0, 2, 1), dtype=np.float64)
     return _correlate_kernel(Gt, np.ascontiguousarray(Wt))
+
+
+@njit(cache=True)
+def _cascade_kernel(
+    G, CG, prior, src, fi, fj, fq, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc
+):  # pragma: no cover - compiled
+    K = stage_thr.shape[0]
+    depth = np.zeros((nr, nc), dtype=np.int64)
+    margin = np.zeros((nr, nc), dtype=np.float64)
+    n_eval = 0
+    for r in range(nr):
+        for c in range(nc):
+            F = 0.0
+            d = 0
+            m = 0.0
+            for k in range(K):
+                s = 0.0
+                for t in range(ptr[k], ptr[k + 1]):
+                    a = src[t]
+                    if a == 0:
+                        x = np.float64(G[r + fi[t], c + fj[t], fq[t]])
+                    elif a > 0:
+                        x = np.float64(CG[a - 1, r + fi[t], c + fj[t], fq[t]])
+                    else:
+                        x = np.float64(prior[r, c])
+                    s += v_hi[t] if x > thr[t] else v_lo[t]
+                n_eval += ptr[k + 1] - ptr[k]
+                F = s + F if chain else s
+                m = F - stage_thr[k]
+                if F > stage_thr[k]:
+                    d += 1
+                else:
+                    break
+            depth[r, c] = d
+            margin[r, c] = m
+    return depth, margin, n_eval
+
+
+def cascade_scan(grid, channel_grids, prior, layout, stages):
+    """Send every window of one pyramid level through a boosted cascade, each only as far
+    as it passes (early exit, compiled), reading each stump's feature straight from the
+    level's grids.  ``grid``: the HOG block grid ``(rows, cols, F)``; ``channel_grids``:
+    ``(S, rows', cols', channels)`` (S may be 0); ``prior``: ``(nr, nc)`` or None;
+    ``layout``: per stump ``(src, i, j, q)`` -- 0 the HOG grid, ``s > 0`` channel grid
+    ``s - 1``, ``-1`` the prior -- at window offset ``(i, j)``, feature ``q``;
+    ``stages``: ``(split, v_lo, v_hi, ptr, stage_thresholds, chain)``.  Returns
+    ``(depth, margin, n_evaluated)``: stages passed, ``F - threshold`` at the last stage
+    evaluated (as :meth:`BoostedCascade._walk`), and the weak classifiers evaluated."""
+    G = np.ascontiguousarray(grid, dtype=np.float32)
+    G = G.reshape(G.shape[0], G.shape[1], -1)
+    CG = np.ascontiguousarray(channel_grids, dtype=np.float32)
+    src, fi, fj, fq = (np.ascontiguousarray(a, dtype=np.int64) for a in layout)
+    split, v_lo, v_hi, ptr, sthr, chain = stages
+    nr, nc = int(prior.shape[0]), int(prior.shape[1])
+    return _cascade_kernel(
+        G,
+        CG,
+        np.ascontiguousarray(prior, dtype=np.float64),
+        src,
+        fi,
+        fj,
+        fq,
+        np.ascontiguousarray(split, dtype=np.float64),
+        np.ascontiguousarray(v_lo, dtype=np.float64),
+        np.ascontiguousarray(v_hi, dtype=np.float64),
+        np.ascontiguousarray(ptr, dtype=np.int64),
+        np.ascontiguousarray(sthr, dtype=np.float64),
+        bool(chain),
+        nr,
+        nc,
+    )
