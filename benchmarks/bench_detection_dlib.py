@@ -90,42 +90,51 @@ def ap_of(res, truth):
 # ---------------------------------------------------------------------------- dlib
 def dlib_rects(dlib, b):
     return [
-        dlib.rectangle(int(round(x)), int(round(y)), int(round(x + w)) - 1, int(round(y + h)) - 1)
+        dlib.rectangle(round(x), round(y), round(x + w) - 1, round(y + h) - 1)
         for x, y, w, h in np.asarray(b).reshape(-1, 4)
     ]
 
 
-def dlib_reach(boxes, step=5 / 6):
-    """Best overlap of each box with a box of the training boxes' mean aspect ratio
-    (dlib's window shape: mean width / mean height) centred on it, over dlib's pyramid
-    scales (steps of 5/6)."""
+def dlib_window(boxes, area):
+    """dlib's window shape: the training boxes' mean width and height scaled to ``area``
+    pixels (its ``detection_window_size``)."""
     allb = np.vstack([np.asarray(b).reshape(-1, 4) for b in boxes])
-    aspect = allb[:, 2].mean() / allb[:, 3].mean()
+    mw, mh = allb[:, 2].mean(), allb[:, 3].mean()
+    sc = np.sqrt(area / (mw * mh))
+    return mw * sc, mh * sc
+
+
+def dlib_reach(boxes, window, step=6 / 5):
+    """Best overlap of each box with a window of dlib's shape centred on it, over dlib's
+    pyramid without upsampling (window sizes ``window * (6/5)^k``, k >= 0)."""
+    ww, hh = window[0] * step ** np.arange(30), window[1] * step ** np.arange(30)
     out = []
     for b in boxes:
         b = np.asarray(b).reshape(-1, 4)
         best = np.zeros(len(b))
         for k, (x, y, w, h) in enumerate(b):
             cx, cy = x + w / 2, y + h / 2
-            area = w * h * step ** np.arange(-12, 13)
-            ww, hh = np.sqrt(area * aspect), np.sqrt(area / aspect)
             cand = np.stack([cx - ww / 2, cy - hh / 2, ww, hh], 1)
             best[k] = pairwise_overlap(cand, b[k : k + 1]).max()
         out.append(best)
     return out
 
 
-def dlib_train(dlib, images, boxes, C, flips, names):
-    """Train dlib's detector; drop the images with boxes it cannot match (tightening
-    the reach margin until dlib accepts the set).  Returns (detector, dropped names)."""
-    reach = dlib_reach(boxes)
-    for margin in (0.05, 0.08, 0.11, 0.14, 0.17, 0.2, 0.25):
+def dlib_train(dlib, images, boxes, C, flips, names, area, path):
+    """Train dlib's detector (window of ``area`` pixels, no upsampling) and save it to
+    ``path``; the images with a box it cannot match are dropped, tightening the reach
+    margin until dlib accepts the set.  Returns (``fhog_object_detector``, dropped
+    names, margin)."""
+    reach = dlib_reach(boxes, dlib_window(boxes, area))
+    for margin in (0.03, 0.06, 0.09, 0.12, 0.15, 0.2, 0.25, 0.3):
         keep = [k for k, r in enumerate(reach) if len(r) and r.min() > 0.5 + margin]
         opt = dlib.simple_object_detector_training_options()
         opt.C = float(C)
         opt.add_left_right_image_flips = bool(flips)
         opt.num_threads = 1
         opt.be_verbose = False
+        opt.detection_window_size = int(area)
+        opt.upsample_limit = 0
         try:
             det = dlib.train_simple_object_detector(
                 [u8(images[k]) for k in keep], [dlib_rects(dlib, boxes[k]) for k in keep], opt
@@ -134,8 +143,11 @@ def dlib_train(dlib, images, boxes, C, flips, names):
             if "impossible" not in str(e):
                 raise
             continue
+        if det.upsampling_amount != 0:
+            raise RuntimeError("dlib upsampled the images although upsample_limit = 0")
+        det.save(str(path))
         dropped = [names[k] for k in range(len(images)) if k not in set(keep)]
-        return det, dropped, margin
+        return dlib.fhog_object_detector(str(path)), dropped, margin
     raise RuntimeError("dlib refused every reduced training set")
 
 
@@ -148,6 +160,44 @@ def dlib_detect(det, image, adjust):
     return b, np.asarray(scores, dtype=np.float64)
 
 
+def time_only(args):
+    """Scanning time per test image of the saved detectors (dlib first), one after the
+    other in this process; merged into the training run's result file."""
+    import json
+
+    import maxmargin
+
+    images, _, _ = load_voc_folder(
+        args.data / "images", args.data / "annotations", max_side=args.max_side, clip=True
+    )
+    tei = images[len(images) - args.n_test :]
+    out_path = Path(args.out)
+    prev = json.loads(out_path.read_text()) if out_path.exists() else {}
+    ap_prov = prev.pop("provenance", None)
+    timing = {}
+    if (args.models / "dlib.svm").exists():
+        import dlib
+
+        det = dlib.fhog_object_detector(str(args.models / "dlib.svm"))
+        adjust = float(args.dlib_adjust)
+        timing["dlib"] = time_per_image(lambda im: det.run(u8(im), 0, adjust), tei, args.repeat)
+    for f in sorted(args.models.glob("*.npz")):
+        det = maxmargin.load(f)
+        det.detect(tei[0])  # compile outside the timing
+        key = f"svm {f.stem[4:]}" if f.stem.startswith("svm_") else f.stem
+        timing[key] = time_per_image(det.detect, tei, args.repeat)
+    for k, v in timing.items():
+        ratio = f" ({v / timing['dlib']:.2f} x dlib)" if "dlib" in timing else ""
+        print(f"time {k}: {v * 1e3:.2f} ms/image{ratio}", flush=True)
+    prev["ap_run_provenance"] = ap_prov
+    prev["seconds_per_image"] = timing
+    if "dlib" in timing:
+        prev["time_ratio_to_dlib"] = {k: v / timing["dlib"] for k, v in timing.items()}
+    prev["timing_settings"] = {"repeat": args.repeat, "n_images": len(tei)}
+    path = write_result(args.out, prev)
+    print(f"wrote {path}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "detection/raccoon")
@@ -158,6 +208,12 @@ def main(argv=None):
     ap.add_argument("--dlib-C", default="1,3,10,30,100")
     ap.add_argument("--dlib-flips", type=int, default=1)
     ap.add_argument("--dlib-adjust", type=float, default=-3.0)
+    ap.add_argument(
+        "--dlib-window",
+        type=int,
+        default=56,
+        help="dlib's detection_window_size is this squared (56: our 7 x 7 cells of 8 px)",
+    )
     ap.add_argument(
         "--svm",
         action="append",
@@ -179,8 +235,23 @@ def main(argv=None):
         help="model selection: train on the first n_train - n_val images, test on the "
         "last n_val training images (the test images are not read); no dlib",
     )
+    ap.add_argument(
+        "--models",
+        type=Path,
+        default=None,
+        help="folder to save the trained detectors in (and to load them from with --time-only)",
+    )
+    ap.add_argument(
+        "--time-only",
+        action="store_true",
+        help="load the detectors of --models and only time them on the test images; the "
+        "timing is added to the --out file of the run that trained them (its provenance "
+        "kept as ap_run_provenance). Run this one under the CPU lock.",
+    )
     ap.add_argument("--out", default="benchmarks/results/detection_dlib.json")
     args = ap.parse_args(argv)
+    if args.time_only:
+        return time_only(args)
     variants = [parse_variant(s) for s in (args.svm or ["default:"])]
 
     images, boxes, names = load_voc_folder(
@@ -221,15 +292,21 @@ def main(argv=None):
     # ---- dlib
     dlib_det = None
     if not args.skip_dlib:
-        import dlib
-
+        import tempfile
         from importlib import metadata
 
+        import dlib
+
         nv = args.n_train - args.n_val
+        area = args.dlib_window**2
+        tmp = Path(args.models) if args.models is not None else Path(tempfile.mkdtemp())
+        tmp.mkdir(parents=True, exist_ok=True)
         val = {}
         for C in (float(c) for c in args.dlib_C.split(",")):
             t = time.perf_counter()
-            det, dropped, _ = dlib_train(dlib, tri[:nv], trb[:nv], C, args.dlib_flips, trn[:nv])
+            det, dropped, _ = dlib_train(
+                dlib, tri[:nv], trb[:nv], C, args.dlib_flips, trn[:nv], area, tmp / "val.svm"
+            )
             vres = [dlib_detect(det, im, args.dlib_adjust) for im in tri[nv:]]
             val[C] = {
                 "ap50": ap_of(vres, trb[nv:]),
@@ -239,7 +316,9 @@ def main(argv=None):
             print(f"dlib C={C}: validation AP {val[C]['ap50']:.3f}", flush=True)
         C = max(val, key=lambda c: val[c]["ap50"])
         t = time.perf_counter()
-        dlib_det, dropped, margin = dlib_train(dlib, tri, trb, C, args.dlib_flips, trn)
+        dlib_det, dropped, margin = dlib_train(
+            dlib, tri, trb, C, args.dlib_flips, trn, area, tmp / "dlib.svm"
+        )
         fit_s = time.perf_counter() - t
         res = [dlib_detect(dlib_det, im, args.dlib_adjust) for im in tei]
         res0 = [dlib_detect(dlib_det, im, 0.0) for im in tei]
@@ -254,9 +333,7 @@ def main(argv=None):
             "dropped_training_images": dropped,
             "reach_margin": margin,
             "fit_seconds": fit_s,
-            "window": [dlib_det.detection_window_width, dlib_det.detection_window_height]
-            if hasattr(dlib_det, "detection_window_width")
-            else None,
+            "window_pixels": list(dlib_window(trb, area)),
         }
         print(
             f"dlib (C={C}, {len(dropped)} training images dropped): AP {out['dlib']['ap50']:.3f}"
@@ -316,12 +393,29 @@ def main(argv=None):
     cas = None
     if args.cascade:
         t = time.perf_counter()
+        # HOG only and no location prior: the features the compiled scan reads straight
+        # from the HOG grid, the same windows as the linear "noprior" detector
         cas = CascadeDetector(
-            window=(7, 7), n_stages=10, target_far=1e-3, n_negatives=40000, random_state=0
+            window=(7, 7),
+            n_stages=10,
+            target_far=1e-3,
+            n_negatives=40000,
+            channels=False,
+            location_prior=False,
+            random_state=0,
         ).fit(tri, trb)
         out["cascade"] = {"ap50": ap_of([cas.detect(im) for im in tei], teb)}
         out["cascade"]["fit_seconds"] = time.perf_counter() - t
         print(f"cascade: AP {out['cascade']['ap50']:.3f}", flush=True)
+
+    if args.models is not None:
+        import maxmargin
+
+        args.models.mkdir(parents=True, exist_ok=True)
+        for name, det in dets.items():
+            maxmargin.save(det, args.models / f"svm_{name}.npz")
+        if cas is not None:
+            maxmargin.save(cas, args.models / "cascade.npz")
 
     # ---- scanning time, one after the other in this process
     timing = {}

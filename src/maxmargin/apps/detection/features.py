@@ -202,6 +202,9 @@ class HOGPyramid:
             def hog(img, orientations, pixels_per_cell, cells_per_block, **_):
                 return hog_blocks(img, pixels_per_cell[0], cells_per_block[0], orientations)
 
+        else:
+            resize = None
+
         img0 = to_float(image, colour=colour)
         self.image_shape = img0.shape[:2]
         self.channels = bool(channels)
@@ -240,7 +243,7 @@ class HOGPyramid:
             if scales is None:
                 s, n = 1.0, 0
                 while n < max_levels and H * s * ra >= hpx and W * s / ra >= wpx:
-                    pairs.append((s / ra, s * ra))
+                    pairs.append((s / ra, s * ra, a))
                     s /= scale_step
                     n += 1
             else:
@@ -248,14 +251,24 @@ class HOGPyramid:
                     s = float(s)
                     if not s > 0:
                         raise ValueError(f"scales must be positive, got {s}")
-                    pairs.append((s / ra, s * ra))
+                    pairs.append((s / ra, s * ra, a))
         self.scales = []
         self.levels = []
-        for sx, sy in pairs:
-            if round(H * sy) < hpx or round(W * sx) < wpx:
+        prev, prev_a = None, None
+        for sx, sy, a in pairs:
+            target = (round(H * sy), round(W * sx))
+            if target[0] < hpx or target[1] < wpx:
                 continue
             if sx == 1.0 and sy == 1.0:
                 img = img0
+            elif engine == "numba":
+                # a level from the previous, larger level of its aspect ratio when there
+                # is one (as image pyramids are built), else from the image
+                src = img0
+                if prev is not None and prev_a == a and prev.shape[0] >= target[0]:
+                    if prev.shape[1] >= target[1]:
+                        src = prev
+                img = resize(src, target)
             else:
                 img = rescale(
                     img0,
@@ -283,6 +296,7 @@ class HOGPyramid:
                 channel_axis=-1 if img.ndim == 3 else None,
             ).astype(np.float32)
             # the level's true scale after rounding to whole pixels
+            prev, prev_a = img, a
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
             self.levels.append(g)
         self.n_blocks = (self.window[1] - self.block + 1, self.window[0] - self.block + 1)

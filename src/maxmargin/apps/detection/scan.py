@@ -38,12 +38,12 @@ def _tent_weights(n_in, n_out):  # pragma: no cover - compiled
     """Per output index: the first input index and the normalised tent weights."""
     f = n_in / n_out
     support = max(1.0, f)
-    m = int(math.ceil(support)) * 2 + 1
+    m = int(math.ceil(support)) * 2 + 1  # noqa: RUF046 (explicit for numba)
     first = np.empty(n_out, dtype=np.int64)
     wts = np.zeros((n_out, m), dtype=np.float64)
     for i in range(n_out):
         centre = (i + 0.5) * f - 0.5
-        lo = int(math.floor(centre - support)) + 1
+        lo = int(math.floor(centre - support)) + 1  # noqa: RUF046
         lo = max(lo, 0)
         first[i] = lo
         tot = 0.0
@@ -59,7 +59,7 @@ def _tent_weights(n_in, n_out):  # pragma: no cover - compiled
             for k in range(m):
                 wts[i, k] /= tot
         else:  # no input pixel within reach (cannot happen for n_out >= 1): nearest
-            first[i] = min(max(int(round(centre)), 0), n_in - 1)
+            first[i] = min(max(int(round(centre)), 0), n_in - 1)  # noqa: RUF046
             wts[i, 0] = 1.0
     return first, wts
 
@@ -125,43 +125,51 @@ def _hog_kernel(img, cell, block, orientations):  # pragma: no cover - compiled
     for k in range(orientations):
         cs[k] = math.cos(math.pi * k / orientations)
         sn[k] = math.sin(math.pi * k / orientations)
+    grow = np.zeros(W, dtype=np.float32)
+    gcol = np.zeros(W, dtype=np.float32)
     for y in range(ncr * cell):
         cr = y // cell
-        for x in range(ncc * cell):
-            cc = x // cell
-            # centred differences (float32, as scikit-image computes them), 0 at the border
-            best = np.float32(-1.0)
-            gr = np.float32(0.0)
-            gc = np.float32(0.0)
-            for ch in range(C):
-                if 0 < y < H - 1:
-                    r_ = img[y + 1, x, ch] - img[y - 1, x, ch]
-                else:
+        # centred differences of row y (float32, as scikit-image computes them), 0 at
+        # the image border; colour: the channel of largest magnitude (the first of ties)
+        for x in range(W):
+            grow[x] = 0.0
+            gcol[x] = 0.0
+        if C == 1:
+            if 0 < y < H - 1:
+                for x in range(W):
+                    grow[x] = img[y + 1, x, 0] - img[y - 1, x, 0]
+            for x in range(1, W - 1):
+                gcol[x] = img[y, x + 1, 0] - img[y, x - 1, 0]
+        else:
+            for x in range(W):
+                best = np.float32(-1.0)
+                for ch in range(C):
                     r_ = np.float32(0.0)
-                if 0 < x < W - 1:
-                    c_ = img[y, x + 1, ch] - img[y, x - 1, ch]
-                else:
                     c_ = np.float32(0.0)
-                if C > 1:
+                    if 0 < y < H - 1:
+                        r_ = img[y + 1, x, ch] - img[y - 1, x, ch]
+                    if 0 < x < W - 1:
+                        c_ = img[y, x + 1, ch] - img[y, x - 1, ch]
                     m_ = np.float32(math.sqrt(np.float64(r_) ** 2 + np.float64(c_) ** 2))
-                    if m_ > best:  # the first channel of largest magnitude (argmax)
+                    if m_ > best:
                         best = m_
-                        gr, gc = r_, c_
-                else:
-                    gr, gc = r_, c_
-            grd, gcd = np.float64(gr), np.float64(gc)
+                        grow[x] = r_
+                        gcol[x] = c_
+        for x in range(ncc * cell):
+            grd = np.float64(grow[x])
+            gcd = np.float64(gcol[x])
             mag = math.sqrt(grd * grd + gcd * gcd)
-            if mag == 0.0:
-                continue
-            if grd < 0.0 or (grd == 0.0 and gcd < 0.0):
-                grd, gcd = -grd, -gcd
+            # turn into the upper half plane: the orientation modulo 180 degrees
+            flip = grd < 0.0 or (grd == 0.0 and gcd < 0.0)
+            if flip:
+                grd = -grd
+                gcd = -gcd
+            # bins are ordered, so the bin is the number of boundaries at or before the
+            # gradient (no branch per boundary)
             b = 0
             for k in range(1, orientations):
-                if cs[k] * grd - sn[k] * gcd >= 0.0:
-                    b = k
-                else:
-                    break
-            hist[cr, cc, b] += mag
+                b += cs[k] * grd - sn[k] * gcd >= 0.0
+            hist[cr, x // cell, b] += mag
     area = float(cell * cell)
     nbr, nbc = ncr - block + 1, ncc - block + 1
     out = np.zeros((max(nbr, 0), max(nbc, 0), block, block, orientations), dtype=np.float32)
