@@ -1,7 +1,8 @@
 """A cascade fitted with numba's generic CPU target gives exactly the stages of one fitted
 with the host target (issue 31): no CPU-dependent tie-breaking or reduction order in the
 boosting.  The generic fit runs in a subprocess with ``NUMBA_CPU_NAME=generic`` (numba
-compiles for the baseline x86-64 / AArch64 CPU, no AVX); the host fit in this process."""
+compiles for the baseline x86-64 / AArch64 CPU, no AVX), the host fit in another
+subprocess without it (each with its own numba cache entries)."""
 
 from __future__ import annotations
 
