@@ -328,6 +328,10 @@ class HOGSVMDetector(_WindowDetector):
         Append the window's log density under the training boxes' distribution
         (:class:`BoxDistribution`) as one more feature, so the detector learns where
         and how large objects usually are.  Needs at least two training boxes.
+    hog_engine : {"numba", "skimage"}, default="numba"
+        How the pyramid is built (:class:`HOGPyramid`'s ``engine``): compiled
+        resampling and HOG, or scikit-image's (model files saved before this option
+        load with ``"skimage"``).
     random_state, verbose
 
     Attributes
