@@ -210,3 +210,34 @@ def test_box_log_density_equals_the_dense_formula():
     ref = m[:, 0] + np.log(np.exp(e - m).mean(axis=1))
     # sums of 60 terms in another order, then a log: a few hundred float64 epsilons
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+
+
+def test_files_from_before_the_compiled_pyramid_load_with_scikit_image(tmp_path):
+    import maxmargin
+
+    images, boxes = make_detection_scenes(6, random_state=0)
+    kw = dict(window=(3, 3), C=0.1, location_prior=False, random_state=0, max_rounds=3)
+    d = HOGSVMDetector(hog_engine="skimage", **kw).fit(images, boxes)
+    meta, arrays = d._get_state()
+    del meta["params"]["hog_engine"], meta["params"]["mirror"], meta["params"]["nms_cover"]
+    old = HOGSVMDetector._from_state(meta, arrays)
+    assert old.hog_engine == "skimage" and not old.mirror and old.nms_cover is None
+    b0, s0 = old.detect(images[0])
+    b1, s1 = d.detect(images[0])
+    np.testing.assert_array_equal(b0, b1)
+    np.testing.assert_array_equal(s0, s1)
+    # a new file keeps the engine and the options
+    m = HOGSVMDetector(mirror=True, nms_cover=0.8, **kw).fit(images, boxes)
+    back = maxmargin.load(maxmargin.save(m, tmp_path / "m.npz"))
+    assert back.hog_engine == "numba" and back.mirror and back.nms_cover == 0.8
+    np.testing.assert_array_equal(back.detect(images[1])[1], m.detect(images[1])[1])
+    # mirrored positives: those of the images plus those of their mirror images (the
+    # cell grid of a mirror image need not mirror the original's, so not exactly twice)
+    plain = HOGSVMDetector(**kw).fit(images, boxes)
+    fimgs = [np.ascontiguousarray(np.asarray(im)[:, ::-1]) for im in images]
+    fboxes = [
+        np.c_[im.shape[1] - b[:, 0] - b[:, 2], b[:, 1:]]
+        for im, b in zip(fimgs, (np.asarray(b, float).reshape(-1, 4) for b in boxes))
+    ]
+    flipped = HOGSVMDetector(**kw).fit(fimgs, fboxes)
+    assert m.n_positives_ == plain.n_positives_ + flipped.n_positives_
