@@ -94,6 +94,18 @@ def _check_negative_images(images):
     return images
 
 
+def _mirrored(images, boxes):
+    """The images flipped left-right and their boxes ``(W - x - w, y, w, h)``."""
+    fimgs, fboxes = [], []
+    for img, b in zip(images, boxes):
+        a = np.asarray(img)
+        fimgs.append(np.ascontiguousarray(a[:, ::-1]))
+        b = np.asarray(b, dtype=np.float64).reshape(-1, 4).copy()
+        b[:, 0] = a.shape[1] - b[:, 0] - b[:, 2]
+        fboxes.append(b)
+    return fimgs, fboxes
+
+
 class _WindowDetector(BaseEstimator):
     """Shared HOG-pyramid machinery of the sliding-window detectors."""
 
@@ -106,6 +118,7 @@ class _WindowDetector(BaseEstimator):
         "pos_overlap": [_UNIT],
         "neg_overlap": [_UNIT],
         "nms_threshold": [_UNIT],
+        "nms_cover": [None, _UNIT],
         "score_threshold": [None, float, int],
         "max_detections": [POSITIVE_INT],
         "aspect_ratios": [tuple, list],
@@ -113,6 +126,7 @@ class _WindowDetector(BaseEstimator):
         "channels": [bool],
         "channel_cells": [tuple, list],
         "location_prior": [bool],
+        "hog_engine": [Options("numba", "skimage")],
         "random_state": RANDOM_STATE,
         "verbose": VERBOSE,
     }
@@ -129,6 +143,7 @@ class _WindowDetector(BaseEstimator):
             colour=bool(self.colour),
             channels=bool(getattr(self, "channels", False)),
             channel_cells=tuple(getattr(self, "channel_cells", (1,))),
+            engine=getattr(self, "hog_engine", "skimage"),
         )
 
     def _fit_prior(self, images, boxes):
@@ -193,6 +208,10 @@ class _WindowDetector(BaseEstimator):
     def _score_windows(self, pyr, lv, r, c, prior=None) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def _scan(self, pyr, lv, r, c, prior=None) -> np.ndarray:
+        """Scores of all windows ``pyr.windows()`` (``lv, r, c``) of one image."""
+        return self._score_windows(pyr, lv, r, c, prior=prior)
+
     def detect(self, image):
         """``(boxes, scores)`` of one image after NMS, best first."""
         self._check_fitted()
@@ -201,11 +220,17 @@ class _WindowDetector(BaseEstimator):
         if len(lv) == 0:
             return np.zeros((0, 4)), np.zeros(0)
         b = pyr.boxes(lv, r, c)
-        s = self._score_windows(pyr, lv, r, c, prior=self._prior(pyr, b))
+        s = self._scan(pyr, lv, r, c, prior=self._prior(pyr, b))
         if self.score_threshold is not None:
             keep = s > self.score_threshold
             b, s = b[keep], s[keep]
-        k = nms(b, s, self.nms_threshold, max_keep=int(self.max_detections))
+        k = nms(
+            b,
+            s,
+            self.nms_threshold,
+            max_keep=int(self.max_detections),
+            cover=getattr(self, "nms_cover", None),
+        )
         return b[k], s[k]
 
     def predict(self, images):
@@ -232,6 +257,8 @@ class _WindowDetector(BaseEstimator):
         p.setdefault("channels", False)
         p["channel_cells"] = tuple(p.get("channel_cells", (1,)))
         p.setdefault("location_prior", False)
+        # files from before the compiled pyramid: scikit-image's resampling and HOG
+        p.setdefault("hog_engine", "skimage")
         if "stage_learner" in p:  # a cascade detector: files from before stage chaining
             p.setdefault("chain", False)
         return p
@@ -270,11 +297,17 @@ class HOGSVMDetector(_WindowDetector):
     scale_step : float, default=sqrt(2)
     pos_overlap, neg_overlap : float, default=0.6, 0.3
     C : float, default=0.01
+    mirror : bool, default=False
+        Also train on the positive windows of the left-right mirrored training images
+        (their boxes mirrored), as Dalal & Triggs do.
     max_working_set : int, default=10000
     max_rounds : int, default=10
     tol : float, default=1e-4
         Relative duality gap of each restricted SVM solve (dual CD).
     nms_threshold : float, default=0.3
+    nms_cover : float or None, default=None
+        Also suppress a box whose intersection with a better-scoring kept box exceeds
+        this share of the smaller box's area (:func:`nms`'s ``cover``).
     score_threshold : float or None, default=None
     max_detections : int, default=100
     aspect_ratios : tuple of float, default=(0.7, 1.0, 1.4)
@@ -295,6 +328,10 @@ class HOGSVMDetector(_WindowDetector):
         Append the window's log density under the training boxes' distribution
         (:class:`BoxDistribution`) as one more feature, so the detector learns where
         and how large objects usually are.  Needs at least two training boxes.
+    hog_engine : {"numba", "skimage"}, default="numba"
+        How the pyramid is built (:class:`HOGPyramid`'s ``engine``): compiled
+        resampling and HOG, or scikit-image's (model files saved before this option
+        load with ``"skimage"``).
     random_state, verbose
 
     Attributes
@@ -306,6 +343,7 @@ class HOGSVMDetector(_WindowDetector):
     _parameter_constraints = {
         **_WindowDetector._hog_constraints,
         "C": [POSITIVE],
+        "mirror": [bool],
         "max_working_set": [POSITIVE_INT],
         "max_rounds": [POSITIVE_INT],
         "tol": [POSITIVE],
@@ -322,10 +360,12 @@ class HOGSVMDetector(_WindowDetector):
         pos_overlap=0.6,
         neg_overlap=0.3,
         C=0.01,
+        mirror=False,
         max_working_set=10000,
         max_rounds=10,
         tol=1e-4,
         nms_threshold=0.3,
+        nms_cover=None,
         score_threshold=None,
         max_detections=100,
         aspect_ratios=(0.7, 1.0, 1.4),
@@ -333,6 +373,7 @@ class HOGSVMDetector(_WindowDetector):
         channels=False,
         channel_cells=(1,),
         location_prior=True,
+        hog_engine="numba",
         random_state=None,
         verbose=0,
     ):
@@ -341,6 +382,7 @@ class HOGSVMDetector(_WindowDetector):
         self.channels = channels
         self.channel_cells = channel_cells
         self.location_prior = location_prior
+        self.hog_engine = hog_engine
         self.window = window
         self.cell = cell
         self.block = block
@@ -349,10 +391,12 @@ class HOGSVMDetector(_WindowDetector):
         self.pos_overlap = pos_overlap
         self.neg_overlap = neg_overlap
         self.C = C
+        self.mirror = mirror
         self.max_working_set = max_working_set
         self.max_rounds = max_rounds
         self.tol = tol
         self.nms_threshold = nms_threshold
+        self.nms_cover = nms_cover
         self.score_threshold = score_threshold
         self.max_detections = max_detections
         self.random_state = random_state
@@ -364,6 +408,10 @@ class HOGSVMDetector(_WindowDetector):
         self._fit_prior(images, boxes)
         wins = self._windows(images, boxes)
         Xp = self._positives(wins, boxes)
+        if getattr(self, "mirror", False):
+            # the positives of the left-right mirrored images too (Dalal & Triggs)
+            fimgs, fboxes = _mirrored(images, boxes)
+            Xp = np.vstack([Xp, self._positives(self._windows(fimgs, fboxes), fboxes)])
         offsets = np.cumsum([0] + [len(w[1]) for w in wins])
         # the prior of every negative window, once (the scan repeats every round)
         negs = [np.flatnonzero(w[4] < self.neg_overlap) for w in wins]
@@ -399,7 +447,17 @@ class HOGSVMDetector(_WindowDetector):
 
     def _score_windows(self, pyr, lv, r, c, prior=None):
         X = self._describe(pyr, lv, r, c, prior=prior)
-        return X @ self.coef_.astype(np.float32) + self.intercept_
+        return X.astype(np.float64) @ self.coef_ + self.intercept_
+
+    def _scan(self, pyr, lv, r, c, prior=None):
+        """All windows at once: the filter correlated with each level's grids
+        (:meth:`HOGPyramid.scan_scores`), no descriptor gathered; equals
+        :meth:`_score_windows` (a test)."""
+        nf = pyr.n_features
+        s = pyr.scan_scores(self.coef_[:nf]) + self.intercept_
+        if prior is not None:
+            s += prior.astype(np.float64) * self.coef_[nf]
+        return s
 
     def _get_state(self):
         self._check_fitted()
@@ -415,7 +473,7 @@ class HOGSVMDetector(_WindowDetector):
 
     @classmethod
     def _from_state(cls, meta, arrays):
-        est = cls(**cls._init_params(meta))
+        est = cls(**cls._init_params(meta))  # ``mirror`` missing: False (the default)
         est._load_prior(arrays)
         est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
         est.intercept_ = float(meta["intercept"])
@@ -514,6 +572,7 @@ class CascadeDetector(_WindowDetector):
         n_extra_negatives=None,
         validation_fraction=0.25,
         nms_threshold=0.3,
+        nms_cover=None,
         score_threshold=0.0,
         max_detections=100,
         aspect_ratios=(0.7, 1.0, 1.4),
@@ -521,6 +580,7 @@ class CascadeDetector(_WindowDetector):
         channels=True,
         channel_cells=(1,),
         location_prior=True,
+        hog_engine="numba",
         random_state=None,
         verbose=0,
     ):
@@ -529,6 +589,7 @@ class CascadeDetector(_WindowDetector):
         self.channels = channels
         self.channel_cells = channel_cells
         self.location_prior = location_prior
+        self.hog_engine = hog_engine
         self.window = window
         self.cell = cell
         self.block = block
@@ -552,6 +613,7 @@ class CascadeDetector(_WindowDetector):
         self.n_extra_negatives = n_extra_negatives
         self.validation_fraction = validation_fraction
         self.nms_threshold = nms_threshold
+        self.nms_cover = nms_cover
         self.score_threshold = score_threshold
         self.max_detections = max_detections
         self.random_state = random_state
@@ -736,6 +798,83 @@ class CascadeDetector(_WindowDetector):
         X = self._describe(pyr, lv, r, c, prior=prior)
         return self.cascade_.decision_function(X.astype(np.float64))
 
+    def _compiled_cascade(self, pyr):
+        """The cascade's stumps as flat arrays and, per stump, where its feature lives in
+        a pyramid level's grids (:func:`~maxmargin.apps.detection.scan.cascade_scan`)."""
+        key = (id(self.cascade_), pyr.n_features, pyr.channel_cells if pyr.channels else ())
+        cached = getattr(self, "_compiled", None)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        cas = self.cascade_
+        feats = np.concatenate([np.asarray(st.feature) for st in cas.stumps_])
+        ptr = np.concatenate([[0], np.cumsum([len(st) for st in cas.stumps_])])
+        cat = lambda a: np.concatenate(  # noqa: E731
+            [np.asarray(getattr(st, a), dtype=np.float64) for st in cas.stumps_]
+        )
+        if all(hasattr(st, "v_lo") for st in cas.stumps_):
+            v_lo, v_hi = cat("v_lo"), cat("v_hi")
+        else:  # {-1, +1} stumps: polarity p gives -p below the split, p above
+            pol = cat("polarity")
+            v_lo, v_hi = -pol, pol
+        stages = (cat("threshold"), v_lo, v_hi, ptr, cas.thresholds_, bool(cas.chain_))
+        nh = pyr.n_hog_features
+        br, bc = pyr.n_blocks
+        Fh = nh // (br * bc)
+        src = np.zeros(len(feats), dtype=np.int64)
+        fi, fj, fq = (np.zeros(len(feats), dtype=np.int64) for _ in range(3))
+        h = feats < nh
+        fi[h], fj[h], fq[h] = feats[h] // (bc * Fh), (feats[h] // Fh) % bc, feats[h] % Fh
+        at = nh
+        if pyr.channels:
+            for k, s_ in enumerate(pyr.channel_cells):
+                nr, nc = pyr.window[1] - s_ + 1, pyr.window[0] - s_ + 1
+                m = nr * nc * pyr.n_channels
+                sel = (feats >= at) & (feats < at + m)
+                loc = feats[sel] - at
+                src[sel] = k + 1
+                fi[sel] = loc // (nc * pyr.n_channels)
+                fj[sel] = (loc // pyr.n_channels) % nc
+                fq[sel] = loc % pyr.n_channels
+                at += m
+        src[feats >= at] = -1  # the location prior (the last column)
+        layout = (src, fi, fj, fq)
+        self._compiled = (key, layout, stages)
+        return layout, stages
+
+    def _scan(self, pyr, lv, r, c, prior=None):
+        """All windows, level by level, through the compiled cascade with early exit
+        (:func:`~maxmargin.apps.detection.scan.cascade_scan`); equals
+        :meth:`_score_windows` (a test).  The number of weak classifiers evaluated is
+        left in ``last_scan_weak_``."""
+        from maxmargin.apps.detection.scan import cascade_scan
+        from maxmargin.learners.cascade import _sigmoid
+
+        layout, stages = self._compiled_cascade(pyr)
+        K = len(stages[4])
+        out, n_eval, at = [], 0, 0
+        for k in range(len(pyr.levels)):
+            nr, nc = pyr.positions(k)
+            if nr <= 0 or nc <= 0:
+                continue
+            if prior is None:
+                pk = np.zeros((nr, nc))
+            else:
+                pk = np.asarray(prior[at : at + nr * nc], dtype=np.float64).reshape(nr, nc)
+            at += nr * nc
+            if pyr.channels:
+                grids = list(pyr.grids[k].values())
+                CG = np.zeros((len(grids), *grids[0].shape), dtype=np.float32)
+                for q, g in enumerate(grids):
+                    CG[q, : g.shape[0], : g.shape[1]] = g
+            else:
+                CG = np.zeros((0, 1, 1, 1), dtype=np.float32)
+            depth, margin, ne = cascade_scan(pyr.levels[k], CG, pk, layout, stages)
+            n_eval += ne
+            d, m = depth.ravel(), margin.ravel()
+            out.append(np.where(d == K, _sigmoid(m) - 0.5, d - K + _sigmoid(m)))
+        self.last_scan_weak_ = int(n_eval)
+        return np.concatenate(out) if out else np.zeros(0)
+
     def _get_state(self):
         self._check_fitted()
         cmeta, carrays = self.cascade_._get_state()
@@ -872,6 +1011,7 @@ class ProposalRanker(BaseEstimator):
             block=self.block,
             orientations=self.orientations,
             scale_step=float(self.scale_step),
+            engine="skimage",  # the features its models were trained with
         )
         shape = np.asarray(image).shape
         parts = [_geometry(boxes, shape), self.distribution_.log_density(boxes, shape)[:, None]]

@@ -160,6 +160,12 @@ class HOGPyramid:
         the mean over each ``s x s``-cell square inside the window at stride one cell
         (:func:`box_means`), ``(w - s + 1) (h - s + 1)`` values; ``(1,)``: the cells
         alone.  Only with ``channels``.
+    engine : {"numba", "skimage"}, default "numba"
+        How the levels are made: ``"numba"`` -- the compiled antialiased bilinear
+        :func:`~maxmargin.apps.detection.scan.resize` and
+        :func:`~maxmargin.apps.detection.scan.hog_blocks` (scikit-image's HOG, compiled:
+        a test checks them equal); ``"skimage"`` -- ``skimage.transform.rescale`` and
+        ``skimage.feature.hog``, what detectors saved before the compiled scan used.
     """
 
     def __init__(
@@ -178,9 +184,26 @@ class HOGPyramid:
         channels: bool = False,
         channel_orientations: int = 6,
         channel_cells=(1,),
+        engine: str = "numba",
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
+
+        if engine not in ("numba", "skimage"):
+            raise ValueError(f"engine must be 'numba' or 'skimage', got {engine!r}")
+        self.engine = engine
+        if engine == "numba":
+            from maxmargin.apps.detection.scan import hog_blocks, resize
+
+            def rescale(img, scale, anti_aliasing=True, channel_axis=None):
+                sy, sx = scale
+                return resize(img, (round(img.shape[0] * sy), round(img.shape[1] * sx)))
+
+            def hog(img, orientations, pixels_per_cell, cells_per_block, **_):
+                return hog_blocks(img, pixels_per_cell[0], cells_per_block[0], orientations)
+
+        else:
+            resize = None
 
         img0 = to_float(image, colour=colour)
         self.image_shape = img0.shape[:2]
@@ -220,7 +243,7 @@ class HOGPyramid:
             if scales is None:
                 s, n = 1.0, 0
                 while n < max_levels and H * s * ra >= hpx and W * s / ra >= wpx:
-                    pairs.append((s / ra, s * ra))
+                    pairs.append((s / ra, s * ra, a))
                     s /= scale_step
                     n += 1
             else:
@@ -228,14 +251,24 @@ class HOGPyramid:
                     s = float(s)
                     if not s > 0:
                         raise ValueError(f"scales must be positive, got {s}")
-                    pairs.append((s / ra, s * ra))
+                    pairs.append((s / ra, s * ra, a))
         self.scales = []
         self.levels = []
-        for sx, sy in pairs:
-            if round(H * sy) < hpx or round(W * sx) < wpx:
+        prev, prev_a = None, None
+        for sx, sy, a in pairs:
+            target = (round(H * sy), round(W * sx))
+            if target[0] < hpx or target[1] < wpx:
                 continue
             if sx == 1.0 and sy == 1.0:
                 img = img0
+            elif engine == "numba":
+                # a level from the previous, larger level of its aspect ratio when there
+                # is one (as image pyramids are built), else from the image
+                src = img0
+                if prev is not None and prev_a == a and prev.shape[0] >= target[0]:
+                    if prev.shape[1] >= target[1]:
+                        src = prev
+                img = resize(src, target)
             else:
                 img = rescale(
                     img0,
@@ -263,6 +296,7 @@ class HOGPyramid:
                 channel_axis=-1 if img.ndim == 3 else None,
             ).astype(np.float32)
             # the level's true scale after rounding to whole pixels
+            prev, prev_a = img, a
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
             self.levels.append(g)
         self.n_blocks = (self.window[1] - self.block + 1, self.window[0] - self.block + 1)
@@ -341,6 +375,36 @@ class HOGPyramid:
                     ].reshape(len(sel), -1)
                     at += m
         return out
+
+    def filter_scores(self, level: int, coef) -> np.ndarray:
+        """Score map ``positions(level)`` of the linear function ``coef`` (length
+        ``n_features``) on every window of ``level``: entry ``[r, c]`` equals
+        ``descriptors(level, r, c) @ coef`` (float64), computed by correlating the
+        filter with the level's block grid (and channel grids) in one compiled pass
+        (:func:`~maxmargin.apps.detection.scan.correlate`) -- no window descriptor is
+        gathered."""
+        from maxmargin.apps.detection.scan import correlate
+
+        w = np.asarray(coef, dtype=np.float64).ravel()
+        if w.shape != (self.n_features,):
+            raise ValueError(f"coef must have {self.n_features} entries, got {w.shape}")
+        g = self.levels[int(level)]
+        br, bc = self.n_blocks
+        nh = self.n_hog_features
+        S = correlate(g.reshape(g.shape[0], g.shape[1], -1), w[:nh].reshape(br, bc, -1))
+        if self.channels:
+            at = nh
+            for s_, cg in self.grids[int(level)].items():
+                nr, nc = self.window[1] - s_ + 1, self.window[0] - s_ + 1
+                m = nr * nc * self.n_channels
+                S += correlate(cg, w[at : at + m].reshape(nr, nc, self.n_channels))
+                at += m
+        return S
+
+    def scan_scores(self, coef) -> np.ndarray:
+        """``filter_scores`` of every level, in the order of :meth:`windows` (step 1)."""
+        maps = [self.filter_scores(k, coef).ravel() for k in range(len(self.levels))]
+        return np.concatenate(maps) if maps else np.zeros(0)
 
     def snap(self, boxes):
         """Nearest window ``(level, row, col)`` of every box: the level whose window size

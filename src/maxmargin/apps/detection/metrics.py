@@ -30,7 +30,7 @@ __all__ = [
 
 
 @njit(cache=True)
-def _nms_kernel(x0, y0, x1, y1, order, thr, max_keep):  # pragma: no cover - compiled
+def _nms_kernel(x0, y0, x1, y1, order, thr, max_keep, cover):  # pragma: no cover - compiled
     n = order.shape[0]
     area = (x1 - x0) * (y1 - y0)
     dead = np.zeros(n, dtype=np.bool_)
@@ -56,15 +56,25 @@ def _nms_kernel(x0, y0, x1, y1, order, thr, max_keep):  # pragma: no cover - com
             union = area[i] + area[j] - inter
             if union > 0.0 and inter / union > thr:
                 dead[j] = True
+            elif inter > cover * min(area[i], area[j]):
+                dead[j] = True
     return keep[:k]
 
 
-def nms(boxes, scores, threshold: float = 0.5, max_keep: int | None = None) -> np.ndarray:
+def nms(
+    boxes, scores, threshold: float = 0.5, max_keep: int | None = None, cover: float | None = None
+) -> np.ndarray:
     """Indices of the boxes kept by greedy NMS, best score first.
 
     A box is suppressed when its overlap with a kept, better-scoring box exceeds
-    ``threshold``; ties in score keep the earlier box.
+    ``threshold``, or, with ``cover``, when their intersection exceeds ``cover`` times
+    the smaller box's area (one box lies mostly inside the other: a part of an object
+    next to the whole, which the overlap alone keeps when the sizes differ much -- the
+    "percent covered" test of dlib's detector, King, JMLR 10, 2009); ties in score keep
+    the earlier box.
     """
+    if cover is not None and not (0.0 <= cover <= 1.0):
+        raise ValueError(f"cover must be in [0, 1] or None, got {cover}")
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     s = np.asarray(scores, dtype=np.float64).ravel()
     if len(s) != len(b):
@@ -75,8 +85,16 @@ def nms(boxes, scores, threshold: float = 0.5, max_keep: int | None = None) -> n
         raise ValueError("scores must be finite")
     order = np.argsort(-s, kind="stable")
     mk = len(s) if max_keep is None else int(max_keep)
+    cv = np.inf if cover is None else float(cover)
     return _nms_kernel(
-        b[:, 0].copy(), b[:, 1].copy(), b[:, 0] + b[:, 2], b[:, 1] + b[:, 3], order, threshold, mk
+        b[:, 0].copy(),
+        b[:, 1].copy(),
+        b[:, 0] + b[:, 2],
+        b[:, 1] + b[:, 3],
+        order,
+        threshold,
+        mk,
+        cv,
     )
 
 

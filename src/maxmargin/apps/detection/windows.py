@@ -17,7 +17,10 @@ image.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import njit
 
 __all__ = ["BoxDistribution", "sliding_windows"]
 
@@ -119,7 +122,31 @@ class BoxDistribution:
         b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
         shapes = np.tile([image_shape[0], image_shape[1]], (len(b), 1)).astype(np.float64)
         q = _params(b, shapes)
-        z = (q[:, None, :] - self.params_[None]) / self.scale_
-        e = -0.5 * (z**2).sum(axis=2)
-        m = e.max(axis=1, keepdims=True)
-        return (m[:, 0] + np.log(np.exp(e - m).mean(axis=1))).astype(np.float64)
+        return _log_kde(
+            np.ascontiguousarray(q, dtype=np.float64),
+            np.ascontiguousarray(self.params_, dtype=np.float64),
+            np.ascontiguousarray(self.scale_, dtype=np.float64),
+        )
+
+
+@njit(cache=True)
+def _log_kde(q, params, scale):  # pragma: no cover - compiled
+    """Per row of ``q``: log mean_j exp(-|(q - params_j) / scale|^2 / 2), stabilised by
+    the largest exponent (one pass per row, no (n, m, 4) temporaries)."""
+    n, m = q.shape[0], params.shape[0]
+    out = np.empty(n)
+    e = np.empty(m)
+    for i in range(n):
+        top = -np.inf
+        for j in range(m):
+            s = 0.0
+            for k in range(4):
+                z = (q[i, k] - params[j, k]) / scale[k]
+                s += z * z
+            e[j] = -0.5 * s
+            top = max(top, e[j])
+        tot = 0.0
+        for j in range(m):
+            tot += math.exp(e[j] - top)
+        out[i] = top + math.log(tot / m)
+    return out
