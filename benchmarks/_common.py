@@ -75,6 +75,21 @@ def load_multiclass(data_dir: Path, name: str, split: str = "pooled"):
     return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+def synthetic26():
+    """The issue-28 stand-in for a 26-class problem: (X, y), 20,000 rows, 16 features."""
+    from sklearn.datasets import make_classification
+
+    return make_classification(
+        n_samples=20000,
+        n_features=16,
+        n_informative=12,
+        n_redundant=0,
+        n_classes=26,
+        n_clusters_per_class=1,
+        random_state=0,
+    )
+
+
 def load_digits_split(seed: int = 0):
     """scikit-learn's digits, the 70/30 stratified split of ``make demo``:
     (Xtr, ytr, Xte, yte)."""

@@ -36,10 +36,9 @@ from pathlib import Path
 import lightgbm as lgb
 import numba
 import numpy as np
-from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
-from _common import DEFAULT_DATA, load_digits_split, load_multiclass, write_result
+from _common import DEFAULT_DATA, load_digits_split, load_multiclass, synthetic26, write_result
 from maxmargin import StructBoostClassifier
 
 
@@ -47,15 +46,7 @@ def load(data_dir: Path, name: str):
     if name == "digits":
         return load_digits_split(0)
     if name == "syn26":
-        X, y = make_classification(
-            n_samples=20000,
-            n_features=16,
-            n_informative=12,
-            n_redundant=0,
-            n_classes=26,
-            n_clusters_per_class=1,
-            random_state=0,
-        )
+        X, y = synthetic26()
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
         return Xtr, ytr, Xte, yte
     if name in ("satimage", "pendigits", "dna"):

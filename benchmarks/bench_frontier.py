@@ -38,12 +38,18 @@ from pathlib import Path
 import lightgbm as lgb
 import numba
 import numpy as np
-from sklearn.datasets import make_classification
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
-from _common import DEFAULT_DATA, load_digits_split, load_multiclass, read_result, write_result
+from _common import (
+    DEFAULT_DATA,
+    load_digits_split,
+    load_multiclass,
+    read_result,
+    synthetic26,
+    write_result,
+)
 from maxmargin import MultiBoostCW, StructBoostClassifier
 
 ALL = ["digits", "dna", "usps", "satimage", "pendigits", "synthetic26"]  # cheapest first
@@ -55,15 +61,7 @@ def load(data_dir: Path, name: str):
     if name in ("satimage", "pendigits"):
         return load_multiclass(data_dir, name, split="official")
     if name == "synthetic26":
-        X, y = make_classification(
-            n_samples=20000,
-            n_features=16,
-            n_informative=12,
-            n_redundant=0,
-            n_classes=26,
-            n_clusters_per_class=1,
-            random_state=0,
-        )
+        X, y = synthetic26()
     else:
         X, y = load_multiclass(data_dir, name)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)

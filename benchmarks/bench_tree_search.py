@@ -31,22 +31,9 @@ from pathlib import Path
 import lightgbm as lgb
 import numba
 import numpy as np
-from sklearn.datasets import make_classification
 
-from _common import DEFAULT_DATA, load_multiclass, write_result
+from _common import DEFAULT_DATA, load_multiclass, synthetic26, write_result
 from maxmargin.weak.hist_tree import HistogramTree
-
-
-def synthetic26():
-    return make_classification(
-        n_samples=20000,
-        n_features=16,
-        n_informative=12,
-        n_redundant=0,
-        n_classes=26,
-        n_clusters_per_class=1,
-        random_state=0,
-    )
 
 
 def best_of(fn, repeats):
