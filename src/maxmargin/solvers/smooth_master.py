@@ -227,13 +227,13 @@ class SmoothedMaster:
         if len(self.ws) == st.n_columns or due:
             self.refresh()
 
-    def refresh(self, keep=None, gains=None) -> None:
-        """Every column's gain from the current duals (``gains`` if already computed);
-        the working set becomes the ``working_set`` classifiers with the largest
-        projected gradient (summed over their columns), plus the columns ``keep``.  The
-        L-BFGS memory is dropped (its pairs saw only the old working set's gradient)."""
+    def refresh(self) -> None:
+        """Every column's gain from the current duals; the working set becomes the
+        ``working_set`` classifiers with the largest projected gradient (summed over their
+        columns).  The L-BFGS memory is dropped (its pairs
+        saw only the old working set's gradient)."""
         st = self.store
-        self.gains = st.gains(self.A, fast=True) if gains is None else np.array(gains)
+        self.gains = st.gains(self.A, fast=True)
         self.grad = 1.0 - self.gains
         self.n_refresh += 1
         self._since_refresh = 0
@@ -246,10 +246,7 @@ class SmoothedMaster:
         score = np.bincount(st.col_hyp, weights=pg, minlength=st.n_hyp)
         order = np.argsort(-score, kind="stable")[:cap]  # ties: the older classifier
         chosen = order[score[order] > 0]
-        mask = np.isin(st.col_hyp, chosen)
-        if keep is not None:
-            mask[np.asarray(keep, dtype=np.int64)] = True
-        self.ws = np.flatnonzero(mask)
+        self.ws = np.flatnonzero(np.isin(st.col_hyp, chosen))
 
     def set_weights(self, w: np.ndarray, keep_memory: bool = False) -> None:
         """Restart from given weights (e.g. the exact LP solution after a polish); the
