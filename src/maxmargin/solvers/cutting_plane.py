@@ -22,7 +22,7 @@ Every learner supplies only ``find_plane(solution) -> Plane``:
 One stopping rule for all: the relative duality gap ``(best primal - best master dual) /
 best primal <= tol``, where the primal value comes from each oracle call (``Plane.primal``)
 and the master dual is a valid lower bound at any accuracy; plus ``max_iter`` and
-``max_time``.  One history record per round (:class:`~maxmargin.solvers.ssvm_base.Tracker`).
+``max_time``.  One history record per round (:class:`~maxmargin.solvers.monitor.GapMonitor`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from maxmargin.solvers.qp_master import MasterSolution, OneSlackQPMaster
-from maxmargin.solvers.ssvm_base import Tracker
+from maxmargin.solvers.monitor import GapMonitor
 
 __all__ = ["Plane", "one_slack_cutting_planes"]
 
@@ -67,7 +67,7 @@ MASTER_REL_FLOOR = 1e-10
 def one_slack_cutting_planes(
     find_plane,
     master: OneSlackQPMaster,
-    tracker: Tracker,
+    tracker: GapMonitor,
     *,
     tol: float,
     max_iter: int,

@@ -17,7 +17,7 @@ from maxmargin.inference._threads import RowPieces, resolve_threads
 from maxmargin.inference.ranking import PreferenceGraph
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
 from maxmargin.solvers.qp_master import OneSlackQPMaster
-from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
+from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 
 __all__ = ["fit_ranksvm"]
 
@@ -44,7 +44,7 @@ def fit_ranksvm(
     Xp = RowPieces(X, resolve_threads(n_jobs))
     d = X.shape[1]
     master = OneSlackQPMaster(C=float(C), dim=d, tol=1e-10)
-    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="RankSVM")
+    tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="RankSVM")
 
     def find_plane(sol) -> Plane:
         w = sol.w

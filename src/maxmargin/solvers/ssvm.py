@@ -1,8 +1,8 @@
 """The structured SVM solvers by name: one table, one dispatch.
 
 Every solver minimises ``1/2 ||w||^2 + C/n sum_i H_i(w)`` on a
-:class:`~maxmargin.tasks.linear.LinearJointModel` (see :mod:`maxmargin.solvers.ssvm_base`)
-and returns an :class:`~maxmargin.solvers.ssvm_base.SSVMResult`.
+:class:`~maxmargin.tasks.linear.LinearJointModel` (see :mod:`maxmargin.solvers.monitor`)
+and returns an :class:`~maxmargin.solvers.monitor.SSVMResult`.
 
 ==================== =====================================================================
 name                 algorithm
@@ -21,7 +21,7 @@ The spellings ``"one_slack"``, ``"n_slack"``, ``"m-slack"``, ``"batch_subgradien
 from __future__ import annotations
 
 from maxmargin.solvers.parallel import ShardedModel, ShardedOracle
-from maxmargin.solvers.ssvm_base import SSVMResult
+from maxmargin.solvers.monitor import SSVMResult
 from maxmargin.solvers.ssvm_frank_wolfe import fit_frank_wolfe
 from maxmargin.solvers.ssvm_n_slack import fit_n_slack
 from maxmargin.solvers.ssvm_one_slack import fit_one_slack

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from maxmargin._validation import as_generator
-from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
+from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -97,7 +97,7 @@ def fit_frank_wolfe(
     wi = np.zeros((n, model.dim))
     li = np.zeros(n)
     ell = 0.0
-    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="frank_wolfe")
+    tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="frank_wolfe")
     slack = rescaling == "slack"
     layout = model.layout()
     with tr.interruptible():

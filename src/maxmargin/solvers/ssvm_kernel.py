@@ -23,7 +23,7 @@ import numpy as np
 
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
 from maxmargin.solvers.qp_master import OneSlackQPMaster
-from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
+from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 from maxmargin.tasks.linear import rescaled_hinge
 
 __all__ = ["fit_kernel_one_slack"]
@@ -49,7 +49,7 @@ def fit_kernel_one_slack(
     gamma, delta = task.gamma_, task.delta_
     rows = np.arange(n)
     master = OneSlackQPMaster(C=C, dim=None, tol=1e-10, prune_after=inactive_window)
-    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="kernel 1-slack")
+    tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="kernel 1-slack")
 
     def find_plane(sol) -> Plane:
         lam = sol.lam

@@ -30,7 +30,7 @@ from numba import njit
 from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
 from maxmargin.solvers.qp_master import smo_steps
-from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
+from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -225,7 +225,7 @@ def fit_n_slack(
     L = model.layout()
     SG = SequenceGram(*model.seq_gram(), np.ascontiguousarray(model.gamma @ model.gamma.T))
     ws = _WorkingSets(model)
-    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="n_slack")
+    tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="n_slack")
     w = np.zeros(model.dim)
     wsh = np.zeros(n)
     t_oracle = t_inner = 0.0

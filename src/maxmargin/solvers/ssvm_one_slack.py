@@ -26,7 +26,7 @@ import numpy as np
 
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
 from maxmargin.solvers.qp_master import OneSlackQPMaster
-from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
+from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 from maxmargin.tasks.linear import LinearJointModel, rescaled_hinge
 
 __all__ = ["fit_one_slack"]
@@ -96,7 +96,7 @@ def fit_one_slack(
     :mod:`maxmargin.solvers.cutting_plane`); see the module docstring."""
     model.check_rescaling(rescaling)
     master = OneSlackQPMaster(C=C, dim=model.dim, tol=1e-10, prune_after=inactive_window)
-    tr = Tracker(tol, max_iter, max_time, callback, verbose, name="1-slack")
+    tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="1-slack")
     cache = _OutputCache(model, cache_size) if cache_size > 0 else None
     n_cached = 0
 

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from maxmargin._validation import as_generator
-from maxmargin.solvers.ssvm_base import SSVMResult, Tracker
+from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -88,7 +88,7 @@ def fit_subgradient(
     n = model.n_samples
     w = np.zeros(model.dim)
     wavg = np.zeros(model.dim)
-    tr = Tracker(
+    tr = GapMonitor(
         tol, max_iter, max_time, callback, verbose, name="sgd" if stochastic else "subgradient"
     )
     t = 0

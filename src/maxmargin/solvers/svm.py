@@ -53,7 +53,7 @@ from numba import njit
 
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
 from maxmargin.solvers.qp_master import OneSlackQPMaster
-from maxmargin.solvers.ssvm_base import Tracker
+from maxmargin.solvers.monitor import GapMonitor
 
 __all__ = [
     "DualCDData",
@@ -928,7 +928,7 @@ def fit_one_slack_svm(
     n, d = X.shape
     XT = X.T.tocsr()
     master = OneSlackQPMaster(C * n, d)
-    tracker = Tracker(tol, max_iter, max_time, callback=callback, verbose=verbose, name="1-slack")
+    tracker = GapMonitor(tol, max_iter, max_time, callback=callback, verbose=verbose, name="1-slack")
 
     def find_plane(sol):
         w = sol.w
