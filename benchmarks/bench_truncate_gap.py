@@ -26,7 +26,8 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from _common import DEFAULT_DATA, load_multiclass, write_result
-from maxmargin.solvers.column_generation import TRUNCATE_GAP, fit_structboost
+from maxmargin.solvers.column_generation import fit_structboost
+from maxmargin.solvers.one_slack_master import TRUNCATE_GAP
 from maxmargin.tasks import MultiClassTask
 from maxmargin.weak import DecisionStump
 

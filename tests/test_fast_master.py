@@ -24,8 +24,8 @@ from maxmargin import StructBoost, StructBoostClassifier
 from maxmargin.exceptions import EmptyModelWarning
 from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.solvers.columns import ColumnStore
-from maxmargin.solvers.lp_master import MSlackLP
-from maxmargin.solvers.smooth_master import SmoothedMaster
+from maxmargin.solvers.lp_master import NSlackLP
+from maxmargin.solvers.smoothed_problem import SmoothedProblem
 from maxmargin.tasks import BinaryTask, MultiClassTask
 from maxmargin.tasks.base import StructuredTask
 from maxmargin.tasks.hierarchy import HierarchyTask, LabelAugmentedTask
@@ -120,7 +120,7 @@ def test_smoothing_bounds_gradient_and_box_feasible_duals():
     store = ColumnStore(weak.hypotheses_class, X.shape[1], X.shape[0], task.n_slots)
     rng = np.random.default_rng(3)
     C = 40.0
-    sm = SmoothedMaster(task, store, C)
+    sm = SmoothedProblem(task, store, C)
     for _ in range(4):  # a few stumps from random signed weights
         cand, _ = weak.best(prep, rng.normal(size=(len(y), task.n_slots)))
         sm.add_columns(store.add(cand.take([0]), cand.take([0]).evaluate(X), [np.arange(4)]))
@@ -214,7 +214,7 @@ def test_polish_with_no_time_left_returns_at_once_and_keeps_its_state():
     res = fit_structboost(task, DecisionStump(), C=20.0, master="fast", max_iter=5)
     store = ColumnStore(DecisionStump.hypotheses_class, X.shape[1], X.shape[0], task.n_slots)
     store.add(res.hypotheses, res.hypotheses.evaluate(X), [np.arange(4)] * len(res.hypotheses))
-    lp = MSlackLP(task, store, 20.0)
+    lp = NSlackLP(task, store, 20.0)
     lp.activate(np.arange(store.n_columns))
     lp.add_rows(np.arange(len(y)), (task.y_ + 1) % 4)
     assert lp.run(row_tol=1e-9, col_tol=1e-9, deadline=time.perf_counter() - 1.0) is False

@@ -3,7 +3,7 @@
 The fast master now ends with ``certify="gap"`` by default: smoothing continuation on a
 screened working set of columns until the certified relative gap ``(P(w) - D) / P(w)``
 is at most ``gap_tol``, with no LP.  Its steps move a bounded working set of columns
-(``smooth_master.WORKING_SET`` classifiers) and, with an exact weak-learner search,
+(``smoothed_problem.WORKING_SET`` classifiers) and, with an exact weak-learner search,
 every iteration's dual bound may come from the search's largest gain (a bound on the
 *full* problem).  The independent answers here are LPs written out from the definitions
 and solved by scipy: the full m-slack LP over every stump (``full_lp_optimum``), and the
@@ -19,7 +19,7 @@ import pytest
 from scipy.optimize import linprog
 
 from maxmargin import StructBoost
-from maxmargin.solvers import smooth_master
+from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.tasks import MultiClassTask
 from maxmargin.weak import DecisionStump
@@ -101,7 +101,7 @@ def test_working_set_and_pricing_bounds_are_valid(monkeypatch, certify):
     """A working set of 2 classifiers (so most iterations move a part of the model and
     the dual bound comes from the exact search's largest gain): every record is still
     bracketed by its restricted LP optimum."""
-    monkeypatch.setattr(smooth_master, "WORKING_SET", 2)
+    monkeypatch.setattr(smoothed_problem, "WORKING_SET", 2)
     rng = np.random.default_rng(3)
     X = rng.integers(0, 6, size=(24, 3)).astype(float)
     y = rng.integers(0, 3, size=24)

@@ -32,6 +32,7 @@ from maxmargin.solvers.feature_selection import (
     restricted_data_drop,
     solve_restricted,
 )
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.svm import DENSE_FILL
 
 __all__ = ["ForwardFeatureSelector"]
@@ -305,7 +306,13 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         C, loss, penalty = float(self.C), self.loss, self.penalty
         warms = [{} for _ in ys]
         order: list[int] = []
-        history: list[dict] = []
+        mon = ConvergenceMonitor(
+            "ffs",
+            verbose=self.verbose,
+            callback=self.callback,
+            fields=("phase", "n_selected", "objective", "gap"),
+        )
+        history = mon.history
         t0 = time.perf_counter()
         it = 0
         inner = float(self.inner_tol)
@@ -462,20 +469,12 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
                 "t_total": time.perf_counter() - t0,
                 "phase": phase,
             }
-            history.append(rec)
             kept = (list(order), sols, objective, dual, it)
             n_sel = len(order)
             if budget and n_sel in tset:
                 cand = fwd_cand if phase == "forward" else bwd_cand
                 cand[n_sel] = (list(order), sols if n_sel == limit else None, objective, dual)
-            if self.verbose:
-                print(
-                    f"[ffs] {phase:8s} {len(order):5d} features objective {objective:.6g} "
-                    f"gap {rel:.3g}",
-                    flush=True,
-                )
-            if self.callback is not None:
-                self.callback(rec)
+            mon.record(rec)
             return rec
 
         try:

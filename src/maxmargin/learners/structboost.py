@@ -8,7 +8,6 @@ data built on it.
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -32,12 +31,13 @@ from maxmargin._validation import (
 from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning, warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.column_generation import (
-    CERTIFY,
     FORMULATION_ALIASES,
     FORMULATIONS,
     MASTERS,
     fit_structboost,
 )
+from maxmargin.solvers.monitor import ConvergenceMonitor
+from maxmargin.solvers.smoothed_master import CERTIFY
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.boxes import BoxTask
 from maxmargin.tasks.chain import ChainTask
@@ -328,19 +328,12 @@ class StructBoost(Persistent, BaseEstimator):
             )
             self.task_ = self._make_task(y).bind(X, y, **bind_params)
 
-        def report(record):
-            if self.verbose:
-                print(
-                    f"iter {record['iteration']:4d}  objective {record['objective']:.6g}  "
-                    f"xi {record['xi']:.4g}  weak {record['n_weak']}  "
-                    f"planes {record['n_planes']}  gain {record['gain']:.4g}  "
-                    f"{record['t_total']:.2f}s",
-                    file=sys.stdout,
-                    flush=True,
-                )
-            if self.callback is not None:
-                self.callback(record)
-
+        monitor = ConvergenceMonitor(
+            "structboost",
+            verbose=self.verbose,
+            callback=self.callback,
+            fields=("iteration", "objective", "xi", "n_weak", "n_planes", "gain", "t_total"),
+        )
         weak = make_weak_learner(self.weak_learner)
         init = {}
         prev = getattr(self, "hypotheses_", None)
@@ -375,7 +368,7 @@ class StructBoost(Persistent, BaseEstimator):
             max_iter=int(self.max_iter),
             max_time=self.max_time,
             rng=as_generator(self.random_state),
-            callback=report,
+            monitor=monitor,
             max_cp_rounds=self.max_cp_rounds,
             n_jobs=self._search_n_jobs(),
             polish=bool(self.polish),

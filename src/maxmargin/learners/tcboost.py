@@ -23,6 +23,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.tc_boost import (
     LOSSES,
     dual_objective,
@@ -157,7 +158,13 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
         M = np.empty((n, 0))
         w = np.empty(0)
         a = loss_weights(np.zeros(n), c, loss)
-        history: list[dict] = []
+        mon = ConvergenceMonitor(
+            "tcboost",
+            verbose=self.verbose,
+            callback=self.callback,
+            fields=("iteration", "objective", "gap", "gain"),
+        )
+        history = mon.history
         t0 = time.perf_counter()
         converged = False
         it = 0
@@ -195,15 +202,7 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
                     "n_weak": int(M.shape[1]),
                     "t_total": time.perf_counter() - t0,
                 }
-                history.append(rec)
-                if self.verbose:
-                    print(
-                        f"[tcboost] {it:4d} objective {objective:.6g} gap {rec['gap']:.3g} "
-                        f"gain {gain:.4g}",
-                        flush=True,
-                    )
-                if self.callback is not None:
-                    self.callback(rec)
+                mon.record(rec)
                 if priced_all and penalty == "l1" and gain <= 1.0 + self.eps_cg:
                     converged = True
                     break

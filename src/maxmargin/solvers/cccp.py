@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.ssvm import solve_ssvm
 from maxmargin.tasks.linear import LinearJointModel, rescaled_hinge
 
@@ -67,7 +68,10 @@ def fit_latent_cccp(
     gamma = np.eye(K * M)
     offsets = np.arange(n + 1)
     z = np.asarray(init_latent, dtype=np.int64)
-    history: list[dict] = []
+    mon = ConvergenceMonitor(
+        "latent", verbose=verbose, callback=callback, fields=("iteration", "objective", "n_changed")
+    )
+    history = mon.history
     w = None
     converged = interrupted = False
     try:
@@ -101,11 +105,7 @@ def fit_latent_cccp(
                 "n_changed": int(np.count_nonzero(z_new != z)),
                 "t_total": time.perf_counter() - t0,
             }
-            history.append(rec)
-            if verbose:
-                print(f"[latent] CCCP round {outer} objective {obj:.6g}", flush=True)
-            if callback is not None:
-                callback(rec)
+            mon.record(rec)
             converged = np.array_equal(z_new, z) or (
                 len(history) > 1 and history[-2]["objective"] - obj <= outer_tol * abs(obj)
             )

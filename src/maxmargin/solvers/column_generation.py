@@ -21,16 +21,19 @@ re-priced before convergence is declared.
 
 Masters (the restricted problem over the current columns):
 
-* ``"fast"`` -- :class:`FastMaster`: the log-sum-exp smoothed hinge solved by projected
-  L-BFGS (:mod:`maxmargin.solvers.smooth_master`) every iteration, and the exact m-slack LP
-  (:class:`~maxmargin.solvers.lp_master.MSlackLP`) as the final polish.  Tasks whose
-  outputs can be listed (``task.dense_outputs``).
-* ``"exact"``, m-slack -- :class:`MSlackMaster`: the m-slack LP (eq. 3) with row
-  generation (rows violated by more than ``eps_cp``, Alg. 2's test) every iteration; the
+* ``"fast"`` -- :class:`~maxmargin.solvers.smoothed_master.SmoothedMaster`: the
+  log-sum-exp smoothed hinge solved by projected L-BFGS
+  (:mod:`maxmargin.solvers.smoothed_problem`) every iteration, certified by a gap or the
+  exact n-slack LP.  Tasks whose outputs can be listed or that have a smoothed risk.
+* ``"exact"``, n-slack -- :class:`~maxmargin.solvers.n_slack_master.NSlackMaster`: the
+  n-slack ("m-slack") LP [Shen14 eq. 3] with row generation every iteration; the
   paper's column sequence.
-* ``"exact"``, 1-slack -- :class:`OneSlackMaster`: Alg. 2, Kelley's cutting planes on the
-  1-slack LP (eq. 9); the only master for tasks with a joint 1-slack oracle only
+* ``"exact"``, 1-slack -- :class:`~maxmargin.solvers.one_slack_master.OneSlackMaster`:
+  [Shen14 Alg. 2], Kelley's cutting planes on the 1-slack LP [Shen14 eq. 9]; the only
+  master for tasks with a joint 1-slack oracle only
   (:class:`~maxmargin.tasks.ranking.RankingTask`).
+
+All three follow :class:`~maxmargin.solvers.restricted_master.RestrictedMaster`.
 
 Every master ends with the exact LP optimum over its final columns when the task's outputs
 can be listed (the m-slack polish, rows and reduced costs to 1e-9), and every record in
@@ -41,22 +44,21 @@ dual from box-feasible multipliers scaled by the largest column gain).
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import ThreadpoolController
 
 from maxmargin.inference._threads import resolve_threads
-from maxmargin.solvers import smooth_master
 from maxmargin.solvers.columns import ColumnStore
-from maxmargin.solvers.lp_master import LPMaster, LPNumericalError, LPSolution, MSlackLP
+from maxmargin.solvers.monitor import ConvergenceMonitor
+from maxmargin.solvers.n_slack_master import NSlackMaster
+from maxmargin.solvers.one_slack_master import TRUNCATE_GAP, OneSlackMaster
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.parallel_weak import BlockedStumpSearch, supports_blocks
-from maxmargin.solvers.smooth_master import SmoothedMaster
-from maxmargin.solvers.working_set import WorkingSet
-from maxmargin.tasks.base import Cut, StructuredTask
+from maxmargin.solvers.restricted_master import RestrictedMaster
+from maxmargin.solvers.smoothed_master import CERTIFY, GAP_TOL, SmoothedMaster
+from maxmargin.tasks.base import StructuredTask
 from maxmargin.tasks.crf import CRFTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
 from maxmargin.weak.hist_stump import CodedStump
@@ -66,9 +68,6 @@ __all__ = [
     "FORMULATION_ALIASES",
     "MASTERS",
     "ColumnGenerationResult",
-    "FastMaster",
-    "MSlackMaster",
-    "OneSlackMaster",
     "fit_structboost",
 ]
 
@@ -76,39 +75,6 @@ FORMULATIONS = ("1-slack", "n-slack")
 #: the StructBoost paper calls the per-example form "m-slack"
 FORMULATION_ALIASES = {"m-slack": "n-slack"}
 MASTERS = ("fast", "exact")
-#: what ends a fit of the fast master: ``"gap"`` -- smoothing continuation until the
-#: certified relative gap is at most ``gap_tol`` (no LP); ``"exact"`` -- the exact LP
-#: optimum over the final columns (the m-slack polish); ``"none"`` -- nothing
-CERTIFY = ("gap", "exact", "none")
-#: default relative duality gap of ``certify="gap"``
-GAP_TOL = 1e-3
-STAB = 0.5  # weight of the stability centre in the in-out query point
-#: a truncated cutting-plane loop (max_cp_rounds) still goes on while the master's
-#: relative gap exceeds this, so weak learners are priced from reasonable duals
-TRUNCATE_GAP = 0.1
-#: rounds whose planes do not move the LP point before a cutting-plane loop gives up
-STALL_ROUNDS = 5
-#: row and reduced-cost tolerance of the exact polish (relative to the loss / unit cost)
-POLISH_TOL = 1e-9
-#: smoothed-support threshold: rows (i, y) with softmax weight above this start the polish
-POLISH_ROWS = 0.05
-#: before the polish the smoothing is sharpened by this factor (docs/structboost.md)
-POLISH_SHARPEN = 4.0
-#: relative gap at which the smoothing continuation of tasks without an exact polish stops
-CONTINUATION_GAP = 1e-3
-#: the continuation's optimality test on the columns' gains (projected gradient); after a
-#: continuation certificate, pricing adds a weak learner only above ``1 +`` this (a column
-#: the continuation accepted as optimal would otherwise be priced again forever)
-CONTINUATION_GAIN_TOL = 1e-3
-#: the continuation sharpens beta to at most this multiple of the master's base beta
-#: (4^5); beyond it the smoothed master needs ever more steps for ever less
-CONTINUATION_MAX_SHARPEN = POLISH_SHARPEN**5
-#: L-BFGS steps of FastMaster.tighten (when the smoothed duals price nothing new)
-TIGHTEN_STEPS = 20
-#: L-BFGS steps between two checks of the continuation's certified gap
-CONTINUATION_ROUND = 10
-#: the continuation's working set: columns with positive weight or a gain above 1 - SCREEN
-SCREEN = 0.1
 #: share of max_time kept for the final polish of the fast master
 POLISH_RESERVE = 0.1
 
@@ -143,560 +109,6 @@ class ColumnGenerationResult:
 
 def _relative_gap(primal: float, dual: float) -> float:
     return float(max(primal - dual, 0.0) / max(abs(primal), 1e-300))
-
-
-# ---------------------------------------------------------------------------------------
-# masters
-# ---------------------------------------------------------------------------------------
-class FastMaster:
-    """Smoothed restricted master every iteration, exact polish on demand.
-
-    ``certify`` first sharpens the smoothing, then solves the restricted master exactly:
-
-    * listed outputs: the m-slack LP (``MSlackLP``) built on the sharpened support -- rows
-      (i, y) with softmax weight above ``POLISH_ROWS``, columns with positive weight or a
-      reduced cost within 1 % --, started from the smoothed point (HiGHS ``setSolution``),
-      with row and column generation to ``POLISH_TOL``;
-    * otherwise (ranking): Alg. 2 on the 1-slack LP (``OneSlackMaster``), seeded with the
-      plane at the smoothed point and that point as its best point, to ``eps_cp``.
-
-    The smoothed master continues from the exact weights if more columns enter.
-    """
-
-    def __init__(
-        self,
-        task,
-        store: ColumnStore,
-        C: float,
-        *,
-        tol,
-        max_steps,
-        eps_cp,
-        rng,
-        certify: str = "exact",
-        gap_tol: float = GAP_TOL,
-    ):
-        self.task, self.store, self.C = task, store, C
-        self.eps_cp, self.rng = eps_cp, rng
-        #: "exact": the LP polish where the task has one; "gap": the continuation
-        self.mode = certify
-        self.gap_tol = float(gap_tol)
-        #: best lower bound on the *full* problem's optimum (every weak classifier the
-        #: learner can return) met while pricing: ``C sum mu Delta / max(1, max gain)``
-        #: with the exact search's largest gain, valid at every later iteration too
-        self._pricing_bound = -np.inf
-        self.tightened = False  # tighten() ran since the last columns entered
-        self.formulation = "n-slack" if task.dense_outputs else "1-slack"
-        self.smooth = SmoothedMaster(
-            task, store, C, tol=tol, max_steps=max_steps, working_set=smooth_master.WORKING_SET
-        )
-        self.exact = None  # MSlackLP or OneSlackMaster, once a polish has run
-        self._exact_cols = 0  # columns the 1-slack polish already holds
-        self.certified = False
-        self.failed = False  # the exact LP failed numerically (huge C)
-        #: the continuation reached its sharpest beta above CONTINUATION_GAP
-        self.stalled = False
-        self._base_beta = self.smooth.beta
-
-    @property
-    def t_oracle(self) -> float:
-        return self.smooth.t_oracle + (self.exact.t_oracle if self.exact is not None else 0.0)
-
-    # state of the current iterate
-    @property
-    def _exact_done(self) -> bool:
-        return self.certified and self.exact is not None
-
-    @property
-    def w(self) -> np.ndarray:
-        return self.exact.w if self._exact_done else self.smooth.w
-
-    def weak_weights(self) -> np.ndarray:
-        return self.exact.weak_weights() if self._exact_done else self.smooth.A
-
-    def add_columns(self, cols: np.ndarray) -> None:
-        if self._exact_done:  # continue from the exact weights (new columns start at 0)
-            w = np.zeros(self.store.n_columns)
-            w[: len(self.exact.w)] = self.exact.w
-            self.smooth.set_weights(w)
-        elif self.smooth.beta != self._base_beta:  # after a continuation: back to the
-            # base smoothing (the next certificate sharpens from there again)
-            w = np.zeros(self.store.n_columns)
-            w[: len(self.smooth.w)] = self.smooth.w
-            self.smooth.beta = self._base_beta
-            self.smooth.set_weights(w)
-        else:
-            self.smooth.add_columns(cols)
-        self.certified = False
-        self.stalled = False
-        self.tightened = False
-        self._continuation_bound = -np.inf  # a bound for fewer columns is no bound now
-
-    @property
-    def _by_continuation(self) -> bool:
-        return self.mode == "gap" or not self.task.exact_polish
-
-    @property
-    def pricing_threshold(self) -> float | None:
-        """Gain a new weak learner must exceed after a continuation certificate (None:
-        the caller's ``1 + eps_cg``)."""
-        if (self.certified or self.stalled) and self._by_continuation:
-            return 1.0 + CONTINUATION_GAIN_TOL
-        return None
-
-    def tighten(self, deadline: float | None) -> int:
-        """``TIGHTEN_STEPS`` more L-BFGS steps on the working set at a tight inner
-        tolerance (the per-iteration solves stop at ``tol``), once per column addition:
-        re-pricing at the tighter duals usually finds columns again, which a full
-        certificate would find at many times the cost."""
-        s = self.smooth
-        tol, max_steps = s.tol, s.max_steps
-        s.tol, s.max_steps = 1e-9, TIGHTEN_STEPS
-        try:
-            steps = s.solve(deadline)
-        finally:
-            s.tol, s.max_steps = tol, max_steps
-        self.tightened = True
-        return steps
-
-    def full_gap_met(self) -> bool:
-        """After a ``certify="gap"`` certificate: whether the certified relative gap to
-        the *full* problem -- the objective against the pricing bound, which covers every
-        weak classifier -- is within ``gap_tol``.  Then column generation has converged to
-        that tolerance (new columns could lower the objective by at most that much), and
-        re-opening the master for columns of gain just above 1 would only repeat the
-        certificate again and again."""
-        return self.certified and self._pricing_gap_met()
-
-    def _pricing_gap_met(self) -> bool:
-        if not (self.mode == "gap" and np.isfinite(self._pricing_bound)):
-            return False
-        P = self.smooth.objective
-        return (P - self._pricing_bound) <= self.gap_tol * abs(P)
-
-    def note_pricing(self, best_gain: float) -> None:
-        """The exact weak-learner search found ``best_gain`` as the largest gain of any
-        weak classifier under the current duals: a lower bound on the full problem
-        (and so on every restricted master).  The search's float64 prefix sums may
-        differ from the column products by rounding; the gain is taken 1e-9 larger."""
-        s = self.smooth
-        g = max(1.0, float(best_gain) * (1.0 + 1e-9))
-        self._pricing_bound = max(self._pricing_bound, self.C * s.risk.dual / g)
-
-    def solve(self, deadline: float | None) -> dict:
-        steps = self.smooth.solve(deadline)
-        return {"n_cp": steps}
-
-    def record(self) -> dict:
-        if self._exact_done:
-            return self.exact.record()
-        s = self.smooth
-        bound = max(self._pricing_bound, getattr(self, "_continuation_bound", -np.inf))
-        if not np.isfinite(self._pricing_bound) or len(s.ws) == self.store.n_columns:
-            # no exact search to price with, or a model small enough that every
-            # column's float64 gain is cheap: the restricted master's own bound
-            bound = max(bound, s.dual_bound)
-        return {
-            "objective": s.objective,
-            "dual_bound": bound,
-            "master_objective": s.smooth_objective,
-            "xi": s.xi,
-            "n_planes": 0,
-        }
-
-    def certify(self, deadline: float | None) -> bool:
-        """Exact optimum over the current columns; False if the deadline stopped it."""
-        if self.certified:
-            return True
-        if self.failed or self.stalled:
-            return False
-        if self._pricing_gap_met():
-            # the exact search's bound already certifies gap_tol against the full
-            # problem (so against this restricted master): no continuation needed
-            self.certified = True
-            return True
-        self.smooth.refresh()  # every column's gain at the current point
-        if self._by_continuation:
-            return self._certify_by_continuation(deadline)
-        self.smooth.sharpen(POLISH_SHARPEN, deadline)
-        try:
-            if self.task.dense_outputs:
-                ok = self._polish_lp(deadline)
-            else:
-                ok = self._polish_one_slack(deadline)
-        except LPNumericalError:  # keep the smoothed solution and its certified gap
-            self.exact, self.failed = None, True
-            return False
-        self.certified = ok
-        return ok
-
-    def _certify_by_continuation(self, deadline) -> bool:
-        """For tasks whose exact master is impractical (chains: Kelley's planes need
-        hundreds of rounds per solve): sharpen the smoothing (beta x4, up to
-        ``CONTINUATION_MAX_SHARPEN`` times the base beta; new columns return the master to
-        the base beta), each time solving until no current column's gain exceeds 1 by
-        more than ``CONTINUATION_GAIN_TOL`` (the projected-gradient test; the decrease test stops
-        early when beta is large), until the certified relative gap ``(P(w) - D) / P(w)``
-        is at most ``CONTINUATION_GAP``; at the sharpest beta without that gap the master
-        is ``stalled`` (the fit stops with ``stop_reason = "stalled"``).
-        Every box-feasible ``mu`` met on the way gives a valid lower bound on the same
-        restricted master, so ``D`` is the best of them and ``w`` the best primal point.
-        The model stays a smoothed one: ``certified`` means "within that gap", not the
-        LP vertex.
-
-        ``certify="gap"`` uses the same continuation for every task, to ``gap_tol``.
-        The steps move a screened working set -- columns with positive weight or a gain
-        within ``SCREEN`` of 1 at the start --, every round's bound takes every column's
-        float64 gain, and a column outside the set whose gain exceeds 1 joins it."""
-        s = self.smooth
-        target = self.gap_tol if self.mode == "gap" else CONTINUATION_GAP
-        best_lb = max(s.dual_bound, self._pricing_bound)
-        best = (s.objective, s.w.copy())
-        s.pin_working_set(np.flatnonzero((s.w > 0) | (s.gains >= 1.0 - SCREEN)))
-
-        def tight_solve():
-            nonlocal best_lb, best
-            tol, max_steps = s.tol, s.max_steps
-            # short rounds: the bound is checked every CONTINUATION_ROUND steps, and the
-            # solve ends as soon as the target gap is certified
-            s.tol, s.max_steps = 1e-9, CONTINUATION_ROUND
-            try:
-                for _ in range(40 * max(1, max_steps // CONTINUATION_ROUND)):
-                    steps = s.solve(deadline)
-                    gains = s.store.gains(s.A)  # float64: the bound below is exact
-                    g = float(gains.max()) if len(gains) else 0.0
-                    out = np.flatnonzero(gains > 1.0 + CONTINUATION_GAIN_TOL)
-                    if len(out) and not np.all(np.isin(out, s.ws)):
-                        s.pin_working_set(np.union1d(s.ws, out))
-                    best_lb = max(best_lb, s.C * s.risk.dual / max(1.0, g))  # = s.dual_bound
-                    if s.objective < best[0]:
-                        best = (s.objective, s.w.copy())
-                    if steps == 0 or g <= 1.0 + CONTINUATION_GAIN_TOL or gap() <= target:
-                        break
-                    if deadline is not None and time.perf_counter() >= deadline:
-                        break
-            finally:
-                s.tol, s.max_steps = tol, max_steps
-
-        def gap():
-            return (best[0] - best_lb) / max(abs(best[0]), 1e-12)
-
-        tight_solve()
-        timed_out = False
-        while gap() > target:
-            if deadline is not None and time.perf_counter() >= deadline:
-                timed_out = True
-                break
-            if s.beta * POLISH_SHARPEN > self._base_beta * CONTINUATION_MAX_SHARPEN * (1 + 1e-9):
-                break
-            s.beta *= POLISH_SHARPEN
-            s.set_weights(s.w)
-            tight_solve()
-        if s.objective > best[0]:
-            s.set_weights(best[1])
-        self._continuation_bound = best_lb
-        self.certified = bool(gap() <= target)
-        self.stalled = not self.certified and not timed_out
-        return self.certified
-
-    def _polish_lp(self, deadline) -> bool:
-        s = self.smooth
-        if self.exact is None:
-            self.exact = MSlackLP(self.task, self.store, self.C)
-        lp = self.exact
-        ri, ry = np.nonzero(s._sharp_P > POLISH_ROWS)
-        keep = lp._dense_losses()[ri, ry] > 0  # the true output's row is 0 >= 0 - xi
-        lp.add_rows(ri[keep], ry[keep])
-        lp.activate(np.flatnonzero((s.w > 0) | (s.gains >= 1.0 - 1e-2)))
-        lp.warm_start(s.w)
-        return lp.run(
-            row_tol=POLISH_TOL * max(float(lp._dense_losses().max()), 1.0),
-            col_tol=POLISH_TOL,
-            deadline=deadline,
-            prune=False,
-        )
-
-    def _polish_one_slack(self, deadline) -> bool:
-        if self.exact is None:
-            self.exact = OneSlackMaster(
-                self.task, self.store, self.C, eps_cp=self.eps_cp, rng=self.rng
-            )
-        k = self.exact
-        new = np.arange(self._exact_cols, self.store.n_columns)
-        if len(new):
-            k.add_columns(new)
-            self._exact_cols = self.store.n_columns
-        k.seed(self.smooth.w)
-        return k.certify(deadline)
-
-
-class MSlackMaster:
-    """The paper's m-slack master (eq. 3): rows violated by more than ``eps_cp`` added
-    each iteration (row generation), zero columns and rows dropped from the LP."""
-
-    formulation = "n-slack"
-
-    @property
-    def t_oracle(self) -> float:
-        return self.lp.t_oracle
-
-    def __init__(self, task, store: ColumnStore, C: float, *, eps_cp: float, eps_cg: float, rng):
-        self.task, self.store, self.C = task, store, C
-        self.eps_cp, self.eps_cg = eps_cp, eps_cg
-        self.lp = MSlackLP(task, store, C)
-        init = task.initial_violators(rng)  # Alg. 1 line 2
-        self.lp.add_rows(np.arange(task.n_samples), init.label)
-        self.lp.run(row_tol=eps_cp, col_tol=eps_cg)
-        self.certified = False
-
-    @property
-    def w(self) -> np.ndarray:
-        return self.lp.w
-
-    def weak_weights(self) -> np.ndarray:
-        return self.lp.weak_weights()
-
-    def add_columns(self, cols: np.ndarray) -> None:
-        self.lp.activate(cols)
-        self.certified = False
-
-    def solve(self, deadline: float | None) -> dict:
-        n0 = self.lp.n_solves
-        self.lp.run(row_tol=self.eps_cp, col_tol=self.eps_cg, deadline=deadline)
-        return {"n_cp": self.lp.n_solves - n0}
-
-    def record(self) -> dict:
-        return self.lp.record()
-
-    def certify(self, deadline: float | None) -> bool:
-        if not self.certified:
-            tol = POLISH_TOL * max(float(self.lp._dense_losses().max()), 1.0)
-            self.certified = self.lp.run(row_tol=tol, col_tol=POLISH_TOL, deadline=deadline)
-        return self.certified
-
-
-class OneSlackMaster:
-    """Alg. 2: Kelley's cutting planes on the 1-slack LP (eq. 9), working set kept.
-
-    Implementation details that are ours (docs/structboost.md): best-point certificate,
-    in-out stabilised planes, pruning of planes inactive for ``prune_after`` solves,
-    truncation after ``max_cp_rounds`` once the master's gap is below ``TRUNCATE_GAP``,
-    and a stall guard.  ``certify`` runs the loop to ``eps_cp`` and, when the task's
-    outputs can be listed, polishes with the exact m-slack LP (same optimum, Thm. 2.1).
-    """
-
-    formulation = "1-slack"
-
-    def __init__(
-        self,
-        task,
-        store: ColumnStore,
-        C: float,
-        *,
-        eps_cp: float,
-        rng,
-        stabilize: bool = True,
-        prune_after: int = 50,
-        max_cp_rounds: int | None = None,
-        truncate_gap: float = TRUNCATE_GAP,
-    ):
-        self.task, self.store, self.C = task, store, C
-        self.eps_cp, self.stabilize = eps_cp, stabilize
-        self.prune_after, self.max_cp_rounds = prune_after, max_cp_rounds
-        self.truncate_gap = truncate_gap
-        self.master = LPMaster([C])
-        self.ws = WorkingSet()
-        self.age = np.zeros(0, dtype=np.int64)
-        self.lp: MSlackLP | None = None  # the exact polish, for listable outputs
-        self.certified = False
-        self._t_oracle = 0.0
-        self._start = None
-        self._add_cut(task.initial_cut(rng))
-        self.sol = self._solve()
-        self.sol, self.risk, _ = self._cutting_planes(self.sol, None, None)
-
-    @property
-    def w(self) -> np.ndarray:
-        return self.lp.w if self.lp is not None and self.certified else self._pad(self.sol.w)
-
-    def weak_weights(self) -> np.ndarray:
-        if self.lp is not None and self.certified:
-            return self.lp.weak_weights()
-        return self.task.weak_weights(self.ws.dual_pairs(self.sol.row_dual))
-
-    def add_columns(self, cols: np.ndarray) -> None:
-        st = self.store
-        self.master.add_columns(
-            self.ws.column_coefficients(self.task, st.H, st.col_hyp[cols], st.col_slot[cols])
-        )
-        self.certified = False
-        self.sol = self._solve()
-
-    def solve(self, deadline: float | None) -> dict:
-        self.sol, self.risk, n_cp = self._cutting_planes(self.sol, self.max_cp_rounds, deadline)
-        return {"n_cp": n_cp}
-
-    def record(self) -> dict:
-        if self.lp is not None and self.certified:
-            return self.lp.record()
-        return {
-            "objective": float(self.sol.w.sum() + self.C * self.risk),
-            "dual_bound": self._dual_bound(),
-            "master_objective": float(self.sol.objective),
-            "xi": float(self.risk),
-            "n_planes": self.ws.n_rows,
-        }
-
-    def _dual_bound(self) -> float:
-        """sum lambda_p b_p / max(1, max gain): a lower bound from the plane duals."""
-        lam = self.sol.row_dual
-        total = float(lam.sum())
-        if total > self.C:
-            lam = lam * (self.C / total)
-        g = self.store.gains(self.task.weak_weights(self.ws.dual_pairs(lam)))
-        gmax = float(g.max()) if len(g) else 0.0
-        return float(lam @ self.master.rhs) / max(1.0, gmax)
-
-    def _pad(self, w: np.ndarray) -> np.ndarray:
-        """Weights over every stored column (those not in this LP at 0)."""
-        if len(w) == self.store.n_columns:
-            return w
-        full = np.zeros(self.store.n_columns)
-        full[: len(w)] = w
-        return full
-
-    def seed(self, w: np.ndarray) -> None:
-        """Add the plane at w and make w the best point of the next loop (a good point
-        from elsewhere, e.g. the smoothed master, lets Kelley's loop certify early)."""
-        w = self._pad(w)[: self.master.n_columns]
-        F = self.store.scores(self._pad(w))
-        risk, cut = self._oracle(F)
-        self._add_cut(cut)
-        self.sol = self._solve()
-        self.certified = False
-        self._start = (float(w.sum() + self.C * risk), np.array(w, dtype=np.float64), risk, F)
-
-    def certify(self, deadline: float | None) -> bool:
-        if self.certified:
-            return True
-        self.sol, self.risk, _ = self._cutting_planes(self.sol, None, deadline)
-        if not self._loop_certified:
-            return False
-        sol = self.sol
-        if self.task.dense_outputs and self.store.n_columns:
-            if self.lp is None:
-                self.lp = MSlackLP(self.task, self.store, self.C)
-            orc = self.task.loss_augmented(self.store.scores(sol.w))
-            viol = np.flatnonzero(orc.hinge > 0)
-            self.lp.add_rows(viol, orc.label[viol])
-            self.lp.activate(np.flatnonzero(sol.w > 0))
-            self.lp.warm_start(sol.w)
-            tol = POLISH_TOL * max(float(self.lp._dense_losses().max()), 1.0)
-            ok = self.lp.run(row_tol=tol, col_tol=POLISH_TOL, deadline=deadline, prune=False)
-            self.certified = ok
-            return ok
-        self.certified = True
-        return True
-
-    # -- Kelley's loop -------------------------------------------------------------------
-    @property
-    def t_oracle(self) -> float:
-        return self._t_oracle + (self.lp.t_oracle if self.lp is not None else 0.0)
-
-    def _oracle(self, F):
-        t0 = time.perf_counter()
-        cut = self.task.one_slack_cut(F)
-        self._t_oracle += time.perf_counter() - t0
-        return cut.risk, cut
-
-    def _add_cut(self, cut: Cut) -> bool:
-        st = self.store
-        rows = np.zeros(len(cut.pairs.sample), dtype=np.int64)
-        # coefficients of the columns this LP holds (the store may already have more)
-        coef = st.gains(self.task.weak_weights(cut.pairs))[None, : self.master.n_columns]
-        self.ws.add_rows(cut.pairs, rows, 1)
-        self.master.add_rows(np.zeros(1, dtype=np.int64), np.array([cut.rhs]), coef)
-        return True
-
-    def _solve(self) -> LPSolution:
-        sol = self.master.solve()
-        age = np.concatenate([self.age, np.zeros(self.master.n_rows - len(self.age), np.int64)])
-        age = np.where(sol.row_dual > 0, 0, age + 1)
-        stale = np.flatnonzero(age > self.prune_after)
-        if self.prune_after and len(stale):
-            # inactive planes only: the optimum of the restricted LP is unchanged
-            self.master.delete_rows(stale)
-            self.ws.delete_rows(stale)
-            keep = np.ones(len(age), dtype=bool)
-            keep[stale] = False
-            age = age[keep]
-            sol = LPSolution(sol.w, sol.xi, sol.row_dual[keep], sol.objective)
-        self.age = age
-        return sol
-
-    def _cutting_planes(self, sol: LPSolution, limit: int | None, deadline: float | None):
-        """Alg. 2 for fixed columns, from the current working set.
-
-        Returns the best point seen (lowest true objective) with the LP's duals.  Stops
-        when the LP point passes the test of Alg. 2 line 10, or when the best point's true
-        objective is within ``C * eps_cp`` of the LP value (a lower bound for the current
-        columns) -- the same accuracy certificate, reached without waiting for the LP
-        point itself to settle.  Each round also queries the oracle at the mid-point
-        between the best point and the LP point (in-out stabilisation of Kelley's method)
-        and keeps that plane when it cuts off the LP point.  Both only add valid planes.
-        """
-        C, eps_cp = self.C, self.eps_cp
-        n_cp = 0
-        best_obj, best_w, best_risk, best_F = np.inf, None, None, None
-        if self._start is not None:  # a point handed over by seed()
-            best_obj, best_w, best_risk, best_F = self._start
-            self._start = None
-        stalled = 0  # rounds in a row whose new planes left the LP point unchanged
-        while True:
-            F = self.store.scores(self._pad(sol.w))
-            risk, found = self._oracle(F)
-            obj = float(sol.w.sum() + C * risk)
-            if obj < best_obj:
-                best_obj, best_w, best_risk, best_F = obj, sol.w, risk, F
-            query = None
-            if self.stabilize and best_F is not F:
-                Fq = STAB * best_F + (1.0 - STAB) * F
-                risk_q, query = self._oracle(Fq)
-                wq = STAB * best_w + (1.0 - STAB) * sol.w
-                obj_q = float(wq.sum() + C * risk_q)
-                if obj_q < best_obj:
-                    best_obj, best_w, best_risk, best_F = obj_q, wq, risk_q, Fq
-            done = best_obj - sol.objective <= C * eps_cp
-            out_of_time = deadline is not None and time.perf_counter() > deadline
-            added = False
-            truncate = (
-                limit is not None
-                and n_cp >= limit
-                and best_obj - sol.objective <= self.truncate_gap * abs(best_obj)
-            )
-            stuck = stalled >= STALL_ROUNDS
-            if not done and not out_of_time and not truncate and not stuck:
-                if query is not None and self.task.cut_value(F, query) > sol.xi[0] + eps_cp:
-                    added = self._add_cut(query)
-                if found.risk > sol.xi[0] + eps_cp:
-                    added = self._add_cut(found) or added
-            if not added:
-                # nothing added: either certified, or the paper's test (Alg. 2 l. 10) held
-                self._loop_certified = done or not (out_of_time or truncate or stuck)
-                if stuck:
-                    warnings.warn(
-                        f"cutting planes stalled: {STALL_ROUNDS} rounds of violated planes "
-                        "left the LP point unchanged (numerical tolerance, or a task whose "
-                        "planes disagree with its risk); stopping this loop",
-                        ConvergenceWarning,
-                        stacklevel=5,
-                    )
-                return LPSolution(best_w, sol.xi, sol.row_dual, sol.objective), best_risk, n_cp
-            prev = sol
-            sol = self._solve()
-            same = sol.objective <= prev.objective + 1e-12 * max(1.0, abs(prev.objective))
-            stalled = stalled + 1 if same and np.array_equal(sol.w, prev.w) else 0
-            n_cp += 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -739,38 +151,6 @@ def _blas_one_thread():
     return _THREADPOOLS.limit(limits=1, user_api="blas")
 
 
-def fit_structboost(*args, **kwargs) -> ColumnGenerationResult:
-    """Run Alg. 1 on a bound task (see :func:`_fit_structboost` for the parameters).
-
-    BLAS is limited to one thread: the products here are small and many, and a
-    multi-threaded BLAS spinning next to numba's thread pool made them tens of times
-    slower on two cores.
-    """
-    n_jobs = kwargs.pop("n_jobs", None)
-    with _blas_one_thread():
-        if n_jobs is None:
-            return _fit_structboost(*args, **kwargs)
-        task = args[0]
-        if isinstance(task, CRFTask):  # the graph cuts on fixed shards of the images
-            with ShardedOracle(task.linear_model(), n_jobs=n_jobs) as oracle:
-                task.attach_sharded_oracle(oracle)
-                try:
-                    return _fit_with_search(n_jobs, *args, **kwargs)
-                finally:
-                    task.attach_sharded_oracle(None)
-        # tasks with their own sharded kernels (chains): the oracle on n_jobs threads
-        with task.oracle_threads(n_jobs):
-            return _fit_with_search(n_jobs, *args, **kwargs)
-
-
-def _fit_with_search(n_jobs, task, weak, *args, **kwargs) -> ColumnGenerationResult:
-    kwargs["product_threads"] = resolve_threads(n_jobs)  # the master's column products
-    if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
-        return _fit_structboost(task, weak, *args, **kwargs)
-    with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
-        return _fit_structboost(task, blocked, *args, **kwargs)
-
-
 def _picked_columns(store: ColumnStore, picks, new_cols) -> np.ndarray:
     """Column numbers of the priced (classifier, slot) pairs that were already stored."""
     rows = store.last_rows
@@ -781,7 +161,9 @@ def _picked_columns(store: ColumnStore, picks, new_cols) -> np.ndarray:
     return np.setdiff1d(cols[cols >= 0], new_cols)
 
 
-def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) -> None:
+def _seed_columns(
+    mst: RestrictedMaster, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline
+) -> None:
     """Warm start: earlier weak classifiers enter as columns, the master is solved."""
     W0 = np.asarray(W0, dtype=np.float64).reshape(len(hyps), store.n_slots)
     keep = np.flatnonzero(np.any(W0 > 0, axis=1))
@@ -800,12 +182,11 @@ def _seed_columns(mst, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline) ->
         for s in slots[k]:
             w[store.index[h, s]] += W0[k, s]
     mst.add_columns(cols)
-    if isinstance(mst, FastMaster):
-        mst.smooth.set_weights(w)
+    mst.set_start(w)
     mst.solve(deadline)
 
 
-def _fit_structboost(
+def fit_structboost(
     task: StructuredTask,
     weak_learner: WeakLearner,
     *,
@@ -829,9 +210,11 @@ def _fit_structboost(
     polish: bool = True,
     certify: str = "exact",
     gap_tol: float = GAP_TOL,
-    product_threads: int = 1,
+    n_jobs: int | None = None,
+    monitor: ConvergenceMonitor | None = None,
 ) -> ColumnGenerationResult:
-    """Alg. 1: column generation over weak structured learners around a master.
+    """[Shen14 Alg. 1]: column generation over weak structured learners around a
+    restricted master, on a bound ``task``.
 
     ``master="fast"`` (tasks with ``dense_outputs``): smoothed master with inner tolerance
     ``tol`` (relative decrease per L-BFGS step) and at most ``max_inner`` steps per
@@ -865,9 +248,80 @@ def _fit_structboost(
     most ``WORKING_SET`` classifiers -- also the restricted master's own bound from every
     column's gain.
 
-    ``product_threads``: threads for the fixed pieces of the master's column products
+    ``n_jobs``: None runs everything on this thread; otherwise the weak-learner search
+    on feature blocks (stumps), the oracle on that many threads (CRF graph cuts on fixed
+    shards, chains' own kernels) and the fixed pieces of the master's column products
     (:class:`~maxmargin.solvers.columns.ColumnStore`; bit-identical for any count).
+    BLAS is limited to one thread: the products here are small and many, and a
+    multi-threaded BLAS spinning next to numba's thread pool made them tens of times
+    slower on two cores.
+
+    ``monitor``: receives every iteration's record (history, progress, user callback);
+    ``callback`` is the shortcut for a monitor with that callback only.
     """
+    if monitor is None:
+        monitor = ConvergenceMonitor("structboost", callback=callback)
+    with _blas_one_thread():
+        if n_jobs is None:
+            return _run(task, weak_learner, monitor=monitor, **_options(locals()))
+        if isinstance(task, CRFTask):  # the graph cuts on fixed shards of the images
+            with ShardedOracle(task.linear_model(), n_jobs=n_jobs) as oracle:
+                task.attach_sharded_oracle(oracle)
+                try:
+                    return _run_with_search(n_jobs, task, weak_learner, monitor, locals())
+                finally:
+                    task.attach_sharded_oracle(None)
+        # tasks with their own sharded kernels (chains): the oracle on n_jobs threads
+        with task.oracle_threads(n_jobs):
+            return _run_with_search(n_jobs, task, weak_learner, monitor, locals())
+
+
+_LOOP_OPTIONS = (
+    "C", "master", "formulation", "eps_cp", "eps_cg", "tol", "max_iter", "max_time", "rng",
+    "stabilize", "prune_after", "max_cp_rounds", "max_inner", "truncate_gap",
+    "init_hypotheses", "init_slot_weights", "polish", "certify", "gap_tol",
+)  # fmt: skip
+
+
+def _options(args: dict) -> dict:
+    return {k: args[k] for k in _LOOP_OPTIONS}
+
+
+def _run_with_search(n_jobs, task, weak, monitor, args) -> ColumnGenerationResult:
+    threads = resolve_threads(n_jobs)  # the master's column products
+    if not supports_blocks(weak):  # trees, perceptrons, ...: a serial search
+        return _run(task, weak, monitor=monitor, product_threads=threads, **_options(args))
+    with BlockedStumpSearch(weak, n_jobs=n_jobs) as blocked:  # feature blocks on workers
+        return _run(task, blocked, monitor=monitor, product_threads=threads, **_options(args))
+
+
+def _run(
+    task: StructuredTask,
+    weak_learner: WeakLearner,
+    *,
+    C,
+    master,
+    formulation,
+    eps_cp,
+    eps_cg,
+    tol,
+    max_iter,
+    max_time,
+    rng,
+    stabilize,
+    prune_after,
+    max_cp_rounds,
+    max_inner,
+    truncate_gap,
+    init_hypotheses,
+    init_slot_weights,
+    polish,
+    certify,
+    gap_tol,
+    monitor: ConvergenceMonitor,
+    product_threads: int = 1,
+) -> ColumnGenerationResult:
+    """The loop of :func:`fit_structboost` (its parameters)."""
     if master not in MASTERS:
         raise ValueError(f"master must be one of {MASTERS}, got {master!r}")
     if certify not in CERTIFY:
@@ -905,8 +359,9 @@ def _fit_structboost(
     store = ColumnStore(
         weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots, product_threads
     )
+    mst: RestrictedMaster
     if master == "fast":
-        mst = FastMaster(
+        mst = SmoothedMaster(
             task,
             store,
             C,
@@ -914,11 +369,11 @@ def _fit_structboost(
             max_steps=max_inner,
             eps_cp=eps_cp,
             rng=rng,
-            certify="exact" if certify == "none" else certify,
+            certify=certify,
             gap_tol=gap_tol,
         )
     elif formulation == "n-slack":
-        mst = MSlackMaster(task, store, C, eps_cp=eps_cp, eps_cg=eps_cg, rng=rng)
+        mst = NSlackMaster(task, store, C, eps_cp=eps_cp, eps_cg=eps_cg, rng=rng)
     else:
         mst = OneSlackMaster(
             task,
@@ -932,7 +387,7 @@ def _fit_structboost(
             truncate_gap=truncate_gap,
         )
 
-    history: list[dict] = []
+    history = monitor.history
     w_path: list[np.ndarray] = []
     if init_hypotheses is not None and len(init_hypotheses):
         _seed_columns(mst, store, Z, init_hypotheses, init_slot_weights, loop_deadline())
@@ -961,7 +416,7 @@ def _fit_structboost(
         )
         return rec
 
-    skip_polish = certify == "none" and isinstance(mst, FastMaster)
+    skip_polish = not mst.wants_certificate
     exact_search = bool(getattr(weak_learner, "exact_search", False))
     base = getattr(weak_learner, "base", weak_learner)
     if (
@@ -979,36 +434,27 @@ def _fit_structboost(
         while it < max_iter:
             t0 = time.perf_counter()
             cand, gains = weak_learner.best(prepared, mst.weak_weights())
-            threshold = getattr(mst, "pricing_threshold", None) or 1.0 + eps_cg
+            threshold = mst.pricing_threshold or 1.0 + eps_cg
             picks = task.select_columns(gains, threshold)
-            if picks and isinstance(mst, FastMaster) and mst.full_gap_met():
+            if picks and mst.full_gap_met():
                 picks = []  # the certified point is within gap_tol of the full problem
             best_gain = float(np.max(gains)) if len(gains) else 0.0
-            if exact_search and isinstance(mst, FastMaster):
+            if exact_search:
                 mst.note_pricing(best_gain)
             new_cols = old_cols = np.zeros(0, dtype=np.int64)
             if picks:
                 new_hyps = cand.take(np.array([p[0] for p in picks]))
                 new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
-                if isinstance(mst, FastMaster):
-                    # stored columns that price again but sit outside the working set
-                    # (their weights were held): they re-enter it
-                    old_cols = mst.smooth.outside_working_set(
-                        _picked_columns(store, picks, new_cols)
-                    )
+                # stored columns that price again but sit outside a working set (their
+                # weights were held): they re-enter it
+                old_cols = mst.priced_again(_picked_columns(store, picks, new_cols))
             t_weak += time.perf_counter() - t0
             if len(new_cols) == 0 and len(old_cols) == 0:
-                if getattr(mst, "stalled", False):
+                if mst.stalled:
                     # the continuation stalled and its duals price nothing new either
                     reason = "stalled"
                     break
-                if (
-                    isinstance(mst, FastMaster)
-                    and mst.mode == "gap"
-                    and not mst.certified
-                    and not skip_polish
-                    and not mst.tightened
-                ):
+                if not skip_polish and mst.can_tighten():
                     # the smoothed duals priced nothing new: first a few more steps on the
                     # working set (cheap), then re-price; the certificate only if that
                     # prices nothing either
@@ -1022,32 +468,33 @@ def _fit_structboost(
                     ok = mst.certify(final_deadline)
                     t_cert += time.perf_counter() - t1
                     t_polish = max(t_polish, time.perf_counter() - t1)
-                    if ok or getattr(mst, "stalled", False):
+                    if ok or mst.stalled:
                         continue  # re-price at the certified (or best reached) point
-                    reason = "numerical" if getattr(mst, "failed", False) else "max_time"
+                    reason = "numerical" if mst.failed else "max_time"
                     break
                 converged, reason = True, "converged"
-                history.append(
+                w_path.append(mst.w.copy())
+                monitor.record(
                     record(it + 1, best_gain, t_weak, t_cert, 0, converged=True, t_polish=t_cert)
                 )
-                w_path.append(mst.w.copy())
-                if callback is not None:
-                    callback(history[-1])
                 break
             it += 1
             t1 = time.perf_counter()
             mst.add_columns(new_cols)
             if len(old_cols):
-                mst.smooth.activate(old_cols)
+                mst.reopen(old_cols)
             info = mst.solve(loop_deadline())
             t_master = time.perf_counter() - t1 + t_cert
-            history.append(record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert))
-            t_weak = t_cert = 0.0
             w_path.append(mst.w.copy())
-            if callback is not None:
-                callback(history[-1])
+            stop = monitor.record(
+                record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert)
+            )
+            t_weak = t_cert = 0.0
             if final_deadline is not None and time.perf_counter() > loop_deadline():
                 reason = "max_time"
+                break
+            if stop:
+                reason = monitor.stop_reason or "callback"
                 break
     except KeyboardInterrupt:
         return _interrupted(store, history, w_path)
@@ -1066,10 +513,8 @@ def _fit_structboost(
         rec["t_master"] = last["t_master"] + dt
         rec["t_oracle"] += last["t_oracle"]
         rec["converged"] = converged
-        history[-1] = rec
         w_path[-1] = mst.w.copy()
-        if callback is not None:  # the final record replaces the last iteration's
-            callback(rec)
+        monitor.replace_last(rec)  # the final record replaces the last iteration's
     if not history:  # no iteration at all (max_time already spent)
         history.append(record(0, 0.0, 0.0, 0.0, 0))
         w_path.append(mst.w.copy())

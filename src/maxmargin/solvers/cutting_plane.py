@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from maxmargin.solvers.qp_master import MasterSolution, OneSlackQPMaster
 from maxmargin.solvers.monitor import GapMonitor
+from maxmargin.solvers.qp_master import MasterSolution, OneSlackQPMaster
 
 __all__ = ["Plane", "one_slack_cutting_planes"]
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.svm import fit_dual_cd
 
 __all__ = ["MiningResult", "mine_hard_negatives"]
@@ -110,7 +111,13 @@ def mine_hard_negatives(
     ws_X = np.zeros((0, d))
     ws_alpha = np.zeros(0)
     alpha_pos = np.zeros(n_pos)
-    history: list[dict] = []
+    mon = ConvergenceMonitor(
+        "mining",
+        verbose=verbose,
+        callback=callback,
+        fields=("iteration", "objective", "n_new", "working_set"),
+    )
+    history = mon.history
     t0 = time.perf_counter()
     dual = -np.inf
     converged = False
@@ -173,11 +180,7 @@ def mine_hard_negatives(
             if len(cand_ids) == 0 or rnd == max_rounds:
                 converged = len(cand_ids) == 0
                 rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
-                history.append(rec)
-                if verbose:
-                    print(f"[mining] round {rnd}: {n_hard} hard, stop", flush=True)
-                if callback is not None:
-                    callback(rec)
+                mon.record(rec)
                 break
             # ---- update the working set
             order = np.argsort(-cand_key, kind="stable")
@@ -230,15 +233,7 @@ def mine_hard_negatives(
                 t_total=time.perf_counter() - t0,
                 solve_converged=bool(sol.converged),
             )
-            history.append(rec)
-            if verbose:
-                print(
-                    f"[mining] round {rnd}: {n_hard} hard of {seen}, +{rec['n_new']} -> "
-                    f"working set {len(ws_ids)}, objective {primal:.6g}",
-                    flush=True,
-                )
-            if callback is not None:
-                callback(rec)
+            mon.record(rec)
     except KeyboardInterrupt:
         # Ctrl-C: keep the SVM of the last completed restricted solve (w is replaced only
         # after a solve returns); before the first solve there is nothing to keep

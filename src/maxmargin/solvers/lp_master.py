@@ -23,7 +23,7 @@ import numpy as np
 from maxmargin.solvers._highs import new_highs
 from maxmargin.tasks.base import DualPairs
 
-__all__ = ["LPMaster", "LPNumericalError", "LPSolution", "MSlackLP"]
+__all__ = ["LPMaster", "LPNumericalError", "LPSolution", "NSlackLP"]
 
 
 class LPNumericalError(RuntimeError):
@@ -154,7 +154,7 @@ class LPMaster:
         )
 
 
-class MSlackLP:
+class NSlackLP:
     """StructBoost's m-slack master (eq. 3) over stored columns, solved exactly by HiGHS.
 
     The LP holds only *active* rows -- pairs ``(i, y)``: ``w.dPsi_i(y) + xi_i >=

@@ -186,12 +186,13 @@ class ConvergenceMonitor:
         """Seconds since the monitor was created (the fit started)."""
         return time.perf_counter() - self.t0
 
-    def record(self, rec: dict) -> bool:
+    def record(self, rec: dict, notify: bool = True) -> bool:
         """Append ``rec`` (``t_total`` added if missing) to the history and run the
-        callbacks; True when one of them asks to stop (``stop_reason`` says which)."""
+        callbacks (none if not ``notify``: a record written after Ctrl-C); True when one
+        of them asks to stop (``stop_reason`` says which)."""
         rec.setdefault("t_total", self.elapsed())
         self.history.append(rec)
-        for cb in self.callbacks:
+        for cb in self.callbacks if notify else ():
             try:
                 if cb(self, rec):
                     self.stop_reason = self.stop_reason or "callback"
@@ -200,6 +201,17 @@ class ConvergenceMonitor:
                 self.stop_reason = stop.reason
                 return True
         return False
+
+    def replace_last(self, rec: dict) -> None:
+        """Replace the last record by ``rec`` (a final certificate's) and notify the
+        callbacks of the new one (stop requests are ignored: the fit has ended)."""
+        rec.setdefault("t_total", self.elapsed())
+        self.history[-1] = rec
+        for cb in self.callbacks:
+            try:
+                cb(self, rec)
+            except StopFit:
+                pass
 
     @contextmanager
     def interruptible(self) -> Iterator[None]:

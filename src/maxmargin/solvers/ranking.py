@@ -16,8 +16,8 @@ from __future__ import annotations
 from maxmargin.inference._threads import RowPieces, resolve_threads
 from maxmargin.inference.ranking import PreferenceGraph
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
-from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
+from maxmargin.solvers.qp_master import OneSlackQPMaster
 
 __all__ = ["fit_ranksvm"]
 

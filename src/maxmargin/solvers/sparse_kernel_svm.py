@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import cho_solve, cholesky
 
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.svm import hinge_objective
 
@@ -67,7 +68,10 @@ def fit_sparse_kernel_svm(
     planes: list[np.ndarray] = []  # pi_t * y / n
     deltas: list[float] = []
     coef = np.empty(0)
-    history: list[dict] = []
+    mon = ConvergenceMonitor(
+        "sparse-ksvm", verbose=verbose, callback=callback, fields=("iteration", "objective")
+    )
+    history = mon.history
     best = (np.inf, np.empty(0), [])
     lam_prev = None
     chol = None  # Cholesky factor of the basis Gram matrix
@@ -125,14 +129,7 @@ def fit_sparse_kernel_svm(
             # problem: no certified gap (nan, as the stage-wise learners)
             rec["dual_bound"] = float("nan")
             rec["gap"] = float("nan")
-            history.append(rec)
-            if verbose:
-                print(
-                    f"[sparse-ksvm] {it:4d} basis {len(basis)} objective {primal:.6g}",
-                    flush=True,
-                )
-            if callback is not None:
-                callback(rec)
+            mon.record(rec)
             if stop or (max_time is not None and rec["t_total"] >= max_time):
                 break
     except KeyboardInterrupt:

@@ -20,8 +20,8 @@ The spellings ``"one_slack"``, ``"n_slack"``, ``"m-slack"``, ``"batch_subgradien
 
 from __future__ import annotations
 
-from maxmargin.solvers.parallel import ShardedModel, ShardedOracle
 from maxmargin.solvers.monitor import SSVMResult
+from maxmargin.solvers.parallel import ShardedModel, ShardedOracle
 from maxmargin.solvers.ssvm_frank_wolfe import fit_frank_wolfe
 from maxmargin.solvers.ssvm_n_slack import fit_n_slack
 from maxmargin.solvers.ssvm_one_slack import fit_one_slack

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
-from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
+from maxmargin.solvers.qp_master import OneSlackQPMaster
 from maxmargin.tasks.linear import rescaled_hinge
 
 __all__ = ["fit_kernel_one_slack"]

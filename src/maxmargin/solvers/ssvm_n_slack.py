@@ -29,8 +29,8 @@ from numba import njit
 
 from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
-from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
+from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,

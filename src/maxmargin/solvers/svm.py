@@ -52,8 +52,8 @@ import scipy.sparse as sp
 from numba import njit
 
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
+from maxmargin.solvers.monitor import ConvergenceMonitor, GapMonitor
 from maxmargin.solvers.qp_master import OneSlackQPMaster
-from maxmargin.solvers.monitor import GapMonitor
 
 __all__ = [
     "DualCDData",
@@ -90,25 +90,27 @@ class SVMSolution:
         return self.primal - self.dual
 
 
-def _record(history, t0, iteration, primal, dual, callback, verbose, name, **extra):
+def _record(mon: ConvergenceMonitor, iteration, primal, dual, notify=True, **extra) -> float:
+    """One history record (the shared schema) on ``mon``; returns the relative gap."""
     rel = (primal - dual) / max(abs(primal), 1e-12)
     rec = {
         "iteration": int(iteration),
         "objective": float(primal),
         "dual_bound": float(dual),
         "gap": float(rel),
-        "t_total": time.perf_counter() - t0,
     }
     rec.update(extra)
-    history.append(rec)
-    if verbose:
-        print(
-            f"[{name}] iter {iteration:7d} primal {primal:.8g} dual {dual:.8g} rel_gap {rel:.3g}",
-            flush=True,
-        )
-    if callback is not None:
-        callback(rec)
+    mon.record(rec, notify=notify)
     return rel
+
+
+def _monitor(name, callback, verbose) -> ConvergenceMonitor:
+    return ConvergenceMonitor(
+        name,
+        verbose=verbose,
+        callback=callback,
+        fields=("iteration", "objective", "dual_bound", "gap"),
+    )
 
 
 def hinge_objective(margins, sq_norm, C, loss="hinge") -> float:
@@ -343,7 +345,8 @@ def fit_smo(
     alpha = np.zeros(n)
     G = -np.ones(n)
     t0 = time.perf_counter()
-    history: list[dict] = []
+    mon = _monitor("smo", callback, verbose)
+    history = mon.history
     chunk = max(1000, n)
     steps = 0
     converged = interrupted = False
@@ -356,10 +359,7 @@ def fit_smo(
             steps += done
             b = _smo_bias(alpha, G, y, C)
             primal, dual = _smo_objectives(alpha, G, y, b, C)
-            _record(
-                history, t0, steps, primal, dual, callback, verbose, "smo",
-                kkt_violation=float(viol),
-            )  # fmt: skip
+            _record(mon, steps, primal, dual, kkt_violation=float(viol))
             if converged or steps >= max_iter:
                 break
             if max_time is not None and time.perf_counter() - t0 >= max_time:
@@ -700,7 +700,8 @@ def fit_dual_cd(
     w = np.asarray(M.T @ (alpha * y), dtype=np.float64).ravel()
     Qd = sqn + diag
     t0 = time.perf_counter()
-    history: list[dict] = []
+    mon = _monitor("dual_cd", callback, verbose)
+    history = mon.history
     converged = False
     best = (np.inf, None)
     dual = -np.inf
@@ -722,8 +723,8 @@ def fit_dual_cd(
         dual = max(dual, d_val)
         if primal < best[0]:
             best = (primal, w.copy())
-        return _record(
-            history, t0, ep, best[0], dual, cb, verbose, "dual_cd",
+        return _record(  # (after Ctrl-C, cb=None: record, but call nobody back)
+            mon, ep, best[0], dual, notify=cb is not None,
             pg_spread=float(state[5]), active=int(state[0]),
         )  # fmt: skip
 
@@ -858,7 +859,8 @@ def fit_pegasos(
     scale, t = 1.0, 1
     counts = np.zeros(n)
     t0 = time.perf_counter()
-    history: list[dict] = []
+    mon = _monitor("pegasos", callback, verbose)
+    history = mon.history
     best = (np.inf, np.zeros(d))
     dual = -np.inf
     converged = False
@@ -879,7 +881,7 @@ def fit_pegasos(
                 _box_dual(X, y, C * n * counts / steps, C),
                 _box_dual(X, y, C * (counts - before), C),
             )
-            rel = _record(history, t0, ep, best[0], dual, callback, verbose, "pegasos")
+            rel = _record(mon, ep, best[0], dual)
             if rel <= tol:
                 converged = True
                 break
@@ -928,7 +930,9 @@ def fit_one_slack_svm(
     n, d = X.shape
     XT = X.T.tocsr()
     master = OneSlackQPMaster(C * n, d)
-    tracker = GapMonitor(tol, max_iter, max_time, callback=callback, verbose=verbose, name="1-slack")
+    tracker = GapMonitor(
+        tol, max_iter, max_time, callback=callback, verbose=verbose, name="1-slack"
+    )
 
     def find_plane(sol):
         w = sol.w

@@ -1,6 +1,6 @@
 """Smoothed hinge losses for the fast restricted master of StructBoost.
 
-The fast master (:mod:`maxmargin.solvers.smooth_master`) minimises
+The fast master (:mod:`maxmargin.solvers.smoothed_problem`) minimises
 ``1'w + C * smooth_risk(scores(w))`` over ``w >= 0`` where ``smooth_risk`` is a smooth
 upper or lower approximation of the task's (weighted average) hinge.  A task supplies it
 through :meth:`~maxmargin.tasks.base.StructuredTask.smoothed_risk`, which returns a

@@ -25,7 +25,7 @@ whose gradient is ``1 - gain_j(mu)`` with ``mu_iy = (C/m) softmax_y(beta a_i)_y`
 generation iteration warm-starts from the previous w (new columns at 0) and takes
 projected L-BFGS steps until the smoothed objective's relative decrease falls below
 ``tol``; the exact LP optimum over the final columns is then found by the m-slack polish
-(:class:`maxmargin.solvers.lp_master.MSlackLP`).  The smoothing and its derivation are
+(:class:`maxmargin.solvers.lp_master.NSlackLP`).  The smoothing and its derivation are
 in docs/structboost.md ("the fast master").
 """
 
@@ -38,7 +38,7 @@ import numpy as np
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.tasks.base import StructuredTask
 
-__all__ = ["SmoothedMaster"]
+__all__ = ["SmoothedProblem"]
 
 #: smoothing sharpness in units of 1 / (largest loss): the LSE is within
 #: log(K) / beta of the max, i.e. 2 % of the loss range per example at worst
@@ -55,7 +55,7 @@ REFRESH_STEPS = 100
 WORKING_SET = 64
 
 
-class SmoothedMaster:
+class SmoothedProblem:
     """Projected L-BFGS on the smoothed restricted master, warm-started across columns.
 
     Parameters
