@@ -4,9 +4,6 @@ baselines): validation, per-iteration history, staged prediction, pickle-free pe
 
 from __future__ import annotations
 
-import sys
-import time
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -23,6 +20,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.weak import WeakLearner, is_weak_learner_name, make_weak_learner
 
 __all__ = ["BoostingBuilder", "MultiClassBoosting"]
@@ -208,8 +206,11 @@ class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
         weak = make_weak_learner(self.weak_learner)
         self._prepare_fit(K)
         builder = BoostingBuilder(self._n_outputs(K), X_val)
-        history: list[dict] = []
-        t_start = time.perf_counter()
+        monitor = ConvergenceMonitor(
+            type(self).__name__, verbose=self.verbose, callback=self.callback,
+            max_time=self.max_time,
+        )  # fmt: skip
+        history = monitor.history
 
         def record(iteration, objective, raw_train, **extra):
             pred = np.argmax(self._decode(raw_train), axis=1)
@@ -232,16 +233,7 @@ class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
                     for k, v in extra.items()
                 }
             )
-            rec["t_total"] = time.perf_counter() - t_start
-            history.append(rec)
-            if self.verbose:
-                msg = "  ".join(
-                    f"{k} {v:.5g}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()
-                )
-                print(msg, file=sys.stdout, flush=True)
-            if self.callback is not None:
-                self.callback(rec)
-            return self.max_time is not None and rec["t_total"] >= self.max_time
+            return monitor.record(rec)
 
         try:
             self.converged_ = bool(self._boost(X, y_idx, K, weak, builder, record))

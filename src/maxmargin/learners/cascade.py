@@ -32,6 +32,7 @@ from maxmargin.solvers.asymmetric_boost import (
     fit_asymmetric_stage,
     fit_cost_sensitive_stage,
 )
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.operating_point import FALLBACKS, RULES, select_operating_point
 from maxmargin.weak.real_stump import RealStumps
 
@@ -257,7 +258,14 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         alive = np.ones(n, dtype=bool)  # passed every stage so far (train and validation)
         chain = bool(self.chain)
         Fc = np.zeros(n)  # chained score of every row after the stages so far (chain only)
-        stumps, thresholds, table, history = [], [], [], []
+        stumps, thresholds, table = [], [], []
+        monitor = ConvergenceMonitor(
+            "cascade",
+            verbose=self.verbose,
+            callback=self.callback,
+            fields=("stage", "stage_round", "objective", "n_weak"),
+        )
+        history = monitor.history
         pool = None
         seen: set = set()
         t0 = time.perf_counter()
@@ -303,18 +311,10 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                         "t_total": time.perf_counter() - t0,
                     }
                     state["round"] += 1
-                    history.append(row)
-                    if self.verbose:
-                        print(
-                            f"[cascade] stage {_s} round {rec['iteration']} "
-                            f"objective {rec['objective']:.6g} weak {rec['n_weak']}",
-                            flush=True,
-                        )
-                    if self.callback is not None and not interrupted:
-                        try:
-                            self.callback(row)
-                        except KeyboardInterrupt:
-                            interrupted = True
+                    try:  # (after a Ctrl-C: recorded, nobody called back)
+                        monitor.record(row, notify=not interrupted)
+                    except KeyboardInterrupt:
+                        interrupted = True
 
                 kw = dict(
                     max_weak=caps[min(s, len(caps) - 1)],

@@ -5,7 +5,13 @@ process is constructed, before any option can switch output off; on the command 
 that would corrupt ``--json`` output and piped predictions.  :func:`new_highs` builds
 the first instance with file descriptor 1 pointed at ``/dev/null`` (the banner is
 written by C++ code, so redirecting ``sys.stdout`` is not enough) and returns every
-instance with ``output_flag`` off.
+instance with ``output_flag`` off and one thread.
+
+``threads`` is a per-process setting in HiGHS: its task scheduler is created by the first
+run with that run's thread count, and a later instance asking for another count fails
+(its run returns an error status).  A QP solved with the default count before an LP
+that asks for one thread made the LP fail as "numerical" (an order-dependent test
+failure), so every instance here asks for the same one thread.
 """
 
 from __future__ import annotations
@@ -48,4 +54,5 @@ def new_highs() -> highspy.Highs:
                 os.close(devnull)
             _banner_swallowed = True
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
     return h

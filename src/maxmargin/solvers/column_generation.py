@@ -47,9 +47,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
-from maxmargin.inference._threads import resolve_threads
+from maxmargin.inference._threads import blas_one_thread, resolve_threads
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.n_slack_master import NSlackMaster
@@ -136,19 +135,6 @@ def _interrupted(store, history, w_path) -> ColumnGenerationResult:
         certified=False,
         stop_reason="interrupted",
     )
-
-
-_THREADPOOLS: ThreadpoolController | None = None
-
-
-def _blas_one_thread():
-    """``threadpool_limits(1, "blas")`` with the loaded libraries scanned once per
-    process (the scan costs milliseconds, which an online tracker re-training every
-    other frame would pay each time)."""
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS.limit(limits=1, user_api="blas")
 
 
 def _picked_columns(store: ColumnStore, picks, new_cols) -> np.ndarray:
@@ -261,7 +247,7 @@ def fit_structboost(
     """
     if monitor is None:
         monitor = ConvergenceMonitor("structboost", callback=callback)
-    with _blas_one_thread():
+    with blas_one_thread():
         if n_jobs is None:
             return _run(task, weak_learner, monitor=monitor, **_options(locals()))
         if isinstance(task, CRFTask):  # the graph cuts on fixed shards of the images

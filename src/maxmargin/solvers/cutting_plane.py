@@ -28,7 +28,7 @@ and the master dual is a valid lower bound at any accuracy; plus ``max_iter`` an
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -71,8 +71,16 @@ def one_slack_cutting_planes(
     *,
     tol: float,
     max_iter: int,
+    stabilize: bool = False,
 ) -> MasterSolution:
     """Run the loop until the tracker's rule fires; returns the last master solution.
+
+    ``stabilize``: in-out stabilisation of Kelley's method (Ben-Ameur & Neto,
+    "Acceleration of cutting-plane and column generation algorithms", Networks 49, 2007),
+    as in StructBoost's LP loop: each round also asks for the plane at the mid-point of
+    the best primal point so far and the master's point, and keeps it when it cuts off
+    the master's point.  Both planes are valid, so the master's dual stays a lower bound;
+    on ill-conditioned problems (raw pixel features) it roughly halves the rounds.
 
     The master is solved only as accurately as the outer gap needs (its dual stays a
     valid lower bound at any accuracy): its tolerance follows ``0.02 tol`` times the best
@@ -83,13 +91,25 @@ def one_slack_cutting_planes(
     with tracker.interruptible():
         for it in range(max_iter):
             t0 = time.perf_counter()
+            best = tracker.best_w
             plane = find_plane(sol)
             if plane.primal is not None:
                 tracker.n_oracle += 1
                 tracker.offer_primal(plane.primal, plane.state)
+            mid = None
+            if stabilize and best is not None and sol.w is not None and not tracker.converged():
+                wq = 0.5 * (best + sol.w)
+                mid = find_plane(replace(sol, w=wq))
+                if mid.primal is not None:
+                    tracker.n_oracle += 1
+                    tracker.offer_primal(mid.primal, mid.state)
+                if mid.a is None or mid.b - float(mid.a @ sol.w) <= sol.xi:
+                    mid = None  # does not cut off the master's point
             t1 = time.perf_counter()
             if not tracker.converged():
                 master.add_plane(plane.a, plane.b, gram=plane.gram, payload=plane.payload)
+                if mid is not None:
+                    master.add_plane(mid.a, mid.b, payload=mid.payload)
                 if np.isfinite(tracker.best_primal):
                     bmax = max(bmax, abs(plane.b))
                     scale = max(1.0, master.C * bmax)

@@ -20,6 +20,7 @@ The spellings ``"one_slack"``, ``"n_slack"``, ``"m-slack"``, ``"batch_subgradien
 
 from __future__ import annotations
 
+from maxmargin.inference._threads import blas_one_thread
 from maxmargin.solvers.monitor import SSVMResult
 from maxmargin.solvers.parallel import ShardedModel, ShardedOracle
 from maxmargin.solvers.ssvm_frank_wolfe import fit_frank_wolfe
@@ -90,7 +91,8 @@ def solve_ssvm(
     )
     if seeded:
         kw["random_state"] = random_state
-    if n_jobs is None:
-        return fn(model, C, **kw, **fixed, **options)
-    with ShardedOracle(model, n_jobs=n_jobs, n_shards=n_shards) as oracle:
-        return fn(ShardedModel(model, oracle), C, **kw, **fixed, **options)
+    with blas_one_thread():  # the products are small: one BLAS thread (see there)
+        if n_jobs is None:
+            return fn(model, C, **kw, **fixed, **options)
+        with ShardedOracle(model, n_jobs=n_jobs, n_shards=n_shards) as oracle:
+            return fn(ShardedModel(model, oracle), C, **kw, **fixed, **options)

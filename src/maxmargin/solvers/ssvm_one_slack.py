@@ -89,13 +89,16 @@ def fit_one_slack(
     max_time=None,
     inactive_window: int | None = 50,
     cache_size: int = 0,
+    stabilize: bool = True,
     callback=None,
     verbose: int = 0,
 ) -> SSVMResult:
     """Train ``w`` by 1-slack cutting planes (the shared loop of
     :mod:`maxmargin.solvers.cutting_plane`); see the module docstring."""
     model.check_rescaling(rescaling)
-    master = OneSlackQPMaster(C=C, dim=model.dim, tol=1e-10, prune_after=inactive_window)
+    master = OneSlackQPMaster(
+        C=C, dim=model.dim, tol=1e-10, prune_after=inactive_window, solver="active-set"
+    )
     tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="1-slack")
     cache = _OutputCache(model, cache_size) if cache_size > 0 else None
     n_cached = 0
@@ -127,5 +130,7 @@ def fit_one_slack(
             a, b = _plane(model, labels, loss, margin, rescaling)
         return Plane(b, a, primal=model.objective(w, C, hinge), state=w)
 
-    sol = one_slack_cutting_planes(find_plane, master, tr, tol=tol, max_iter=max_iter)
+    sol = one_slack_cutting_planes(
+        find_plane, master, tr, tol=tol, max_iter=max_iter, stabilize=stabilize
+    )
     return tr.result(sol.w, n_cached=n_cached, n_planes=master.n_planes)
