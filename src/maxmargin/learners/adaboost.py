@@ -21,6 +21,7 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
+from maxmargin._registry import register
 from maxmargin._validation import POSITIVE_INT, Options
 from maxmargin.learners._boosting import MultiClassBoosting
 
@@ -117,6 +118,7 @@ def _example(name: str) -> str:
 """
 
 
+@register
 class AdaBoostMH(_StageWise):
     __doc__ = (
         """AdaBoost.MH with discrete weak learners and a per-class vote vector.
@@ -172,6 +174,7 @@ class AdaBoostMH(_StageWise):
         return False
 
 
+@register
 class AdaBoostECC(_StageWise):
     __doc__ = (
         """AdaBoost.ECC (Guruswami & Sahai 1999; real version of Li 2006).
@@ -233,6 +236,7 @@ class AdaBoostECC(_StageWise):
         return False
 
 
+@register
 class AdaBoostMO(_StageWise):
     __doc__ = (
         """AdaBoost.MO (Schapire & Singer 1999): output codes with one weak learner per code

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -27,6 +28,7 @@ __all__ = ["BinaryAdaBoost"]
 _EDGE_CAP = 1.0 - 1e-12
 
 
+@register
 class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
     """Discrete, Real or Gentle AdaBoost with stumps, minimising ``sum_i exp(-y_i F(x_i))``
     stage-wise (one weak learner added per round, earlier weights frozen).

@@ -11,6 +11,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -65,6 +66,7 @@ def _drop_columns(warm, keep):
         warm["z"] = np.concatenate([z[:k][keep], z[k : 2 * k][keep], z[-1:]])
 
 
+@register
 class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     """Forward feature selection by column generation for linear classifiers.
 

@@ -9,6 +9,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     N_JOBS,
@@ -29,6 +30,7 @@ from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
 __all__ = ["LatentSSVM"]
 
 
+@register
 class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Multi-class latent structured SVM trained by CCCP (Yu & Joachims, ICML 2009).
 

@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -57,6 +58,7 @@ _TASKS = {
 }
 
 
+@register
 class StructSVM(Persistent, BaseEstimator):
     """Linear structured SVM for any task with linear joint features.
 
@@ -335,6 +337,7 @@ default="1-slack"
         return tags
 
 
+@register
 class SSVMClassifier(ClassifierMixin, StructSVM):
     """Crammer-Singer multi-class (or binary) linear SVM trained as a structured SVM.
 

@@ -12,6 +12,7 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -43,6 +44,7 @@ SOLVERS = ("smo", "dual_cd", "pegasos", "1-slack")
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
 
 
+@register
 class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
     """Support vector machine with a choice of the thesis's solvers.
 

@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     POSITIVE,
     POSITIVE_INT,
@@ -127,6 +128,7 @@ def check_image_mask(image, mask):
     return img, m
 
 
+@register
 class Segmenter(BaseEstimator):
     """Binary (figure/ground) image segmentation with a learned superpixel CRF.
 

@@ -31,6 +31,7 @@ from collections import deque
 
 import numpy as np
 
+from maxmargin._registry import register
 from maxmargin.apps.tracking.data import check_box
 from maxmargin.apps.tracking.features import FeatureQuantizer, PatchFeatures, to_grey
 from maxmargin.learners.structboost import StructBoost
@@ -400,6 +401,7 @@ class _OnlineBoxTracker:
         raise NotImplementedError
 
 
+@register
 class StructBoostTracker(_OnlineBoxTracker):
     """StructBoost tracker optimising the Pascal overlap (TPAMI 2014, Sec. 3.5 and 4.4).
 
@@ -668,6 +670,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         return s
 
 
+@register
 class AdaBoostTracker(_OnlineBoxTracker):
     """The paper's binary AdaBoost baseline tracker (Sec. 4.4) with the same sampling and
     features: candidates with overlap > ``pos_overlap`` (0.8) are positives, <=
@@ -762,6 +765,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
         return self._alpha @ self._hyps.evaluate(Z)
 
 
+@register
 class SSVMTracker(_OnlineBoxTracker):
     """Struck-style linear structured SVM tracker on the same box task and features,
     trained by the 1-slack cutting-plane solver (:func:`maxmargin.solvers.ssvm.solve_ssvm`)
