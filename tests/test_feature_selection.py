@@ -380,7 +380,8 @@ def test_newton_state_follows_added_and_removed_columns():
     columns are appended and removed gives the optimum of each problem on the current
     columns (independent dual solve), with a certified gap, and its Gram matrices equal
     those formed afresh."""
-    from maxmargin.solvers.feature_selection import SquaredHingeNewton, with_const
+    from maxmargin._validation import add_intercept
+    from maxmargin.solvers.feature_selection import SquaredHingeNewton
 
     X, y = _multiclass(1)
     C = 0.3
@@ -395,7 +396,7 @@ def test_newton_state_follows_added_and_removed_columns():
             keep[[0, 3, len(cols) - 1]] = False
             nt.drop(keep)
             cols = [c for c, k in zip(cols, keep) if k]
-        Xa = with_const(X[:, cols])
+        Xa = add_intercept(X[:, cols])
         W, A, P, D = nt.solve(Xa, tol=1e-10)
         for j in range(3):
             ref = _l2_sqhinge(X[:, cols], Y[:, j], C)
@@ -600,10 +601,10 @@ def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
     gaps; their kept Gram matrices equal those formed afresh; the pricing scores equal
     ``X^T (a * y)`` over every column; the full solves reach the independent dual
     optimum with a certified gap."""
+    from maxmargin._validation import add_intercept
     from maxmargin.solvers.feature_selection import (
         SquaredHingeNewton,
         SquaredHingeRounds,
-        with_const,
     )
 
     X, y = _multiclass(1)
@@ -626,7 +627,7 @@ def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
             rs.drop(keep)
             cols = [c for c, k in zip(cols, keep) if k]
         np.testing.assert_array_equal(rs.columns, cols)
-        Xa = with_const(X[:, cols])
+        Xa = add_intercept(X[:, cols])
         W, A, P, D = nt.solve(Xa, tol=1e-10, max_iter=max_iter)
         W2, A2, P2, D2, S = rs.solve(tol=1e-10, max_iter=max_iter, price=True)
         np.testing.assert_allclose(W2, W, rtol=1e-9, atol=1e-10)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.multiclass import check_classification_targets
@@ -19,6 +18,7 @@ from maxmargin._validation import (
     RANDOM_STATE,
     VERBOSE,
     Options,
+    add_intercept,
     as_generator,
     validate_params,
 )
@@ -155,10 +155,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         self.callback = callback
 
     def _aug(self, X):
-        if not self.fit_intercept:
-            return X
-        ones = np.ones((X.shape[0], 1))
-        return sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+        return add_intercept(X) if self.fit_intercept else X
 
     def fit(self, X, y):
         """Fit the latent structured SVM by CCCP.

@@ -33,6 +33,7 @@ from maxmargin._validation import (
     RANDOM_STATE,
     VERBOSE,
     Options,
+    add_intercept,
     json_params,
     validate_params,
 )
@@ -483,10 +484,7 @@ default="n-slack"
         return BinaryTask() if n_classes == 2 else MultiClassTask()
 
     def _augment(self, X):
-        if not self.fit_intercept:
-            return X
-        col = np.full((X.shape[0], 1), float(self.intercept_scaling))
-        return sp.hstack([X, col], format="csr") if sp.issparse(X) else np.hstack([X, col])
+        return add_intercept(X, self.intercept_scaling) if self.fit_intercept else X
 
     def fit(self, X, y):
         """Fit the classifier.

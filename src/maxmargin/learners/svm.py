@@ -22,6 +22,7 @@ from maxmargin._validation import (
     VERBOSE,
     Interval,
     Options,
+    add_intercept,
     as_generator,
     validate_params,
 )
@@ -214,12 +215,7 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         return pairwise_kernels(A, B, metric=self.kernel, **params)
 
     def _augment(self, X):
-        if not self.fit_intercept:
-            return X
-        col = np.full((X.shape[0], 1), float(self.intercept_scaling))
-        if sp.issparse(X):
-            return sp.hstack([X, sp.csr_matrix(col)], format="csr")
-        return np.hstack([X, col])
+        return add_intercept(X, self.intercept_scaling) if self.fit_intercept else X
 
     def _solve(self, X, Xa, K, yb, rng, problem):
         common = {

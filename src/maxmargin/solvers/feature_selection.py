@@ -33,6 +33,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import linprog, minimize
 from scipy.special import expit
 
+from maxmargin._validation import add_intercept
 from maxmargin.solvers.svm import DENSE_FILL, DualCDData, dual_cd_data, fit_dual_cd
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "restricted_data",
     "restricted_data_drop",
     "solve_restricted",
-    "with_const",
 ]
 
 #: the squared-hinge problems use the Newton solver on at most this many columns (its
@@ -66,15 +66,8 @@ def column_scores(X, y, a):
     return np.asarray(ay.T @ X).T
 
 
-def _with_const(X, scale=1.0):
-    col = np.full((X.shape[0], 1), scale)
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(col)], format="csr")
-    return np.hstack([X, col])
-
-
 def _l2_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
-    Xa = dual_cd_data(with_const(X)) if Xa is None else Xa
+    Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
     alpha0 = warm.get("a")
     max_iter = 100_000 if max_iter is None else max_iter
     # every solve starts from the last solve's active set: the gap passes return any
@@ -281,10 +274,10 @@ class SquaredHingeNewton:
 
     def solve(self, X, tol=1e-8, max_iter=100):
         """Newton steps on the dense X (C-ordered, the constant column last, as
-        :func:`with_const`) from the kept state until every problem's relative duality
-        gap is at most ``tol`` (checked before the first step too unless columns were added
-        or removed since the last solve) or after ``max_iter``
-        steps.  Returns ``(W, A, primals, duals)`` ((k+1,), (n,), float, float for one
+        :func:`~maxmargin._validation.add_intercept`) from the kept state until every
+        problem's relative duality gap is at most ``tol`` (checked before the first step
+        too unless columns were added or removed since the last solve) or after
+        ``max_iter`` steps.  Returns ``(W, A, primals, duals)`` ((k+1,), (n,), float, float for one
         problem; else with a last axis over the problems)."""
         X = np.asarray(X)
         self._sync_columns(X)
@@ -763,7 +756,7 @@ class SquaredHingeRounds:
 
 
 def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
-    Xa = dual_cd_data(with_const(X)) if Xa is None else Xa
+    Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
     if Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
         nt = warm.get("newton")
         if nt is None:
@@ -781,7 +774,7 @@ def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
 
 
 def _l2_logistic(X, y, C, tol, warm, Xa=None, max_iter=None):
-    Xa = with_const(X) if Xa is None else Xa.M
+    Xa = add_intercept(X) if Xa is None else Xa.M
     d = Xa.shape[1]
     w0 = np.zeros(d)
     prev = warm.get("w_full")
@@ -857,18 +850,6 @@ _SOLVERS = {
 }
 
 
-def with_const(X, scale=1.0):
-    """X with a constant column ``scale`` appended (the L2 problems' intercept); dense X
-    gives a C-ordered array."""
-    if not sp.issparse(X):
-        n, k = X.shape
-        out = np.empty((n, k + 1))
-        out[:, :k] = X
-        out[:, k] = scale
-        return out
-    return _with_const(X, scale)
-
-
 def restricted_data_drop(prev, keep):
     """:func:`restricted_data`'s result with the selected columns where the mask ``keep``
     is False removed, from the kept data itself when it is dense (no gather from X);
@@ -886,7 +867,7 @@ def restricted_data_drop(prev, keep):
 
 
 def restricted_data(X, order, prev=None):
-    """``(dual_cd_data(with_const(X[:, order])), nnz)`` -- the L2 problems' data on the
+    """``(dual_cd_data(add_intercept(X[:, order])), nnz)`` -- the L2 problems' data on the
     selected columns and its number of non-zeros.  ``prev``: this function's result for a
     prefix of ``order`` (the last round); for dense X whose data stays dense (at least
     ``DENSE_FILL`` non-zero, as :func:`dual_cd_data` decides), the new data is grown
@@ -908,7 +889,7 @@ def restricted_data(X, order, prev=None):
             sqn = old.sqn + np.einsum("ij,ij->i", new, new)
             e = np.zeros(1, dtype=np.int32)
             return DualCDData(out, e, e, np.zeros(0), out, True, sqn), nnz
-    Xa = with_const(X[:, order])
+    Xa = add_intercept(X[:, order])
     nnz = Xa.nnz if sp.issparse(Xa) else int(np.count_nonzero(Xa))
     return dual_cd_data(Xa), nnz
 
@@ -917,7 +898,7 @@ def solve_restricted(X, y, C, loss, penalty, *, tol=1e-8, warm=None, Xa=None, ma
     """Solve the problem on the columns of ``X`` (possibly none: intercept only).
 
     ``warm`` is a dict kept between calls (previous multipliers / weights, columns
-    appended at the end).  ``Xa``: ``dual_cd_data(with_const(X))`` if already formed
+    appended at the end).  ``Xa``: ``dual_cd_data(add_intercept(X))`` if already formed
     (the L2 problems use it; shared by the one-vs-rest problems of a round).
     ``max_iter``: a cap on dual CD's epochs (L2 hinge; None: 100000).  Returns ``(w, b,
     a, objective)``.
