@@ -24,10 +24,9 @@ from scipy.special import logsumexp
 from maxmargin._registry import register
 from maxmargin._validation import POSITIVE_INT, Options
 from maxmargin.learners._boosting import MultiClassBoosting
+from maxmargin.weak.base import EDGE_CAP, edge_weight
 
 __all__ = ["AdaBoostECC", "AdaBoostMH", "AdaBoostMO"]
-
-_EDGE_CAP = 1.0 - 1e-12  # a perfect weak learner would get an infinite weight
 
 
 def _softmax_weights(z: np.ndarray) -> np.ndarray:
@@ -35,11 +34,6 @@ def _softmax_weights(z: np.ndarray) -> np.ndarray:
     z = z - np.max(z)
     e = np.exp(z)
     return e / e.sum()
-
-
-def _alpha(edge: float) -> float:
-    edge = float(np.clip(edge, -_EDGE_CAP, _EDGE_CAP))
-    return 0.5 * np.log((1.0 + edge) / (1.0 - edge))
 
 
 class _StageWise(MultiClassBoosting):
@@ -160,7 +154,7 @@ class AdaBoostMH(_StageWise):
                 best, out, e = h2, o2, e2
                 v = np.where(e >= 0, 1.0, -1.0)
             edge = float(np.abs(e).sum())
-            a = _alpha(edge)
+            a = edge_weight(edge)
             t_weak = time.perf_counter() - t0
             hidx = builder.add_hypotheses(best)
             new = builder.add_vars(np.repeat(hidx, K), np.arange(K))
@@ -169,8 +163,8 @@ class AdaBoostMH(_StageWise):
             builder.set_coef(it, coef)
             F += a * out[:, None] * v[None, :]
             obj = np.exp(logsumexp(-Y * F) - np.log(Y.size))
-            if record(it, obj, F, edge=edge, t_weak=t_weak) or edge >= _EDGE_CAP:
-                return edge >= _EDGE_CAP
+            if record(it, obj, F, edge=edge, t_weak=t_weak) or edge >= EDGE_CAP:
+                return edge >= EDGE_CAP
         return False
 
 
@@ -323,7 +317,7 @@ class AdaBoostMO(_StageWise):
             D = _softmax_weights(-Yb * f)
             hyps, gains = weak.best(prepared, D * Yb)  # one weak learner per column
             edge = float(gains.sum())
-            a = _alpha(edge)
+            a = edge_weight(edge)
             t_weak = time.perf_counter() - t0
             hidx = builder.add_hypotheses(hyps)
             new = builder.add_vars(hidx, np.arange(L))
@@ -332,8 +326,8 @@ class AdaBoostMO(_StageWise):
             builder.set_coef(it, coef)
             f += a * hyps.evaluate(X).T
             obj = np.exp(logsumexp(-Yb * f) - np.log(Yb.size))
-            if record(it, obj, f, edge=edge, t_weak=t_weak) or edge >= _EDGE_CAP:
-                return edge >= _EDGE_CAP
+            if record(it, obj, f, edge=edge, t_weak=t_weak) or edge >= EDGE_CAP:
+                return edge >= EDGE_CAP
         return False
 
     def _prepare_fit(self, n_classes: int) -> None:
