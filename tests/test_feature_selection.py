@@ -310,7 +310,7 @@ def test_overselect_restricted_problem_equals_the_problem_on_the_selected_column
 
 
 def test_dropping_columns_from_a_warm_start():
-    from maxmargin.learners.feature_selection import _drop_columns
+    from maxmargin.solvers.feature_selection import _drop_columns
 
     warm = {"w_full": np.array([1.0, 2.0, 3.0, 9.0]), "z": np.arange(7.0), "a": np.ones(5)}
     _drop_columns(warm, np.array([True, False, True]))
@@ -457,7 +457,7 @@ def test_squared_hinge_dual_cd_fallback_agrees_with_newton(data, monkeypatch):
     the same restricted optima."""
     import scipy.sparse as sp
 
-    import maxmargin.learners.feature_selection as fsmod
+    import maxmargin.solvers.feature_selection as fsmod
 
     X, y = data
     kw = {"n_features_to_select": 5, "loss": "squared_hinge", "inner_tol": 1e-9,
@@ -677,7 +677,7 @@ def test_selector_with_compiled_rounds_equals_the_numpy_newton_path(seed, monkey
     on data formed per round; and with the Newton column limit forcing dual CD on the
     largest sets (switching to it and back), the recorded sets' objectives are still the
     restricted optima (independent dual solves)."""
-    import maxmargin.learners.feature_selection as fsmod
+    import maxmargin.solvers.feature_selection as fsmod
 
     X, y = _multiclass(seed)
     kw = {"k_path": [2, 4, 8], "overselect": 3.0, "loss": "squared_hinge", "inner_tol": 1e-9,
