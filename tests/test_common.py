@@ -1,6 +1,11 @@
-"""Checks every public estimator must pass (issue 15): scikit-learn's estimator checks,
-a pickle-free save / load round trip that predicts the same, sparse input where the README
-claims it, and the shared ``history_`` schema."""
+"""Checks every registered estimator must pass (issues 15, 29): scikit-learn's estimator
+checks, a pickle-free save / load round trip that predicts the same, sparse input where the
+README claims it, and the shared ``history_`` schema.
+
+The estimators come from the one registry (:mod:`maxmargin._registry`), so an estimator
+is covered as soon as it is decorated with ``@register``.  The applications' estimators
+(segmenter, detectors, trackers) take images, not a feature matrix: they get the checks
+that apply to them (parameters, ``_parameter_constraints``, save / load)."""
 
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from maxmargin import (
     StructSVM,
     SVMClassifier,
     TCBoostClassifier,
+    _registry,
 )
 
 
@@ -75,15 +81,126 @@ def estimators():
     ]
 
 
-PUBLIC = sorted(
-    name
-    for name in maxmargin.__all__
-    if isinstance(getattr(maxmargin, name), type) and hasattr(getattr(maxmargin, name), "fit")
+def app_estimators():
+    """One small configuration of every application estimator (images in, not X)."""
+    from maxmargin.apps.detection import CascadeDetector, HOGSVMDetector, ProposalRanker
+    from maxmargin.apps.segmentation import Segmenter
+    from maxmargin.apps.tracking import AdaBoostTracker, SSVMTracker, StructBoostTracker
+
+    return [
+        Segmenter(learner="unary", n_segments=30, unary_iter=5, patch_sizes=(8,), random_state=0),
+        HOGSVMDetector(window=(3, 3), C=0.1, max_working_set=300, random_state=0),
+        CascadeDetector(window=(3, 3), n_stages=2, max_weak=5, random_state=0),
+        ProposalRanker(n_train_windows=100, n_candidates=100, random_state=0),
+        StructBoostTracker(random_state=0),
+        AdaBoostTracker(random_state=0),
+        SSVMTracker(random_state=0),
+    ]
+
+
+REGISTERED = _registry.estimators()
+
+
+def test_every_registered_estimator_is_covered():
+    covered = sorted(type(e).__name__ for e in [*estimators(), *app_estimators()])
+    assert sorted(set(covered)) == sorted(REGISTERED)
+
+
+def test_every_public_estimator_is_registered():
+    public = {
+        name
+        for name in maxmargin.__all__
+        if isinstance(getattr(maxmargin, name), type) and hasattr(getattr(maxmargin, name), "fit")
+    }
+    assert public <= set(REGISTERED)
+    assert all(REGISTERED[name] is getattr(maxmargin, name) for name in public)
+
+
+def test_a_name_is_registered_once():
+    with pytest.raises(ValueError, match="already registered"):
+        _registry.register("StructBoost")(type("StructBoost", (), {}))
+    assert _registry.register(REGISTERED["StructBoost"]) is REGISTERED["StructBoost"]
+
+
+_TRACKER_XFAIL = pytest.mark.xfail(
+    reason="the trackers are not scikit-learn estimators yet (a hand-written get_params, no "
+    "set_params or _parameter_constraints); apps/tracking is reworked by its owner under "
+    "issue 29 must-have 5",
+    strict=False,
 )
 
 
-def test_every_public_estimator_is_covered():
-    assert sorted({type(e).__name__ for e in estimators()}) == PUBLIC
+def _app_params(est):
+    return [
+        pytest.param(est, marks=_TRACKER_XFAIL) if type(est).__name__.endswith("Tracker") else est
+    ]
+
+
+APPS = [p for est in app_estimators() for p in _app_params(est)]
+
+
+@pytest.mark.parametrize("est", APPS, ids=lambda e: type(e).__name__)
+def test_app_estimator_parameters(est):
+    """scikit-learn's parameter contract: get_params / set_params / clone, no work in
+    __init__, and a ``_parameter_constraints`` entry for every parameter."""
+    from sklearn.base import clone
+    from sklearn.utils import estimator_checks as ec
+
+    name = type(est).__name__
+    ec.check_parameters_default_constructible(name, est)
+    ec.check_no_attributes_set_in_init(name, est)
+    ec.check_get_params_invariance(name, est)
+    ec.check_set_params(name, est)
+    assert clone(est).get_params() == est.get_params()
+    assert set(type(est)._parameter_constraints) == set(est.get_params(deep=False))
+    for param in est.get_params(deep=False):  # checked before any image is looked at
+        with pytest.raises(ValueError, match=param):
+            clone(est).set_params(**{param: object()}).fit([], [])
+
+
+def _app_data(est):
+    from maxmargin.datasets import make_detection_scenes
+
+    if type(est).__name__ == "Segmenter":
+        rng = np.random.default_rng(5)
+        yy, xx = np.mgrid[:32, :32]
+        images, masks = [], []
+        for _ in range(3):
+            cy, cx = rng.uniform(10, 22, 2)
+            m = ((yy - cy) / 8) ** 2 + ((xx - cx) / 6) ** 2 <= 1
+            base = np.where(m[..., None], [0.6, 0.45, 0.4], [0.45, 0.5, 0.55])
+            images.append(np.clip(base + 0.2 * rng.normal(size=(32, 32, 3)), 0, 1))
+            masks.append(m)
+        return images, masks
+    return make_detection_scenes(6, random_state=0)
+
+
+def _app_outputs(est, images):
+    if type(est).__name__ == "Segmenter":
+        return [est.decision_function(im) for im in images]
+    if type(est).__name__ == "ProposalRanker":
+        return [est.propose(im, rng=k)[0] for k, im in enumerate(images)]
+    return [np.asarray(part) for found in est.predict(images) for part in found]
+
+
+@pytest.mark.parametrize("est", app_estimators(), ids=lambda e: type(e).__name__)
+def test_app_save_load_round_trip(est, tmp_path):
+    import warnings
+
+    if not hasattr(est, "_get_state"):
+        pytest.skip(
+            "a tracker has no model file: it is trained online on each sequence it tracks "
+            "(no _get_state / _from_state)"
+        )
+    images, truth = _app_data(est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(images, truth)
+    back = maxmargin.load(maxmargin.save(est, tmp_path / "model.npz"))
+    assert type(back) is type(est)
+    for a, b in zip(_app_outputs(est, images), _app_outputs(back, images)):
+        np.testing.assert_array_equal(a, b)
+    assert back.get_params(deep=False) == est.get_params(deep=False)
 
 
 @parametrize_with_checks(estimators())

@@ -310,7 +310,7 @@ def test_overselect_restricted_problem_equals_the_problem_on_the_selected_column
 
 
 def test_dropping_columns_from_a_warm_start():
-    from maxmargin.learners.feature_selection import _drop_columns
+    from maxmargin.solvers.feature_selection import _drop_columns
 
     warm = {"w_full": np.array([1.0, 2.0, 3.0, 9.0]), "z": np.arange(7.0), "a": np.ones(5)}
     _drop_columns(warm, np.array([True, False, True]))
@@ -380,7 +380,8 @@ def test_newton_state_follows_added_and_removed_columns():
     columns are appended and removed gives the optimum of each problem on the current
     columns (independent dual solve), with a certified gap, and its Gram matrices equal
     those formed afresh."""
-    from maxmargin.solvers.feature_selection import SquaredHingeNewton, with_const
+    from maxmargin._validation import add_intercept
+    from maxmargin.solvers.feature_selection import SquaredHingeNewton
 
     X, y = _multiclass(1)
     C = 0.3
@@ -395,7 +396,7 @@ def test_newton_state_follows_added_and_removed_columns():
             keep[[0, 3, len(cols) - 1]] = False
             nt.drop(keep)
             cols = [c for c, k in zip(cols, keep) if k]
-        Xa = with_const(X[:, cols])
+        Xa = add_intercept(X[:, cols])
         W, A, P, D = nt.solve(Xa, tol=1e-10)
         for j in range(3):
             ref = _l2_sqhinge(X[:, cols], Y[:, j], C)
@@ -456,7 +457,7 @@ def test_squared_hinge_dual_cd_fallback_agrees_with_newton(data, monkeypatch):
     the same restricted optima."""
     import scipy.sparse as sp
 
-    import maxmargin.learners.feature_selection as fsmod
+    import maxmargin.solvers.feature_selection as fsmod
 
     X, y = data
     kw = {"n_features_to_select": 5, "loss": "squared_hinge", "inner_tol": 1e-9,
@@ -600,10 +601,10 @@ def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
     gaps; their kept Gram matrices equal those formed afresh; the pricing scores equal
     ``X^T (a * y)`` over every column; the full solves reach the independent dual
     optimum with a certified gap."""
+    from maxmargin._validation import add_intercept
     from maxmargin.solvers.feature_selection import (
         SquaredHingeNewton,
         SquaredHingeRounds,
-        with_const,
     )
 
     X, y = _multiclass(1)
@@ -626,7 +627,7 @@ def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
             rs.drop(keep)
             cols = [c for c, k in zip(cols, keep) if k]
         np.testing.assert_array_equal(rs.columns, cols)
-        Xa = with_const(X[:, cols])
+        Xa = add_intercept(X[:, cols])
         W, A, P, D = nt.solve(Xa, tol=1e-10, max_iter=max_iter)
         W2, A2, P2, D2, S = rs.solve(tol=1e-10, max_iter=max_iter, price=True)
         np.testing.assert_allclose(W2, W, rtol=1e-9, atol=1e-10)
@@ -676,7 +677,7 @@ def test_selector_with_compiled_rounds_equals_the_numpy_newton_path(seed, monkey
     on data formed per round; and with the Newton column limit forcing dual CD on the
     largest sets (switching to it and back), the recorded sets' objectives are still the
     restricted optima (independent dual solves)."""
-    import maxmargin.learners.feature_selection as fsmod
+    import maxmargin.solvers.feature_selection as fsmod
 
     X, y = _multiclass(seed)
     kw = {"k_path": [2, 4, 8], "overselect": 3.0, "loss": "squared_hinge", "inner_tol": 1e-9,

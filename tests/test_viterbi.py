@@ -4,9 +4,15 @@ import itertools
 
 import numpy as np
 import pytest
+from numba import njit, prange
 
 from maxmargin.inference._threads import numba_threads, resolve_threads
 from maxmargin.inference.viterbi import (
+    _chain_factors,
+    _loss_aug_into,
+    _marginals_range,
+    _slack_into,
+    _sum_shards,
     batch_chain_forward,
     batch_chain_marginals,
     batch_evaluate,
@@ -14,14 +20,47 @@ from maxmargin.inference.viterbi import (
     batch_smoothed_loss_augmented,
     batch_viterbi,
     chain_score,
-    loss_augmented_viterbi,
     sequence_shards,
     sharded_chain_forward,
-    sharded_chain_marginals,
     sharded_loss_augmented,
-    slack_viterbi,
     viterbi,
 )
+
+
+# single-sequence oracles and the sharded backward pass: references for the batch kernels,
+# used only here (the package runs the batched / fused kernels)
+@njit
+def loss_augmented_viterbi(U, P, ytrue, L):
+    """``argmax_y sum_t L[y*_t, y_t] + s(y)`` and the augmented value."""
+    out = np.empty(U.shape[0], dtype=np.int64)
+    v = _loss_aug_into(U, P, ytrue, L, True, out)
+    return out, v
+
+
+@njit
+def slack_viterbi(U, P, ytrue, L):
+    """``argmax_y Delta(y*, y) (1 - s(y*) + s(y))`` and its value (>= 0; y* if none)."""
+    out = np.empty(U.shape[0], dtype=np.int64)
+    v = _slack_into(U, P, ytrue, L, True, out)
+    return out, v
+
+
+@njit(parallel=True)
+def sharded_chain_marginals(
+    U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg, bounds
+):
+    """``batch_chain_marginals`` over the shards ``bounds`` in parallel; the transition
+    marginals are summed per shard, then over the shards in order."""
+    BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
+    S = bounds.shape[0] - 1
+    K = U.shape[1]
+    pm = np.zeros((S, K, K))
+    for c in prange(S):
+        _marginals_range(
+            U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm[c],
+            bounds[c], bounds[c + 1], BP, rmax, Er,
+        )  # fmt: skip
+    _sum_shards(pm, pair_marg)
 
 
 def _all(T, K):

@@ -23,27 +23,30 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = [
     "Interval",
     "Options",
+    "add_intercept",
     "as_generator",
-    "check_number",
     "json_params",
     "validate_params",
 ]
 
 
-def check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
-    """Raise ValueError unless ``value`` is a finite (integer) number above ``low``."""
-    if value is None and allow_none:
-        return
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not np.isfinite(value):
-        what = "an integer" if integer else "a finite number"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+def add_intercept(X, scale=1.0):
+    """``X`` with a constant column ``scale`` appended, so a linear model's last weight is
+    its intercept (regularised, as in liblinear): CSR for sparse ``X``, else a C-ordered
+    float64 array."""
+    if sp.issparse(X):
+        col = np.full((X.shape[0], 1), float(scale))
+        return sp.hstack([X, sp.csr_matrix(col)], format="csr")
+    n, k = X.shape
+    out = np.empty((n, k + 1))
+    out[:, :k] = X
+    out[:, k] = scale
+    return out
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ untrusted file cannot execute code.  Estimators take part through two hooks::
     est._get_state() -> (meta: dict, arrays: dict[str, np.ndarray])
     Cls._from_state(meta, arrays) -> est
 
-and a class-name registry (:func:`register_model`).  Built-in learners are
-listed by dotted path and imported only when first needed.
+and the package's one estimator registry (:mod:`maxmargin._registry`, which
+:func:`register_model` writes to): a file names its class, and the class is found there
+(the built-in estimators' packages are imported only when first needed).
 
 Loading is one validation layer, in this order, so that a hostile file costs little:
 
@@ -49,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -62,6 +62,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+
+from maxmargin import _registry
 
 __all__ = [
     "FORMAT_NAME",
@@ -104,36 +106,6 @@ _MAX_NPY_HEADER = 4096
 #: array dtypes a model file may hold: bool, integers, floats, fixed-width strings
 _PLAIN_DESCR = re.compile(r"^[<>|=]?(?:b1|[iu][1248]|f[248]|U\d{1,6}|S\d{1,6})$")
 
-# Built-in persistable estimators, imported lazily by "module:attribute".
-_BUILTIN_MODELS: dict[str, str] = {
-    "StructBoost": "maxmargin.learners.structboost:StructBoost",
-    "StructBoostClassifier": "maxmargin.learners.structboost:StructBoostClassifier",
-    "StructBoostRanker": "maxmargin.learners.structboost_ranker:StructBoostRanker",
-    "SSVMClassifier": "maxmargin.learners.ssvm:SSVMClassifier",
-    "StructSVM": "maxmargin.learners.ssvm:StructSVM",
-    "KernelSSVM": "maxmargin.learners.kernel_ssvm:KernelSSVM",
-    "LatentSSVM": "maxmargin.learners.latent_ssvm:LatentSSVM",
-    "RankSVM": "maxmargin.learners.ranksvm:RankSVM",
-    "MultiBoostCW": "maxmargin.learners.multiboost:MultiBoostCW",
-    "MultiBoost": "maxmargin.learners.multiboost:MultiBoost",
-    "AdaBoostMH": "maxmargin.learners.adaboost:AdaBoostMH",
-    "AdaBoostECC": "maxmargin.learners.adaboost:AdaBoostECC",
-    "AdaBoostMO": "maxmargin.learners.adaboost:AdaBoostMO",
-    "Segmenter": "maxmargin.apps.segmentation.segmenter:Segmenter",
-    "HOGSVMDetector": "maxmargin.apps.detection.detector:HOGSVMDetector",
-    "CascadeDetector": "maxmargin.apps.detection.detector:CascadeDetector",
-    "ProposalRanker": "maxmargin.apps.detection.detector:ProposalRanker",
-    "SVMClassifier": "maxmargin.learners.svm:SVMClassifier",
-    "SimilarityFeatures": "maxmargin.learners.similarity:SimilarityFeatures",
-    "SparseKernelSVM": "maxmargin.learners.sparse_kernel_svm:SparseKernelSVM",
-    "AdditiveKernelMap": "maxmargin.learners.kernel_approx:AdditiveKernelMap",
-    "BinaryAdaBoost": "maxmargin.learners.binary_adaboost:BinaryAdaBoost",
-    "BoostedCascade": "maxmargin.learners.cascade:BoostedCascade",
-    "TCBoostClassifier": "maxmargin.learners.tcboost:TCBoostClassifier",
-    "ForwardFeatureSelector": "maxmargin.learners.feature_selection:ForwardFeatureSelector",
-}
-_REGISTRY: dict[str, type] = {}
-
 T = TypeVar("T", bound=type)
 
 #: header fields outside the checksum (the checksum itself and the signature over it)
@@ -153,8 +125,15 @@ def _signature(key: bytes | str, sha256: str) -> str:
 
 
 # --------------------------------------------------------------------------- registry
+def _persistable(klass: type) -> bool:
+    return callable(getattr(klass, "_get_state", None)) and callable(
+        getattr(klass, "_from_state", None)
+    )
+
+
 def register_model(cls: T | None = None, *, name: str | None = None) -> Any:
-    """Register a persistable estimator class under ``name`` (default: its ``__name__``).
+    """Register a persistable estimator class under ``name`` (default: its ``__name__``)
+    in the package's one registry (:func:`maxmargin._registry.register`).
 
     Usable as ``@register_model`` or ``@register_model(name="Other")``.  The class
     must provide ``_get_state`` and a ``_from_state`` classmethod.
@@ -165,12 +144,7 @@ def register_model(cls: T | None = None, *, name: str | None = None) -> Any:
             raise TypeError(f"{klass.__name__} has no _get_state() method")
         if not (callable(getattr(klass, "_from_state", None))):
             raise TypeError(f"{klass.__name__} has no _from_state() classmethod")
-        key = name or klass.__name__
-        other = _REGISTRY.get(key)
-        if other is not None and other is not klass:
-            raise ValueError(f"model name {key!r} is already registered to {other!r}")
-        _REGISTRY[key] = klass
-        return klass
+        return _registry.register(name)(klass)
 
     if cls is None:
         return decorate
@@ -179,37 +153,26 @@ def register_model(cls: T | None = None, *, name: str | None = None) -> Any:
 
 def registered_models() -> list[str]:
     """Names of all classes that :func:`load` can rebuild (built-ins included)."""
-    return sorted(set(_REGISTRY) | set(_BUILTIN_MODELS))
+    return sorted(k for k, v in _registry.estimators().items() if _persistable(v))
 
 
 def _resolve_class(name: str) -> type:
-    """Return the class registered as ``name``, importing a built-in on first use."""
-    if name in _REGISTRY:
-        return _REGISTRY[name]
-    target = _BUILTIN_MODELS.get(name)
-    if target is None:
+    """Return the persistable class registered as ``name`` (``KeyError`` if none)."""
+    klass = _registry.lookup(name)
+    if not _persistable(klass):
         raise KeyError(name)
-    module_name, _, attr = target.partition(":")
-    klass = getattr(importlib.import_module(module_name), attr)
-    _REGISTRY.setdefault(name, klass)
     return klass
 
 
 def _class_name(model: Any) -> str:
     """Registered name of ``type(model)``; raises ``ValueError`` if it has none."""
-    klass = type(model)
-    for key, value in _REGISTRY.items():
-        if value is klass:
-            return key
-    # A built-in can be recognised by its dotted path without importing anything.
-    dotted = f"{klass.__module__}:{klass.__qualname__}"
-    for key, target in _BUILTIN_MODELS.items():
-        if target == dotted:
-            return key
-    raise ValueError(
-        f"cannot save a {klass.__name__}: the class is not registered for persistence "
-        "(decorate it with maxmargin.io.register_model)"
-    )
+    key = _registry.name_of(type(model))
+    if key is None or not _persistable(type(model)):
+        raise ValueError(
+            f"cannot save a {type(model).__name__}: the class is not registered for "
+            "persistence (decorate it with maxmargin.io.register_model)"
+        )
+    return key
 
 
 # --------------------------------------------------------------------------- format

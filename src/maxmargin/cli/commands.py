@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from maxmargin._registry import lookup
 from maxmargin.cli.output import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -35,17 +36,8 @@ from maxmargin.cli.plots import plot_convergence, staged_errors
 from maxmargin.cli.progress import FitProgress
 
 
-def _structboost_class() -> type:
-    from maxmargin.learners.structboost import StructBoostClassifier
-
-    return StructBoostClassifier
-
-
 def _is_ranker(model: Any) -> bool:
-    from maxmargin.learners.ranksvm import RankSVM
-    from maxmargin.learners.structboost_ranker import StructBoostRanker
-
-    return isinstance(model, StructBoostRanker | RankSVM)
+    return isinstance(model, tuple(lookup(name) for name in _RANKERS.values()))
 
 
 def _fit_timed(est: Any, X: Any, y: Any, *, data: str | None = None, **fit_params: Any) -> float:
@@ -404,31 +396,24 @@ def _check_output_path(path: str, inputs: tuple = ()) -> None:
         raise ValueError(f"{parent}: not writable (for the model file {out})")
 
 
-#: --model choices for classifiers: (module, class)
+#: --model choices for classifiers: the registered estimator (maxmargin._registry)
 _CLASSIFIERS = {
-    "structboost": ("maxmargin.learners.structboost", "StructBoostClassifier"),
-    "multiboost-cw": ("maxmargin.learners.multiboost", "MultiBoostCW"),
-    "multiboost": ("maxmargin.learners.multiboost", "MultiBoost"),
-    "adaboost-mh": ("maxmargin.learners.adaboost", "AdaBoostMH"),
-    "adaboost-ecc": ("maxmargin.learners.adaboost", "AdaBoostECC"),
-    "adaboost-mo": ("maxmargin.learners.adaboost", "AdaBoostMO"),
-    "ssvm": ("maxmargin.learners.ssvm", "SSVMClassifier"),
-    "svm": ("maxmargin.learners.svm", "SVMClassifier"),
+    "structboost": "StructBoostClassifier",
+    "multiboost-cw": "MultiBoostCW",
+    "multiboost": "MultiBoost",
+    "adaboost-mh": "AdaBoostMH",
+    "adaboost-ecc": "AdaBoostECC",
+    "adaboost-mo": "AdaBoostMO",
+    "ssvm": "SSVMClassifier",
+    "svm": "SVMClassifier",
 }
 #: --model choices with --rank
-_RANKERS = {
-    "structboost": ("maxmargin.learners.structboost_ranker", "StructBoostRanker"),
-    "ranksvm": ("maxmargin.learners.ranksvm", "RankSVM"),
-}
-_CLASSIFIER_LABELS = {k: v[1] for k, v in _CLASSIFIERS.items()}
+_RANKERS = {"structboost": "StructBoostRanker", "ranksvm": "RankSVM"}
 
 
 def _classifier(args: argparse.Namespace, C: float, callback: Any) -> Any:
     """The --model estimator with every command-line option it accepts."""
-    import importlib
-
-    module, cls_name = _CLASSIFIERS[args.model]
-    cls = getattr(importlib.import_module(module), cls_name)
+    cls = lookup(_CLASSIFIERS[args.model])
     wanted = {
         "C": C,
         "max_iter": args.max_iter,
@@ -487,7 +472,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     cv_table = None
     if len(Cs) > 1:
         Cs, cv_table = _select_C(args, X, y)
-    name = _CLASSIFIER_LABELS[args.model]
+    name = _CLASSIFIERS[args.model]
     with FitProgress(args.max_iter, name, enabled=show) as progress:
         est = _classifier(args, Cs[0], progress)
         seconds, seen = _fit_reporting(est, X, y, data=args.data)
@@ -539,10 +524,8 @@ def _fit_ranker(args: argparse.Namespace) -> int:
             f"--rank trains a ranker: --model must be one of {', '.join(_RANKERS)}, "
             f"got {args.model}"
         )
-    import importlib
-
-    module, name = _RANKERS[args.model]
-    cls = getattr(importlib.import_module(module), name)
+    name = _RANKERS[args.model]
+    cls = lookup(name)
     X, y, qid = _load_ranking_data(args)
     layout = _layout_of(args)
     show = not (args.json or args.quiet)
@@ -817,7 +800,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # with the same settings takes the compilation out of the timed fit below
         stage = "compiling (warm-up fit)"
         warmup_seconds = _fit_timed(
-            _structboost_class()(
+            lookup("StructBoostClassifier")(
                 max_iter=min(5, args.max_iter),
                 weak_learner="stump",
                 formulation=args.formulation,
@@ -830,7 +813,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         stage = "fitting StructBoostClassifier"
         with FitProgress(args.max_iter, "StructBoost", enabled=show) as progress:
-            sb = _structboost_class()(
+            sb = lookup("StructBoostClassifier")(
                 max_iter=args.max_iter,
                 weak_learner="stump",
                 formulation=args.formulation,
@@ -969,3 +952,240 @@ def cmd_info(args: argparse.Namespace) -> int:
     print_kv_table("Model", {k: ("-" if v is None else v) for k, v in shown.items()})
     print_kv_table("Parameters", {k: str(v) for k, v in report["parameters"].items()})
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+def _C_list(text: str) -> list[float]:
+    """``--C 100`` or ``--C 1,10,100``."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number or comma-separated list: {text!r}"
+        ) from None
+    if not values or any(not v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"C must be positive, got {text!r}")
+    return values
+
+
+def _label_column(text: str) -> int | str:
+    """``--label-column`` accepts an index (``-1``, ``0``) or a header name."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def add_parser(sub, parents=()) -> None:
+    """Add fit, predict, evaluate, info and demo to the ``maxmargin`` subparsers."""
+    data_opts = argparse.ArgumentParser(add_help=False)
+    data_opts.add_argument(
+        "--format",
+        choices=["auto", "svmlight", "csv"],
+        default="auto",
+        help="data file format (default: by extension, then by content)",
+    )
+    data_opts.add_argument(
+        "--zero-based",
+        choices=["auto", "yes", "no"],
+        default=None,
+        help="svmlight feature indices start at 0 (yes) or 1 (no); default: as the model's "
+        "training file (recorded at fit), else detected",
+    )
+    json_opt = argparse.ArgumentParser(add_help=False)
+    json_opt.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+    fit = sub.add_parser(
+        "fit",
+        parents=[*parents, data_opts, json_opt],
+        help="train a StructBoostClassifier (or a StructBoostRanker with --rank)",
+        description="Train a StructBoostClassifier on DATA and save it to MODEL.  With "
+        "--rank, train a StructBoostRanker (AUC / ordinal regression / learning to rank) "
+        "on relevance grades instead; queries come from the qid: tokens of an svmlight "
+        "(SVM-light / svm_rank) file such as '2 qid:1 1:0.5 3:0.1', and pairs are only "
+        "formed inside a query.  A file without qid, or a CSV file, is one query.",
+    )
+    fit.add_argument("data", metavar="DATA", help="training data (svmlight/LIBSVM or CSV)")
+    fit.add_argument("-o", "--output", metavar="MODEL", required=True, help="model file to write")
+    fit.add_argument(
+        "--label-column",
+        type=_label_column,
+        default=-1,
+        help="CSV label column: index or header name (default: -1, the last)",
+    )
+    fit.add_argument(
+        "--model",
+        choices=[*_CLASSIFIERS, *(k for k in _RANKERS if k not in _CLASSIFIERS)],
+        default="structboost",
+        help="model family (structboost); with --rank: structboost (StructBoostRanker) or "
+        "ranksvm (RankSVM, linear)",
+    )
+    fit.add_argument(
+        "--C",
+        type=_C_list,
+        default=[100.0],
+        metavar="C[,C...]",
+        help="regularisation trade-off (100); a comma-separated list is chosen by "
+        "--cv-fold cross-validation",
+    )
+    fit.add_argument("--cv", type=int, default=3, help="folds for choosing C (3)")
+    fit.add_argument("--max-iter", type=int, default=200, help="column-generation iterations")
+    fit.add_argument(
+        "--rank",
+        action="store_true",
+        help="train a StructBoostRanker: labels are relevance grades (higher = better, "
+        "0/1 for AUC), queries from svmlight qid:",
+    )
+    fit.add_argument(
+        "--sharing",
+        choices=["shared", "per_class"],
+        default=None,
+        help="weak learners shared by all classes or per class (shared; not with --rank)",
+    )
+    fit.add_argument(
+        "--taxonomy",
+        metavar="FILE",
+        default=None,
+        help="class tree (JSON, or 'parent child' lines): hierarchical "
+        "classification with the tree loss (not with --rank)",
+    )
+    fit.add_argument(
+        "--tree-loss",
+        choices=["height", "half_path", "zero_one"],
+        default=None,
+        help="tree loss with --taxonomy (height)",
+    )
+    fit.add_argument(
+        "--formulation",
+        choices=["auto", "1-slack", "n-slack", "m-slack"],
+        default="auto",
+        help="auto: chosen by problem size for a classifier, 1-slack with --rank "
+        "(m-slack = one slack per preference pair, memory O(pairs))",
+    )
+    fit.add_argument(
+        "--master",
+        choices=["auto", "fast", "exact"],
+        default="auto",
+        help="restricted master: fast = smoothed L-BFGS with an exact LP polish, exact = "
+        "the LP every iteration (auto: fast where the task supports it)",
+    )
+    fit.add_argument(
+        "--tol", type=float, default=1e-4, help="fast master's relative tolerance (1e-4)"
+    )
+    fit.add_argument(
+        "--graph",
+        choices=["complete", "bipartite", "star"],
+        default=None,
+        help="--rank: which pairs are compared inside a query; complete = every pair "
+        "with different relevance (default, as svm_rank), bipartite = the --top-k best "
+        "(default: every sample above the lowest grade) above the rest, star = the "
+        "best-graded samples above the rest",
+    )
+    fit.add_argument(
+        "--rescaling",
+        choices=["unit", "margin", "slack"],
+        default=None,
+        help="--rank: unit = margin 1 and weight 1 per pair (default); margin / slack = "
+        "the pair's relevance gap as its margin / as its weight",
+    )
+    fit.add_argument(
+        "--top-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="--rank --graph bipartite: size of the upper side in each query",
+    )
+    fit.add_argument(
+        "--normalize",
+        choices=["pairs", "query"],
+        default=None,
+        help="--rank: average the pairwise hinge over all pairs (default) or inside each "
+        "query and then over queries",
+    )
+    fit.add_argument(
+        "--weak-learner",
+        default="stump",
+        help="weak learner: stump (default), hist_stump, tree, hist_tree:D (depth 1-6), ...",
+    )
+    fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")
+    fit.add_argument("--eps-cg", type=float, default=1e-6, help="column-generation tolerance")
+    fit.add_argument("--max-time", type=float, default=None, help="time budget in seconds")
+    fit.add_argument("--seed", type=int, default=0, help="random_state (0: reproducible runs)")
+    fit.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="save a model with no weak learner (it predicts a constant) instead of failing",
+    )
+    fit.add_argument("--quiet", action="store_true", help="no progress display and no summary")
+    fit.set_defaults(handler=cmd_fit)
+
+    label_for_model = (
+        "CSV label column: index or header name (default: the last column; for predict "
+        "a CSV with exactly the model's number of features is read as unlabelled)"
+    )
+    predict = sub.add_parser(
+        "predict",
+        parents=[*parents, data_opts, json_opt],
+        help="predict labels (classifier) or scores (ranker) for DATA",
+        description="Write one predicted label per line for each sample in DATA; for a "
+        "ranking model, one score per line (higher ranks higher).",
+    )
+    predict.add_argument("model", metavar="MODEL")
+    predict.add_argument("data", metavar="DATA")
+    predict.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    predict.add_argument("--label-column", type=_label_column, default=None, help=label_for_model)
+    predict.add_argument(
+        "--scores",
+        action="store_true",
+        help="write decision values instead of labels (one row per sample, one column per "
+        "class; a single column for binary models and rankers)",
+    )
+    predict.set_defaults(handler=cmd_predict)
+
+    evaluate = sub.add_parser(
+        "evaluate",
+        parents=[*parents, data_opts, json_opt],
+        help="score MODEL on labelled DATA",
+        description="Error rate, accuracy, confusion matrix and per-class counts.  For a "
+        "ranking model: pairwise accuracy, AUC (binary labels), NDCG@10 and MAP, averaged "
+        "over the queries of DATA's qid: (the whole file is one query without qid).",
+    )
+    evaluate.add_argument("model", metavar="MODEL")
+    evaluate.add_argument("data", metavar="DATA")
+    evaluate.add_argument("--label-column", type=_label_column, default=None, help=label_for_model)
+    evaluate.add_argument(
+        "--taxonomy",
+        metavar="FILE",
+        default=None,
+        help="also report the tree loss under this class tree (default: "
+        "the model's own taxonomy, if it has one)",
+    )
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+    info = sub.add_parser(
+        "info",
+        parents=[*parents, json_opt],
+        help="describe a model file",
+        description="Estimator, parameters, classes, features, iterations, objective and the "
+        "file's format version and checksum, read without executing code.",
+    )
+    info.add_argument("model", metavar="MODEL")
+    info.set_defaults(handler=cmd_info)
+
+    demo = sub.add_parser(
+        "demo",
+        parents=[*parents, json_opt],
+        help="StructBoost vs AdaBoost vs LinearSVC on scikit-learn's digits",
+        description="Compare StructBoost, AdaBoost (SAMME, stumps) and Crammer-Singer LinearSVC "
+        "on the digits data and write structboost_convergence.png.",
+    )
+    demo.add_argument("--out", default=".", metavar="DIR", help="where to write the plot")
+    demo.add_argument("--max-iter", type=int, default=100, help="StructBoost iterations (100)")
+    demo.add_argument(
+        "--formulation", choices=["auto", "1-slack", "n-slack", "m-slack"], default="auto"
+    )
+    demo.add_argument("--master", choices=["auto", "fast", "exact"], default="auto")
+    demo.add_argument("--max-time", type=float, default=None, help="StructBoost time budget (s)")
+    demo.add_argument("--seed", type=int, default=0, help="split and model seed (0)")
+    demo.add_argument("--quiet", action="store_true", help="no progress display")
+    demo.set_defaults(handler=cmd_demo)

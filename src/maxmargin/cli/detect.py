@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["add_detect_parser"]
+__all__ = ["add_parser"]
 
 MODELS = {"svm": "HOGSVMDetector", "cascade": "CascadeDetector", "ranker": "ProposalRanker"}
 
@@ -55,7 +55,7 @@ def _caps(text: str):
     return vals[0] if len(vals) == 1 else vals
 
 
-def add_detect_parser(sub, parents=()) -> argparse.ArgumentParser:
+def add_parser(sub, parents=()) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "detect",
         parents=list(parents),

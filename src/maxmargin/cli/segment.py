@@ -188,3 +188,53 @@ def _check_distinct_stems(paths: list[Path], output: str) -> None:
                 f"{p}: another image, {other}, has the same name; their outputs "
                 f"{p.stem}{output} would overwrite each other (rename one)"
             )
+
+
+def add_parser(sub, parents=()) -> None:
+    """Add ``segment fit|predict`` to the ``maxmargin`` subparsers."""
+    json_opt = argparse.ArgumentParser(add_help=False)
+    json_opt.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    segment = sub.add_parser(
+        "segment",
+        parents=list(parents),
+        help="figure/ground image segmentation with a learned superpixel CRF",
+        description="Train a Segmenter (superpixel CRF learned by StructBoost or an SSVM) "
+        "on image/mask folders, or segment images with one and write mask and overlay PNGs.",
+    )
+    seg_sub = segment.add_subparsers(dest="segment_command", metavar="ACTION")
+    sfit = seg_sub.add_parser(
+        "fit",
+        parents=[*parents, json_opt],
+        help="train on IMAGES and MASKS folders (matched by file name)",
+    )
+    sfit.add_argument("images", metavar="IMAGES", help="folder of training images")
+    sfit.add_argument("masks", metavar="MASKS", help="folder of masks with the same names")
+    sfit.add_argument("-o", "--output", metavar="MODEL", required=True, help="model file")
+    sfit.add_argument("--learner", choices=["structboost", "ssvm", "unary"], default="structboost")
+    sfit.add_argument("--C", type=float, default=10.0, help="CRF regularisation (10)")
+    sfit.add_argument("--max-iter", type=int, default=50, help="StructBoost iterations (50)")
+    sfit.add_argument("--n-segments", type=int, default=150, help="superpixels per image")
+    sfit.add_argument("--unary-iter", type=int, default=100, help="AdaBoost rounds (100)")
+    sfit.add_argument("--threshold", type=int, default=128, help="mask threshold (128)")
+    sfit.add_argument(
+        "--resize-to-mask", action="store_true", help="resize images to their masks' size"
+    )
+    sfit.add_argument("--max-time", type=float, default=None, help="CRF time budget (s)")
+    sfit.add_argument("--seed", type=int, default=0, help="random_state (0)")
+    sfit.set_defaults(handler=cmd_segment_fit)
+    spred = seg_sub.add_parser(
+        "predict",
+        parents=[*parents, json_opt],
+        help="segment images; write <name>_mask.png and <name>_overlay.png",
+    )
+    spred.add_argument("model", metavar="MODEL")
+    spred.add_argument("images", metavar="IMAGE", nargs="+", help="image files or folders")
+    spred.add_argument("-o", "--output", metavar="DIR", required=True, help="output folder")
+    spred.add_argument(
+        "--masks",
+        metavar="DIR",
+        default=None,
+        help="true masks with the images' names and sizes (one per image): report scores",
+    )
+    spred.add_argument("--threshold", type=int, default=128, help="mask threshold (128)")
+    spred.set_defaults(handler=cmd_segment_predict)

@@ -1,7 +1,7 @@
 """``maxmargin track SEQ_DIR``: run a tracker over an OTB-layout sequence folder.
 
 Self-contained (argument definitions and handler) so the CLI only registers it:
-``add_track_parser(subparsers)``.  Writes the boxes in OTB format, a per-frame overlap
+``add_parser(subparsers)``.  Writes the boxes in OTB format, a per-frame overlap
 and centre-error plot and, with ``--gif``, an animated GIF of the track.
 """
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["add_track_parser", "cmd_track", "draw_box", "write_gif", "write_plot"]
+__all__ = ["add_parser", "cmd_track", "draw_box", "write_gif", "write_plot"]
 
 
-def add_track_parser(sub, parents=()) -> argparse.ArgumentParser:
+def add_parser(sub, parents=()) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "track",
         parents=list(parents),

@@ -11,11 +11,11 @@ needs three maximisations (Tsochantaridis et al., JMLR 2005 [Tsochantaridis2005]
 * prediction, ``argmax_y s(y)`` (:func:`viterbi`);
 * margin-rescaled loss-augmented inference ``argmax_y Delta(y*, y) + s(y)`` with a loss that
   decomposes over positions, ``Delta = sum_t L[y*_t, y_t]`` -- the loss folds into the
-  unaries (:func:`loss_augmented_viterbi`);
+  unaries (``_loss_aug_into``, batched by :func:`batch_loss_augmented`);
 * slack-rescaled inference ``argmax_y Delta(y*, y) (1 - s(y*) + s(y))`` with the Hamming
   loss.  The product does not decompose, but for a fixed number of errors ``e`` the best
   labelling is a Viterbi problem, so a DP over (position, state, errors so far) solves it
-  exactly in O(T^2 K^2) (:func:`slack_viterbi`).
+  exactly in O(T^2 K^2) (``_slack_into``, batched by :func:`batch_loss_augmented`).
 
 Ties are broken towards the lowest state index.  All kernels are numba-compiled
 (``cache=True``); the ``batch_*`` kernels walk concatenated sequences given by
@@ -36,13 +36,10 @@ __all__ = [
     "batch_viterbi",
     "chain_score",
     "chain_true_scores",
-    "loss_augmented_viterbi",
     "sequence_shards",
     "sharded_chain_complete",
     "sharded_chain_forward",
-    "sharded_chain_marginals",
     "sharded_loss_augmented",
-    "slack_viterbi",
     "viterbi",
 ]
 
@@ -121,14 +118,6 @@ def _loss_aug_into(U, P, ytrue, L, pairwise, out):
 
 
 @njit(cache=True)
-def loss_augmented_viterbi(U, P, ytrue, L):
-    """``argmax_y sum_t L[y*_t, y_t] + s(y)`` and the augmented value."""
-    out = np.empty(U.shape[0], dtype=np.int64)
-    v = _loss_aug_into(U, P, ytrue, L, True, out)
-    return out, v
-
-
-@njit(cache=True)
 def _slack_into(U, P, ytrue, L, pairwise, out):
     """Slack-rescaled oracle writing into ``out``; returns the rescaled hinge value.
 
@@ -199,14 +188,6 @@ def _slack_into(U, P, ytrue, L, pairwise, out):
             e -= 1
         out[t - 1] = k
     return best_val
-
-
-@njit(cache=True)
-def slack_viterbi(U, P, ytrue, L):
-    """``argmax_y Delta(y*, y) (1 - s(y*) + s(y))`` and its value (>= 0; y* if none)."""
-    out = np.empty(U.shape[0], dtype=np.int64)
-    v = _slack_into(U, P, ytrue, L, True, out)
-    return out, v
 
 
 @njit(cache=True)
@@ -518,24 +499,6 @@ def _sum_shards(pm, out):  # pragma: no cover - compiled
             out[j, k] = acc
 
 
-@njit(cache=True, parallel=True)
-def sharded_chain_marginals(
-    U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg, bounds
-):  # pragma: no cover - compiled
-    """:func:`batch_chain_marginals` over the shards ``bounds`` in parallel; the transition
-    marginals are summed per shard, then over the shards in order."""
-    BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
-    S = bounds.shape[0] - 1
-    K = U.shape[1]
-    pm = np.zeros((S, K, K))
-    for c in prange(S):
-        _marginals_range(
-            U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm[c],
-            bounds[c], bounds[c + 1], BP, rmax, Er,
-        )  # fmt: skip
-    _sum_shards(pm, pair_marg)
-
-
 @njit(cache=True)
 def _gradient_range(marg, ytrue, L, offsets, inv_m, A, i0, i1):  # pragma: no cover
     """The rows of the signed weights ``A`` for the positions of sequences ``i0 .. i1 -
@@ -561,8 +524,8 @@ def sharded_chain_complete(
     labels, loss, margin, bounds,
 ):  # fmt: skip  # pragma: no cover - compiled
     """One parallel pass per shard for the rest of the smoothed chain risk after the
-    forward pass: :func:`sharded_chain_marginals` (the shard's Gibbs and transition
-    marginals), the shard's rows of the signed weights ``A[t, k] = ([y_t = k] -
+    forward pass: the backward pass of :func:`batch_chain_marginals` on the shard (its
+    Gibbs and transition marginals), the shard's rows of the signed weights ``A[t, k] = ([y_t = k] -
     marg[t, k]) inv_m`` (0 in the slots after the K state slots) and its part of the
     dual ``dual_parts[c] = inv_m sum_t sum_k marg[t, k] L[y_t, k]``
     (:func:`_gradient_range`), and :func:`sharded_loss_augmented` (its hard

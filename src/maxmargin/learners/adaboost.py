@@ -21,12 +21,12 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
+from maxmargin._registry import register
 from maxmargin._validation import POSITIVE_INT, Options
 from maxmargin.learners._boosting import MultiClassBoosting
+from maxmargin.weak.base import EDGE_CAP, edge_weight
 
 __all__ = ["AdaBoostECC", "AdaBoostMH", "AdaBoostMO"]
-
-_EDGE_CAP = 1.0 - 1e-12  # a perfect weak learner would get an infinite weight
 
 
 def _softmax_weights(z: np.ndarray) -> np.ndarray:
@@ -34,11 +34,6 @@ def _softmax_weights(z: np.ndarray) -> np.ndarray:
     z = z - np.max(z)
     e = np.exp(z)
     return e / e.sum()
-
-
-def _alpha(edge: float) -> float:
-    edge = float(np.clip(edge, -_EDGE_CAP, _EDGE_CAP))
-    return 0.5 * np.log((1.0 + edge) / (1.0 - edge))
 
 
 class _StageWise(MultiClassBoosting):
@@ -117,6 +112,7 @@ def _example(name: str) -> str:
 """
 
 
+@register
 class AdaBoostMH(_StageWise):
     __doc__ = (
         """AdaBoost.MH with discrete weak learners and a per-class vote vector.
@@ -158,7 +154,7 @@ class AdaBoostMH(_StageWise):
                 best, out, e = h2, o2, e2
                 v = np.where(e >= 0, 1.0, -1.0)
             edge = float(np.abs(e).sum())
-            a = _alpha(edge)
+            a = edge_weight(edge)
             t_weak = time.perf_counter() - t0
             hidx = builder.add_hypotheses(best)
             new = builder.add_vars(np.repeat(hidx, K), np.arange(K))
@@ -167,11 +163,12 @@ class AdaBoostMH(_StageWise):
             builder.set_coef(it, coef)
             F += a * out[:, None] * v[None, :]
             obj = np.exp(logsumexp(-Y * F) - np.log(Y.size))
-            if record(it, obj, F, edge=edge, t_weak=t_weak) or edge >= _EDGE_CAP:
-                return edge >= _EDGE_CAP
+            if record(it, obj, F, edge=edge, t_weak=t_weak) or edge >= EDGE_CAP:
+                return edge >= EDGE_CAP
         return False
 
 
+@register
 class AdaBoostECC(_StageWise):
     __doc__ = (
         """AdaBoost.ECC (Guruswami & Sahai 1999; real version of Li 2006).
@@ -233,6 +230,7 @@ class AdaBoostECC(_StageWise):
         return False
 
 
+@register
 class AdaBoostMO(_StageWise):
     __doc__ = (
         """AdaBoost.MO (Schapire & Singer 1999): output codes with one weak learner per code
@@ -319,7 +317,7 @@ class AdaBoostMO(_StageWise):
             D = _softmax_weights(-Yb * f)
             hyps, gains = weak.best(prepared, D * Yb)  # one weak learner per column
             edge = float(gains.sum())
-            a = _alpha(edge)
+            a = edge_weight(edge)
             t_weak = time.perf_counter() - t0
             hidx = builder.add_hypotheses(hyps)
             new = builder.add_vars(hidx, np.arange(L))
@@ -328,8 +326,8 @@ class AdaBoostMO(_StageWise):
             builder.set_coef(it, coef)
             f += a * hyps.evaluate(X).T
             obj = np.exp(logsumexp(-Yb * f) - np.log(Yb.size))
-            if record(it, obj, f, edge=edge, t_weak=t_weak) or edge >= _EDGE_CAP:
-                return edge >= _EDGE_CAP
+            if record(it, obj, f, edge=edge, t_weak=t_weak) or edge >= EDGE_CAP:
+                return edge >= EDGE_CAP
         return False
 
     def _prepare_fit(self, n_classes: int) -> None:

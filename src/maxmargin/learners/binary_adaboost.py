@@ -1,4 +1,7 @@
-"""Stage-wise binary AdaBoost: Discrete, Real and Gentle (seed 002, Sec. 3.2)."""
+"""Stage-wise binary AdaBoost: Discrete, Real and Gentle (seed 002, Sec. 3.2).
+
+:func:`adaboost_rounds` is the package's one binary AdaBoost: :class:`BinaryAdaBoost`, the
+segmenter's unary classifiers and the AdaBoost tracker all run it."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -20,13 +24,74 @@ from maxmargin._validation import (
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.weak import DecisionStump, RealStump
+from maxmargin.weak.base import EDGE_CAP, edge_weight
 from maxmargin.weak.subset import feature_subset_search
 
-__all__ = ["BinaryAdaBoost"]
-
-_EDGE_CAP = 1.0 - 1e-12
+__all__ = ["BinaryAdaBoost", "adaboost_rounds", "discrete_adaboost"]
 
 
+def adaboost_rounds(weak, prepared, X, ys, *, variant="discrete", sample_weight=None):
+    """Stage-wise binary AdaBoost, one round per iteration, until the caller stops.
+
+    ``ys`` in {-1, +1}; the round's sample weights ``D_i`` are proportional to
+    ``w_i exp(-y_i F(x_i))`` (``w`` = ``sample_weight``, uniform if None), recomputed from
+    the scores in the log domain so long runs cannot overflow.  Each round picks the weak
+    learner's best hypothesis ``h`` for the weights ``D y`` and yields ``(h, alpha, edge,
+    F)`` after ``F += alpha h``: for ``"discrete"`` the edge ``r = sum_i D_i y_i h(x_i)``
+    and ``alpha =`` :func:`~maxmargin.weak.base.edge_weight` ``(r)``; ``"real"`` and
+    ``"gentle"`` as in :class:`BinaryAdaBoost` (edge nan).
+    """
+    n = len(ys)
+    F = np.zeros(n)
+    base = None if sample_weight is None else np.log(sample_weight)
+    while True:
+        z = -ys * F if base is None else base - ys * F
+        D = np.exp(z - z.max())
+        D /= D.sum()
+        h, _ = weak.best(prepared, (D * ys)[:, None])
+        out = np.asarray(h.evaluate(X)[0], dtype=np.float64)
+        edge = float("nan")
+        if variant == "discrete":
+            edge = float(D @ (ys * out))
+            alpha = edge_weight(edge)
+        elif variant == "real":
+            alpha = _real_scale(out, D, ys, n)
+        else:
+            alpha = 1.0
+        F += alpha * out
+        yield h, alpha, edge, F
+
+
+def discrete_adaboost(weak, X, ys, n_rounds, *, sample_weight=None):
+    """At most ``n_rounds`` rounds of discrete AdaBoost (:func:`adaboost_rounds`), ending
+    early when no hypothesis has a positive edge (``<= 1e-12``) or one is perfect (edge at
+    :data:`~maxmargin.weak.base.EDGE_CAP`).  Returns ``(hypotheses or None, weights)``."""
+    hyps, alphas = None, []
+    rounds = adaboost_rounds(weak, weak.prepare(X), X, ys, sample_weight=sample_weight)
+    for _, (h, alpha, edge, _F) in zip(range(int(n_rounds)), rounds):
+        if edge <= 1e-12:
+            break
+        hyps = h if hyps is None else hyps.concat(h)
+        alphas.append(alpha)
+        if edge >= EDGE_CAP:
+            break
+    return hyps, np.asarray(alphas, dtype=np.float64)
+
+
+def _real_scale(out, D, ys, n):
+    """The factor turning the stump's [-1, 1]-scaled outputs back into Real AdaBoost's
+    smoothed half log-odds ``1/2 log((P + eps) / (N + eps))`` on its larger side."""
+    k = int(np.argmax(np.abs(out)))
+    if out[k] == 0:
+        return 0.0
+    side = out == out[k]
+    eps = 1.0 / (2.0 * n)
+    P = float(D[side & (ys > 0)].sum())
+    N = float(D[side & (ys < 0)].sum())
+    return 0.5 * np.log((P + eps) / (N + eps)) / out[k]
+
+
+@register
 class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
     """Discrete, Real or Gentle AdaBoost with stumps, minimising ``sum_i exp(-y_i F(x_i))``
     stage-wise (one weak learner added per round, earlier weights frozen).
@@ -108,30 +173,15 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
             )
         self.classes_, yi = np.unique(y, return_inverse=True)
         ys = np.where(yi == 1, 1.0, -1.0)
-        n = X.shape[0]
         weak = DecisionStump() if self.variant == "discrete" else RealStump(mode=self.variant)
         weak = feature_subset_search(weak, self.feature_subset)
-        prepared = weak.prepare(X)
-        F = np.zeros(n)
+        rounds = adaboost_rounds(weak, weak.prepare(X), X, ys, variant=self.variant)
         hyps = None
         coefs: list[float] = []
         history: list[dict] = []
         t0 = time.perf_counter()
         try:
-            for it in range(int(self.max_iter)):
-                z = -ys * F
-                D = np.exp(z - z.max())
-                D /= D.sum()
-                h, _ = weak.best(prepared, (D * ys)[:, None])
-                out = np.asarray(h.evaluate(X)[0], dtype=np.float64)
-                if self.variant == "discrete":
-                    edge = float(np.clip(D @ (ys * out), -_EDGE_CAP, _EDGE_CAP))
-                    alpha = 0.5 * np.log((1.0 + edge) / (1.0 - edge))
-                elif self.variant == "real":
-                    alpha = self._real_scale(out, D, ys, n)
-                else:
-                    alpha = 1.0
-                F += alpha * out
+            for it, (h, alpha, _edge, F) in zip(range(int(self.max_iter)), rounds):
                 hyps = h if hyps is None else hyps.concat(h)
                 coefs.append(float(alpha))
                 z = -ys * F
@@ -163,19 +213,6 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
         self.objective_ = history[-1]["objective"]
         self.n_iter_ = len(coefs)
         return self
-
-    @staticmethod
-    def _real_scale(out, D, ys, n):
-        """The factor turning the stump's [-1, 1]-scaled outputs back into Real AdaBoost's
-        smoothed half log-odds ``1/2 log((P + eps) / (N + eps))`` on its larger side."""
-        k = int(np.argmax(np.abs(out)))
-        if out[k] == 0:
-            return 0.0
-        side = out == out[k]
-        eps = 1.0 / (2.0 * n)
-        P = float(D[side & (ys > 0)].sum())
-        N = float(D[side & (ys < 0)].sum())
-        return 0.5 * np.log((P + eps) / (N + eps)) / out[k]
 
     def decision_function(self, X):
         check_is_fitted(self, "coef_")

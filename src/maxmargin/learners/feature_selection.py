@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -20,52 +18,13 @@ from maxmargin._validation import (
     Options,
     validate_params,
 )
-from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
-from maxmargin.solvers.feature_selection import (
-    NEWTON_MAX_COLUMNS,
-    SquaredHingeNewton,
-    SquaredHingeRounds,
-    column_scores,
-    dual_value,
-    restricted_data,
-    restricted_data_drop,
-    solve_restricted,
-)
-from maxmargin.solvers.monitor import ConvergenceMonitor
-from maxmargin.solvers.svm import DENSE_FILL
+from maxmargin.solvers.feature_selection import select_features
 
 __all__ = ["ForwardFeatureSelector"]
 
-#: relative duality gap of the backward pass's restricted problems (its weight ranking),
-#: the last one solved to ``inner_tol``
-_BACKWARD_TOL = 1e-2
-#: squared hinge: Newton steps per restricted solve in the pricing rounds not solved to
-#: ``inner_tol`` (their multipliers only rank the candidate columns); the backward
-#: rounds and the set the backward pass starts from are solved to their tolerance
-_NEWTON_ROUND_STEPS = 1
-#: squared hinge on dense data: the restricted problems by the compiled rounds
-#: (:class:`SquaredHingeRounds`, a column buffer grown in place, one compiled call per
-#: solve with the pricing product); False: the NumPy :class:`SquaredHingeNewton` on data
-#: formed per round (the reference the tests compare with)
-_COMPILED_ROUNDS = True
 
-
-def _drop_columns(warm, keep):
-    """Remove the selected columns not in the mask ``keep`` from a restricted problem's
-    warm start (the multipliers stay valid; the weights lose those entries)."""
-    nt = warm.get("newton")
-    if nt is not None:  # squared hinge: the Newton solver's weights and Gram matrix
-        nt.drop(keep)
-    w = warm.get("w_full")
-    if w is not None:
-        warm["w_full"] = np.append(w[:-1][keep], w[-1])
-    z = warm.get("z")
-    if z is not None:  # L1 logistic: (u, v, b)
-        k = (z.shape[0] - 1) // 2
-        warm["z"] = np.concatenate([z[:k][keep], z[k : 2 * k][keep], z[-1:]])
-
-
+@register
 class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     """Forward feature selection by column generation for linear classifiers.
 
@@ -303,288 +262,29 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         limit, targets = self._targets(d)
         budget = self.n_features_to_select is not None or self.k_path is not None
         ys = [np.where(yi == c, 1.0, -1.0) for c in ([1] if k == 2 else range(k))]
-        C, loss, penalty = float(self.C), self.loss, self.penalty
-        warms = [{} for _ in ys]
-        order: list[int] = []
-        mon = ConvergenceMonitor(
-            "ffs",
+        res = select_features(
+            X,
+            ys,
+            float(self.C),
+            self.loss,
+            self.penalty,
+            targets=targets,
+            limit=limit,
+            budget=budget,
+            features_per_step=0.1 if self.features_per_step == "auto" else self.features_per_step,
+            tol=self.tol,
+            inner_tol=self.inner_tol,
+            pricing_tol=self.pricing_tol,
+            pricing_epochs=self.pricing_epochs,
+            overselect=self.overselect,
+            backward_step=self.backward_step,
+            max_time=self.max_time,
             verbose=self.verbose,
             callback=self.callback,
-            fields=("phase", "n_selected", "objective", "gap"),
         )
-        history = mon.history
-        t0 = time.perf_counter()
-        it = 0
-        inner = float(self.inner_tol)
-
-        Y = np.column_stack(ys)
-        step = 0.1 if self.features_per_step == "auto" else self.features_per_step
-
-        data = None  # the last round's L2 data (restricted_data)
-
-        # squared hinge on dense data of few columns: the one-vs-rest problems solved
-        # together by the Newton method, its state (Gram matrices) kept across rounds
-        newton = [None]
-        # ... or by the compiled rounds on a column buffer grown in place (dense X)
-        rounds = [None]
-        colnnz = None
-        if loss == "squared_hinge" and not sp.issparse(X) and _COMPILED_ROUNDS:
-            colnnz = np.count_nonzero(X, axis=0)
-
-        def compiled_rounds_apply():
-            # as restricted_data decides dense data (the constant column included) and the
-            # Newton solver's column limit
-            if colnnz is None or len(order) + 1 > NEWTON_MAX_COLUMNS:
-                return False
-            n = X.shape[0]
-            return int(colnnz[order].sum()) + n >= DENSE_FILL * n * (len(order) + 1)
-
-        def compiled_round(tol_k, price, rank_only):
-            st = rounds[0]
-            if st is None:
-                w0 = [wm.get("w_full") for wm in warms]
-                W0 = None
-                if all(w is not None and w.shape[0] == len(order) + 1 for w in w0):
-                    W0 = np.column_stack(w0)
-                cap = min(d, reach, NEWTON_MAX_COLUMNS - 1)
-                st = rounds[0] = SquaredHingeRounds(X, Y, C, cap, cols=order, W0=W0)
-            elif st.k < len(order):
-                st.add(order[st.k :])
-            cap = _NEWTON_ROUND_STEPS if rank_only and tol_k > inner else 100
-            W, A, P, _, S = st.solve(tol=tol_k, max_iter=cap, price=price, certify=price)
-            sols = []
-            for j, wm in enumerate(warms):  # the per-class warm starts, for dual CD
-                wm["a"], wm["w_full"] = A[:, j], W[:, j]
-                sols.append((W[:-1, j], float(W[-1, j]), A[:, j], float(P[j])))
-            return sols, S
-
-        def newton_round(Xa, tol_k, cap):
-            if newton[0] is None:
-                w0 = [wm.get("w_full") for wm in warms]
-                W0 = None if any(w is None for w in w0) else np.column_stack(w0)
-                newton[0] = SquaredHingeNewton(Y, C, W0=W0)
-            W, A, P, _ = newton[0].solve(Xa.M, tol=tol_k, max_iter=100 if cap is None else cap)
-            sols = []
-            for j, wm in enumerate(warms):  # the per-class warm starts, for dual CD
-                wm["a"], wm["w_full"] = A[:, j], W[:, j]
-                sols.append((W[:-1, j], float(W[-1, j]), A[:, j], float(P[j])))
-            return sols
-
-        def evaluate(tol_k, price=True, rank_only=False):
-            # rank_only: a pricing round whose multipliers only rank the candidates (the
-            # squared hinge's Newton solves take one step there)
-            nonlocal data
-            S = None
-            if compiled_rounds_apply():
-                sols, S = compiled_round(tol_k, price, rank_only)
-                data = None  # formed afresh if another solver takes over
-                newton[0] = None
-            else:
-                rounds[0] = None
-                sols = solve_round(tol_k, rank_only)
-            objective = sum(s[3] for s in sols)
-            if not price:  # a backward round: only the weights are needed
-                return sols, objective, -np.inf, None, None, np.nan, np.inf
-            # pricing: the scores of every column for every class in one matrix product
-            if S is None:
-                S = column_scores(X, Y, np.column_stack([s[2] for s in sols])).T
-            dual = 0.0
-            for yb, (_, _, a, _), s in zip(ys, sols, S):
-                s_all = np.append(s, a @ yb) if penalty == "l2" else s
-                dual += dual_value(a, yb, s_all, C, loss, penalty)
-            free = np.ones(d, dtype=bool)
-            free[order] = False
-            score = np.sqrt((S * S).sum(0)) if penalty == "l2" else np.abs(S).max(0)
-            score = np.where(free, score, -np.inf)
-            viol = float(score.max()) if free.any() else 0.0
-            rel = (objective - dual) / max(abs(objective), 1e-12)
-            return sols, objective, dual, free, score, viol, rel
-
-        def solve_round(tol_k, rank_only):
-            nonlocal data
-            # the L2 problems' data (constant column, dual CD layout) formed once per
-            # round for every class, grown from the last round's
-            Xa = None
-            if penalty == "l2":
-                if data is None or data[0].M.shape[1] != len(order) + 1:
-                    data = restricted_data(X, order, data)  # else formed for these columns
-                Xa = data[0]
-                Xs = Xa.M[:, :-1]  # the solvers read Xa; Xs gives the shape
-            else:
-                Xs = X[:, order]
-            cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
-            if loss == "squared_hinge" and Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
-                # pricing rounds short of inner_tol: one Newton step (their multipliers
-                # only rank the candidates); backward rounds to their tolerance
-                steps = _NEWTON_ROUND_STEPS if rank_only and tol_k > inner else None
-                sols = newton_round(Xa, tol_k, steps)
-            else:
-                newton[0] = None  # dual CD (sparse or many columns), warm started per class
-                sols = [
-                    solve_restricted(
-                        Xs, yb, C, loss, penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap
-                    )
-                    for yb, wm in zip(ys, warms)
-                ]
-            return sols
-
-        def should_stop(free, viol, rel, reach):
-            if len(order) >= reach or not free.any():
-                return True
-            if not budget:
-                if penalty == "l1" and viol <= 1.0 + self.tol:
-                    return True
-                if penalty == "l2" and rel <= self.tol:
-                    return True
-            return False
-
-        # with a budget and overselect > 1: forward to ``reach`` columns (the rounds land
-        # on every target on the way, where the forward set is kept as a candidate), then
-        # backward to the smallest target, landing on every target below ``reach``
-        backward = budget and self.overselect > 1.0
-        reach = targets[-1]
-        if backward:
-            reach = min(d, int(np.ceil(float(self.overselect) * targets[-1])))
-        tset = set(targets)
-        # the backward rounds' tolerance (their weights rank the columns)
-        bw_tol = max(inner, min(float(self.pricing_tol), _BACKWARD_TOL))
-        rel_prev = np.inf
-        kept = None  # (order, sols, objective, dual, it) of the last recorded round
-        # candidates per target: {k: (order, sols or None, objective, dual)} -- sols kept
-        # for the budget only
-        fwd_cand: dict = {}
-        bwd_cand: dict = {}
-        removed: list[int] = []
-        timed_out = False
-
-        def record(sols, objective, dual, viol, rel, phase):
-            nonlocal kept
-            rec = {
-                "iteration": it,
-                "n_selected": len(order),
-                "objective": float(objective),
-                "dual_bound": float(dual),
-                "gap": float(rel),
-                "max_violation": viol,
-                "t_total": time.perf_counter() - t0,
-                "phase": phase,
-            }
-            kept = (list(order), sols, objective, dual, it)
-            n_sel = len(order)
-            if budget and n_sel in tset:
-                cand = fwd_cand if phase == "forward" else bwd_cand
-                cand[n_sel] = (list(order), sols if n_sel == limit else None, objective, dual)
-            mon.record(rec)
-            return rec
-
-        try:
-            while True:
-                # restricted problems are solved as accurately as the selection needs: a tenth
-                # of the last full-problem gap (any dual point gives a valid bound), at most
-                # pricing_tol, and to inner_tol before stopping
-                tol_k = float(min(self.pricing_tol, max(inner, 0.1 * rel_prev)))
-                # the forward candidates (compared with the backward pass's sets by their
-                # objective) are solved to inner_tol, the set the backward pass starts
-                # from to its tolerance, the last set to inner_tol: where the budget makes
-                # that known in advance, directly (no pricing solve first)
-                rank_only = True
-                if budget and len(order) >= min(reach, d):
-                    tol_k = bw_tol if backward and len(order) > targets[-1] else inner
-                    rank_only = False
-                elif budget and len(order) in tset:
-                    tol_k = inner
-                    rank_only = False
-                sols, objective, dual, free, score, viol, rel = evaluate(tol_k, rank_only=rank_only)
-                stop = should_stop(free, viol, rel, reach)
-                need = inner if stop else tol_k
-                if stop and backward and len(order) > targets[-1]:
-                    need = bw_tol
-                if need < tol_k:
-                    sols, objective, dual, free, score, viol, rel = evaluate(need)
-                    stop = should_stop(free, viol, rel, reach)
-                rel_prev = rel
-                rec = record(sols, objective, dual, viol, rel, "forward")
-                if stop:
-                    break
-                if self.max_time is not None and rec["t_total"] >= self.max_time:
-                    timed_out = True
-                    break
-                if penalty == "l1":  # only violated constraints may enter (eq. 2.90)
-                    score = np.where(score > 1.0, score, -np.inf)
-                    if not np.isfinite(score.max()):
-                        break
-                n_left = int(np.isfinite(score).sum())
-                if isinstance(step, int):
-                    m = step
-                else:
-                    m = max(1, int(np.ceil(step * len(order))))
-                goal = min([t for t in targets if t > len(order)] + [reach])
-                if goal == reach == d and len(order) >= targets[-1]:
-                    m = d  # the backward pass starts from every column: no order to find
-                m = min(m, goal - len(order), n_left)
-                new = np.argsort(-score, kind="stable")[:m]
-                order.extend(int(j) for j in new)
-                it += 1
-            # backward pass (from ``reach``; not after an early end, e.g. L1 with no
-            # violated column left): remove the columns of smallest weight norm,
-            # re-solving after each removal, down to the smallest target
-            backward = backward and len(order) >= reach
-            while backward and len(order) > targets[0] and not timed_out:
-                Wc = np.array([s[0] for s in sols])
-                norm2 = (Wc * Wc).sum(0)
-                # a tenth of the selected columns per round (at least one), as RFE's step,
-                # landing on every target
-                below = max(t for t in targets if t < len(order))
-                frac = float(self.backward_step)
-                m = min(len(order) - below, max(1, int(np.ceil(frac * len(order)))))
-                drop = np.argsort(norm2, kind="stable")[:m]
-                keep = np.ones(len(order), dtype=bool)
-                keep[drop] = False
-                removed.extend(order[j] for j in drop)
-                order = [c for c, k_ in zip(order, keep) if k_]
-                for wm in warms:
-                    _drop_columns(wm, keep)
-                if newton[0] is not None:
-                    newton[0].drop(keep)
-                if rounds[0] is not None:
-                    rounds[0].drop(keep)
-                data = None if data is None else restricted_data_drop(data, keep)
-                it += 1
-                at = len(order) in tset
-                sols, objective, dual, _, _, viol, rel = evaluate(inner if at else bw_tol, price=at)
-                rec = record(sols, objective, dual, viol, rel, "backward")
-                if self.max_time is not None and rec["t_total"] >= self.max_time:
-                    timed_out = True
-        except KeyboardInterrupt:
-            if kept is None:
-                raise  # nothing recorded: nothing to keep
-            warn_interrupted(len(history))
-        # per target, the better (smaller restricted objective) of the forward and the
-        # backward set; without a candidate of the budget's size (stopped early), the
-        # last recorded round
-        path = []
-        final = None
-        for t in targets:
-            f, b = fwd_cand.get(t), bwd_cand.get(t)
-            if f is None and b is None:
-                continue
-            # the same set reached both ways counts as the forward one
-            use_b = b is not None and (f is None or (b[2] < f[2] and sorted(b[0]) != sorted(f[0])))
-            c = b if use_b else f
-            by = "backward" if use_b else "forward"
-            path.append(
-                {"k": t, "columns": np.asarray(c[0], dtype=np.int64),
-                 "objective": float(c[2]), "selected_by": by}
-            )  # fmt: skip
-            if t == limit:
-                final = (c, by)
-        if final is not None:
-            (order, sols, objective, dual), self.selected_by_ = final
-        else:
-            order, sols, objective, dual, it_kept = kept
-            if not history or history[-1]["phase"] == "forward":
-                it = it_kept
-            self.selected_by_ = "forward"
+        order, sols, objective, dual = res.order, res.sols, res.objective, res.dual
+        path, removed, history, it = res.path, res.removed, res.history, res.n_iter
+        self.selected_by_ = res.selected_by
         self.path_ = path if self.k_path is not None else []
         self.removed_ = np.asarray(removed, dtype=np.int64)
         coef = np.zeros((len(ys), d))

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.kernel_approximation import AdditiveChi2Sampler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import POSITIVE, POSITIVE_INT, Interval, Options, validate_params
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel, spectrum
 
@@ -19,6 +20,7 @@ _CHI2_INTERVAL = {1: 0.8, 2: 0.5, 3: 0.4}
 _INTERSECTION_INTERVAL = 2 * np.pi / 10
 
 
+@register
 class AdditiveKernelMap(TransformerMixin, BaseEstimator):
     """Approximate explicit feature map of an additive homogeneous kernel (Vedaldi &
     Zisserman; seed 002 eq. 5.34), so a linear model on the mapped features approximates

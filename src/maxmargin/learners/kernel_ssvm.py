@@ -12,6 +12,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     MAX_TIME,
     NON_NEGATIVE,
@@ -32,6 +33,7 @@ __all__ = ["KernelSSVM"]
 _TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
 
 
+@register
 class KernelSSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Kernelized structured SVM: the 1-slack dual with a joint kernel.
 

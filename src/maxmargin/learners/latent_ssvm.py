@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     N_JOBS,
@@ -18,6 +18,7 @@ from maxmargin._validation import (
     RANDOM_STATE,
     VERBOSE,
     Options,
+    add_intercept,
     as_generator,
     validate_params,
 )
@@ -29,6 +30,7 @@ from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
 __all__ = ["LatentSSVM"]
 
 
+@register
 class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Multi-class latent structured SVM trained by CCCP (Yu & Joachims, ICML 2009).
 
@@ -153,10 +155,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         self.callback = callback
 
     def _aug(self, X):
-        if not self.fit_intercept:
-            return X
-        ones = np.ones((X.shape[0], 1))
-        return sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+        return add_intercept(X) if self.fit_intercept else X
 
     def fit(self, X, y):
         """Fit the latent structured SVM by CCCP.

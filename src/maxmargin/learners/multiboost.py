@@ -12,6 +12,7 @@ estimators are thin shells over :func:`maxmargin.solvers.multiboost.fit_multiboo
 
 from __future__ import annotations
 
+from maxmargin._registry import register
 from maxmargin._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT, Options
 from maxmargin.learners._boosting import MultiClassBoosting
 from maxmargin.solvers.multiboost import fit_multiboost
@@ -125,6 +126,7 @@ _REFERENCES = """
     """
 
 
+@register
 class MultiBoostCW(_ColumnGenerationBoost):
     __doc__ = (
         """MultiBoost-cw: class-wise weak learners, master (2) by FCD (Lin et al., ACCV 2012).
@@ -176,6 +178,7 @@ class MultiBoostCW(_ColumnGenerationBoost):
         self.callback = callback
 
 
+@register
 class MultiBoost(_ColumnGenerationBoost):
     __doc__ = (
         """MultiBoost: one weak learner shared by all classes (Shen & Hao, CVPR 2011).

@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -33,6 +34,7 @@ from maxmargin.solvers.ranking import fit_ranksvm
 __all__ = ["RankSVM"]
 
 
+@register
 class RankSVM(Persistent, BaseEstimator):
     """Linear structured-output ranking SVM (1-slack cutting planes, L2 regulariser).
 

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import POSITIVE_INT, RANDOM_STATE, as_generator, validate_params
 
 __all__ = ["SimilarityFeatures"]
@@ -17,6 +18,7 @@ def _gaussian(A, B, gamma):
     return np.exp(-gamma * np.maximum(d2, 0.0))
 
 
+@register
 class SimilarityFeatures(TransformerMixin, BaseEstimator):
     """Similarity to exemplars under several Gaussian kernels, per feature channel, with an
     optional multiple-instance max over a support set (seed 002 eq. 5.76-5.79).

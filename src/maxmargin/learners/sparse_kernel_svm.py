@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -28,6 +29,7 @@ from maxmargin.solvers.sparse_kernel_svm import fit_sparse_kernel_svm
 __all__ = ["SparseKernelSVM"]
 
 
+@register
 class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Binary kernel SVM with at most ``n_basis`` basis vectors, trained by 1-slack
     cutting planes whose planes are projected on a growing basis (Joachims & Yu,

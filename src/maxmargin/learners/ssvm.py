@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -32,6 +33,7 @@ from maxmargin._validation import (
     RANDOM_STATE,
     VERBOSE,
     Options,
+    add_intercept,
     json_params,
     validate_params,
 )
@@ -57,6 +59,7 @@ _TASKS = {
 }
 
 
+@register
 class StructSVM(Persistent, BaseEstimator):
     """Linear structured SVM for any task with linear joint features.
 
@@ -335,6 +338,7 @@ default="1-slack"
         return tags
 
 
+@register
 class SSVMClassifier(ClassifierMixin, StructSVM):
     """Crammer-Singer multi-class (or binary) linear SVM trained as a structured SVM.
 
@@ -480,10 +484,7 @@ default="n-slack"
         return BinaryTask() if n_classes == 2 else MultiClassTask()
 
     def _augment(self, X):
-        if not self.fit_intercept:
-            return X
-        col = np.full((X.shape[0], 1), float(self.intercept_scaling))
-        return sp.hstack([X, col], format="csr") if sp.issparse(X) else np.hstack([X, col])
+        return add_intercept(X, self.intercept_scaling) if self.fit_intercept else X
 
     def fit(self, X, y):
         """Fit the classifier.

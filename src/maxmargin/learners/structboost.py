@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -66,6 +67,7 @@ _TASKS = {
 }
 
 
+@register
 class StructBoost(Persistent, BaseEstimator):
     """Boosting for structured outputs by column generation (StructBoost, Alg. 1 and 2).
 
@@ -532,6 +534,7 @@ class StructBoost(Persistent, BaseEstimator):
             raise ValueError("model file is inconsistent: weak learners read other features")
 
 
+@register
 class StructBoostClassifier(ClassifierMixin, StructBoost):
     """StructBoost for binary (LPBoost, Sec. 3.1) and multi-class (Sec. 3.3) data.
 

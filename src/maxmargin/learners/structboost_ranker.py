@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from maxmargin._registry import register
 from maxmargin._validation import POSITIVE_INT, Options, check_group, check_score_group
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, check_options
 from maxmargin.learners.structboost import StructBoost
@@ -22,6 +23,7 @@ __all__ = ["StructBoostRanker"]
 RANKER_FORMULATIONS = ("1-slack", "n-slack")
 
 
+@register
 class StructBoostRanker(StructBoost):
     """Boosted ranking function ``f(x) = sum_j w_j phi_j(x)`` trained on preference pairs.
 

@@ -12,6 +12,7 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -21,6 +22,7 @@ from maxmargin._validation import (
     VERBOSE,
     Interval,
     Options,
+    add_intercept,
     as_generator,
     validate_params,
 )
@@ -43,6 +45,7 @@ SOLVERS = ("smo", "dual_cd", "pegasos", "1-slack")
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
 
 
+@register
 class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
     """Support vector machine with a choice of the thesis's solvers.
 
@@ -212,12 +215,7 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         return pairwise_kernels(A, B, metric=self.kernel, **params)
 
     def _augment(self, X):
-        if not self.fit_intercept:
-            return X
-        col = np.full((X.shape[0], 1), float(self.intercept_scaling))
-        if sp.issparse(X):
-            return sp.hstack([X, sp.csr_matrix(col)], format="csr")
-        return np.hstack([X, col])
+        return add_intercept(X, self.intercept_scaling) if self.fit_intercept else X
 
     def _solve(self, X, Xa, K, yb, rng, problem):
         common = {

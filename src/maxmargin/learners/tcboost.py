@@ -12,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     CALLBACK,
     MAX_TIME,
@@ -37,6 +38,7 @@ from maxmargin.weak.subset import feature_subset_search
 __all__ = ["TCBoostClassifier"]
 
 
+@register
 class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
     """Binary totally-corrective boosting with L1 or L2 regularisation.
 

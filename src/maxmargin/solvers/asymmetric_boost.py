@@ -65,6 +65,7 @@ from scipy.optimize import brentq
 
 from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.weak import DecisionStump, RealStump
+from maxmargin.weak.base import EDGE_CAP, edge_weight
 from maxmargin.weak.real_stump import RealStumps
 from maxmargin.weak.stump import evaluate_thresholds
 
@@ -76,7 +77,6 @@ __all__ = [
     "scatter_matrix",
 ]
 
-_EDGE_CAP = 1.0 - 1e-12
 CS_VARIANTS = ("discrete", "real", "gentle")
 ASYM_VARIANTS = ("lacboost", "fisherboost")
 
@@ -91,10 +91,6 @@ class StageResult:
     n_recycled: int = 0
     stopped: bool = False  # the stop callback ended training
     columns: dict | None = None  # LAC / Fisher: the master's columns and weights
-
-
-def _empty(d):
-    return RealStumps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0), d)
 
 
 def _sides(X, feature, thr):
@@ -139,8 +135,7 @@ def _discrete_step(u, ys, h, c1, c0):
     Unc, Unw = u[~pos & right].sum(), u[~pos & ~right].sum()
     if c1 == c0:  # closed form; the clipping of BinaryAdaBoost
         tot = Upc + Upw + Unc + Unw
-        edge = float(np.clip((Upc + Unc - Upw - Unw) / tot, -_EDGE_CAP, _EDGE_CAP))
-        return 0.5 * np.log((1.0 + edge) / (1.0 - edge)) / c1
+        return edge_weight((Upc + Unc - Upw - Unw) / tot) / c1
 
     def g(a):  # derivative of the loss along a, increasing in a
         return (
@@ -150,7 +145,7 @@ def _discrete_step(u, ys, h, c1, c0):
             + c0 * Unw * np.exp(c0 * a)
         )
 
-    cap = 0.5 * np.log((1.0 + _EDGE_CAP) / (1.0 - _EDGE_CAP)) / min(c1, c0)
+    cap = edge_weight(EDGE_CAP) / min(c1, c0)
     if g(cap) <= 0:
         return cap
     if g(-cap) >= 0:

@@ -26,6 +26,9 @@ on ``w = u - v``, ``u, v >= 0``.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
@@ -33,18 +36,22 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import linprog, minimize
 from scipy.special import expit
 
+from maxmargin._validation import add_intercept
+from maxmargin.exceptions import warn_interrupted
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.svm import DENSE_FILL, DualCDData, dual_cd_data, fit_dual_cd
 
 __all__ = [
     "NEWTON_MAX_COLUMNS",
+    "SelectionResult",
     "SquaredHingeNewton",
     "SquaredHingeRounds",
     "column_scores",
     "dual_value",
     "restricted_data",
     "restricted_data_drop",
+    "select_features",
     "solve_restricted",
-    "with_const",
 ]
 
 #: the squared-hinge problems use the Newton solver on at most this many columns (its
@@ -66,15 +73,8 @@ def column_scores(X, y, a):
     return np.asarray(ay.T @ X).T
 
 
-def _with_const(X, scale=1.0):
-    col = np.full((X.shape[0], 1), scale)
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(col)], format="csr")
-    return np.hstack([X, col])
-
-
 def _l2_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
-    Xa = dual_cd_data(with_const(X)) if Xa is None else Xa
+    Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
     alpha0 = warm.get("a")
     max_iter = 100_000 if max_iter is None else max_iter
     # every solve starts from the last solve's active set: the gap passes return any
@@ -281,10 +281,10 @@ class SquaredHingeNewton:
 
     def solve(self, X, tol=1e-8, max_iter=100):
         """Newton steps on the dense X (C-ordered, the constant column last, as
-        :func:`with_const`) from the kept state until every problem's relative duality
-        gap is at most ``tol`` (checked before the first step too unless columns were added
-        or removed since the last solve) or after ``max_iter``
-        steps.  Returns ``(W, A, primals, duals)`` ((k+1,), (n,), float, float for one
+        :func:`~maxmargin._validation.add_intercept`) from the kept state until every
+        problem's relative duality gap is at most ``tol`` (checked before the first step
+        too unless columns were added or removed since the last solve) or after
+        ``max_iter`` steps.  Returns ``(W, A, primals, duals)`` ((k+1,), (n,), float, float for one
         problem; else with a last axis over the problems)."""
         X = np.asarray(X)
         self._sync_columns(X)
@@ -763,7 +763,7 @@ class SquaredHingeRounds:
 
 
 def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
-    Xa = dual_cd_data(with_const(X)) if Xa is None else Xa
+    Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
     if Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
         nt = warm.get("newton")
         if nt is None:
@@ -781,7 +781,7 @@ def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
 
 
 def _l2_logistic(X, y, C, tol, warm, Xa=None, max_iter=None):
-    Xa = with_const(X) if Xa is None else Xa.M
+    Xa = add_intercept(X) if Xa is None else Xa.M
     d = Xa.shape[1]
     w0 = np.zeros(d)
     prev = warm.get("w_full")
@@ -857,18 +857,6 @@ _SOLVERS = {
 }
 
 
-def with_const(X, scale=1.0):
-    """X with a constant column ``scale`` appended (the L2 problems' intercept); dense X
-    gives a C-ordered array."""
-    if not sp.issparse(X):
-        n, k = X.shape
-        out = np.empty((n, k + 1))
-        out[:, :k] = X
-        out[:, k] = scale
-        return out
-    return _with_const(X, scale)
-
-
 def restricted_data_drop(prev, keep):
     """:func:`restricted_data`'s result with the selected columns where the mask ``keep``
     is False removed, from the kept data itself when it is dense (no gather from X);
@@ -886,7 +874,7 @@ def restricted_data_drop(prev, keep):
 
 
 def restricted_data(X, order, prev=None):
-    """``(dual_cd_data(with_const(X[:, order])), nnz)`` -- the L2 problems' data on the
+    """``(dual_cd_data(add_intercept(X[:, order])), nnz)`` -- the L2 problems' data on the
     selected columns and its number of non-zeros.  ``prev``: this function's result for a
     prefix of ``order`` (the last round); for dense X whose data stays dense (at least
     ``DENSE_FILL`` non-zero, as :func:`dual_cd_data` decides), the new data is grown
@@ -908,7 +896,7 @@ def restricted_data(X, order, prev=None):
             sqn = old.sqn + np.einsum("ij,ij->i", new, new)
             e = np.zeros(1, dtype=np.int32)
             return DualCDData(out, e, e, np.zeros(0), out, True, sqn), nnz
-    Xa = with_const(X[:, order])
+    Xa = add_intercept(X[:, order])
     nnz = Xa.nnz if sp.issparse(Xa) else int(np.count_nonzero(Xa))
     return dual_cd_data(Xa), nnz
 
@@ -917,7 +905,7 @@ def solve_restricted(X, y, C, loss, penalty, *, tol=1e-8, warm=None, Xa=None, ma
     """Solve the problem on the columns of ``X`` (possibly none: intercept only).
 
     ``warm`` is a dict kept between calls (previous multipliers / weights, columns
-    appended at the end).  ``Xa``: ``dual_cd_data(with_const(X))`` if already formed
+    appended at the end).  ``Xa``: ``dual_cd_data(add_intercept(X))`` if already formed
     (the L2 problems use it; shared by the one-vs-rest problems of a round).
     ``max_iter``: a cap on dual CD's epochs (L2 hinge; None: 100000).  Returns ``(w, b,
     a, objective)``.
@@ -957,3 +945,372 @@ def dual_value(a, y, s_all, C, loss, penalty):
         return phi(a) - 0.5 * float(s_all @ s_all)
     scale = max(1.0, float(np.max(np.abs(s_all))) if s_all.size else 1.0)
     return phi(a / scale)
+
+
+# ------------------------------------------------------------------ forward / backward
+#: relative duality gap of the backward pass's restricted problems (its weight ranking),
+#: the last one solved to ``inner_tol``
+_BACKWARD_TOL = 1e-2
+#: squared hinge: Newton steps per restricted solve in the pricing rounds not solved to
+#: ``inner_tol`` (their multipliers only rank the candidate columns); the backward
+#: rounds and the set the backward pass starts from are solved to their tolerance
+_NEWTON_ROUND_STEPS = 1
+#: squared hinge on dense data: the restricted problems by the compiled rounds
+#: (:class:`SquaredHingeRounds`, a column buffer grown in place, one compiled call per
+#: solve with the pricing product); False: the NumPy :class:`SquaredHingeNewton` on data
+#: formed per round (the reference the tests compare with)
+_COMPILED_ROUNDS = True
+
+
+def _drop_columns(warm, keep):
+    """Remove the selected columns not in the mask ``keep`` from a restricted problem's
+    warm start (the multipliers stay valid; the weights lose those entries)."""
+    nt = warm.get("newton")
+    if nt is not None:  # squared hinge: the Newton solver's weights and Gram matrix
+        nt.drop(keep)
+    w = warm.get("w_full")
+    if w is not None:
+        warm["w_full"] = np.append(w[:-1][keep], w[-1])
+    z = warm.get("z")
+    if z is not None:  # L1 logistic: (u, v, b)
+        k = (z.shape[0] - 1) // 2
+        warm["z"] = np.concatenate([z[:k][keep], z[k : 2 * k][keep], z[-1:]])
+
+
+@dataclass
+class SelectionResult:
+    """What :func:`select_features` found: the selected columns ``order`` and the
+    restricted solutions ``sols`` (per problem ``(w, b, a, primal)``) of the chosen set,
+    its objective and dual bound, the per-round ``history``, the ``path`` of sets per
+    target, the columns the backward pass ``removed``, ``selected_by`` and ``n_iter``."""
+
+    order: list
+    sols: list
+    objective: float
+    dual: float
+    history: list
+    path: list
+    removed: list
+    selected_by: str
+    n_iter: int
+
+
+class _Selection:
+    """The state of one forward / backward selection (:func:`select_features`)."""
+
+    def __init__(self, X, ys, C, loss, penalty, inner_tol, pricing_tol, pricing_epochs):
+        self.X, self.ys, self.d = X, ys, X.shape[1]
+        self.C, self.loss, self.penalty = C, loss, penalty
+        self.inner, self.pricing_tol, self.pricing_epochs = inner_tol, pricing_tol, pricing_epochs
+        self.Y = np.column_stack(ys)
+        self.warms = [{} for _ in ys]
+        self.order: list[int] = []
+        self.reach = self.d
+        self.data = None  # the last round's L2 data (restricted_data)
+        # squared hinge on dense data of few columns: the one-vs-rest problems solved
+        # together by the Newton method, its state (Gram matrices) kept across rounds
+        self.newton = None
+        # ... or by the compiled rounds on a column buffer grown in place (dense X)
+        self.rounds = None
+        self.colnnz = None
+        if loss == "squared_hinge" and not sp.issparse(X) and _COMPILED_ROUNDS:
+            self.colnnz = np.count_nonzero(X, axis=0)
+
+    def compiled_rounds_apply(self):
+        # as restricted_data decides dense data (the constant column included) and the
+        # Newton solver's column limit
+        order = self.order
+        if self.colnnz is None or len(order) + 1 > NEWTON_MAX_COLUMNS:
+            return False
+        n = self.X.shape[0]
+        return int(self.colnnz[order].sum()) + n >= DENSE_FILL * n * (len(order) + 1)
+
+    def _warm_solutions(self, W, A, P):
+        sols = []
+        for j, wm in enumerate(self.warms):  # the per-class warm starts, for dual CD
+            wm["a"], wm["w_full"] = A[:, j], W[:, j]
+            sols.append((W[:-1, j], float(W[-1, j]), A[:, j], float(P[j])))
+        return sols
+
+    def compiled_round(self, tol_k, price, rank_only):
+        st, order = self.rounds, self.order
+        if st is None:
+            w0 = [wm.get("w_full") for wm in self.warms]
+            W0 = None
+            if all(w is not None and w.shape[0] == len(order) + 1 for w in w0):
+                W0 = np.column_stack(w0)
+            cap = min(self.d, self.reach, NEWTON_MAX_COLUMNS - 1)
+            st = self.rounds = SquaredHingeRounds(self.X, self.Y, self.C, cap, cols=order, W0=W0)
+        elif st.k < len(order):
+            st.add(order[st.k :])
+        cap = _NEWTON_ROUND_STEPS if rank_only and tol_k > self.inner else 100
+        W, A, P, _, S = st.solve(tol=tol_k, max_iter=cap, price=price, certify=price)
+        return self._warm_solutions(W, A, P), S
+
+    def newton_round(self, Xa, tol_k, cap):
+        if self.newton is None:
+            w0 = [wm.get("w_full") for wm in self.warms]
+            W0 = None if any(w is None for w in w0) else np.column_stack(w0)
+            self.newton = SquaredHingeNewton(self.Y, self.C, W0=W0)
+        W, A, P, _ = self.newton.solve(Xa.M, tol=tol_k, max_iter=100 if cap is None else cap)
+        return self._warm_solutions(W, A, P)
+
+    def evaluate(self, tol_k, price=True, rank_only=False):
+        # rank_only: a pricing round whose multipliers only rank the candidates (the
+        # squared hinge's Newton solves take one step there)
+        S = None
+        if self.compiled_rounds_apply():
+            sols, S = self.compiled_round(tol_k, price, rank_only)
+            self.data = None  # formed afresh if another solver takes over
+            self.newton = None
+        else:
+            self.rounds = None
+            sols = self.solve_round(tol_k, rank_only)
+        objective = sum(s[3] for s in sols)
+        if not price:  # a backward round: only the weights are needed
+            return sols, objective, -np.inf, None, None, np.nan, np.inf
+        # pricing: the scores of every column for every class in one matrix product
+        if S is None:
+            S = column_scores(self.X, self.Y, np.column_stack([s[2] for s in sols])).T
+        dual = 0.0
+        for yb, (_, _, a, _), s in zip(self.ys, sols, S):
+            s_all = np.append(s, a @ yb) if self.penalty == "l2" else s
+            dual += dual_value(a, yb, s_all, self.C, self.loss, self.penalty)
+        free = np.ones(self.d, dtype=bool)
+        free[self.order] = False
+        score = np.sqrt((S * S).sum(0)) if self.penalty == "l2" else np.abs(S).max(0)
+        score = np.where(free, score, -np.inf)
+        viol = float(score.max()) if free.any() else 0.0
+        rel = (objective - dual) / max(abs(objective), 1e-12)
+        return sols, objective, dual, free, score, viol, rel
+
+    def solve_round(self, tol_k, rank_only):
+        order, inner = self.order, self.inner
+        # the L2 problems' data (constant column, dual CD layout) formed once per
+        # round for every class, grown from the last round's
+        Xa = None
+        if self.penalty == "l2":
+            if self.data is None or self.data[0].M.shape[1] != len(order) + 1:
+                self.data = restricted_data(self.X, order, self.data)  # else formed already
+            Xa = self.data[0]
+            Xs = Xa.M[:, :-1]  # the solvers read Xa; Xs gives the shape
+        else:
+            Xs = self.X[:, order]
+        cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
+        if self.loss == "squared_hinge" and Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
+            # pricing rounds short of inner_tol: one Newton step (their multipliers
+            # only rank the candidates); backward rounds to their tolerance
+            steps = _NEWTON_ROUND_STEPS if rank_only and tol_k > inner else None
+            return self.newton_round(Xa, tol_k, steps)
+        self.newton = None  # dual CD (sparse or many columns), warm started per class
+        return [
+            solve_restricted(
+                Xs, yb, self.C, self.loss, self.penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap
+            )
+            for yb, wm in zip(self.ys, self.warms)
+        ]
+
+    def drop(self, keep):
+        """Remove the selected columns not in the mask ``keep`` from every kept state."""
+        self.order = [c for c, k_ in zip(self.order, keep) if k_]
+        for wm in self.warms:
+            _drop_columns(wm, keep)
+        if self.newton is not None:
+            self.newton.drop(keep)
+        if self.rounds is not None:
+            self.rounds.drop(keep)
+        self.data = None if self.data is None else restricted_data_drop(self.data, keep)
+
+
+def select_features(
+    X,
+    ys,
+    C,
+    loss,
+    penalty,
+    *,
+    targets,
+    limit,
+    budget,
+    features_per_step=0.1,
+    tol=1e-3,
+    inner_tol=1e-7,
+    pricing_tol=0.1,
+    pricing_epochs=5,
+    overselect=1.0,
+    backward_step=0.1,
+    max_time=None,
+    verbose=0,
+    callback=None,
+) -> SelectionResult:
+    """Forward selection by column generation for the one-vs-rest problems ``ys`` (each
+    in {-1, +1}), then with a budget and ``overselect > 1`` a backward pass (the
+    algorithm of :class:`~maxmargin.learners.feature_selection.ForwardFeatureSelector`,
+    whose parameters these are; ``targets`` the sorted set sizes to record, ``limit`` the
+    one returned, ``budget`` whether a size was asked for)."""
+    st = _Selection(X, ys, C, loss, penalty, float(inner_tol), pricing_tol, pricing_epochs)
+    d, inner = st.d, st.inner
+    step = features_per_step
+    mon = ConvergenceMonitor(
+        "ffs",
+        verbose=verbose,
+        callback=callback,
+        fields=("phase", "n_selected", "objective", "gap"),
+    )
+    history = mon.history
+    t0 = time.perf_counter()
+    it = 0
+
+    def should_stop(free, viol, rel, reach):
+        if len(st.order) >= reach or not free.any():
+            return True
+        if not budget:
+            if penalty == "l1" and viol <= 1.0 + tol:
+                return True
+            if penalty == "l2" and rel <= tol:
+                return True
+        return False
+
+    # with a budget and overselect > 1: forward to ``reach`` columns (the rounds land
+    # on every target on the way, where the forward set is kept as a candidate), then
+    # backward to the smallest target, landing on every target below ``reach``
+    backward = budget and overselect > 1.0
+    reach = targets[-1]
+    if backward:
+        reach = min(d, int(np.ceil(float(overselect) * targets[-1])))
+    st.reach = reach
+    tset = set(targets)
+    # the backward rounds' tolerance (their weights rank the columns)
+    bw_tol = max(inner, min(float(pricing_tol), _BACKWARD_TOL))
+    rel_prev = np.inf
+    kept = None  # (order, sols, objective, dual, it) of the last recorded round
+    # candidates per target: {k: (order, sols or None, objective, dual)} -- sols kept
+    # for the budget only
+    fwd_cand: dict = {}
+    bwd_cand: dict = {}
+    removed: list[int] = []
+    timed_out = False
+
+    def record(sols, objective, dual, viol, rel, phase):
+        nonlocal kept
+        rec = {
+            "iteration": it,
+            "n_selected": len(st.order),
+            "objective": float(objective),
+            "dual_bound": float(dual),
+            "gap": float(rel),
+            "max_violation": viol,
+            "t_total": time.perf_counter() - t0,
+            "phase": phase,
+        }
+        kept = (list(st.order), sols, objective, dual, it)
+        n_sel = len(st.order)
+        if budget and n_sel in tset:
+            cand = fwd_cand if phase == "forward" else bwd_cand
+            cand[n_sel] = (list(st.order), sols if n_sel == limit else None, objective, dual)
+        mon.record(rec)
+        return rec
+
+    try:
+        while True:
+            # restricted problems are solved as accurately as the selection needs: a tenth
+            # of the last full-problem gap (any dual point gives a valid bound), at most
+            # pricing_tol, and to inner_tol before stopping
+            tol_k = float(min(pricing_tol, max(inner, 0.1 * rel_prev)))
+            # the forward candidates (compared with the backward pass's sets by their
+            # objective) are solved to inner_tol, the set the backward pass starts
+            # from to its tolerance, the last set to inner_tol: where the budget makes
+            # that known in advance, directly (no pricing solve first)
+            rank_only = True
+            if budget and len(st.order) >= min(reach, d):
+                tol_k = bw_tol if backward and len(st.order) > targets[-1] else inner
+                rank_only = False
+            elif budget and len(st.order) in tset:
+                tol_k = inner
+                rank_only = False
+            sols, objective, dual, free, score, viol, rel = st.evaluate(tol_k, rank_only=rank_only)
+            stop = should_stop(free, viol, rel, reach)
+            need = inner if stop else tol_k
+            if stop and backward and len(st.order) > targets[-1]:
+                need = bw_tol
+            if need < tol_k:
+                sols, objective, dual, free, score, viol, rel = st.evaluate(need)
+                stop = should_stop(free, viol, rel, reach)
+            rel_prev = rel
+            rec = record(sols, objective, dual, viol, rel, "forward")
+            if stop:
+                break
+            if max_time is not None and rec["t_total"] >= max_time:
+                timed_out = True
+                break
+            if penalty == "l1":  # only violated constraints may enter (eq. 2.90)
+                score = np.where(score > 1.0, score, -np.inf)
+                if not np.isfinite(score.max()):
+                    break
+            n_left = int(np.isfinite(score).sum())
+            if isinstance(step, int):
+                m = step
+            else:
+                m = max(1, int(np.ceil(step * len(st.order))))
+            goal = min([t for t in targets if t > len(st.order)] + [reach])
+            if goal == reach == d and len(st.order) >= targets[-1]:
+                m = d  # the backward pass starts from every column: no order to find
+            m = min(m, goal - len(st.order), n_left)
+            new = np.argsort(-score, kind="stable")[:m]
+            st.order.extend(int(j) for j in new)
+            it += 1
+        # backward pass (from ``reach``; not after an early end, e.g. L1 with no
+        # violated column left): remove the columns of smallest weight norm,
+        # re-solving after each removal, down to the smallest target
+        backward = backward and len(st.order) >= reach
+        while backward and len(st.order) > targets[0] and not timed_out:
+            Wc = np.array([s[0] for s in sols])
+            norm2 = (Wc * Wc).sum(0)
+            # a tenth of the selected columns per round (at least one), as RFE's step,
+            # landing on every target
+            below = max(t for t in targets if t < len(st.order))
+            m = min(
+                len(st.order) - below, max(1, int(np.ceil(float(backward_step) * len(st.order))))
+            )
+            drop = np.argsort(norm2, kind="stable")[:m]
+            keep = np.ones(len(st.order), dtype=bool)
+            keep[drop] = False
+            removed.extend(st.order[j] for j in drop)
+            st.drop(keep)
+            it += 1
+            at = len(st.order) in tset
+            sols, objective, dual, _, _, viol, rel = st.evaluate(inner if at else bw_tol, price=at)
+            rec = record(sols, objective, dual, viol, rel, "backward")
+            if max_time is not None and rec["t_total"] >= max_time:
+                timed_out = True
+    except KeyboardInterrupt:
+        if kept is None:
+            raise  # nothing recorded: nothing to keep
+        warn_interrupted(len(history))
+    # per target, the better (smaller restricted objective) of the forward and the
+    # backward set; without a candidate of the budget's size (stopped early), the
+    # last recorded round
+    path = []
+    final = None
+    for t in targets:
+        f, b = fwd_cand.get(t), bwd_cand.get(t)
+        if f is None and b is None:
+            continue
+        # the same set reached both ways counts as the forward one
+        use_b = b is not None and (f is None or (b[2] < f[2] and sorted(b[0]) != sorted(f[0])))
+        c = b if use_b else f
+        by = "backward" if use_b else "forward"
+        path.append(
+            {"k": t, "columns": np.asarray(c[0], dtype=np.int64),
+             "objective": float(c[2]), "selected_by": by}
+        )  # fmt: skip
+        if t == limit:
+            final = (c, by)
+    if final is not None:
+        (order, sols, objective, dual), selected_by = final
+    else:
+        order, sols, objective, dual, it_kept = kept
+        if not history or history[-1]["phase"] == "forward":
+            it = it_kept
+        selected_by = "forward"
+    return SelectionResult(order, sols, objective, dual, history, path, removed, selected_by, it)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from maxmargin._validation import add_intercept
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.svm import fit_dual_cd
@@ -62,7 +63,7 @@ def _augment(X, scale):
     X = np.asarray(X, dtype=np.float64)
     if scale is None:
         return X
-    return np.hstack([X, np.full((X.shape[0], 1), float(scale))])
+    return add_intercept(X, scale)
 
 
 def mine_hard_negatives(

@@ -12,7 +12,20 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-__all__ = ["Hypotheses", "WeakLearner"]
+__all__ = ["EDGE_CAP", "Hypotheses", "WeakLearner", "edge_weight"]
+
+#: the largest edge a weak hypothesis is credited with: a perfect one (edge 1) would get an
+#: infinite AdaBoost weight; the cap bounds it by 1/2 log((2 - 1e-12) / 1e-12) ~ 14.2
+EDGE_CAP = 1.0 - 1e-12
+
+
+def edge_weight(edge: float) -> float:
+    """AdaBoost's weight ``1/2 log((1 + r) / (1 - r))`` of a {-1, +1} weak hypothesis of
+    edge ``r = sum_i D_i y_i h(x_i)``, with ``r`` clipped to [-EDGE_CAP, EDGE_CAP]
+    (Freund & Schapire, "A decision-theoretic generalization of on-line learning and an
+    application to boosting", JCSS 55, 1997)."""
+    r = float(np.clip(edge, -EDGE_CAP, EDGE_CAP))
+    return 0.5 * np.log((1.0 + r) / (1.0 - r))
 
 
 class Hypotheses(ABC):

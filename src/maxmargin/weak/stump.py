@@ -24,7 +24,7 @@ from numba import njit, prange
 from maxmargin.weak.base import Hypotheses, WeakLearner, check_loaded
 from maxmargin.weak.binning import FeatureCodes, code_features, dense_columns
 
-__all__ = ["DecisionStump", "Stumps", "evaluate_thresholds", "threads_for", "weight_histograms"]
+__all__ = ["DecisionStump", "Stumps", "evaluate_thresholds", "threads_for"]
 
 _EVAL_BLOCK = 256  # features densified at a time when evaluating on sparse input
 _PARALLEL_WORK = 16_000_000  # below this many weight additions one thread is faster
@@ -235,17 +235,6 @@ def _search_sparse(indptr, indices, codes, zero_bin, n_bins, A, total):  # pragm
             _hist_sparse(indptr, indices, codes, zero_bin, f, A, total, hist)
         _scan(hist, nb, total, f, gain, split, pol)
     return gain, split, pol
-
-
-def weight_histograms(fc: FeatureCodes, f: int, A: np.ndarray) -> np.ndarray:
-    """Weights of every column of A summed per bin of feature f, shape (n_bins[f], S)."""
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    hist = np.zeros((int(fc.n_bins[f]), A.shape[1]))
-    if fc.sparse:
-        _hist_sparse(fc.indptr, fc.indices, fc.codes, fc.zero_bin, f, A, A.sum(axis=0), hist)
-    else:
-        _hist_dense(fc.codes, f, hist.shape[0], A, hist)
-    return hist
 
 
 def check_weights(fc: FeatureCodes, A) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     POSITIVE,
     POSITIVE_INT,
@@ -287,6 +288,7 @@ class _WindowDetector(BaseEstimator):
             self.distribution_ = d
 
 
+@register
 class HOGSVMDetector(_WindowDetector):
     """HOG + linear SVM, trained by hard-negative mining over every negative window.
 
@@ -484,6 +486,7 @@ class HOGSVMDetector(_WindowDetector):
         return est
 
 
+@register
 class CascadeDetector(_WindowDetector):
     """HOG + boosted cascade (:class:`~maxmargin.BoostedCascade`).
 
@@ -921,6 +924,7 @@ def _geometry(boxes, shape):
     )
 
 
+@register
 class ProposalRanker(BaseEstimator):
     """Object proposals: windows drawn from the learned box distribution, ranked by a
     linear function learned with :class:`~maxmargin.RankSVM`.

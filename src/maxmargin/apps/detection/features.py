@@ -34,23 +34,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from maxmargin.apps._image import to_grey
+
 __all__ = ["HOGPyramid", "box_means", "channel_grid", "to_float", "to_grey"]
-
-
-def to_grey(image) -> np.ndarray:
-    """A float32 grey image in [0, 1] from a grey or RGB(A) uint8 / float image."""
-    a = np.asarray(image)
-    if a.ndim == 3:
-        if a.shape[2] not in (3, 4):
-            raise ValueError(f"colour images must have 3 or 4 channels, got {a.shape}")
-        g = a[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
-    elif a.ndim == 2:
-        g = a.astype(np.float32)
-    else:
-        raise ValueError(f"images must be (H, W) or (H, W, 3) arrays, got shape {a.shape}")
-    if a.dtype == np.uint8:
-        g /= 255.0
-    return g
 
 
 def to_float(image, *, colour: bool = True) -> np.ndarray:

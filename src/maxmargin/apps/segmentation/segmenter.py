@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from maxmargin._registry import register
 from maxmargin._validation import (
     POSITIVE,
     POSITIVE_INT,
@@ -35,11 +36,13 @@ from maxmargin._validation import (
     VERBOSE,
     Interval,
     Options,
+    add_intercept,
     as_generator,
     json_params,
     validate_params,
 )
 from maxmargin.apps.segmentation.features import as_rgb, image_features
+from maxmargin.learners.binary_adaboost import discrete_adaboost
 from maxmargin.learners.ssvm import StructSVM
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.tasks.crf import CRFGraph, CRFTask
@@ -48,36 +51,17 @@ from maxmargin.weak.nonneg import NonNegative
 
 __all__ = ["Segmenter", "check_image_mask"]
 
-_EDGE_CAP = 1.0 - 1e-10
-
 
 class _BinaryAdaBoost:
-    """Discrete AdaBoost with exact stumps; ``decision`` is normalised to [-1, 1]."""
+    """Discrete AdaBoost with exact stumps (the package's one AdaBoost,
+    :func:`~maxmargin.learners.binary_adaboost.discrete_adaboost`); ``decision`` is
+    normalised to [-1, 1]."""
 
     def __init__(self, n_iter: int):
         self.n_iter = n_iter
 
     def fit(self, X, y):
-        weak = DecisionStump()
-        prepared = weak.prepare(X)
-        s = 2.0 * y - 1.0
-        F = np.zeros(len(y))
-        hyps, alphas = None, []
-        for _ in range(self.n_iter):
-            z = -s * F
-            D = np.exp(z - z.max())
-            D /= D.sum()
-            h, g = weak.best(prepared, (D * s)[:, None])
-            edge = float(np.clip(g[0], -_EDGE_CAP, _EDGE_CAP))
-            if edge <= 1e-12:
-                break
-            a = 0.5 * np.log((1.0 + edge) / (1.0 - edge))
-            F += a * h.evaluate(X)[0]
-            hyps = h if hyps is None else hyps.concat(h)
-            alphas.append(a)
-            if edge >= _EDGE_CAP:
-                break
-        self.hyps_, self.alphas_ = hyps, np.asarray(alphas)
+        self.hyps_, self.alphas_ = discrete_adaboost(DecisionStump(), X, 2.0 * y - 1.0, self.n_iter)
         return self
 
     def decision(self, X):
@@ -127,6 +111,7 @@ def check_image_mask(image, mask):
     return img, m
 
 
+@register
 class Segmenter(BaseEstimator):
     """Binary (figure/ground) image segmentation with a learned superpixel CRF.
 
@@ -224,7 +209,7 @@ class Segmenter(BaseEstimator):
         """CRF graph of one image from its per-group discriminants F (n, G)."""
         # label 0: +F, label 1: -F (eq. 32), plus a bias potential (-1 for label 1) so
         # that a linear CRF can move the decision threshold
-        Fb = np.hstack([F, np.ones((F.shape[0], 1))])
+        Fb = add_intercept(F)
         unary = np.stack([Fb, -Fb], axis=1)
         e = feats.edges
         if len(e):

@@ -36,24 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from maxmargin.apps._image import to_grey
+
 __all__ = ["FeatureQuantizer", "PatchFeatures", "to_grey"]
 
 KINDS = ("raw", "hog", "haar")
-
-
-def to_grey(frame) -> np.ndarray:
-    """A float grey image in [0, 1] from a grey (H, W) or colour (H, W, 3/4) frame."""
-    a = np.asarray(frame)
-    if a.ndim == 3:
-        if a.shape[2] not in (3, 4):
-            raise ValueError(f"colour frames must have 3 or 4 channels, got {a.shape}")
-        a = a[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
-    elif a.ndim != 2:
-        raise ValueError(f"frames must be (H, W) or (H, W, 3) arrays, got shape {a.shape}")
-    a = a.astype(np.float32)
-    if np.asarray(frame).dtype == np.uint8:
-        a /= 255.0
-    return a
 
 
 def _edges(start, length, n_cells) -> np.ndarray:

@@ -31,8 +31,10 @@ from collections import deque
 
 import numpy as np
 
+from maxmargin._registry import register
 from maxmargin.apps.tracking.data import check_box
 from maxmargin.apps.tracking.features import FeatureQuantizer, PatchFeatures, to_grey
+from maxmargin.learners.binary_adaboost import discrete_adaboost
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.solvers.ssvm import solve_ssvm
 from maxmargin.tasks.boxes import BoxCandidates, BoxTask, box_overlap, sample_boxes
@@ -400,6 +402,7 @@ class _OnlineBoxTracker:
         raise NotImplementedError
 
 
+@register
 class StructBoostTracker(_OnlineBoxTracker):
     """StructBoost tracker optimising the Pascal overlap (TPAMI 2014, Sec. 3.5 and 4.4).
 
@@ -668,6 +671,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         return s
 
 
+@register
 class AdaBoostTracker(_OnlineBoxTracker):
     """The paper's binary AdaBoost baseline tracker (Sec. 4.4) with the same sampling and
     features: candidates with overlap > ``pos_overlap`` (0.8) are positives, <=
@@ -740,21 +744,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
         # balance the classes' total weight (few positives per frame)
         D = np.where(y > 0, 0.5 / max((y > 0).sum(), 1), 0.5 / max((y < 0).sum(), 1))
         weak = make_weak_learner(self.weak_learner)
-        prepared = weak.prepare(Z)
-        hyps, alphas = None, []
-        for _ in range(int(self.n_estimators)):  # one step per boosting round
-            h, _g = weak.best(prepared, (D * y)[:, None])
-            out = h.evaluate(Z)[0]
-            err = float(D[out != y].sum() / D.sum())
-            err = min(max(err, 1e-10), 1 - 1e-10)
-            if err >= 0.5:
-                break
-            a = 0.5 * np.log((1 - err) / err)
-            hyps = h if hyps is None else hyps.concat(h)
-            alphas.append(a)
-            D = D * np.exp(-a * y * out)
-            D /= D.sum()
-        self._hyps, self._alpha = hyps, np.array(alphas)
+        self._hyps, self._alpha = discrete_adaboost(weak, Z, y, self.n_estimators, sample_weight=D)
 
     def _score(self, Z):
         if self._hyps is None:
@@ -762,6 +752,7 @@ class AdaBoostTracker(_OnlineBoxTracker):
         return self._alpha @ self._hyps.evaluate(Z)
 
 
+@register
 class SSVMTracker(_OnlineBoxTracker):
     """Struck-style linear structured SVM tracker on the same box task and features,
     trained by the 1-slack cutting-plane solver (:func:`maxmargin.solvers.ssvm.solve_ssvm`)
