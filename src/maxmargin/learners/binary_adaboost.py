@@ -5,8 +5,6 @@ segmenter's unary classifiers and the AdaBoost tracker all run it."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -23,6 +21,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._persist import Persistent, fitted
+from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.weak import DecisionStump, RealStump
 from maxmargin.weak.base import EDGE_CAP, edge_weight
 from maxmargin.weak.subset import feature_subset_search
@@ -178,8 +177,11 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
         rounds = adaboost_rounds(weak, weak.prepare(X), X, ys, variant=self.variant)
         hyps = None
         coefs: list[float] = []
-        history: list[dict] = []
-        t0 = time.perf_counter()
+        mon = ConvergenceMonitor(
+            "adaboost", verbose=self.verbose, callback=self.callback, max_time=self.max_time,
+            fields=("iteration", "objective"),
+        )  # fmt: skip
+        history = mon.history
         try:
             for it, (h, alpha, _edge, F) in zip(range(int(self.max_iter)), rounds):
                 hyps = h if hyps is None else hyps.concat(h)
@@ -191,14 +193,8 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
                     "objective": objective,
                     "dual_bound": float("nan"),
                     "gap": float("nan"),
-                    "t_total": time.perf_counter() - t0,
                 }
-                history.append(rec)
-                if self.verbose:
-                    print(f"[adaboost] {it:4d} exp loss {objective:.6g}", flush=True)
-                if self.callback is not None:
-                    self.callback(rec)
-                if self.max_time is not None and rec["t_total"] >= self.max_time:
+                if mon.record(rec):
                     break
         except KeyboardInterrupt:
             if not history:
