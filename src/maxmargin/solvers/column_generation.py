@@ -58,7 +58,6 @@ from maxmargin.solvers.parallel_weak import BlockedStumpSearch, supports_blocks
 from maxmargin.solvers.restricted_master import RestrictedMaster
 from maxmargin.solvers.smoothed_master import CERTIFY, GAP_TOL, SmoothedMaster
 from maxmargin.tasks.base import StructuredTask
-from maxmargin.tasks.crf import CRFTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
 from maxmargin.weak.hist_stump import CodedStump
 
@@ -250,7 +249,7 @@ def fit_structboost(
     with blas_one_thread():
         if n_jobs is None:
             return _run(task, weak_learner, monitor=monitor, **_options(locals()))
-        if isinstance(task, CRFTask):  # the graph cuts on fixed shards of the images
+        if "sharded_oracle" in task.capabilities:  # e.g. CRF graph cuts on fixed shards
             with ShardedOracle(task.linear_model(), n_jobs=n_jobs) as oracle:
                 task.attach_sharded_oracle(oracle)
                 try:
@@ -319,7 +318,8 @@ def _run(
     formulation = FORMULATION_ALIASES.get(formulation, formulation)
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
-    if master == "fast" and not task.smooth_master:
+    caps = task.capabilities
+    if master == "fast" and "smoothed_risk" not in caps:
         raise ValueError(
             f"{type(task).__name__} has no listable outputs and no smoothed risk; the fast "
             "master needs one of them (use master='exact')"
@@ -328,7 +328,7 @@ def _run(
         raise ValueError(
             f"{type(task).__name__} supports formulation {task.formulations}, not {formulation!r}"
         )
-    if master == "exact" and formulation == "n-slack" and not task.dense_outputs:
+    if master == "exact" and formulation == "n-slack" and "listed_outputs" not in caps:
         raise ValueError(f"{type(task).__name__} supports only formulation='1-slack'")
     rng = np.random.default_rng() if rng is None else rng
     t_start = time.perf_counter()

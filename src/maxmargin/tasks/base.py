@@ -336,6 +336,35 @@ class StructuredTask(ABC):
     #: master formulations the task can be trained with
     formulations: tuple[str, ...] = ("1-slack", "n-slack")
 
+    # -- what the task can do ----------------------------------------------------------
+    #: capabilities a subclass adds to those derived below (e.g. ``"sharded_oracle"``)
+    extra_capabilities: frozenset[str] = frozenset()
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the task can do, read by the solvers instead of the task's type:
+
+        * ``"listed_outputs"`` -- every output of an example can be listed
+          (:attr:`dense_outputs`: dense losses and margins, the n-slack LP);
+        * ``"smoothed_risk"`` -- :meth:`smoothed_risk` exists (the smoothed master);
+        * ``"exact_polish"`` -- the smoothed master may end with the exact LP;
+        * ``"n_slack"`` / ``"one_slack"`` -- the master formulations it supports;
+        * ``"sharded_oracle"`` -- the oracle can run on fixed shards of the examples in
+          worker processes (``attach_sharded_oracle``; CRF graph cuts).
+        """
+        caps = set(self.extra_capabilities)
+        if self.dense_outputs:
+            caps.add("listed_outputs")
+        if self.smooth_master:
+            caps.add("smoothed_risk")
+        if self.exact_polish:
+            caps.add("exact_polish")
+        if "n-slack" in self.formulations:
+            caps.add("n_slack")
+        if "1-slack" in self.formulations:
+            caps.add("one_slack")
+        return frozenset(caps)
+
     def one_slack_cut(self, F: np.ndarray) -> Cut:
         """Most violated 1-slack plane at slot scores F (eq. 9b, c_i = [hinge_i > 0])."""
         return self._cut_from(self.loss_augmented(F))

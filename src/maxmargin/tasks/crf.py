@@ -181,6 +181,7 @@ class CRFTask(StructuredTask):
     """
 
     formulations = ("1-slack",)
+    extra_capabilities = frozenset({"sharded_oracle"})
     #: inputs are lists of graphs, not a feature matrix
     structured_inputs = True
 
