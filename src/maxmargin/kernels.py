@@ -8,7 +8,7 @@ For non-negative features the additive kernels are ``k(x, y) = sum_p k(x_p, y_p)
 * chi-squared: ``k(x, y) = 2 x y / (x + y)`` (0 at x = y = 0), signature
   ``K(l) = sech(l / 2)``, spectrum ``kappa(w) = sech(pi w)``.
 
-(The seed's eq. 5.20 writes the chi-squared kernel as ``x y / (x + y)``; Table 5.1 and
+(The seed's [Sun2012 eq. 5.20] writes the chi-squared kernel as ``x y / (x + y)``; Table 5.1 and
 the signature ``sech(l/2)`` need the factor 2, which is also scikit-learn's
 ``AdditiveChi2Sampler`` convention.)  Both are 1-homogeneous: ``k(x, y) = sqrt(x y)
 K(log(y / x))``.

@@ -53,13 +53,13 @@ def _groups(group, n):
 
 
 def ranking_risk(loss, scores, group=None, graph="complete", top_k=None):
-    """Empirical structured ranking risk, eq. (1) of Blaschko et al. (GCPR 2014).
+    """Empirical structured ranking risk, [Blaschko2014 eq. 1] (GCPR 2014).
 
     Mean over the sample pairs related by the preference graph of
     ``|loss_j - loss_i| * (1[pair misordered] + 1/2 * 1[s_i == s_j])``, where a
     pair is misordered when the lower-loss sample has the strictly lower
     score.  Averaged over groups.  Computed in O(n log n) with the sweep of
-    Algorithm 1/2 (strict and non-strict score comparisons).  Lower is better;
+    [Blaschko2014 Algs. 1/2] (strict and non-strict score comparisons).  Lower is better;
     NaN if no group has two samples.
     """
     loss = _as_1d("loss", loss)

@@ -3,7 +3,7 @@
 Energies are ``E(y) = sum_p theta_p(y_p) + sum_(p,q) theta_pq(y_p, y_q)`` over nodes
 ``p`` and an edge list ``(p, q)``.  Pairwise terms are given either as one weight per
 edge (the *cut* or Potts form ``theta_pq(a, b) = v_pq [a != b]``, the CRF of StructBoost
-eqs. 22/33/34) or as a full table per edge, shape (E, L, L).
+[Shen2014 eqs. 22/33/34]) or as a full table per edge, shape (E, L, L).
 
 * :func:`binary_graphcut`: the exact minimiser of a submodular binary energy by one
   s-t minimum cut (Kolmogorov & Zabih, "What energy functions can be minimized via graph
@@ -15,7 +15,7 @@ eqs. 22/33/34) or as a full table per edge, shape (E, L, L).
   built from arrays: no Python loop per node or edge.  Disconnected components (several
   images at once) are solved by one call.
 * :func:`loss_augmented_graphcut`: ``argmin_y E(y) - Delta(y*, y)`` for a (weighted)
-  Hamming loss, absorbed into the unaries (StructBoost eq. 30).
+  Hamming loss, absorbed into the unaries ([Shen2014 eq. 30]).
 * :func:`alpha_expansion`: approximate minimisation for more than two labels by
   expansion moves (Boykov, Veksler & Zabih, "Fast approximate energy minimization via
   graph cuts", IEEE TPAMI 23(11), 2001) on general graphs; a move is accepted only if it
@@ -176,7 +176,7 @@ def binary_graphcut(unary, edges, pairwise, backend=None) -> tuple[np.ndarray, f
         Node pairs (any graph; several components are fine).
     pairwise : (E,) or (E, 2, 2) array
         Cut weights ``v_pq >= 0`` (cost ``v_pq [y_p != y_q]``) or full tables with
-        ``t(0,1) + t(1,0) >= t(0,0) + t(1,1)`` (eq. 24 of StructBoost).
+        ``t(0,1) + t(1,0) >= t(0,0) + t(1,1)`` ([Shen2014 eq. 24]).
     backend : {"numba", "pymaxflow"} or None
         The max-flow implementation (None: :data:`DEFAULT_BACKEND`).  Both return a
         minimiser; on ties (several minimisers) they may return different ones only
@@ -206,8 +206,8 @@ def binary_graphcut(unary, edges, pairwise, backend=None) -> tuple[np.ndarray, f
 def loss_augmented_graphcut(unary, edges, pairwise, y_true, node_loss=None, backend=None):
     """Exact ``argmin_y E(y) - Delta(y*, y)`` with ``Delta = sum_p l_p [y_p != y*_p]``.
 
-    The loss enters the unaries (StructBoost eq. 30): ``unary[p, l] - l_p [l != y*_p]``.
-    ``node_loss`` (default all ones: the Hamming loss of eq. 26) gives the weights
+    The loss enters the unaries ([Shen2014 eq. 30]): ``unary[p, l] - l_p [l != y*_p]``.
+    ``node_loss`` (default all ones: the Hamming loss of [Shen2014 eq. 26]) gives the weights
     ``l_p``, e.g. superpixel areas.  Returns ``(labels, E(labels), Delta(y*, labels))``.
     """
     unary, edges, pairwise = _check_graph(unary, edges, pairwise, n_labels=2)

@@ -3,22 +3,22 @@
 Implements Blaschko, Mittal & Rahtu, "An O(n log n) cutting plane algorithm for
 structured output ranking", GCPR 2014:
 
-* Algorithm 1 -- one linear sweep over score-sorted samples for a complete
+* [Blaschko2014 Alg. 1] -- one linear sweep over score-sorted samples for a complete
   bipartite preference graph (every "top" sample above every "rest" sample);
-* Algorithm 2 -- divide and conquer over loss-sorted halves for the complete
+* [Blaschko2014 Alg. 2] -- divide and conquer over loss-sorted halves for the complete
   preference graph, re-using the score order of the parent (a stable partition,
   no re-sorting), so one iteration costs O(n log n) in total (the initial sort).
 
 Both rescalings of the hinge bound are supported.  For an edge (i, j), i.e.
 ``loss[i] < loss[j]`` so that i should score higher, with ``d = loss[j] - loss[i]``:
 
-* margin rescaling (eq. 3): violated iff ``s[j] + loss[j] > s[i] + loss[i]``,
+* margin rescaling ([Blaschko2014 eq. 3]): violated iff ``s[j] + loss[j] > s[i] + loss[i]``,
   contribution ``d - (s[i] - s[j])``;
-* slack rescaling (eq. 4): violated iff ``s[j] + 1 > s[i]``, contribution
+* slack rescaling ([Blaschko2014 eq. 4]): violated iff ``s[j] + 1 > s[i]``, contribution
   ``d * (1 - (s[i] - s[j]))``;
 * ``"unit"``: violated iff ``s[j] + 1 > s[i]``, contribution ``1 - (s[i] - s[j])``
   whatever the loss gap -- the pairwise hinge of ordinal regression / AUC in
-  StructBoost (Shen et al., TPAMI 2014, eq. 14), where every ordered pair needs a
+  StructBoost (Shen et al., TPAMI 2014, [Shen2014 eq. 14]), where every ordered pair needs a
   unit margin and counts once.
 
 Summing the contributions of all violated edges gives the most violated
@@ -27,7 +27,8 @@ constraint ``delta - <w, sum_i alpha_i phi_i> <= xi`` with
 (sum over violated edges where i is the upper end) minus (sum where i is the lower
 end) of ``d`` (slack) or ``1`` (margin, unit).  Edges whose hinge is exactly zero
 are *not* counted (strict comparison); pairs with equal losses are never edges,
-because the risk (eq. 1) weights a pair by ``|loss[j] - loss[i]|``.  See docs/ranking.md.
+because the risk ([Blaschko2014 eq. 1]) weights a pair by ``|loss[j] - loss[i]|``.  See
+docs/ranking.md.
 
 Preference graphs, all restricted to pairs inside one group (query / image id)
 when ``group`` is given:
@@ -80,7 +81,7 @@ _KIND = {"complete": 0, "bipartite": 1, "star": 2}
 
 
 class LossTree(NamedTuple):
-    """The recursion tree of Algorithm 2 over the samples sorted by (group, loss); it
+    """The recursion tree of [Blaschko2014 Alg. 2] over the samples sorted by (group, loss); it
     depends on the losses only, so it is built once per fit.
 
     Node ``k`` relates the positions ``lo[k]:t[k]`` (upper side, lower losses) to
@@ -197,11 +198,11 @@ def _build_tree(loss, group_starts, kind, top_k):
 
 
 # --------------------------------------------------------------------------- #
-# Algorithm 1 (sweep) and Algorithm 2 (levels of the recursion)
+# [Blaschko2014 Alg. 1] (sweep) and [Blaschko2014 Alg. 2] (levels of the recursion)
 # --------------------------------------------------------------------------- #
 @njit(cache=True)
 def _sweep(sq, sk, sl, ca, lo, t, hi, margin, mode, strict):
-    """Algorithm 1 on one bipartite node; returns its delta, accumulates alpha.
+    """[Blaschko2014 Alg. 1] on one bipartite node; returns its delta, accumulates alpha.
 
     ``sq[lo:hi]`` holds the positions lo..hi-1 sorted by ascending key, with
     their keys ``sk`` and losses ``sl`` carried alongside (sequential memory
@@ -302,11 +303,11 @@ def _level_buffers(n):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _run_levels(tree, p, key, l0, l1, rule, alpha, delta_g):
-    """Process tree levels l0..l1-1 (Algorithm 2 without recursion).
+    """Process tree levels l0..l1-1 ([Blaschko2014 Alg. 2] without recursion).
 
     The key order of level l0 is obtained by scattering the global order ``p``
     into the node segments (:func:`_place`); each further level is a stable partition
-    of the previous one (lines 6/8 of Algorithm 2), never a re-sort
+    of the previous one (lines 6/8 of [Blaschko2014 Alg. 2]), never a re-sort
     (:func:`_node_step`).  Position, key, loss and the running alpha of every sample
     travel together through the partitions, so the hot loops only touch memory
     sequentially; alpha is scattered back once at the end.
@@ -643,7 +644,7 @@ class PreferenceGraph:
     """Losses, groups and graph kind, prepared once for many oracle calls.
 
     Sorting the samples by (group, loss) and building the recursion tree of
-    Algorithm 2 depend only on the losses, so they are done here; each call
+    [Blaschko2014 Alg. 2] depend only on the losses, so they are done here; each call
     of :meth:`most_violated` then costs one sort of the scores plus a linear
     pass per tree level.
 
@@ -722,7 +723,7 @@ class PreferenceGraph:
         return np.bincount(g, weights=e.astype(np.float64), minlength=self.n_groups)
 
     def _count_pairs(self):
-        """Number of unordered sample pairs the graph relates, per group (eq. 1 normaliser)."""
+        """Unordered pairs the graph relates, per group (normaliser of [Blaschko2014 eq. 1])."""
         if self.graph == "complete":
             m = np.diff(self.group_starts).astype(np.float64)
             return m * (m - 1) / 2
@@ -829,7 +830,7 @@ class PreferenceGraph:
     def misordered_weight(self, scores, strict=True, weighted=True):
         """Per group sum of ``loss[j] - loss[i]`` (of 1 if not ``weighted``) over edges
         with ``s[i] < s[j]`` (``<=`` if not strict); the building block of the risk
-        (eq. 1)."""
+        ([Blaschko2014 eq. 1])."""
         s = np.ascontiguousarray(_check_1d("scores", scores, self.n)[self.order])
         _, delta_g = self._run(s, ViolationRule(0.0, 1 if weighted else 2, bool(strict)), 1)
         return delta_g
@@ -838,7 +839,7 @@ class PreferenceGraph:
 def most_violated_constraint(
     loss, scores, graph="complete", rescaling="margin", group=None, top_k=None, n_jobs=1
 ):
-    """Most violated 1-slack ranking constraint ``(alpha, delta)`` (Algorithms 1/2 of
+    """Most violated 1-slack ranking constraint ``(alpha, delta)`` ([Blaschko2014 Algs. 1/2] of
     Blaschko et al., GCPR 2014); ``n_jobs > 1`` runs tree levels in parallel."""
     g = PreferenceGraph(loss, graph=graph, group=group, top_k=top_k)
     alpha, delta_g = g.most_violated(scores, rescaling=rescaling, n_jobs=n_jobs)

@@ -103,7 +103,7 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
       ``sum_sides sqrt(P N)``), ``F += 1/2 log((P + eps) / (N + eps))`` with ``P``, ``N``
       the positive / negative weight on that side and ``eps = 1 / (2n)``;
     * ``"gentle"`` (Friedman, Hastie & Tibshirani): the weighted least-squares stump,
-      ``F += (P - N) / (P + N)`` on each side (a Newton step, thesis eq. 3.26).
+      ``F += (P - N) / (P + N)`` on each side (a Newton step, [Sun2012 eq. 3.26]).
 
     The model is ``F(x) = sum_t coef_t h_t(x)``, ``h_t`` a stump (``hypotheses_``) with
     outputs in [-1, 1]; ``coef_`` restores the log-odds scale for ``"real"``.

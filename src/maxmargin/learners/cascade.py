@@ -65,7 +65,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     A window is accepted when it passes every stage: stage ``k`` accepts when its score
     ``F_k(x) = sum_t s_t(x)`` (split stumps, :mod:`maxmargin.solvers.asymmetric_boost`)
     exceeds the stage threshold; with ``chain=True`` the score is ``F_k(x) = F_{k-1}(x) +
-    sum_t s_t(x)`` (strong classifier chaining, eq. 4.59).  Stage ``k`` is trained on the
+    sum_t s_t(x)`` (strong classifier chaining, [Sun2012 eq. 4.59]).  Stage ``k`` is trained on the
     positives and the negatives that passed stages ``0 .. k-1`` (bootstrapping), adding weak
     classifiers until its ROC curve on the validation data meets the ``rule``'s goal for
     the remaining cascade (:mod:`maxmargin.solvers.operating_point`) or ``max_weak`` is
@@ -97,10 +97,10 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         Jones's detector (e.g. ``(2, 5, 10, 20, 50)``), so that the stages most windows
         reach stay cheap.
     recycle : float or None, default=None
-        Information recycling (Sec. 4.4, Algorithm 3) with ``lambda* = recycle``; None:
+        Information recycling (Sec. 4.4, [Sun2012 Alg. 3]) with ``lambda* = recycle``; None:
         off.
     chain : bool, default=False
-        Strong classifier chaining (Sec. 4.4, eq. 4.59; Xiao, Zhu & Zhang, "Boosting chain
+        Strong classifier chaining (Sec. 4.4, [Sun2012 eq. 4.59]; Xiao, Zhu & Zhang, "Boosting chain
         learning for object detection", ICCV 2003): stage ``k`` starts from the score of
         stage ``k - 1`` on its windows and adds its own weak classifiers, so every stage
         is a longer prefix of one booster with its own rejection threshold.  The
@@ -425,7 +425,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         """Send the rows of ``Z`` through the stages ``(stumps, thresholds)``, each only as
         far as it passes.  Returns ``(depth, margin, score)``: stages passed, ``F -
         threshold`` at the last stage evaluated, and that stage's score ``F`` (with
-        ``chain``, the running sum over the stages, eq. 4.59)."""
+        ``chain``, the running sum over the stages, [Sun2012 eq. 4.59])."""
         n = Z.shape[0]
         depth = np.zeros(n, dtype=np.int64)
         margin, score = np.zeros(n), np.zeros(n)

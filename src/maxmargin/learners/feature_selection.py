@@ -31,14 +31,14 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
     Starting from no feature, solve the classifier on the selected columns, then add the
     column(s) whose dual constraint is most violated, i.e. with the largest score
     ``|s_j| = |sum_i a_i y_i x_ij|`` where ``a_i = -C l'(m_i)`` are the restricted
-    problem's dual variables (thesis eq. 2.85; for the hinge, the SVM multipliers).
+    problem's dual variables ([Sun2012 eq. 2.85]; for the hinge, the SVM multipliers).
     Equivalently the coordinate of largest (sub-)gradient of the full problem
-    (eq. 2.80-2.81).  Problems (scikit-learn's ``C``, ``m_i = y_i f(x_i)``):
+    ([Sun2012 eqs. 2.80-2.81]).  Problems (scikit-learn's ``C``, ``m_i = y_i f(x_i)``):
 
     * ``penalty="l2"``: ``1/2||w||^2 + C sum_i loss(m_i)``, intercept as a constant
       column (regularised, as liblinear);
     * ``penalty="l1"``: ``||w||_1 + C sum_i loss(m_i)``, unpenalised intercept
-      (Sec. 2.4.2: a column j enters only if ``|s_j| > 1``, eq. 2.90).
+      (Sec. 2.4.2: a column j enters only if ``|s_j| > 1``, [Sun2012 eq. 2.90]).
 
     Stopping rule (when ``n_features_to_select`` is None): L1 -- no violated dual
     constraint, ``max_j |s_j| <= 1 + tol``, at which point the selected problem's optimum

@@ -23,7 +23,7 @@ _INTERSECTION_INTERVAL = 2 * np.pi / 10
 @register
 class AdditiveKernelMap(TransformerMixin, BaseEstimator):
     """Approximate explicit feature map of an additive homogeneous kernel (Vedaldi &
-    Zisserman; seed 002 eq. 5.34), so a linear model on the mapped features approximates
+    Zisserman; [Sun2012 eq. 5.34]), so a linear model on the mapped features approximates
     the kernel machine.  Features must be non-negative.
 
     ``kernel="chi2"`` (``2xy/(x+y)``) delegates to scikit-learn's
@@ -32,7 +32,7 @@ class AdditiveKernelMap(TransformerMixin, BaseEstimator):
     ``2 / (pi (1 + 4 w^2))`` the same way, in the same output layout (all ``j = 0``
     columns, then cos / sin pairs for ``j = 1 .. sample_steps - 1``).  The error of every
     mapped inner product is bounded by :func:`maxmargin.kernels.feature_map_error_bound`.
-    No window is applied to the signature (the seed's eq. 5.33 option).
+    No window is applied to the signature (the seed's [Sun2012 eq. 5.33] option).
 
     Parameters
     ----------
@@ -146,7 +146,7 @@ class PiecewiseAdditiveScorer:
       ``O(N log M)`` per sample instead of ``O(N M)``;
     * ``method="linear"`` / ``"constant"`` (any additive kernel): ``n_bins`` equal-width
       bins over ``[lo_p, hi_p]`` (the support values' range, clipped outside) with the
-      least-squares line (eq. 5.24) or constant per bin, fitted by 8-point Gauss-Legendre
+      least-squares line ([Sun2012 eq. 5.24]) or constant per bin, fitted by 8-point Gauss-Legendre
       quadrature on every bin -- ``O(N)`` per sample.  Bins cover ``value_range`` (default:
       from 0 to the largest support value per dimension); values outside are clipped to
       it (exact for the intersection kernel above the largest support value, where

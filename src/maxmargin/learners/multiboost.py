@@ -2,9 +2,9 @@
 
 * :class:`MultiBoostCW` -- class-wise weak learners (Lin, Shen, van den Hengel, Suter,
   ACCV 2012): every column-generation iteration adds K weak learners, one per class, from
-  the dual (4); the master (2) is solved by fast coordinate descent (FCD, Alg. 2).
+  the dual (4); the master (2) is solved by fast coordinate descent (FCD, [Lin2012 Alg. 2]).
 * :class:`MultiBoost` -- one weak learner shared by all classes (Shen & Hao, CVPR 2011;
-  eq. 6 of Lin et al.), master solved by L-BFGS-B or FCD.
+  [Lin2012 eq. 6]), master solved by L-BFGS-B or FCD.
 
 Both minimise ``||w||_1 + C/p sum_i sum_{y != y_i} exp(F_y(x_i) - F_{y_i}(x_i))``; the
 estimators are thin shells over :func:`maxmargin.solvers.multiboost.fit_multiboost`.
@@ -21,7 +21,8 @@ __all__ = ["MultiBoost", "MultiBoostCW"]
 
 
 class _ColumnGenerationBoost(MultiClassBoosting):
-    """Column generation (Alg. 1) over problem (2); ``_shared`` picks eq. (6) over (4)."""
+    """Column generation ([Lin2012 Alg. 1]) over problem (2); ``_shared`` picks [Lin2012 eq. 6]
+    over [Lin2012 eq. 4]."""
 
     _shared = False
 
@@ -78,17 +79,17 @@ _PARAMS_DOC = """
     tau_max : int, default=2
         FCD working-set iterations per master solve (1: stage-wise).
     eps : float, default=0.1
-        FCD tolerance on the KKT violation, eqs. (17)-(18) (0.1 in the paper).
+        FCD tolerance on the KKT violation, [Lin2012 eqs. 17-18] (0.1 in the paper).
     large_C : bool, default=False
         Use the large-C update (13) instead of (12) (when V- > 0).
     tol : float, default=1e-6
-        Stop when the relative change of the objective is below ``tol`` (Alg. 1 l. 7).
+        Stop when the relative change of the objective is below ``tol`` ([Lin2012 Alg. 1 l. 7]).
     eps_cg : float, default=1e-6
         Stop when no weak learner has dual gain above ``1 + eps_cg`` (optimality).
     max_time : float or None, default=None
         Wall-clock limit in seconds.
     random_state : int, RandomState, Generator or None, default=None
-        Random picks of FCD (Alg. 2 line 6).
+        Random picks of FCD ([Lin2012 Alg. 2 line 6]).
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -183,7 +184,7 @@ class MultiBoost(_ColumnGenerationBoost):
     __doc__ = (
         """MultiBoost: one weak learner shared by all classes (Shen & Hao, CVPR 2011).
 
-    Each iteration adds the weak learner of eq. (6) with K new weights; the master is
+    Each iteration adds the weak learner of [Lin2012 eq. 6] with K new weights; the master is
     solved by L-BFGS-B (as in the papers) or by FCD (``solver="fcd"``).
     """
         + _PARAMS_DOC.replace("SOLVER", '"lbfgs"')

@@ -45,9 +45,9 @@ class RankSVM(Persistent, BaseEstimator):
     graph : {"complete", "bipartite", "star"}, default="complete"
         Preference graph, built inside each group; see :mod:`maxmargin.inference.ranking`.
     rescaling : {"margin", "slack", "unit"}, default="margin"
-        Hinge bound: margin rescaling (eq. 3), slack rescaling (eq. 4), or "unit": a
-        unit margin for every ordered pair whatever its loss gap (the classic
-        pairwise RankSVM / ordinal-regression hinge, StructBoost eq. 14).
+        Hinge bound: margin rescaling ([Blaschko2014 eq. 3]), slack rescaling
+        ([Blaschko2014 eq. 4]), or "unit": a unit margin for every ordered pair whatever its loss
+        gap (the classic pairwise RankSVM / ordinal-regression hinge, [Shen2014 eq. 14]).
     top_k : int or None, default=None
         Upper-side size of the "bipartite" graph per group (None: all samples
         better than the group's worst level vs that level).
@@ -110,8 +110,8 @@ class RankSVM(Persistent, BaseEstimator):
     References
     ----------
     Blaschko, Mittal & Rahtu, "An O(n log n) cutting plane algorithm for structured
-    output ranking", GCPR 2014 [Blaschko2014] (eq. numbers above are theirs); Joachims,
-    KDD 2006 [Joachims2006] and Herbrich et al. 2000 [Herbrich2000] for the "unit" hinge
+    output ranking", GCPR 2014 [Blaschko2014]; Joachims, KDD 2006
+    [Joachims2006] and Herbrich et al. 2000 [Herbrich2000] for the "unit" hinge
     (full citations: docs/references.md).
     """
 
@@ -241,7 +241,7 @@ class RankSVM(Persistent, BaseEstimator):
 
     def score(self, X, y, group=None):
         """Greater is better: mean NDCG@``score_k`` over groups when y are
-        relevance grades, minus the pairwise ranking risk (eq. 1) when y are
+        relevance grades, minus the pairwise ranking risk ([Blaschko2014 eq. 1]) when y are
         losses."""
         s = self.decision_function(X)
         group = check_score_group(self, group, len(s))

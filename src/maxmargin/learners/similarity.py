@@ -21,15 +21,15 @@ def _gaussian(A, B, gamma):
 @register
 class SimilarityFeatures(TransformerMixin, BaseEstimator):
     """Similarity to exemplars under several Gaussian kernels, per feature channel, with an
-    optional multiple-instance max over a support set (seed 002 eq. 5.76-5.79).
+    optional multiple-instance max over a support set ([Sun2012 eqs. 5.76-5.79]).
 
     For exemplars ``e_1..e_M`` (training points), kernels ``gamma_1..gamma_Q`` and channels
     ``p = 1..P`` (column groups of x), the output has ``M * P * Q`` columns
     ``S_{j,p,q}(x) = max_{s in support_p} exp(-gamma_q ||x^{p,s} - e_j^p||^2)``, where the
     exemplar is taken at the channel's anchor (its first column group) and ``x`` at every
-    group of its support set (eq. 5.79; without ``support_sets`` the support set is the
-    anchor alone, i.e. plain multi-kernel similarity features, eq. 5.78).  A linear model on
-    these features learns exemplar-specific similarity metrics (eq. 5.86); pair it with
+    group of its support set ([Sun2012 eq. 5.79]; without ``support_sets`` the support set is the
+    anchor alone, i.e. plain multi-kernel similarity features, [Sun2012 eq. 5.78]).  A linear model
+    on these features learns exemplar-specific similarity metrics ([Sun2012 eq. 5.86]); pair it with
     :class:`~maxmargin.ForwardFeatureSelector` for a sparse classifier (Sec. 5.3.2).
 
     Parameters
@@ -126,14 +126,14 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         return np.hstack(out)
 
     def refine(self, X, y, coef, intercept=0.0, *, max_iter=50, step=1.0):
-        """Exemplar refinement (eq. 5.87-5.89): move the exemplars to lower the hinge loss
-        ``sum_i max(0, 1 - y_i f_i)`` of a linear model ``f = S(x) . coef + intercept``
+        """Exemplar refinement ([Sun2012 eqs. 5.87-5.89]): move the exemplars to lower the hinge
+        loss ``sum_i max(0, 1 - y_i f_i)`` of a linear model ``f = S(x) . coef + intercept``
         fitted on these features (``coef``: one weight per output column, zero for
         unselected ones), by sub-gradient descent with backtracking: a step is taken only
         if the loss falls, so the loss never rises.  Only exemplars with a non-zero weight
         move; the regulariser of ``coef`` is untouched (Sec. 5.3.2).
 
-        Sub-gradient (eq. 5.88-5.89, sign corrected): ``dL/df_i = -y_i [y_i f_i < 1]``,
+        Sub-gradient ([Sun2012 eqs. 5.88-5.89], sign corrected): ``dL/df_i = -y_i [y_i f_i < 1]``,
         ``df_i / ds_ijpq = w_jpq`` and ``ds / de_j^p = 2 gamma_q s (x_i^{p,s*} - e_j^p)``
         with ``s*`` the support set attaining the max (the seed prints ``-2 gamma s (x_i -
         x_e)``, which would push an exemplar of positive weight *away* from the positive

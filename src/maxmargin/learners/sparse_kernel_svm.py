@@ -34,7 +34,7 @@ class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
     """Binary kernel SVM with at most ``n_basis`` basis vectors, trained by 1-slack
     cutting planes whose planes are projected on a growing basis (Joachims & Yu,
     "Sparse kernel SVMs via cutting-plane training", Machine Learning 76, 2009; seed 002
-    Algorithm 5).  See :mod:`maxmargin.solvers.sparse_kernel_svm`.
+    [Sun2012 Alg. 5]).  See :mod:`maxmargin.solvers.sparse_kernel_svm`.
 
     ``f(x) = sum_k coef_k k(b_k, x)`` (+ the intercept: with ``fit_intercept`` the kernel
     is ``k + 1``, i.e. a regularised intercept).  ``C`` weights the hinge sum, as in

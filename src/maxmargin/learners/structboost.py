@@ -69,7 +69,7 @@ _TASKS = {
 
 @register
 class StructBoost(Persistent, BaseEstimator):
-    """Boosting for structured outputs by column generation (StructBoost, Alg. 1 and 2).
+    """Boosting for structured outputs by column generation ([Shen2014 Algs. 1 and 2]).
 
     Minimises ``||w||_1 + C * (1/m) sum_i max_y [Delta(y_i, y) - w.dPsi_i(y)]_+`` over
     ``w >= 0``, where the columns of ``Psi`` are weak structured learners built by the
@@ -96,12 +96,12 @@ class StructBoost(Persistent, BaseEstimator):
         weak learners, certified by a duality gap (``history_[-1]["gap"]``).  "auto" is
         "fast" where it applies, else "exact".  See docs/structboost.md.
     formulation : {"auto", "1-slack", "n-slack"}, default="auto"
-        The LP of the exact master: eq. (9) with cutting planes, or eq. (3) with one slack
-        per example and row generation (the paper's "m-slack"; that spelling is accepted).
+        The LP of the exact master: [Shen2014 eq. 9] with cutting planes, or [Shen2014 eq. 3] with
+        one slack per example and row generation (the paper's "m-slack"; that spelling is accepted).
         Both have the same optimum (Theorem 2.1).  "auto" takes n-slack when the task's
         outputs can be listed, else 1-slack.
     eps_cp : float, default=0.01
-        Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
+        Cutting-plane tolerance on the average hinge ([Shen2014 Alg. 2 line 10]).
     eps_cg : float, default=1e-6
         Column generation stops when no weak learner has gain above ``1 + eps_cg``.
     tol : float, default=1e-4
@@ -118,9 +118,9 @@ class StructBoost(Persistent, BaseEstimator):
         duals of this truncated master; the loop is always run to ``eps_cp`` before
         convergence is declared and after the last iteration, so the final model is
         ``eps_cp``-accurate for its weak learners.  None: run every loop to ``eps_cp``
-        (the paper's Alg. 2).
+        (the paper's [Shen2014 Alg. 2]).
     random_state : int, RandomState, Generator or None, default=None
-        Tie breaking of the initial violators (Alg. 1 line 2).
+        Tie breaking of the initial violators ([Shen2014 Alg. 1 line 2]).
     n_jobs : int or None, default=None
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
@@ -410,7 +410,7 @@ class StructBoost(Persistent, BaseEstimator):
         ):
             # (polish=False asked for the smoothed solution and its gap)
             # (a certified 1-slack model of a task without listable outputs -- ranking --
-            # is accurate to C * eps_cp by design, Alg. 2)
+            # is accurate to C * eps_cp by design, [Shen2014 Alg. 2])
             if res.stop_reason == "stalled":
                 why = "the smoothing continuation stalled at its sharpest smoothing"
             elif not res.certified:
@@ -556,7 +556,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         tree of depth D, see docs/weak_learners.md) or an instance.
     sharing : {"shared", "per_class"}, default="shared"
         "shared": one weak classifier per iteration shared by all classes with one
-        weight per class (eq. 18); "per_class": one new weak classifier per class per
+        weight per class ([Shen2014 eq. 18]); "per_class": one new weak classifier per class per
         iteration.
     taxonomy : Taxonomy, dict, str, path or None, default=None
         Class tree (a :class:`~maxmargin.tasks.taxonomy.Taxonomy`, a dict, JSON text or
@@ -569,7 +569,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     formulation : {"auto", "1-slack", "n-slack"}, default="auto"
         The LP of the exact master; see :class:`StructBoost`.
     eps_cp : float, default=0.01
-        Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
+        Cutting-plane tolerance on the average hinge ([Shen2014 Alg. 2 line 10]).
     eps_cg : float, default=1e-6
         Column generation stops when no weak learner has gain above ``1 + eps_cg``.
     tol : float, default=1e-4
@@ -579,7 +579,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     max_cp_rounds : int or None, default=10
         Cutting-plane rounds per boosting iteration (None: to ``eps_cp``).
     random_state : int, RandomState, Generator or None, default=None
-        Tie breaking of the initial violators (Alg. 1 line 2).
+        Tie breaking of the initial violators ([Shen2014 Alg. 1 line 2]).
     n_jobs : int or None, default=None
         Workers on the active joblib backend (loky processes by default;
         ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump

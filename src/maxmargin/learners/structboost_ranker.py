@@ -1,4 +1,4 @@
-"""StructBoost for AUC maximisation, ordinal regression and ranking (Sec. 3.2, eq. 14).
+"""StructBoost for AUC maximisation, ordinal regression and ranking (Sec. 3.2, [Shen2014 eq. 14]).
 
 Shen, Lin, van den Hengel, "StructBoost: Boosting Methods for Predicting Structured
 Output Variables", IEEE TPAMI 36(10), 2014; the 1-slack planes come from the
@@ -27,7 +27,7 @@ RANKER_FORMULATIONS = ("1-slack", "n-slack")
 class StructBoostRanker(StructBoost):
     """Boosted ranking function ``f(x) = sum_j w_j phi_j(x)`` trained on preference pairs.
 
-    Solves eq. (14) of StructBoost: ``min ||w||_1 + C / |S| sum_(i,j) xi_ij`` over
+    Solves [Shen2014 eq. 14]: ``min ||w||_1 + C / |S| sum_(i,j) xi_ij`` over
     ``w >= 0`` subject to ``f(x_i) - f(x_j) >= 1 - xi_ij`` for every pair (i, j) in
     ``S`` (i more relevant than j, inside the same group).  Binary ``y`` makes this AUC
     maximisation; graded ``y`` ordinal regression; ``group`` (query ids) learning to rank.
@@ -50,16 +50,16 @@ class StructBoostRanker(StructBoost):
         Which pairs form ``S`` inside a group (see :mod:`maxmargin.inference.ranking`);
         "complete" is every pair with different relevance.
     rescaling : {"unit", "margin", "slack"}, default="unit"
-        "unit" is eq. (14): margin 1 and weight 1 for every pair.  "margin" / "slack"
+        "unit" is [Shen2014 eq. 14]: margin 1 and weight 1 for every pair.  "margin" / "slack"
         use the relevance gap of the pair as the margin / as a weight.
     top_k : int or None, default=None
         Upper side of the "bipartite" graph.
     normalize : {"pairs", "query"}, default="pairs"
-        "pairs": the hinge is averaged over all pairs (eq. 14, ``C / |S|``); "query":
+        "pairs": the hinge is averaged over all pairs ([Shen2014 eq. 14], ``C / |S|``); "query":
         averaged inside each group, then over the groups that have pairs, so every query
         counts equally (learning to rank).  Same as ``"pairs"`` without groups.
     eps_cp : float, default=0.01
-        Cutting-plane tolerance on the average hinge (Alg. 2 line 10).
+        Cutting-plane tolerance on the average hinge ([Shen2014 Alg. 2 line 10]).
     eps_cg : float, default=1e-6
         Column generation stops when no weak learner has gain above ``1 + eps_cg``.
     master : {"auto", "fast", "exact"}, default="auto"
@@ -75,7 +75,7 @@ class StructBoostRanker(StructBoost):
         Threads of the ranking oracle's parallel recursion levels (here ``n_jobs`` does
         not parallelise the stump search, unlike :class:`StructBoost`).
     random_state : int, RandomState, Generator or None, default=None
-        Tie breaking of the initial violators (Alg. 1 line 2).
+        Tie breaking of the initial violators ([Shen2014 Alg. 1 line 2]).
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -83,7 +83,7 @@ class StructBoostRanker(StructBoost):
     certify : {"gap", "exact", "none"}, default="gap"
         How a fit of the fast master ends (see :class:`~maxmargin.StructBoost`): a
         certified relative gap of at most ``gap_tol`` by smoothing continuation, the exact
-        1-slack optimum (Alg. 2 to ``eps_cp``), or the smoothed solution as is.
+        1-slack optimum ([Shen2014 Alg. 2] to ``eps_cp``), or the smoothed solution as is.
     gap_tol : float, default=1e-2
         Relative duality gap of ``certify="gap"``.
 

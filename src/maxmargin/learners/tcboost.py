@@ -47,9 +47,9 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
         R(w) + C * mean_i L(y_i F(x_i)),   F(x) = sum_t w_t h_t(x),
 
     ``R = ||w||_1`` (``penalty="l1"``) or ``1/2 ||w||^2`` (``"l2"``), ``L`` the hinge,
-    exponential or logistic loss (thesis eq. 3.7 / 3.8).  Each round prices the weak
+    exponential or logistic loss ([Sun2012 eqs. 3.7/3.8]).  Each round prices the weak
     learners with the sample weights ``a_i = -C/n L'(y_i F(x_i))`` (for the hinge: the
-    master's multipliers), adds the one maximising ``sum_i a_i y_i h(x_i)`` (eq. 3.6) and
+    master's multipliers), adds the one maximising ``sum_i a_i y_i h(x_i)`` ([Sun2012 eq. 3.6]) and
     re-solves for all weights (see :mod:`maxmargin.solvers.tc_boost`).  With L1 and the
     hinge this is LPBoost, and the optimum equals
     :class:`~maxmargin.StructBoostClassifier`'s on two classes (same ``C``).

@@ -15,11 +15,11 @@ sensitive boosting", TPAMI 33, 2011): stage-wise minimisation of
 * discrete: the {-1, +1} stump of largest edge ``sum_i omega_i y_i h(x_i)``, its weight by
   an exact line search of ``L`` (four exponentials; closed form at equal costs);
 * real: the split of Real AdaBoost on the weights ``omega`` and on each side the
-  minimiser of ``L``, ``1/(C_1 + C_-1) log((P + eps) / (N + eps))`` (eq. 4.16; ``P``,
+  minimiser of ``L``, ``1/(C_1 + C_-1) log((P + eps) / (N + eps))`` ([Sun2012 eq. 4.16]; ``P``,
   ``N`` the positive / negative ``omega`` on that side, ``eps = 1/(2n)`` as in the
   symmetric learner);
 * gentle: the split of Gentle AdaBoost on ``omega`` and the Newton step
-  ``(P - N) / (C_1 P + C_-1 N)`` on each side (eq. 4.17).
+  ``(P - N) / (C_1 P + C_-1 N)`` on each side ([Sun2012 eq. 4.17]).
 
 With ``C_1 = C_-1 = 1`` all three are exactly :class:`~maxmargin.BinaryAdaBoost`.  The
 split of Real / Gentle stages is chosen by the symmetric criterion on ``omega``
@@ -27,7 +27,7 @@ split of Real / Gentle stages is chosen by the symmetric criterion on ``omega``
 values carry the costs -- exact at equal costs, an approximation otherwise (documented in
 docs/detection.md).
 
-**Information recycling** (Sec. 4.4, Algorithm 3): every round also considers the best
+**Information recycling** (Sec. 4.4, [Sun2012 Alg. 3]): every round also considers the best
 *recycled* weak classifier -- a split already used by an earlier stage or round, with
 its outputs re-fitted to the current weights -- and takes the new one only if its loss
 reduction beats the recycled one's by more than ``lambda = lambda* max(d_new, d_rec)``
@@ -42,15 +42,15 @@ totally-corrective column generation on::
 
 with ``A[i, t] = h_t(x_i)`` the {-1, +1} stump outputs, ``e_i = 1/M_1`` on positives and
 ``-1/M_-1`` on negatives (so ``e'Aw = w'(mu_1 - mu_-1)``), and ``Q`` such that
-``rho'Q rho`` is the unbiased variance of the positive scores ``rho = Aw`` (LAC, eq.
-4.37) or the sum of the positive and negative score variances (Fisher's LDA, eq. 4.48
-with the within-class scatter); ``sigma I`` is the thesis's ridge on the scores (``Q +
-sigma I``, "penalising the sum of squares of the strong classifier scores").  The ridge is
+``rho'Q rho`` is the unbiased variance of the positive scores ``rho = Aw`` (LAC,
+[Sun2012 eq. 4.37]) or the sum of the positive and negative score variances (Fisher's LDA,
+[Sun2012 eq. 4.48] with the within-class scatter); ``sigma I`` is the thesis's ridge on the scores
+(``Q + sigma I``, "penalising the sum of squares of the strong classifier scores").  The ridge is
 put on the scores, not on ``w``: a ridge on ``w`` would reward splitting a weight over
 copies of one column, and column generation would keep adding the same stump.  The
 restricted master over the chosen columns is solved by the project's capped-simplex SMO
 (:func:`maxmargin.solvers.qp_master.smo_steps`, stopping on the exact duality gap);
-pricing is eq. 4.44: with ``alpha = theta e - (Q + sigma I) rho`` the stump maximising
+pricing is [Sun2012 eq. 4.44]: with ``alpha = theta e - (Q + sigma I) rho`` the stump maximising
 ``sum_i alpha_i h(x_i)`` enters if that exceeds the multiplier
 ``lambda`` of ``1'w <= 1``.
 """
@@ -167,7 +167,7 @@ def _leaf_values(u, ys, side, c1, c0, variant, n):
         eps = 1.0 / (2.0 * n)
         lo = np.log((P_lo + eps) / (N_lo + eps)) / (c1 + c0)
         hi = np.log((P_hi + eps) / (N_hi + eps)) / (c1 + c0)
-    else:  # gentle, eq. 4.17
+    else:  # gentle, [Sun2012 eq. 4.17]
         T_lo, T_hi = c1 * P_lo + c0 * N_lo, c1 * P_hi + c0 * N_hi
         lo = np.divide(P_lo - N_lo, T_lo, out=np.zeros_like(T_lo), where=T_lo > 0)
         hi = np.divide(P_hi - N_hi, T_hi, out=np.zeros_like(T_hi), where=T_hi > 0)
@@ -203,7 +203,7 @@ def fit_cost_sensitive_stage(
     """Cost-sensitive Discrete / Real / Gentle AdaBoost for one stage.
 
     ``ys`` in {-1, +1}; ``F0``: starting scores (default 0); ``recycle``: split stumps
-    (any :class:`RealStumps` / feature-threshold pairs) that may be reused (Algorithm 3);
+    (any :class:`RealStumps` / feature-threshold pairs) that may be reused ([Sun2012 Alg. 3]);
     ``stop(stumps)`` is called after every round with the stage so far and ends training
     when it returns True; ``on_round(record)`` is called with every round's record
     before that.  History rows: ``iteration``, ``objective`` (the cost-sensitive
@@ -270,7 +270,7 @@ def fit_cost_sensitive_stage(
         else:
             f, t, lo, hi = f_new, t_new, float(lo_new[0]), float(hi_new[0])
             side = side_new[0]
-            if recycle is not None:  # new splits join the recycling pool (Algorithm 3)
+            if recycle is not None:  # new splits join the recycling pool ([Sun2012 Alg. 3])
                 pool_f.append(f)
                 pool_t.append(t)
                 pool_side = np.vstack([pool_side, side[None]])
@@ -357,15 +357,15 @@ def fit_asymmetric_stage(
 ) -> StageResult:
     """LACBoost / FisherBoost by column generation (see the module docstring).
 
-    ``F0``: starting scores ``rho0`` (default 0; strong classifier chaining, thesis eq.
-    4.59): the master is the objective of the scores ``rho0 + Aw``, i.e. the linear term
-    becomes ``b_t = theta e'a_t - a_t'(Q + sigma I) rho0`` and pricing uses ``alpha =
+    ``F0``: starting scores ``rho0`` (default 0; strong classifier chaining,
+    [Sun2012 eq. 4.59]): the master is the objective of the scores ``rho0 + Aw``, i.e. the linear
+    term becomes ``b_t = theta e'a_t - a_t'(Q + sigma I) rho0`` and pricing uses ``alpha =
     theta e - (Q + sigma I)(rho0 + Aw)``; ``objective`` then omits the constant
     ``1/2 rho0'(Q + sigma I) rho0 - theta e'rho0``.
 
     ``recycle``: splits (with either polarity) that are priced beside the weak learner's
     best new stump; the new one enters only if its price beats the recycled one's by
-    more than ``recycle_lambda * max(prices)`` (Algorithm 3 with the pricing gain in the
+    more than ``recycle_lambda * max(prices)`` ([Sun2012 Alg. 3] with the pricing gain in the
     place of the loss reduction).  History rows: ``iteration``, ``objective``,
     ``dual_bound`` (restricted master), ``gap``, ``price``, ``lambda``, ``n_weak``.
     """

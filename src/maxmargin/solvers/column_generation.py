@@ -1,19 +1,19 @@
-"""StructBoost training: column generation (Alg. 1) around a restricted master.
+"""StructBoost training: column generation ([Shen2014 Alg. 1]) around a restricted master.
 
 Shen, Lin, van den Hengel, "StructBoost: Boosting Methods for Predicting Structured
 Output Variables", IEEE TPAMI 36(10), 2014.
 
-Outer loop (column generation, Alg. 1, :func:`fit_structboost`).  The master's duals give
+Outer loop (column generation, [Shen2014 Alg. 1], :func:`fit_structboost`).  The master's duals give
 mu_(i, y); the task turns mu into signed sample weights and the weak learner returns the
 classifier of largest gain ``g(psi) = sum_(i, y) mu_(i, y) dpsi_i(y)``.  In the restricted
-dual (eq. 10b) every column must satisfy ``g(psi) <= 1`` (its cost in the primal
+dual ([Shen2014 eq. 10b]) every column must satisfy ``g(psi) <= 1`` (its cost in the primal
 objective ``1'w``); a column with ``g > 1`` has negative reduced cost ``1 - g`` and
 improves the master.  Hence the stopping test is
 
     max_psi g(psi) <= 1 + eps_cg,
 
 i.e. no weak learner violates the dual constraint by more than eps_cg.  (The printed
-eq. (8), ``<= 1 - eps_cg``, cannot be met once the best weak learner is already in the
+[Shen2014 eq. 8], ``<= 1 - eps_cg``, cannot be met once the best weak learner is already in the
 master, where its gain is exactly 1 at optimality; see docs/structboost.md.)  The test is
 only applied to *exact* duals: a master whose duals are approximate (smoothed, or from a
 truncated cutting-plane loop) is first solved exactly ("certified") and the weak learners
@@ -26,10 +26,10 @@ Masters (the restricted problem over the current columns):
   (:mod:`maxmargin.solvers.smoothed_problem`) every iteration, certified by a gap or the
   exact n-slack LP.  Tasks whose outputs can be listed or that have a smoothed risk.
 * ``"exact"``, n-slack -- :class:`~maxmargin.solvers.n_slack_master.NSlackMaster`: the
-  n-slack ("m-slack") LP [Shen14 eq. 3] with row generation every iteration; the
+  n-slack ("m-slack") LP [Shen2014 eq. 3] with row generation every iteration; the
   paper's column sequence.
 * ``"exact"``, 1-slack -- :class:`~maxmargin.solvers.one_slack_master.OneSlackMaster`:
-  [Shen14 Alg. 2], Kelley's cutting planes on the 1-slack LP [Shen14 eq. 9]; the only
+  [Shen2014 Alg. 2], Kelley's cutting planes on the 1-slack LP [Shen2014 eq. 9]; the only
   master for tasks with a joint 1-slack oracle only
   (:class:`~maxmargin.tasks.ranking.RankingTask`).
 
@@ -110,7 +110,7 @@ def _relative_gap(primal: float, dual: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------
-# Alg. 1
+# [Shen2014 Alg. 1]
 # ---------------------------------------------------------------------------------------
 def _interrupted(store, history, w_path) -> ColumnGenerationResult:
     """Ctrl-C during a fit: the model of the last completed iteration (columns added
@@ -198,13 +198,13 @@ def fit_structboost(
     n_jobs: int | None = None,
     monitor: ConvergenceMonitor | None = None,
 ) -> ColumnGenerationResult:
-    """[Shen14 Alg. 1]: column generation over weak structured learners around a
+    """[Shen2014 Alg. 1]: column generation over weak structured learners around a
     restricted master, on a bound ``task``.
 
     ``master="fast"`` (tasks with ``dense_outputs``): smoothed master with inner tolerance
     ``tol`` (relative decrease per L-BFGS step) and at most ``max_inner`` steps per
     iteration.  ``master="exact"``: the ``formulation`` LP ("n-slack": row generation to
-    ``eps_cp``; "1-slack": Alg. 2 with ``eps_cp``, ``max_cp_rounds``, ``stabilize``,
+    ``eps_cp``; "1-slack": [Shen2014 Alg. 2] with ``eps_cp``, ``max_cp_rounds``, ``stabilize``,
     ``prune_after``, ``truncate_gap``).  Every run ends with the exact optimum over its
     final columns (``certified``) unless ``max_time`` ran out first; ``max_time`` covers
     that final solve too.

@@ -1,7 +1,7 @@
 """The columns of StructBoost's master: weak classifiers, their outputs and their slots.
 
 A column is a weak structured learner ``psi_(phi, s)``: a weak classifier ``phi`` entering
-slot ``s`` of the task's joint feature map (StructBoost eq. 11; see
+slot ``s`` of the task's joint feature map ([Shen2014 eq. 11]; see
 :mod:`maxmargin.tasks.base`).  Every master (smoothed, m-slack LP, 1-slack LP) needs the
 classifiers' outputs ``H[h] = phi_h(z)`` on the task's weak inputs ``z``: the slot scores
 of a weight vector are ``F = H' W`` with ``W[h, s]`` the weight of column ``(h, s)``, and a

@@ -1,7 +1,7 @@
 """The 1-slack cutting-plane loop shared by every L2-regularised 1-slack learner.
 
 Joachims, Finley & Yu, "Cutting-plane training of structural SVMs", Machine Learning 77
-(2009), Alg. 4 (margin rescaling) and 5 (slack rescaling): for
+(2009), [Joachims2009 Alg. 4] (margin rescaling) and [Joachims2009 Alg. 5] (slack rescaling): for
 
     min_w 1/2 ||w||^2 + C xi   s.t.  <w, a> >= b - xi  for every plane (a, b)
 

@@ -10,15 +10,16 @@ multi-class boosting", CVPR 2011 (MultiBoost), are the same optimisation:
 with ``F[i, c] = sum_{j: class(j) = c} w_j h_j(x_i)`` and ``p = m (K - 1)``.  A variable
 ``j`` is a pair (weak learner ``hyp(j)``, class ``class(j)``): class-wise learners give one
 variable per weak learner, shared learners give K.  For weak learners with outputs in
-{-1, 0, +1} each coordinate has a closed-form minimiser (eq. 12), which FCD (Alg. 2) uses.
+{-1, 0, +1} each coordinate has a closed-form minimiser ([Lin2012 eq. 12]), which FCD
+([Lin2012 Alg. 2]) uses.
 
 Numerical safety: the scores F are kept exactly (additive updates, the log domain of
 mu); ``mu(i, y) = exp(F[i, y] - F[i, y_i])`` is updated multiplicatively inside one sweep
-(eq. 20) and recomputed from F before each KKT check, so entries that underflowed recover.
+([Lin2012 eq. 20]) and recomputed from F before each KKT check, so entries that underflowed recover.
 FCD decreases the objective monotonically from its value C at w = 0, so ``mu <= p``
-can never overflow, and eq. (12) is evaluated in the cancellation-free log form
+can never overflow, and [Lin2012 eq. 12] is evaluated in the cancellation-free log form
 ``w = log V+ - log(sqrt(V+ V- + a^2) + a)``, ``a = p / 2C``, which is finite for
-V- = 0 and tends to eq. (13) as C grows.
+V- = 0 and tends to [Lin2012 eq. 13] as C grows.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ _REFRESH_EVERY = 8  # stage-wise sweeps between exact recomputations of mu
 
 @njit(cache=True)
 def _mu_from_scores(F, y, mu, S):  # pragma: no cover - compiled
-    """mu[c, i] = exp(F[c, i] - F[y_i, i]) (eq. 15), mu[y_i, i] = 0, S_i = sum_c mu[c, i]."""
+    """mu[c, i] = exp(F[c, i] - F[y_i, i]) ([Lin2012 eq. 15]), mu[y_i, i] = 0,
+    S_i = sum_c mu[c, i]."""
     K, m = F.shape
     for i in range(m):
         S[i] = 0.0
@@ -76,7 +78,7 @@ def _signed_weights(lo, hi, mu, S, At):  # pragma: no cover - compiled
 
 @njit(cache=True, fastmath=True)
 def _gradient(H, var_hyp, var_cls, At, scale, out):  # pragma: no cover - compiled
-    """d g / d w_j = 1 - (C/p) sum_i h_j(x_i) At[class(j), i] (the bracket of eq. 14).
+    """d g / d w_j = 1 - (C/p) sum_i h_j(x_i) At[class(j), i] (the bracket of [Lin2012 eq. 14]).
 
     Serial on purpose: a SIMD dot per variable; threads lose on shared, busy machines.
     """
@@ -122,8 +124,9 @@ def _log_root_plus(lb, la):  # pragma: no cover - compiled
 def _coordinate_minimiser(lvp, lvm, la, large_c):  # pragma: no cover - compiled
     """argmin_{w >= 0} w + (C/p)(V- e^w + V+ e^-w) from log V+, log V-, la = log(p / 2C).
 
-    Eq. (12) rewritten as ``e^w = V+ / (sqrt(V+ V- + a^2) + a)``; ``large_c`` uses eq. (13)
-    ``w = log(V+ / V-) / 2`` (only when V- > 0; otherwise (12), which stays finite).
+    [Lin2012 eq. 12] rewritten as ``e^w = V+ / (sqrt(V+ V- + a^2) + a)``; ``large_c`` uses
+    [Lin2012 eq. 13] ``w = log(V+ / V-) / 2`` (only when V- > 0; otherwise [Lin2012 eq. 12], which
+    stays finite).
     """
     if lvp == -np.inf:
         return 0.0
@@ -136,7 +139,8 @@ def _coordinate_minimiser(lvp, lvm, la, large_c):  # pragma: no cover - compiled
 
 @njit(cache=True, fastmath=True)
 def _v_sums(h, a, b, S, muc):  # pragma: no cover - compiled
-    """Sums of mu over D_{+1} and D_{-1} of a variable of class c (eq. 21 before rescaling).
+    """Sums of mu over D_{+1} and D_{-1} of a variable of class c ([Lin2012 eq. 21] before
+    rescaling).
 
     Own-class samples [a, b) have dh = h on all K - 1 constraints (total S_i); the others
     have dh = -h on the single constraint (i, c).
@@ -160,7 +164,7 @@ def _v_sums(h, a, b, S, muc):  # pragma: no cover - compiled
 
 @njit(cache=True, fastmath=True)
 def _apply(h, c, a, b, d, F, mu, S, fac):  # pragma: no cover - compiled
-    """Eq. (20) after w_j += d: mu *= exp(-dh d); the scores of class c move by d h."""
+    """[Lin2012 eq. 20] after w_j += d: mu *= exp(-dh d); the scores of class c move by d h."""
     K, m = F.shape
     ep = math.exp(d)
     em = math.exp(-d)
@@ -217,7 +221,7 @@ class ExpLossState(NamedTuple):
 
 @njit(cache=True)
 def _sweep(order, var, st, la, large_c):  # pragma: no cover
-    """Closed-form coordinate updates (Alg. 2 lines 5-10) for the variables in ``order``
+    """Closed-form coordinate updates ([Lin2012 Alg. 2 lines 5-10]) for the variables in ``order``
     (``var``: :class:`FCDVariables`, ``st``: :class:`ExpLossState`, updated in place)."""
     H, var_hyp, var_cls, lo, hi = var.H, var.hyp, var.cls, var.lo, var.hi
     w, F, mu, S, fac = st.w, st.F, st.mu, st.S, st.fac
@@ -244,7 +248,8 @@ def _sweep(order, var, st, la, large_c):  # pragma: no cover
 def closed_form_update(
     v_plus: float, v_minus: float, C: float, p: float, large_C: bool = False
 ) -> float:
-    """Eq. (12) (or (13)): the minimiser over w >= 0 of ``w + (C/p)(V- e^w + V+ e^-w)``."""
+    """[Lin2012 eq. 12] (or [Lin2012 eq. 13]): the minimiser over w >= 0 of
+    ``w + (C/p)(V- e^w + V+ e^-w)``."""
     lvp = math.log(v_plus) if v_plus > 0 else -np.inf
     lvm = math.log(v_minus) if v_minus > 0 else -np.inf
     return float(_coordinate_minimiser(lvp, lvm, math.log(p / (2.0 * C)), bool(large_C)))
@@ -256,7 +261,7 @@ class ExpLossMaster:
 
     Holds the weak-learner outputs ``H`` (int8 rows in {-1, 0, +1}, or float rows for
     L-BFGS-B with real-valued learners), the variables (hypothesis, class), the weights
-    ``w``, the scores ``F`` and ``mu``/``S``.  :meth:`solve_fcd` is Alg. 2,
+    ``w``, the scores ``F`` and ``mu``/``S``.  :meth:`solve_fcd` is [Lin2012 Alg. 2],
     :meth:`solve_lbfgs` the L-BFGS-B baseline on the same problem.
     """
 
@@ -375,7 +380,7 @@ class ExpLossMaster:
         return g
 
     def kkt_violation(self, g=None) -> np.ndarray:
-        """theta_j of eq. (16): |g_j| if w_j > 0 else max(0, -g_j)."""
+        """theta_j of [Lin2012 eq. 16]: |g_j| if w_j > 0 else max(0, -g_j)."""
         g = self.gradient() if g is None else g
         return np.where(self.w > 0, np.abs(g), np.maximum(0.0, -g))
 
@@ -390,8 +395,9 @@ class ExpLossMaster:
         large_C: bool = False,
         check_kkt: bool = False,
     ) -> dict:
-        """Alg. 2: sequential sweep over ``new_vars``, then random picks from the working set
-        of KKT violators (17) until max theta <= eps (18) or tau_max sweeps."""
+        """[Lin2012 Alg. 2]: sequential sweep over ``new_vars``, then random picks from the working
+        set of KKT violators ([Lin2012 eq. 17]) until max theta <= eps ([Lin2012 eq. 18]) or
+        tau_max sweeps."""
         if not self.discrete:
             raise ValueError("FCD needs discrete weak learners (outputs in {-1, 0, +1})")
         rng = np.random.default_rng(rng)

@@ -12,9 +12,9 @@ logistic loss ``log(1 + exp(-m))``.
 
 Each solver returns ``(w, b, a, objective)`` where ``a_i = -C l'(m_i) >= 0`` are the
 dual variables (for the hinge: the multipliers of the margin constraints, a sub-gradient
-choice, thesis eq. 2.86-2.87).  The gradient of the loss term along an unselected column
+choice, [Sun2012 eqs. 2.86-2.87]).  The gradient of the loss term along an unselected column
 j is ``-s_j`` with ``s_j = sum_i a_i y_i x_ij`` -- the column-generation score of
-thesis eq. 2.85 / 2.90.
+[Sun2012 eqs. 2.85/2.90].
 
 Solvers: L2 hinge -- dual coordinate descent (:func:`maxmargin.solvers.svm.fit_dual_cd`,
 warm started from the previous multipliers); L2 squared hinge -- a finite Newton method
@@ -1243,7 +1243,7 @@ def select_features(
             if max_time is not None and rec["t_total"] >= max_time:
                 timed_out = True
                 break
-            if penalty == "l1":  # only violated constraints may enter (eq. 2.90)
+            if penalty == "l1":  # only violated constraints may enter ([Sun2012 eq. 2.90])
                 score = np.where(score > 1.0, score, -np.inf)
                 if not np.isfinite(score.max()):
                     break

@@ -1,7 +1,7 @@
 """The LP master problem of StructBoost, solved incrementally with HiGHS.
 
-Both StructBoost primals (m-slack eq. 3 and 1-slack eq. 9) restricted to the current
-columns (weak structured learners) and rows (cutting planes) have the form
+Both StructBoost primals (m-slack [Shen2014 eq. 3] and 1-slack [Shen2014 eq. 9]) restricted to the
+current columns (weak structured learners) and rows (cutting planes) have the form
 
     min  sum_j w_j + sum_k cost_k xi_k
     s.t. sum_j a_rj w_j + xi_slack(r) >= b_r    for every row r,     w >= 0, xi >= 0,
@@ -9,7 +9,7 @@ columns (weak structured learners) and rows (cutting planes) have the form
 with one slack of cost C (1-slack) or m slacks of cost C/m (m-slack).  Rows and columns
 are appended to a live ``highspy.Highs`` model, so each solve starts from the previous
 basis: dual simplex after new rows, primal simplex after new columns.  The row duals are
-the multipliers lambda of Alg. 2 line 11, from which mu is formed.
+the multipliers lambda of [Shen2014 Alg. 2 line 11], from which mu is formed.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ class LPMaster:
 
 
 class NSlackLP:
-    """StructBoost's m-slack master (eq. 3) over stored columns, solved exactly by HiGHS.
+    """StructBoost's m-slack master ([Shen2014 eq. 3]) over stored columns, solved exactly by HiGHS.
 
     The LP holds only *active* rows -- pairs ``(i, y)``: ``w.dPsi_i(y) + xi_i >=
     Delta(y_i, y)`` -- and *active* columns; :meth:`run` alternates HiGHS solves (warm-

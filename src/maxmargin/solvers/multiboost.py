@@ -1,11 +1,11 @@
-"""MultiBoost's column generation (Lin et al., ACCV 2012, Alg. 1) around the exponential-loss
-master :class:`~maxmargin.solvers.fcd.ExpLossMaster` (FCD, Alg. 2, or L-BFGS-B).
+"""MultiBoost's column generation ([Lin2012 Alg. 1]) around the exponential-loss
+master :class:`~maxmargin.solvers.fcd.ExpLossMaster` (FCD, [Lin2012 Alg. 2], or L-BFGS-B).
 
-Every iteration prices the weak learners with the master's dual weights (eq. 4: the best
-weak learner per class; ``shared``: the single best (weak learner, class) pair, eq. 6),
+Every iteration prices the weak learners with the master's dual weights ([Lin2012 eq. 4]: the best
+weak learner per class; ``shared``: the single best (weak learner, class) pair, [Lin2012 eq. 6]),
 stops when none has gain above ``1 + eps_cg`` (the dual constraint 3b), adds the new
 columns and re-solves the master; it also stops when the objective changes by less than
-``tol`` (relative, Alg. 1 line 7), or when ``record`` says so (``max_time``).
+``tol`` (relative, [Lin2012 Alg. 1 line 7]), or when ``record`` says so (``max_time``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def fit_multiboost(
     eps_cg: float = 1e-6,
     **options,
 ) -> bool:
-    """Run Alg. 1; returns True when the dual test (3b) stopped it (converged).
+    """Run [Lin2012 Alg. 1]; returns True when the dual test (3b) stopped it (converged).
 
     ``builder`` records weak learners, variables and weights (for the estimator's model
     and staged prediction); ``record(iteration, objective, raw_scores, **stats)`` appends

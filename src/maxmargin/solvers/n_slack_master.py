@@ -1,4 +1,4 @@
-"""StructBoost's n-slack restricted master ([Shen14 eq. 3], the paper's "m-slack").
+"""StructBoost's n-slack restricted master ([Shen2014 eq. 3], the paper's "m-slack").
 
 Shen, Lin, van den Hengel, "StructBoost: Boosting Methods for Predicting Structured
 Output Variables", IEEE TPAMI 36(10), 2014 [Shen14].  The LP itself (HiGHS, rows and
@@ -17,7 +17,7 @@ __all__ = ["NSlackMaster"]
 
 
 class NSlackMaster(RestrictedMaster):
-    """The paper's m-slack master (eq. 3): rows violated by more than ``eps_cp`` added
+    """The paper's m-slack master ([Shen2014 eq. 3]): rows violated by more than ``eps_cp`` added
     each iteration (row generation), zero columns and rows dropped from the LP."""
 
     formulation = "n-slack"
@@ -30,7 +30,7 @@ class NSlackMaster(RestrictedMaster):
         self.task, self.store, self.C = task, store, C
         self.eps_cp, self.eps_cg = eps_cp, eps_cg
         self.lp = NSlackLP(task, store, C)
-        init = task.initial_violators(rng)  # Alg. 1 line 2
+        init = task.initial_violators(rng)  # [Shen2014 Alg. 1 line 2]
         self.lp.add_rows(np.arange(task.n_samples), init.label)
         self.lp.run(row_tol=eps_cp, col_tol=eps_cg)
         self.certified = False

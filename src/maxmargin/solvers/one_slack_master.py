@@ -1,5 +1,5 @@
 """StructBoost's 1-slack restricted master: Kelley's cutting planes on the 1-slack LP
-([Shen14 Alg. 2, eq. 9]).
+([Shen2014 Alg. 2, eq. 9]).
 
 Shen, Lin, van den Hengel, "StructBoost: Boosting Methods for Predicting Structured
 Output Variables", IEEE TPAMI 36(10), 2014 [Shen14].
@@ -30,7 +30,8 @@ STALL_ROUNDS = 5
 
 
 class OneSlackMaster(RestrictedMaster):
-    """Alg. 2: Kelley's cutting planes on the 1-slack LP (eq. 9), working set kept.
+    """[Shen2014 Alg. 2]: Kelley's cutting planes on the 1-slack LP ([Shen2014 eq. 9]), working
+    set kept.
 
     Implementation details that are ours (docs/structboost.md): best-point certificate,
     in-out stabilised planes, pruning of planes inactive for ``prune_after`` solves,
@@ -190,11 +191,11 @@ class OneSlackMaster(RestrictedMaster):
         return sol
 
     def _cutting_planes(self, sol: LPSolution, limit: int | None, deadline: float | None):
-        """Alg. 2 for fixed columns, from the current working set.
+        """[Shen2014 Alg. 2] for fixed columns, from the current working set.
 
         Returns the best point seen (lowest true objective) with the LP's duals.  Stops
-        when the LP point passes the test of Alg. 2 line 10, or when the best point's true
-        objective is within ``C * eps_cp`` of the LP value (a lower bound for the current
+        when the LP point passes the test of [Shen2014 Alg. 2 line 10], or when the best point's
+        true objective is within ``C * eps_cp`` of the LP value (a lower bound for the current
         columns) -- the same accuracy certificate, reached without waiting for the LP
         point itself to settle.  Each round also queries the oracle at the mid-point
         between the best point and the LP point (in-out stabilisation of Kelley's method)
@@ -236,7 +237,7 @@ class OneSlackMaster(RestrictedMaster):
                 if found.risk > sol.xi[0] + eps_cp:
                     added = self._add_cut(found) or added
             if not added:
-                # nothing added: either certified, or the paper's test (Alg. 2 l. 10) held
+                # nothing added: certified, or the paper's test ([Shen2014 Alg. 2 l. 10]) held
                 self._loop_certified = done or not (out_of_time or truncate or stuck)
                 if stuck:
                     warnings.warn(

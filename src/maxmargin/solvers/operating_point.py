@@ -5,15 +5,15 @@ A cascade of ``n`` stages must reach recall ``A`` and false acceptance rate (FAR
 ROC points ``(alpha_k, beta_k)`` (recall and FAR of the threshold ``t_k`` on validation
 scores).  Three rules decide whether a stage is good enough and which point it takes:
 
-* **fixed rule** (eq. 4.51): the point must reach ``(A^(1/n), B^(1/n))``; among the points
+* **fixed rule** ([Sun2012 eq. 4.51]): the point must reach ``(A^(1/n), B^(1/n))``; among the points
   that do, the one with the lowest FAR is taken.
-* **one-point planning** (eq. 4.52): the point must lie on or above the *cascade
+* **one-point planning** ([Sun2012 eq. 4.52]): the point must lie on or above the *cascade
   indifference curve* ``{(A^(m/n), B^(m/n)) : 1 <= m <= n}`` (continuous ``m``): repeating
   it ``n/m`` times meets the goal.  With ``m_b = n log beta / log B`` and ``m_a = n log
   alpha / log A`` this is ``max(1, m_a) <= min(n, m_b)``.  Among such points: lowest FAR
   (``select="min_far"``, the thesis's implementation), highest recall (``"max_recall"``)
   or highest curve ``A* = B^(log alpha / log beta)`` (``"max_curve"``).
-* **two-point planning** (eq. 4.54 / its log form 4.55): the LP
+* **two-point planning** ([Sun2012 eq. 4.54] / its log form 4.55): the LP
   ``max sum_k x_k log alpha_k  s.t.  sum_k x_k log beta_k <= log B,  sum_k x_k <= n,
   x >= 0``; the goal is reachable when ``exp(optimum) >= A``.  A vertex optimum uses at
   most two points; the stage takes the one with the smaller FAR.  Solved by HiGHS.
@@ -27,8 +27,8 @@ goal and gives up FAR (``fallback="recall"``, the same for every rule): the lowe
 with ``alpha >= A^(1/n)`` (the highest recall if no point has it).  After a stage takes
 ``(a, b)`` the remaining goal is ``A <- A / a``, ``B <- B / b``, ``n <- n - 1``.
 
-Corrections to the seed's text (see docs/detection.md): eq. 4.58 prints ``B <- B / a_i``
-for ``B <- B / b_i``; eq. 4.57 prints ``argmax log alpha / log beta``, but ``A* = B^(log
+Corrections to the seed's text (see docs/detection.md): [Sun2012 eq. 4.58] prints ``B <- B / a_i``
+for ``B <- B / b_i``; [Sun2012 eq. 4.57] prints ``argmax log alpha / log beta``, but ``A* = B^(log
 alpha / log beta)`` with ``B < 1`` is largest where that ratio is *smallest*.
 
 An empirical FAR of 0 (no validation negative accepted) is counted as ``1 / (2 n_neg)``,
@@ -143,7 +143,7 @@ def one_point(alpha, beta, A, B, n, select="min_far"):
 
 
 def two_point_lp(alpha, beta, B, n):
-    """Solve eq. 4.55 with HiGHS; returns ``(x, optimum)`` or ``(None, -inf)`` if
+    """Solve [Sun2012 eq. 4.55] with HiGHS; returns ``(x, optimum)`` or ``(None, -inf)`` if
     infeasible."""
     la, lb = np.log(alpha), np.log(beta)
     K = len(la)

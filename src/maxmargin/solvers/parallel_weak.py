@@ -1,7 +1,7 @@
 """Scale-out of the weak-learner search: feature blocks on joblib / Dask / Ray workers.
 
 StructBoost's pricing step (Shen et al., "StructBoost: Boosting methods for predicting
-structured output variables", IEEE TPAMI 36(10), 2014, eq. 11-12) asks the weak learner
+structured output variables", IEEE TPAMI 36(10), 2014, [Shen2014 eq. 11]) asks the weak learner
 for ``argmax_phi sum_k a_k phi(z_k)`` for every slot column of the signed weights A.
 For stumps this problem decomposes over features: the best stump of a feature depends on
 that feature's values and on A only.  :class:`BlockedStumpSearch` therefore splits the

@@ -5,7 +5,7 @@ ranking", GCPR 2014: minimise
 
     1/2 ||w||^2 + C * xi   s.t.  xi >= sum_{(i,j) in E} omega_ij * hinge_ij(w)  for all nu,
 
-the 1-slack form of eqs. (2)-(5) (hinge with margin, slack or unit rescaling, ``omega``
+the 1-slack form of [Blaschko2014 eqs. 2-5] (hinge with margin, slack or unit rescaling, ``omega``
 the pair weights).  Every round asks the O(n log n) oracle
 (:meth:`maxmargin.inference.ranking.PreferenceGraph.most_violated`) for the most violated
 constraint; the loop is the shared one of :mod:`maxmargin.solvers.cutting_plane`.

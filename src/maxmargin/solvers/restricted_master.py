@@ -1,20 +1,20 @@
-"""The restricted-master protocol of StructBoost's column generation (Alg. 1).
+"""The restricted-master protocol of StructBoost's column generation ([Shen2014 Alg. 1]).
 
 Shen, Lin, van den Hengel, "StructBoost: Boosting Methods for Predicting Structured
 Output Variables", IEEE TPAMI 36(10), 2014 [Shen14].
 
 A restricted master holds the problem over the columns (weak classifier, slot) found so
-far and gives Alg. 1 (:func:`maxmargin.solvers.column_generation.fit_structboost`) the
+far and gives [Shen2014 Alg. 1] (:func:`maxmargin.solvers.column_generation.fit_structboost`) the
 duals it prices with.  One master per module:
 
 * :class:`~maxmargin.solvers.smoothed_master.SmoothedMaster` (``master="fast"``) -- the
   log-sum-exp smoothed problem by L-BFGS, certified by a gap (continuation) or the exact
   n-slack LP;
 * :class:`~maxmargin.solvers.n_slack_master.NSlackMaster` (``master="exact"``,
-  ``formulation="n-slack"``; the paper's "m-slack", [Shen14 eq. 3]) -- the LP with row
+  ``formulation="n-slack"``; the paper's "m-slack", [Shen2014 eq. 3]) -- the LP with row
   generation;
 * :class:`~maxmargin.solvers.one_slack_master.OneSlackMaster` (``formulation="1-slack"``,
-  [Shen14 eq. 9]) -- Kelley's cutting planes, [Shen14 Alg. 2].
+  [Shen2014 eq. 9]) -- Kelley's cutting planes, [Shen2014 Alg. 2].
 
 The loop uses only the members below.  The optional ones have defaults here, so the loop
 never asks a master what it is.
@@ -31,7 +31,7 @@ POLISH_TOL = 1e-9
 
 
 class RestrictedMaster:
-    """What Alg. 1 asks of a restricted master (subclasses implement the abstract part).
+    """What [Shen2014 Alg. 1] asks of a restricted master (subclasses implement the abstract part).
 
     Required: ``w`` (weights of every stored column), :meth:`weak_weights` (the duals as
     the weak learner's sample weights), :meth:`add_columns`, :meth:`solve`,

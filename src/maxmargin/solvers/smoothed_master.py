@@ -6,7 +6,7 @@ log-sum-exp smoothed problem (:class:`~maxmargin.solvers.smoothed_problem.
 SmoothedProblem`, projected L-BFGS on a bounded working set); when its duals price no new
 column the master is certified: by smoothing continuation to a relative gap
 (``certify="gap"``, no LP) or by the exact n-slack LP over the final columns
-(``certify="exact"``; [Shen14 eq. 3]).  docs/structboost.md explains both.
+(``certify="exact"``; [Shen2014 eq. 3]).  docs/structboost.md explains both.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class SmoothedMaster(RestrictedMaster):
       (i, y) with softmax weight above ``POLISH_ROWS``, columns with positive weight or a
       reduced cost within 1 % --, started from the smoothed point (HiGHS ``setSolution``),
       with row and column generation to ``POLISH_TOL``;
-    * otherwise (ranking): Alg. 2 on the 1-slack LP (``OneSlackMaster``), seeded with the
+    * otherwise (ranking): [Shen2014 Alg. 2] on the 1-slack LP (``OneSlackMaster``), seeded with the
       plane at the smoothed point and that point as its best point, to ``eps_cp``.
 
     The smoothed master continues from the exact weights if more columns enter.

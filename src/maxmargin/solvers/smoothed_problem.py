@@ -5,7 +5,7 @@ Variables", IEEE TPAMI 36(10), 2014.
 
 For a task whose outputs can be listed (binary, multi-class, hierarchy, label-augmented,
 pairwise ranking, sampled boxes ...), the restricted master over the current columns --
-eq. (3), equivalently eq. (9) by Theorem 2.1 -- is, with the slacks eliminated,
+[Shen2014 eq. 3], equivalently [Shen2014 eq. 9] by Theorem 2.1 -- is, with the slacks eliminated,
 
     min_{w >= 0}  P(w) = 1'w + (C/m) sum_i max_y a_iy(w),   a_iy = Delta(y_i, y) - w.dPsi_i(y),
 
@@ -17,7 +17,7 @@ where ``a_(i, y_i) = 0``, so the max is the hinge.  Replacing the max by
 whose gradient is ``1 - gain_j(mu)`` with ``mu_iy = (C/m) softmax_y(beta a_i)_y``.  These
 ``mu`` are feasible for the box constraints of the m-slack dual (``mu >= 0``,
 ``sum_y mu_iy <= C/m``), so they go straight to the weak learners as signed weights
-(eq. 11), and every iterate carries a lower bound: for *any* box-feasible mu,
+([Shen2014 eq. 11]), and every iterate carries a lower bound: for *any* box-feasible mu,
 
     D(mu) = sum_iy mu_iy Delta(y_i, y) / max(1, max_j gain_j(mu))  <=  min P
 

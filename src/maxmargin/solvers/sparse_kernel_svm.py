@@ -1,5 +1,5 @@
 """Cutting-plane training of a sparse kernel SVM with basis selection (seed 002,
-Sec. 5.2.3c, Algorithms 4-5; Joachims & Yu, "Sparse kernel SVMs via cutting-plane
+Sec. 5.2.3c, [Sun2012 Algs. 4-5]; Joachims & Yu, "Sparse kernel SVMs via cutting-plane
 training", Machine Learning 76, 2009).
 
 Problem (no intercept; give the kernel a constant to get a regularised one)::
@@ -8,13 +8,13 @@ Problem (no intercept; give the kernel a constant to get a regularised one)::
 
 in the project's 1-slack scaling (``C n`` on ``xi``, planes ``Psi = 1/n sum_i pi_i y_i
 phi(x_i)``, ``Delta = 1/n sum_i pi_i``).  Each round: the plane at the current
-``w = sum_k alpha*_k phi(b_k)`` (eq. 5.60, 5.68), then a new basis vector -- the candidate
-training point maximising ``(<phi(b), Psi - Psi_hat>)^2 / k(b, b)`` (eq. 5.74, the
-residual of the new plane after projection on the current basis) -- then every stored plane
-is re-projected on the basis (eq. 5.69: ``beta_t = G^{-1} K_BX (pi_t y) / n``) and the
-1-slack dual (eq. 5.61) is solved by :class:`~maxmargin.solvers.qp_master.OneSlackQPMaster`
-over the projected planes written in the basis's Cholesky coordinates
-(``<Psi_hat_s, Psi_hat_t> = beta_s^T G beta_t``).  The model is
+``w = sum_k alpha*_k phi(b_k)`` ([Sun2012 eqs. 5.60, 5.68]), then a new basis vector -- the
+candidate training point maximising ``(<phi(b), Psi - Psi_hat>)^2 / k(b, b)`` ([Sun2012 eq. 5.74],
+the residual of the new plane after projection on the current basis) -- then every stored plane
+is re-projected on the basis ([Sun2012 eq. 5.69]: ``beta_t = G^{-1} K_BX (pi_t y) / n``) and the
+1-slack dual ([Sun2012 eq. 5.61]) is solved by
+:class:`~maxmargin.solvers.qp_master.OneSlackQPMaster` over the projected planes written in the
+basis's Cholesky coordinates (``<Psi_hat_s, Psi_hat_t> = beta_s^T G beta_t``).  The model is
 ``f(x) = sum_k alpha*_k k(b_k, x)`` with ``alpha* = sum_t lambda_t beta_t``.
 """
 

@@ -1,8 +1,8 @@
 """Block-coordinate Frank-Wolfe (BCFW) on the structured SVM dual.
 
 Lacoste-Julien, Jaggi, Schmidt & Pletscher, "Block-coordinate Frank-Wolfe optimization
-for structural SVMs", ICML 2013, Alg. 3 (with line search) and the weighted average
-of Sec. 4.  With ``lam = 1/C`` the dual is over one simplex per example; the algorithm
+for structural SVMs", ICML 2013, [LacosteJulien2013 Alg. 3] (with line search) and the weighted
+average of Sec. 4.  With ``lam = 1/C`` the dual is over one simplex per example; the algorithm
 keeps per-example primal images ``w_i`` (dense, n x D) and losses ``l_i`` with
 ``w = sum_i w_i``.  For example i it calls the oracle, forms the corner
 ``w_s = s dPsi_i(yhat) / (lam n)``, ``l_s = Delta / n`` and steps with the exact line

@@ -1,7 +1,7 @@
 """n-slack working-set training of linear structured SVMs.
 
 [Nowozin2011] "working set training" / Tsochantaridis et al., JMLR 2005
-[Tsochantaridis2005], Alg. 1; [Sun2012] Sec. 2.5.2 (eq. 2.106-2.107); keys of
+[Tsochantaridis2005 Alg. 1]; [Sun2012] Sec. 2.5.2 ([Sun2012 eqs. 2.106-2.107]); keys of
 docs/references.md.  Every example i keeps its own working set of labellings
 ``y_ic`` with constraints ``<w, a_ic> >= b_ic - xi_i`` where ``a_ic = s_ic dPsi_i(y_ic)``,
 ``b_ic = Delta(y_i, y_ic)`` and ``s_ic = 1`` (margin rescaling) or ``s_ic = Delta`` (slack

@@ -1,8 +1,9 @@
 """1-slack cutting-plane training of linear structured SVMs.
 
 Joachims, Finley & Yu, "Cutting-plane training of structural SVMs", Machine Learning 77
-(2009) [Joachims2009], Alg. 4 (margin rescaling) / Alg. 5 (slack rescaling); [Nowozin2011]
-"working set one-slack".  With ``J(w) = 1/2||w||^2 + C/n sum_i H_i(w)`` the 1-slack problem is
+(2009) [Joachims2009 Alg. 4] (margin rescaling) / [Joachims2009 Alg. 5] (slack rescaling);
+[Nowozin2011] "working set one-slack".  With ``J(w) = 1/2||w||^2 + C/n sum_i H_i(w)`` the
+1-slack problem is
 
     min 1/2 ||w||^2 + C xi   s.t.  <w, a> >= b - xi  for every joint labelling,
     a = 1/n sum_i c_i dPsi_i(yhat_i),   b = 1/n sum_i c_i' ...

@@ -20,7 +20,7 @@ epoch) on each labelling found so far.  That point is dual feasible
 is a lower bound on ``min J`` at every iteration (batch) or epoch end (stochastic) and
 ``best primal - D`` a valid duality gap.  This is why the stochastic variant samples a
 fresh permutation per epoch and does not project onto the ball
-``||w|| <= sqrt(C max Delta)`` ([Sun2012] eq. 2.57; derived for the structured loss in
+``||w|| <= sqrt(C max Delta)`` ([Sun2012 eq. 2.57]; derived for the structured loss in
 docs/ssvm.md).  The averaged iterate (polynomial-decay averaging with weight
 ``2/(t+1)``, Lacoste-Julien, Schmidt & Bach 2012 [LacosteJulien2012]) is evaluated at the
 same times; the better of the two primal points is returned.

@@ -481,7 +481,7 @@ def _dcd_run(
     indptr, indices, data, Xd, dense, y, alpha, w, Qd, C, diag, U, squared, index, state,
     rstate, max_epochs, work, shrinking, check,
 ):  # pragma: no cover - compiled  # fmt: skip
-    """Epochs of dual coordinate descent (Hsieh et al. 2008, Alg. 1) up to the next
+    """Epochs of dual coordinate descent ([Hsieh2008 Alg. 1]) up to the next
     duality-gap check, then the check (:func:`_dcd_check`); returns (epochs, sample
     visits, primal, dual).
 

@@ -6,7 +6,7 @@ With the margin matrix ``M[i, t] = y_i h_t(x_i)`` of the selected weak learners,
 
     min_{w >= 0}  R(w) + c sum_i L(m_i),     R(w) = ||w||_1  or  1/2 ||w||^2,
 
-``L`` the hinge, exponential or logistic loss (thesis eq. 3.7 / 3.8 with ``lambda = 1``
+``L`` the hinge, exponential or logistic loss ([Sun2012 eqs. 3.7/3.8] with ``lambda = 1``
 and the loss weighted by ``C`` times the mean, as StructBoost's ``C``; the thesis's
 ``lambda sum w_t^2`` is written here ``1/2 ||w||^2``).  The Lagrange dual in the
 sample weights ``a_i in [0, c]`` is::
@@ -16,7 +16,7 @@ sample weights ``a_i in [0, c]`` is::
 ``phi(a) = a`` (hinge), ``a - a log(a / c)`` (exponential), ``-c [p log p + (1-p) log(1-p)]``
 with ``p = a / c`` (logistic); ``R*(g) = 0`` if ``max g <= 1`` else ``+inf`` (L1) and
 ``1/2 ||[g]_+||^2`` (L2).  At a primal point the weights are ``a_i = -c L'(m_i)`` (thesis
-eq. 3.30; the hinge takes the master's multipliers).
+[Sun2012 eq. 3.30]; the hinge takes the master's multipliers).
 
 Solvers: L1 hinge (LPBoost) -- the LP with ``scipy.optimize.linprog``; L2 hinge -- the
 smooth box-constrained dual by L-BFGS-B; exponential / logistic -- the primal by

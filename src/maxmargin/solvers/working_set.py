@@ -1,10 +1,10 @@
 """Stored cutting planes: each row of the master remembers the (sample, output) pairs it sums.
 
-A 1-slack plane (StructBoost eq. 9b) is ``(1/m) sum_i c_i [dPsi_i(y'_i), Delta(y_i, y'_i)]``:
+A 1-slack plane ([Shen2014 eq. 9b]) is ``(1/m) sum_i c_i [dPsi_i(y'_i), Delta(y_i, y'_i)]``:
 it keeps the violators (c_i = 1), their outputs y'_i and weight 1/m.  An m-slack row
-(eq. 3b) is the single pair (i, y).  Keeping the pairs is what lets column generation
+([Shen2014 eq. 3b]) is the single pair (i, y).  Keeping the pairs is what lets column generation
 price a brand-new weak learner in every old row (Sec. 2.2 re-uses the working set across
-boosting iterations), and what maps the LP duals lambda back to mu_(i, y) (Alg. 2 l. 11).
+boosting iterations), and what maps the LP duals lambda back to mu_(i, y) ([Shen2014 Alg. 2 l. 11]).
 """
 
 from __future__ import annotations

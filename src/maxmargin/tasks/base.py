@@ -8,7 +8,7 @@ classifiers ``phi`` evaluated on task-chosen samples ``z`` and a *slot*:
 :meth:`StructuredTask.weak_weights`: it turns the dual solution ``mu_(i, y)`` of the
 master problem into signed sample weights ``A`` (one column per slot) so that the
 gain of a new weak classifier for slot ``s`` is ``sum_k A[k, s] * phi(z_k)``
-(StructBoost, Shen et al., TPAMI 2014, eq. 11).  Weak learners never see structure;
+(StructBoost, Shen et al., TPAMI 2014, [Shen2014 eq. 11]).  Weak learners never see structure;
 tasks never see stumps.
 
 A task is a specification (its constructor arguments) that is *bound* to training data
@@ -91,7 +91,7 @@ class OracleResult:
 
     ``label[i] = argmax_y Delta(y_i, y) - w.dPsi_i(y)``, ``loss[i] = Delta(y_i, label[i])``
     and ``margin[i] = w.dPsi_i(label[i])``, so the hinge term of example i is
-    ``max(0, loss[i] - margin[i])`` (Alg. 2, lines 7-8).
+    ``max(0, loss[i] - margin[i])`` ([Shen2014 Alg. 2, lines 7-8]).
     """
 
     label: np.ndarray
@@ -108,7 +108,7 @@ class Cut:
     """One 1-slack cutting plane ``xi >= rhs - sum_k value_k w.dpsi(sample_k, label_k)``.
 
     ``pairs`` says which joint-feature differences the plane sums (with their weights),
-    ``rhs`` is its constant (eq. 9b: ``(1/m) sum_i c_i Delta(y_i, y'_i)``) and ``risk``
+    ``rhs`` is its constant ([Shen2014 eq. 9b]: ``(1/m) sum_i c_i Delta(y_i, y'_i)``) and ``risk``
     its value at the scores it was found for -- for the most violated plane, the
     average hinge loss there, i.e. the 1-slack ``xi`` of that point.  ``source``
     optionally keeps the oracle result it was built from.
@@ -247,7 +247,7 @@ class StructuredTask(ABC):
 
     @abstractmethod
     def initial_violators(self, rng: np.random.Generator) -> OracleResult:
-        """Most violated outputs at w = 0 (ties broken at random), Alg. 1 line 2."""
+        """Most violated outputs at w = 0 (ties broken at random), [Shen2014 Alg. 1 line 2]."""
 
     @abstractmethod
     def predict_codes(self, F: np.ndarray) -> np.ndarray:
@@ -273,7 +273,7 @@ class StructuredTask(ABC):
     def dense_margins(self, F: np.ndarray) -> np.ndarray:
         """``a_iy = Delta(y_i, y) - w.dPsi_i(y)`` for every output (0 at y = y_i), (m, K).
 
-        The hinge of example i is ``max_y a_iy`` (StructBoost eq. 3 with the slack
+        The hinge of example i is ``max_y a_iy`` ([Shen2014 eq. 3] with the slack
         eliminated).  Generic version: one :meth:`evaluate_outputs` call per output code.
         """
         K = int(self.n_outputs)
@@ -366,11 +366,11 @@ class StructuredTask(ABC):
         return frozenset(caps)
 
     def one_slack_cut(self, F: np.ndarray) -> Cut:
-        """Most violated 1-slack plane at slot scores F (eq. 9b, c_i = [hinge_i > 0])."""
+        """Most violated 1-slack plane at slot scores F ([Shen2014 eq. 9b], c_i = [hinge_i > 0])."""
         return self._cut_from(self.loss_augmented(F))
 
     def initial_cut(self, rng: np.random.Generator) -> Cut:
-        """The 1-slack plane of the initial violators (Alg. 1 line 2)."""
+        """The 1-slack plane of the initial violators ([Shen2014 Alg. 1 line 2])."""
         return self._cut_from(self.initial_violators(rng))
 
     def _cut_from(self, orc: OracleResult) -> Cut:
@@ -400,7 +400,7 @@ class LabelCodingTask(StructuredTask):
     ----------
     sharing : {"shared", "per_class"}
         ``"shared"``: one weak classifier per iteration, chosen for the slot where it gains
-        most (eq. 18), enters with one column per slot.  ``"per_class"``: every slot gets
+        most ([Shen2014 eq. 18]), enters with one column per slot.  ``"per_class"``: every slot gets
         its own best weak classifier each iteration (as in MultiBoost-cw, [Lin2012]).
     """
 

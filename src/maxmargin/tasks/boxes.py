@@ -5,11 +5,11 @@ output variables", IEEE TPAMI 36(10), 2014, Sec. 3.5 and 4.4, after Hare, Saffar
 "Struck: Structured output tracking with kernels", ICCV 2011.
 
 An output is a box ``y = (x, y, w, h)`` (0-based, the box covers ``[x, x+w) x [y, y+h)``).
-The loss is eq. 21, ``Delta(y, y') = 1 - area(y n y') / area(y u y')``, and the joint
+The loss is [Shen2014 eq. 21], ``Delta(y, y') = 1 - area(y n y') / area(y u y')``, and the joint
 feature map is ``Psi(x, y) = Phi(x_y)``: the weak classifiers evaluated on the feature
-vector of the image patch under ``y``.  Exact prediction (eq. 2) and the loss-augmented
-oracle (eq. 12) over all boxes are replaced, as in Struck and the paper, by a search over a
-finite set of sampled candidate boxes.  A training example is therefore a
+vector of the image patch under ``y``.  Exact prediction ([Shen2014 eq. 2]) and the loss-augmented
+oracle ([Shen2014 eq. 12]) over all boxes are replaced, as in Struck and the paper, by a search over
+a finite set of sampled candidate boxes.  A training example is therefore a
 :class:`BoxCandidates` -- the candidate boxes of one image and their patch features, the
 true box among them -- and its outputs are the candidate indices, so the task lists its
 outputs densely (``n_outputs`` = candidates per example) and StructBoost's fast smoothed
@@ -189,7 +189,7 @@ def _check_candidates(c, d=None) -> BoxCandidates:
 
 
 class BoxTask(StructuredTask):
-    """Box prediction over sampled candidates with the Pascal-overlap loss (eq. 21).
+    """Box prediction over sampled candidates with the Pascal-overlap loss ([Shen2014 eq. 21]).
 
     ``X`` is a list of :class:`BoxCandidates` (one per image), ``y`` the index of the
     true box in each (integers).  Predicted outputs are candidate indices; use
@@ -315,7 +315,7 @@ class BoxTask(StructuredTask):
         return (cs, sizes), np.concatenate([c.features for c in cs])
 
     def predict_from_scores(self, layout, F) -> list[np.ndarray]:
-        """The best-scoring candidate box of every image (eq. 2 over the candidates)."""
+        """The best-scoring candidate box of every image ([Shen2014 eq. 2] over the candidates)."""
         cs, sizes = layout
         f = np.asarray(F)[:, 0]
         off = np.concatenate([[0], np.cumsum(sizes)])

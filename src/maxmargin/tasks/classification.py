@@ -43,7 +43,7 @@ class BinaryTask(LabelCodingTask):
 class MultiClassTask(LabelCodingTask):
     """Multi-class classification with ``Psi(x, y) = Phi(x) (x) Gamma(y)`` (Sec. 3.3).
 
-    ``Gamma(y)`` is the one-hot coding (eq. 15), so ``w`` stacks one weight vector per
+    ``Gamma(y)`` is the one-hot coding ([Shen2014 eq. 15]), so ``w`` stacks one weight vector per
     class and ``F(x, y) = w_y . Phi(x)``; the loss is 0/1 unless a (K, K) ``loss`` matrix
     is given (rows = true class, in the order of ``np.unique(y)``).
     """

@@ -1,34 +1,34 @@
 """Binary pairwise CRFs over graphs: the CRF parameter learning task of StructBoost.
 
 Shen, Lin & van den Hengel, "StructBoost: Boosting methods for predicting structured
-output variables", IEEE TPAMI 36(10), 2014, Sec. 3.6 (eqs. 22-30).  An input ``x`` is a
+output variables", IEEE TPAMI 36(10), 2014, Sec. 3.6 ([Shen2014 eqs. 22-30]).  An input ``x`` is a
 graph (:class:`CRFGraph`) with, per node ``p`` and label ``l``, a vector of unary
 potentials ``U(l, x_p)`` (d_u values), and per edge ``(p, q)`` a vector of pairwise
 potentials ``V_pq`` (d_v values, the value of ``V(y_p, y_q, x)`` when the labels
-differ; it is 0 when they agree, eqs. 33-34).  The energy (eq. 22) is
+differ; it is 0 when they agree, [Shen2014 eqs. 33-34]).  The energy ([Shen2014 eq. 22]) is
 
     E(x, y) = sum_p sum_j w_j phi_j(U(y_p, x_p)) + sum_(p,q) [y_p != y_q] sum_j w'_j phi'_j(V_pq)
 
 and ``w.Psi(x, y) = -E(x, y)`` with ``Psi = -[sum_p Phi(U(y_p)), sum_pq [y_p!=y_q] Phi'(V_pq)]``.
 (The PDF's ``w = -w1 (.) w2`` should read ``w = [w1; w2]`` with the minus sign in Psi:
 StructBoost keeps ``w >= 0``.)  With ``phi' >= 0`` and ``w' >= 0`` every pairwise term
-``theta_pq(a, b) = [a != b] w'.phi'(V_pq)`` satisfies eq. 24 (``theta(0,0) + theta(1,1) =
-0 <= theta(0,1) + theta(1,0)``), so prediction (eq. 23) and the loss-augmented oracle
-(eq. 29/30) are exact graph cuts (:mod:`maxmargin.inference.graphcut`).  Use
+``theta_pq(a, b) = [a != b] w'.phi'(V_pq)`` satisfies [Shen2014 eq. 24] (``theta(0,0) + theta(1,1) =
+0 <= theta(0,1) + theta(1,0)``), so prediction ([Shen2014 eq. 23]) and the loss-augmented oracle
+([Shen2014 eqs. 29/30]) are exact graph cuts (:mod:`maxmargin.inference.graphcut`).  Use
 :class:`maxmargin.weak.nonneg.NonNegative` weak learners (outputs in [0, 1]); the task
 raises if a learned pairwise energy is negative.
 
-Weak-learner samples (eqs. 27-28): one row per (node, label) holding ``U(l, x_p)`` (the
+Weak-learner samples ([Shen2014 eqs. 27-28]): one row per (node, label) holding ``U(l, x_p)`` (the
 unary slot 0) and one row per edge holding ``V_pq`` (the pairwise slot 1), stacked with
 zero padding into one matrix ``Z`` of ``d_u + d_v`` columns.  A 1-slack cutting plane is
 a signed weight per row of ``Z`` (as for :class:`~maxmargin.tasks.ranking.RankingTask`):
 for the labelling ``y'`` of image i with weight ``c_i``, ``+c_i`` on row ``(p, y'_p)`` and
 ``-c_i`` on row ``(p, y_ip)`` where they differ, and ``c_i ([y'_p != y'_q] - [y_ip !=
-y_iq])`` on edge rows; its gain for a weak classifier is exactly eqs. 27-28.
+y_iq])`` on edge rows; its gain for a weak classifier is exactly [Shen2014 eqs. 27-28].
 
-Loss: the Hamming loss of eq. 26 (``loss="hamming"``) or its area-weighted form
+Loss: the Hamming loss of [Shen2014 eq. 26] (``loss="hamming"``) or its area-weighted form
 (``loss="area"``, node weights = superpixel sizes), divided by the image's total weight
-when ``normalize=True`` (so every image's loss is a fraction in [0, 1]; eq. 26 is
+when ``normalize=True`` (so every image's loss is a fraction in [0, 1]; [Shen2014 eq. 26] is
 ``normalize=False``).
 
 The same task trains a linear structured SVM on the raw potentials (the paper's SSVM
@@ -175,7 +175,7 @@ class CRFTask(StructuredTask):
     Parameters
     ----------
     loss : {"hamming", "area"}, default="hamming"
-        Hamming loss over nodes (eq. 26) or weighted by node area.
+        Hamming loss over nodes ([Shen2014 eq. 26]) or weighted by node area.
     normalize : bool, default=True
         Divide each image's loss by its number of nodes (or total area).
     """
@@ -264,7 +264,7 @@ class CRFTask(StructuredTask):
 
     # -- the 1-slack oracle ----------------------------------------------------------
     def most_violated(self, F) -> OracleResult:
-        """Eq. 30 for every image: ``argmin_y E(y) - Delta(y_i, y)`` by one graph cut.
+        """[Shen2014 eq. 30] for every image: ``argmin_y E(y) - Delta(y_i, y)`` by one graph cut.
 
         ``label`` holds the concatenated node labels; ``loss`` and ``margin`` are per
         image (margin = E(y') - E(y_i) = w.dPsi_i(y')).  With a sharded oracle attached
@@ -331,7 +331,7 @@ class CRFTask(StructuredTask):
         return st, st.weak_inputs()
 
     def predict_from_scores(self, st, F) -> list[np.ndarray]:
-        """MAP labellings (eq. 23) of stacked graphs from slot scores on their inputs."""
+        """MAP labellings ([Shen2014 eq. 23]) of stacked graphs from slot scores on their inputs."""
         F = np.asarray(F)
         Eu = F[: 2 * st.N, 0].reshape(st.N, 2)
         Ep = _check_cut_weights(F[2 * st.N :, 1])
@@ -502,7 +502,7 @@ def _crf_shard_core(
 ):  # fmt: skip  # pragma: no cover - compiled
     """The loss-augmented oracle of images ``i0:i1`` (nodes ``n0:n1``, edges ``e0:e1``)
     in one pass: the energies (from ``w`` if ``use_w``, in a fixed order, no BLAS), the
-    graph cut of eq. 30 (cut weights clipped at 0; Boykov-Kolmogorov, which releases the
+    graph cut of [Shen2014 eq. 30] (cut weights clipped at 0; Boykov-Kolmogorov, which releases the
     GIL), then per image the loss and the margin ``E(y') - E(y_i)`` under the true
     energies, and if ``plane`` is not empty the shard's 1-slack sums over the violators:
     ``plane[:d] = sum_i dPsi_i``, ``plane[d] = sum_i Delta_i``, ``plane[d + 1]`` the
@@ -521,7 +521,7 @@ def _crf_shard_core(
             for j in range(dv):
                 s += V[e, j] * w[du + j]
             Ep[e] = s
-    # eq. 30: the loss enters the unaries, aug[p, 1 - y_p] = Eu[p, 1 - y_p] - lw_p
+    # [Shen2014 eq. 30]: the loss enters the unaries, aug[p, 1 - y_p] = Eu[p, 1 - y_p] - lw_p
     for p in range(n0, n1):
         a1 = Eu[p, 1] - lw[p] if y[p] == 0 else Eu[p, 1]
         a0 = Eu[p, 0] - lw[p] if y[p] == 1 else Eu[p, 0]
@@ -719,7 +719,7 @@ def _as_cuts(sh) -> CRFShardedCuts:
 
 
 def crf_shard_oracle(sh, w: np.ndarray, want_plane: bool):
-    """Loss-augmented labelling (eq. 30, one graph cut over the shard's images, cut
+    """Loss-augmented labelling ([Shen2014 eq. 30], one graph cut over the shard's images, cut
     weights clipped at 0 as in :class:`CRFLinearModel`) of every image of the shard;
     returns ``(labels, loss, margin, plane)`` with the shard's plane ``[sum dPsi,
     sum of the violators' losses, sum of the hinges]`` (empty unless ``want_plane``).

@@ -5,7 +5,7 @@ Two tasks, both trained with the tree loss of :class:`~maxmargin.tasks.taxonomy.
 after [Cai2004]; keys of docs/references.md):
 
 * :class:`HierarchyTask` -- ``Psi(x, y) = Phi(x) (x) Gamma(y)`` with the 0/1 ancestor
-  coding of eqs. (19)-(20): a class scores the sum of the node scores on its path to the
+  coding of [Shen2014 eqs. 19-20]: a class scores the sum of the node scores on its path to the
   root.  A :class:`~maxmargin.tasks.base.LabelCodingTask`, so the loss-augmented oracle,
   the signed weights of the weak learners and the linear (SSVM) form ``F = X @ W`` all
   come from the (K, S) coding and the (K, K) loss matrix.

@@ -1,8 +1,8 @@
-"""Ranking, ordinal regression and AUC as StructBoost tasks (StructBoost Sec. 3.2, eq. 14).
+"""Ranking, ordinal regression and AUC as StructBoost tasks ([Shen2014 eq. 14], Sec. 3.2).
 
 The model is one score ``f(x) = w' Phi(x)`` (one slot); every preference pair (i, j) --
-i should rank above j -- asks for ``f(x_i) - f(x_j) >= 1 - xi_ij`` (eq. 14b), and the
-objective is ``||w||_1 + C / |S| sum_(i,j) xi_ij`` (eq. 14a with m = |S| pairs).  With
+i should rank above j -- asks for ``f(x_i) - f(x_j) >= 1 - xi_ij`` ([Shen2014 eq. 14b]), and the
+objective is ``||w||_1 + C / |S| sum_(i,j) xi_ij`` ([Shen2014 eq. 14a] with m = |S| pairs).  With
 binary labels this maximises a hinge bound of the AUC; with graded labels it is ordinal
 regression; with query ids it is learning to rank.
 
@@ -18,9 +18,9 @@ Two tasks, one problem:
   1-slack master is the only one it supports.
 
 Both take the preference graph, the groups and the hinge of the ranking oracle:
-``rescaling="unit"`` is eq. 14 (unit margin, every pair counts once); "margin" and
+``rescaling="unit"`` is [Shen2014 eq. 14] (unit margin, every pair counts once); "margin" and
 "slack" give a pair (i, j) the loss gap ``d = loss_j - loss_i`` as margin or as weight.
-``normalize="pairs"`` averages the hinge over all pairs (eq. 14); ``"query"`` averages
+``normalize="pairs"`` averages the hinge over all pairs ([Shen2014 eq. 14]); ``"query"`` averages
 inside each query and then over queries, so queries with many pairs do not dominate
 (the usual learning-to-rank weighting; the same option as :class:`~maxmargin.RankSVM`).
 """
@@ -137,8 +137,8 @@ class PairwiseRankingTask(_RankingBase):
     For pair p = (i, j) the flipped output has loss ``Delta_p`` and joint-feature
     difference ``sigma_p (phi(x_i) - phi(x_j))``: (Delta, sigma) = (1, 1) for "unit",
     (d, 1) for "margin" and (d, d) for "slack".  The m-slack master then is exactly
-    eq. (14) (one slack per pair); the 1-slack master is its eq. (9) form with an ``O(|S|)``
-    oracle -- :class:`RankingTask` is the fast version of the latter.
+    [Shen2014 eq. 14] (one slack per pair); the 1-slack master is its [Shen2014 eq. 9] form with an
+    ``O(|S|)`` oracle -- :class:`RankingTask` is the fast version of the latter.
     """
 
     n_outputs = 2
@@ -200,7 +200,7 @@ class RankingTask(_RankingBase):
     """1-slack ranking with the O(n log n) most violated constraint (no pair lists).
 
     A plane is ``xi >= delta / |S| - sum_k (alpha_k / |S|) f(x_k)``, where ``(alpha,
-    delta)`` is the most violated constraint of Blaschko et al. (Algorithms 1 and 2) at
+    delta)`` is the most violated constraint of [Blaschko2014 Algs. 1 and 2] at
     the current scores; in the working set it is the (sample k, weight ``alpha_k / |S|``)
     entries, so the signed weights the weak learner sees are ``sum_r lambda_r alpha_r /
     |S|`` and the master is the same as with :class:`PairwiseRankingTask`'s 1-slack form

@@ -12,7 +12,7 @@ Two smoothings are used:
 * **log-sum-exp** over listed outputs (every task with ``dense_outputs``): the hinge of
   example i is ``max_y a_iy`` with ``a_(i, y_i) = 0``; ``(1/beta) log sum_y exp(beta a_iy)``
   is within ``log(K)/beta`` above it, and its gradient is the softmax -- box-feasible
-  m-slack duals (StructBoost eq. 4).
+  m-slack duals ([Shen2014 eq. 4]).
 * **Huber** per preference pair (:class:`~maxmargin.tasks.ranking.RankingTask`): ``h(t) =
   t^2 / (2 delta)`` on ``[0, delta]``, ``t - delta/2`` above, within ``delta/2`` below the
   hinge; its derivative ``clip(t / delta, 0, 1)`` is again a box-feasible dual per pair,

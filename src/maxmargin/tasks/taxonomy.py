@@ -2,7 +2,7 @@
 
 StructBoost (Shen et al., IEEE TPAMI 2014 [Shen2014], Sec. 3.4) codes a class ``y`` of a label
 tree by its ancestors, ``Gamma(y)[z] = 1`` iff node ``z`` is ``y`` itself or an ancestor of
-``y`` (eqs. 19-20), and uses a *tree loss* ``Delta(y, y')``: "the height of the first
+``y`` ([Shen2014 eqs. 19-20]), and uses a *tree loss* ``Delta(y, y')``: "the height of the first
 common ancestor".  The SSVM tutorial ([Nowozin2011], after [Cai2004]) uses
 half the path length between the two classes.  :class:`Taxonomy` holds the tree, checks
 that it is one, and computes both losses and the coding.
@@ -536,7 +536,7 @@ class Taxonomy:
         return A
 
     def coding(self, drop_root: bool = False) -> np.ndarray:
-        """Ancestor coding ``Gamma``, shape (n_classes, n_nodes) ([Shen2014], eqs. 19-20).
+        """Ancestor coding ``Gamma``, shape (n_classes, n_nodes) ([Shen2014 eqs. 19-20]).
 
         Row y has ones at leaf y, its ancestors and the root, so ``Gamma @ Gamma.T``
         counts common ancestors and ``|Gamma(y) - Gamma(y')|^2 = distance(y, y')``.  The

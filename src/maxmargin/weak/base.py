@@ -1,7 +1,7 @@
 """Weak-learner protocol: maximise ``sum_k a_k phi(z_k)`` for signed sample weights.
 
-Every boosting learner in maxmargin reduces its pricing step (StructBoost eq. 11,
-MultiBoost-cw eq. 4, ...) to this problem, batched over several weight vectors at once:
+Every boosting learner in maxmargin reduces its pricing step ([Shen2014 eq. 11],
+[Lin2012 eq. 4], ...) to this problem, batched over several weight vectors at once:
 ``A`` has one column per *slot* and the weak learner returns, for every column ``s``,
 the classifier ``phi_s`` with the largest gain ``sum_k A[k, s] phi_s(z_k)``.
 """

@@ -1,7 +1,7 @@
 """Linear weak classifiers ``phi(x) = act(v.x + b)`` shared by the perceptron and SVM learners.
 
 ``act`` is ``tanh`` (the smooth sigmoid perceptron, StructBoost Sec. 4.2) or ``sign``
-(eq. 31 and the linear-SVM weak learner of Sec. 4.3), chosen per classifier; ``sign``
+([Shen2014 eq. 31] and the linear-SVM weak learner of Sec. 4.3), chosen per classifier; ``sign``
 maps ``v.x + b > 0`` to +1 and everything else to -1, like a stump's ``x > t``.
 Evaluation is one matrix product ``Z @ V.T`` and works for scipy.sparse Z as is.
 """

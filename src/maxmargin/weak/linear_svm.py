@@ -1,8 +1,8 @@
 """Linear-SVM weak learner (StructBoost Sec. 4.3).
 
-The pricing problem ``max_phi sum_k a_k phi(x_k)`` over ``phi(x) = sign(v.x + b)`` (eq. 31)
-is a weighted binary classification problem with labels ``sign(a_k)`` and weights
-``|a_k|``; the paper solves it approximately with a linear SVM with a large C
+The pricing problem ``max_phi sum_k a_k phi(x_k)`` over ``phi(x) = sign(v.x + b)``
+([Shen2014 eq. 31]) is a weighted binary classification problem with labels ``sign(a_k)`` and
+weights ``|a_k|``; the paper solves it approximately with a linear SVM with a large C
 (``1e8 / n``).  To limit over-fitting the paper zeroes the 10% smallest non-zero duals
 ``mu_(i, y)``; a weak learner only sees the aggregated weights ``a_k``, so here the
 ``drop_fraction`` smallest non-zero ``|a_k|`` are zeroed instead (for binary tasks each

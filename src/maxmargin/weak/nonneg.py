@@ -1,7 +1,7 @@
 """Non-negative weak learners: ``(phi + 1) / 2`` of a weak learner with outputs in [-1, 1].
 
 StructBoost's CRF learning (Shen et al., TPAMI 2014, Sec. 3.6) keeps every learned
-energy submodular by using pairwise weak learners with non-negative outputs (eq. 24 and
+energy submodular by using pairwise weak learners with non-negative outputs ([Shen2014 eq. 24] and
 the text after it: "a discrete decision stump ... with outputs in {0, 1}").  This wrapper
 turns any weak learner whose outputs lie in [-1, 1] (stumps, trees, real stumps,
 perceptrons) into one with outputs in [0, 1].  Since

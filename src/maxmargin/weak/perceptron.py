@@ -1,4 +1,4 @@
-"""Sigmoid perceptron weak learner ``phi(x) = tanh(v.x + b)`` (StructBoost eq. 31, Sec. 4.2).
+"""Sigmoid perceptron weak learner ``phi(x) = tanh(v.x + b)`` ([Shen2014 eq. 31], Sec. 4.2).
 
 The paper's perceptron is ``sign(v.x + b)``; to optimise the gain
 ``g(v, b) = sum_k a_k phi(x_k)`` with L-BFGS the step is replaced by a smooth sigmoid.

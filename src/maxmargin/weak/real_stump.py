@@ -4,13 +4,13 @@ A real stump outputs ``v_hi`` if ``x[f] > t`` and ``v_lo`` otherwise.  With labe
 ``y_k = sign(a_k)`` and weights ``|a_k|``, let ``P`` and ``N`` be the positive and
 negative weight on one side of the split and ``D = P - N``, ``T = P + N``:
 
-* ``mode="gentle"`` (eq. 3.26): ``v = D / T = P_w(y=1|side) - P_w(y=-1|side)``, already in
+* ``mode="gentle"`` ([Sun2012 eq. 3.26]): ``v = D / T = P_w(y=1|side) - P_w(y=-1|side)``, already in
   [-1, 1]; the split maximises the weighted least-squares fit, ``sum_sides D^2 / T``,
   which is exactly the true gain ``sum_k a_k phi(z_k)`` of these outputs.
-* ``mode="real"`` (eq. 3.21): ``v = 1/2 log((P + eps) / (N + eps))`` (eps = smoothing of
+* ``mode="real"`` ([Sun2012 eq. 3.21]): ``v = 1/2 log((P + eps) / (N + eps))`` (eps = smoothing of
   Schapire & Singer, ``sum|a| / (2n)``), divided by ``max(|v_lo|, |v_hi|)`` so that the
   outputs lie in [-1, 1]; the split minimises Real AdaBoost's normaliser
-  ``sum_sides sqrt(P N)`` (the surrogate of eq. 3.22), and the returned gain is the true
+  ``sum_sides sqrt(P N)`` (the surrogate of [Sun2012 eq. 3.22]), and the returned gain is the true
   gain of the scaled outputs.
 
 Both are surrogates of the linear gain: over outputs in [-1, 1] the gain is maximised
@@ -222,10 +222,10 @@ class RealStump(WeakLearner):
 
     def _outputs(self, P, N, eps):
         T = P + N
-        if self.mode == "gentle":  # eq. 3.26
+        if self.mode == "gentle":  # [Sun2012 eq. 3.26]
             v = np.divide(P - N, T, out=np.zeros_like(T), where=T > 0)
             return np.clip(v, -1.0, 1.0)  # |P - N| / (P + N) can round above 1
-        safe = np.where(eps > 0, eps, 1.0)  # eq. 3.21, smoothed; 0 for all-zero weights
+        safe = np.where(eps > 0, eps, 1.0)  # [Sun2012 eq. 3.21], smoothed; 0 for all-zero weights
         return np.where(eps > 0, 0.5 * np.log((P + safe) / (N + safe)), 0.0)
 
 

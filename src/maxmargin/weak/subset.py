@@ -5,23 +5,23 @@ Fitting every weak learner to the new sample weights is the cost of a boosting r
 and searches it over a *subset* of the features, redrawn every ``refresh`` rounds:
 
 * ``method="pls"``: the thesis's scheme.  A weighted PLS regression of the labels on the
-  features (:func:`pls_coefficients`, Algorithm 2 with the weights absorbed as
-  ``diag(sqrt(omega))``, eqs. 3.49-3.50) gives coefficients ``b``; ``|b|`` is treated as an
-  importance *distribution* and ``size`` features are drawn from it without replacement
+  features (:func:`pls_coefficients`, [Sun2012 Alg. 2] with the weights absorbed as
+  ``diag(sqrt(omega))``, [Sun2012 eqs. 3.49-3.50]) gives coefficients ``b``; ``|b|`` is treated as
+  an importance *distribution* and ``size`` features are drawn from it without replacement
   (not the top ``size``, so that duplicated or correlated features, whose weight PLS
   shares out, still get drawn -- Sec. 3.4.2);
 * ``method="random"``: ``size`` features uniformly (the thesis's baseline).
 
 The PLS fit may use an importance-resampled subset of ``max_samples`` rows (the thesis
 selects on 3,000 of 10,474 windows); resampling by the weights and fitting unweighted is
-equivalent to the weighted fit (eq. 3.48-3.50).
+equivalent to the weighted fit ([Sun2012 eqs. 3.48-3.50]).
 
 Derivation used here (PLS1 without deflating X).  With ``y_{k+1} = y_k - c_k t_k`` and
 orthonormal scores ``t``, ``t_j^T y_k = 0`` for ``j < k``, hence
 ``w_k = X_k^T y_k = X^T y_k`` and ``p_k = X_k^T t_k = X^T t_k``; only
 ``t_k = X w_k - T_{<k} (P_{<k}^T w_k)`` needs the earlier components.  Each component is
 then two products with the (possibly sparse) data, never a dense deflated copy.
-Deviation from Algorithm 2: X and y are centred by their weighted means first (standard
+Deviation from [Sun2012 Alg. 2]: X and y are centred by their weighted means first (standard
 PLS; without it the first component mostly models the feature means); the thesis's
 uncentred version is ``center=False``.
 
@@ -41,7 +41,7 @@ __all__ = ["SUBSET_KEYS", "FeatureSubset", "feature_subset_search", "pls_coeffic
 
 
 def pls_coefficients(X, y, n_components=20, sample_weight=None, center=True) -> np.ndarray:
-    """Weighted PLS1 regression coefficients ``b`` (``y ~ X b``), thesis Algorithm 2.
+    """Weighted PLS1 regression coefficients ``b`` (``y ~ X b``), [Sun2012 Alg. 2].
 
     ``X``: (n, d) dense or scipy.sparse; ``y``: (n,); ``sample_weight`` ``omega >= 0``
     (default 1).  Stops early when the deflated labels are fully explained.
@@ -99,7 +99,7 @@ def pls_coefficients(X, y, n_components=20, sample_weight=None, center=True) -> 
     if k_used == 0:
         return np.zeros(d)
     W, P, c = W[:, :k_used], P[:, :k_used], c[:k_used]
-    # b = W (P^T W)^{-1} c  (eq. 3.46-3.47); P^T W is upper triangular with unit diagonal
+    # b = W (P^T W)^{-1} c  ([Sun2012 eqs. 3.46-3.47]); P^T W is upper triangular with unit diagonal
     return W @ np.linalg.solve(P.T @ W, c)
 
 
@@ -193,7 +193,7 @@ class FeatureSubset(WeakLearner):
                 rows = state.rng.choice(n, size=self.max_samples, replace=True, p=om / om.sum())
             if rows is None:
                 b = pls_coefficients(state.Zr, y, self.n_components, sample_weight=om)
-            else:  # importance resampling: unweighted fit on the drawn rows (eq. 3.48)
+            else:  # importance resampling: unweighted fit on the drawn rows ([Sun2012 eq. 3.48])
                 b = pls_coefficients(state.Zr[rows], y[rows], self.n_components)
             tot = np.abs(b).sum()
             if tot > 0:

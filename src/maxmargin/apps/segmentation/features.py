@@ -12,7 +12,7 @@ ICCV 2009, as far as scikit-image provides the pieces:
   square patches of several sizes centred at its centroid (one cell per patch: the
   patch histogram is a box filter of the per-pixel one-hot maps, read at the centroid);
 * edges between superpixels that share a boundary, with the boundary length (in pixel
-  pairs) and the LUV colour distance, for the pairwise potentials of eqs. 33-34.
+  pairs) and the LUV colour distance, for the pairwise potentials of [Shen2014 eqs. 33-34].
 
 No Python loop runs per pixel, superpixel or edge: histograms are ``np.bincount`` over
 ``superpixel * n_bins + bin`` and patches are ``scipy.ndimage.uniform_filter``.

@@ -5,16 +5,16 @@ The pipeline of StructBoost Sec. 4.5 (Shen, Lin & van den Hengel, IEEE TPAMI 201
 1. SLIC superpixels and feature groups per superpixel (:mod:`.features`);
 2. one boosted classifier per feature group (discrete AdaBoost over decision stumps,
    Freund & Schapire, JCSS 55, 1997), giving unary potentials ``U_g(y_p, x) = -s(y_p)
-   F_g(x_p)`` with ``s(y) = 2y - 1`` (eq. 32; the PDF's ``-y F`` is for labels in {-1,
+   F_g(x_p)`` with ``s(y) = 2y - 1`` ([Shen2014 eq. 32]; the PDF's ``-y F`` is for labels in {-1,
    +1}), and a bias potential ``-s(y_p)``.  On training images the classifiers are
    *cross-fitted*: each image's potentials
    come from classifiers trained on the other folds, so that the CRF learns how much to
    trust them on unseen data rather than on memorised training data;
 3. pairwise potentials on adjacent superpixels: ``V_0 = 1`` (a Potts term),
-   ``V_1 = exp(-||luv_p - luv_q|| / sigma)`` (eq. 33; ``sigma`` = the image's mean LUV
+   ``V_1 = exp(-||luv_p - luv_q|| / sigma)`` ([Shen2014 eq. 33]; ``sigma`` = the image's mean LUV
    distance over edges -- the PDF's ``exp(-||.||)`` would underflow for LUV values of
    order 100) and ``V_2 = shared boundary length / its mean over the image's edges``
-   (eq. 34, scale-free);
+   ([Shen2014 eq. 34], scale-free);
 4. CRF weights learned by StructBoost (non-linear, :class:`~maxmargin.tasks.crf.CRFTask`
    with :class:`~maxmargin.weak.nonneg.NonNegative` stumps) or by a linear 1-slack SSVM on
    the same potentials, or no CRF (``learner="unary"``: the sign of the classifier on all
@@ -138,7 +138,7 @@ class Segmenter(BaseEstimator):
         StructBoost iterations (the paper's 50).
     loss : {"area", "hamming"}, default="area"
         Per-image loss: fraction of wrong pixels (superpixels weighted by area) or of
-        wrong superpixels (eq. 26, normalised).
+        wrong superpixels ([Shen2014 eq. 26], normalised).
     max_time : float or None
         Time limit (seconds) of the CRF learner.
     random_state : int, Generator or None
@@ -207,7 +207,7 @@ class Segmenter(BaseEstimator):
 
     def _graph(self, feats, F) -> CRFGraph:
         """CRF graph of one image from its per-group discriminants F (n, G)."""
-        # label 0: +F, label 1: -F (eq. 32), plus a bias potential (-1 for label 1) so
+        # label 0: +F, label 1: -F ([Shen2014 eq. 32]), plus a bias potential (-1 for label 1) so
         # that a linear CRF can move the decision threshold
         Fb = add_intercept(F)
         unary = np.stack([Fb, -Fb], axis=1)
