@@ -9,7 +9,7 @@ JOBS ?= 2
 # then defaults NUMBA_CPU_FEATURES to empty) with one numba thread, and its own numba cache
 GENERIC_ENV := NUMBA_CPU_NAME=generic NUMBA_CPU_FEATURES= NUMBA_NUM_THREADS=1
 
-.PHONY: test test-generic wheel test-wheel docs demo lint bench bench-list clean
+.PHONY: test test-slow test-generic wheel test-wheel docs demo lint bench bench-list clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,14 +21,18 @@ $(DOCS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e ".[dev,bench,docs]"
 	touch $(DOCS_STAMP)
 
-# host CPU target, numba's default thread count (the machine's cores)
+# host CPU target, numba's default thread count (the machine's cores); the tests marked
+# slow (end-to-end runs of several minutes) are `make test-slow`, which CI runs too
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(JOBS)
+	$(PY) -m pytest -q -n $(JOBS) -m "not slow"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -n $(JOBS) -m slow
 
 # generic target, 1 numba thread, in the source tree (CI runs this combination on the wheel)
 test-generic: $(STAMP)
 	$(GENERIC_ENV) NUMBA_CACHE_DIR=$(CURDIR)/build/numba-cache-generic \
-		$(PY) -m pytest -q -n $(JOBS)
+		$(PY) -m pytest -q -n $(JOBS) -m "not slow"
 
 wheel: $(STAMP)
 	rm -rf dist
@@ -37,7 +41,7 @@ wheel: $(STAMP)
 # the wheel in a clean venv outside the tree: CLI, demo and the suite against it, run with
 # the generic target and 1 numba thread (see .ci/run for why this combination)
 test-wheel: wheel
-	$(GENERIC_ENV) PYTHON=$(PYTHON) bash .ci/test_wheel.sh dist -q -n $(JOBS)
+	$(GENERIC_ENV) PYTHON=$(PYTHON) bash .ci/test_wheel.sh dist -q -n $(JOBS) -m "not slow"
 
 # the documentation site, offline, warnings are errors; gallery examples run during the build
 docs: $(DOCS_STAMP)

@@ -5,12 +5,12 @@ import joblib
 import numba
 import numpy as np
 import pytest
+from test_crf import make_graphs
 
 from maxmargin import StructSVM
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.ssvm import solve_ssvm
 from maxmargin.tasks.crf import CRFTask
-from test_crf import make_graphs
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

@@ -12,7 +12,7 @@ from maxmargin.tasks.classification import MultiClassTask
 from maxmargin.tasks.linear import LinearJointModel, from_label_coding
 
 OCR = (
-    Path(__file__).resolve().parents[2] / "shared/data/sequence_labeling/ocr_taskar/ocr_taskar.mat"
+    Path(__file__).resolve().parents[3] / "shared/data/sequence_labeling/ocr_taskar/ocr_taskar.mat"
 )
 
 

@@ -202,7 +202,7 @@ def test_pyramid_aspect_ratio_levels_are_anisotropic_rescalings():
     img = (rng.random((90, 120)) * 255).astype(np.uint8)
     # the scikit-image engine: its levels are defined by skimage's rescale + hog (the
     # compiled engine's resize and HOG are checked against their own formulas in
-    # tests/test_detection_scan.py)
+    # tests/apps/detection/test_detection_scan.py)
     pyr = HOGPyramid(
         img, window=(4, 4), scale_step=1.5, aspect_ratios=(0.5, 1.0, 2.0), engine="skimage"
     )

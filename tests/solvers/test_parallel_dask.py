@@ -5,11 +5,11 @@ import time
 import joblib
 import numpy as np
 import pytest
+from test_chain import make_chain_data
 
 from maxmargin import StructSVM
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.tasks.chain import ChainTask
-from test_chain import make_chain_data
 
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")

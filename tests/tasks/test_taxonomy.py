@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from maxmargin.tasks.taxonomy import LOSS_KINDS, Taxonomy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks" / "taxonomies"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multiclass"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "multiclass"
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

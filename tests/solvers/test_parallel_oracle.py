@@ -11,6 +11,7 @@ import joblib
 import numba
 import numpy as np
 import pytest
+from test_chain import make_chain_data
 
 from maxmargin import LatentSSVM, SSVMClassifier, StructSVM
 from maxmargin.exceptions import ParallelFitError
@@ -19,7 +20,6 @@ from maxmargin.solvers.parallel import ShardedOracle, shard_bounds
 from maxmargin.solvers.ssvm import SOLVERS, solve_ssvm
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.linear import rescaled_hinge
-from test_chain import make_chain_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

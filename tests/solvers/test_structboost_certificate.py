@@ -17,13 +17,13 @@ import warnings
 import numpy as np
 import pytest
 from scipy.optimize import linprog
+from test_structboost_lp import full_lp_optimum, tiny_problem
 
 from maxmargin import StructBoost
 from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.tasks import MultiClassTask
 from maxmargin.weak import DecisionStump
-from test_structboost_lp import full_lp_optimum, tiny_problem
 
 #: scipy's HiGHS solves these LPs to its default feasibility / optimality tolerance 1e-7
 #: (relative to unit costs); a bound checked against an LP optimum allows that much

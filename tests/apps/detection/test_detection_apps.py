@@ -65,8 +65,9 @@ def test_cascade_detector_with_channels_and_a_stage_schedule(scenes, tmp_path):
 
 
 def test_cascade_detector_ctrl_c_keeps_the_completed_stages(scenes, monkeypatch):
-    from maxmargin.exceptions import FitInterruptedWarning
     from test_detection_cascade import interrupt_in_stage
+
+    from maxmargin.exceptions import FitInterruptedWarning
 
     (tri, trb), (tei, _) = scenes
     kw = dict(window=(3, 3), n_stages=4, max_weak=20, validation_fraction=0.0, random_state=0)

@@ -5,12 +5,12 @@ import itertools
 
 import numpy as np
 import pytest
+from test_chain import make_chain_data
 
 import maxmargin
 from maxmargin import StructBoost, StructSVM
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.weak import DecisionStump
-from test_chain import make_chain_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

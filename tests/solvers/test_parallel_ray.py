@@ -6,6 +6,8 @@ installed; it is in the ``dev`` extra, so ``make test`` runs it.)"""
 import joblib
 import numpy as np
 import pytest
+from test_chain import make_chain_data
+from test_crf import make_graphs
 
 from maxmargin import StructBoostClassifier, StructSVM
 from maxmargin.exceptions import ParallelFitError
@@ -14,8 +16,6 @@ from maxmargin.solvers.parallel_weak import BlockedStumpSearch
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.crf import CRFTask
 from maxmargin.weak import DecisionStump
-from test_chain import make_chain_data
-from test_crf import make_graphs
 
 ray = pytest.importorskip("ray")
 
