@@ -181,3 +181,36 @@ def test_detector_rejects_bad_input():
         det.fit(np.zeros((5, 24, 24)), [np.zeros((10, 10))])
     with pytest.raises(ValueError):
         HaarCascadeDetector(stride=0).fit(np.zeros((5, 24, 24)), negs)
+
+
+def test_save_load_and_cli_draw_boxes(fitted, tmp_path, capsys):
+    import json
+
+    import imageio.v3 as iio
+
+    from maxmargin.cli import main
+    from maxmargin.io import load, save
+
+    det, rng = fitted
+    m = save(det, tmp_path / "face.npz")
+    back = load(m)
+    assert isinstance(back, HaarCascadeDetector) and back.get_params()["cascade__n_stages"] == 4
+    img = _scene(rng, 120, 130)
+    img[40:76, 50:86] = resize(_face(rng), (36, 36))
+    b0, s0 = det.detect(img)
+    b1, s1 = back.detect(img)
+    np.testing.assert_array_equal(b0, b1)
+    np.testing.assert_array_equal(s0, s1)
+    # maxmargin detect predict draws a saved face cascade's boxes
+    iio.imwrite(tmp_path / "photo.png", (img * 255).round().astype(np.uint8))
+    out = tmp_path / "out"
+    assert main(["detect", "predict", str(m), str(tmp_path / "photo.png"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    rows = np.loadtxt(out / "photo_boxes.txt", ndmin=2)
+    assert len(rows) >= 1 and (out / "photo_boxes.png").stat().st_size > 0
+    assert pairwise_overlap(rows[:1, :4], np.array([[50, 40, 36, 36]]))[0, 0] >= 0.6
+    # a model file whose cascade reads other features than it holds is refused
+    meta, arrays = det._get_state()
+    arrays["rects"] = arrays["rects"][:10]
+    with pytest.raises(ValueError, match="inconsistent"):
+        HaarCascadeDetector._from_state(json.loads(json.dumps(meta)), arrays)

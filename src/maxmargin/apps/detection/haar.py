@@ -46,12 +46,14 @@ from maxmargin._validation import (
     VERBOSE,
     Interval,
     as_generator,
+    json_params,
     validate_params,
 )
 from maxmargin.apps.detection.features import to_grey
 from maxmargin.apps.detection.metrics import nms
 from maxmargin.apps.detection.scan import resize
 from maxmargin.apps.tracking.features import _box_sum, _grey_integrals
+from maxmargin.io import register_model
 from maxmargin.learners.cascade import BoostedCascade
 
 __all__ = [
@@ -333,6 +335,7 @@ def _scores(depth, margin, K):
     return np.where(depth == K, sig - 0.5, depth - K + sig)
 
 
+@register_model
 class HaarCascadeDetector(BaseEstimator):
     """A face (object) detector: Haar-like features of ``window x window`` windows and a
     boosted cascade (thesis seed 002, Ch. 4; Viola & Jones, IJCV 2004).
@@ -612,6 +615,39 @@ class HaarCascadeDetector(BaseEstimator):
     def predict(self, images):
         """List of ``(boxes, scores)``, one per image."""
         return [self.detect(img) for img in images]
+
+    # ------------------------------------------------------------------ persistence
+    def _get_state(self):
+        self._check()
+        cmeta, carrays = self.cascade_._get_state()
+        params = json_params(self, drop=("cascade",))
+        meta = {
+            "params": params,
+            "cascade": cmeta,
+            "n_positives": int(self.n_positives_),
+            "n_bootstrapped": int(self.n_bootstrapped_),
+        }
+        arrays = {f"cascade.{k}": v for k, v in carrays.items()}
+        arrays["rects"] = self.features_.rects
+        return meta, arrays
+
+    @classmethod
+    def _from_state(cls, meta, arrays):
+        sub = {k[8:]: v for k, v in arrays.items() if k.startswith("cascade.")}
+        cas = BoostedCascade._from_state(meta["cascade"], sub)
+        est = cls(**meta["params"], cascade=clone(cas))
+        est.features_ = HaarFeatures.from_rects(arrays["rects"], int(est.window))
+        if cas.n_features_in_ != est.features_.n_features:
+            raise ValueError(
+                f"model file is inconsistent: the cascade reads {cas.n_features_in_} "
+                f"features, the file holds {est.features_.n_features}"
+            )
+        est.cascade_ = cas
+        est.converged_ = bool(cas.converged_)
+        est.n_positives_ = int(meta["n_positives"])
+        est.n_bootstrapped_ = int(meta["n_bootstrapped"])
+        est.negatives_ = None
+        return est
 
 
 class _Partial:
