@@ -24,7 +24,8 @@ Per run (stage learner x rule x recycling / chaining x seed):
   ratio 1 -- Gentle AdaBoost for the cost-sensitive runs, the stage learner otherwise --
   up to ``--flat-max-weak`` weak classifiers) trained on the same training faces and on
   every negative the cascade's stages were trained on (at most ``--flat-negatives``);
-  on the test faces and ``--flat-windows`` random windows of each test photo, the
+  on the test faces and a random ``--flat-fraction`` of the windows of every level of
+  every test photo (the full scan's distribution of windows), the
   smallest number of its weak classifiers whose FAR at the cascade's test recall is at
   most the cascade's test FAR.  Ratio = cascade's mean weak classifiers per window / that
   number (goal <= 0.1).
@@ -172,7 +173,10 @@ def flat_booster(det, learner, faces_tr, faces_te, photos_te, args, rng, target)
     for img in photos_te:
         for _, _, lvl in det._levels(img):
             nr, nc = det._n_windows(lvl)
-            m = min(args.flat_windows_per_level, nr * nc)
+            # the same share of every level's windows: the full scan's distribution
+            m = int(rng.binomial(nr * nc, args.flat_fraction))
+            if m == 0:
+                continue
             ids = rng.choice(nr * nc, m, replace=False)
             II = _integral(lvl)
             S = prefix_scores(sub.windows(II, (ids // nc) * stride, (ids % nc) * stride))
@@ -216,7 +220,8 @@ def main(argv=None):
     ap.add_argument("--flat", action="store_true", help="also the flat booster comparison")
     ap.add_argument("--flat-max-weak", type=int, default=400)
     ap.add_argument("--flat-negatives", type=int, default=12000)
-    ap.add_argument("--flat-windows-per-level", type=int, default=60)
+    ap.add_argument("--flat-fraction", type=float, default=0.03, help="share of the test windows")
+    ap.add_argument("--save-dir", type=Path, default=None, help="save the fitted detectors")
     ap.add_argument("--out", default="benchmarks/results/face_cascade.json")
     args = ap.parse_args(argv)
 
@@ -279,6 +284,12 @@ def main(argv=None):
                         ],
                     }
                     out.update(test_cascade(det, faces_te, ph_te))
+                    if args.save_dir is not None:
+                        from maxmargin.io import save
+
+                        args.save_dir.mkdir(parents=True, exist_ok=True)
+                        tag = name.replace("/", "_")
+                        save(det, args.save_dir / f"face_{tag}_seed{seed}.npz")
                     if args.flat:
                         out.update(
                             flat_booster(det, learner, faces_fit, faces_te, ph_te, args, rng, out)
