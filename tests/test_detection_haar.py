@@ -214,3 +214,26 @@ def test_save_load_and_cli_draw_boxes(fitted, tmp_path, capsys):
     arrays["rects"] = arrays["rects"][:10]
     with pytest.raises(ValueError, match="inconsistent"):
         HaarCascadeDetector._from_state(json.loads(json.dumps(meta)), arrays)
+
+
+def test_groups_hold_out_whole_groups(monkeypatch):
+    rng = np.random.default_rng(4)
+    faces = np.stack([_face(rng) for _ in range(80)])
+    groups = np.repeat(np.arange(16), 5)
+    seen = {}
+    orig = BoostedCascade.fit
+
+    def spy(self, X, y, validation_mask=None, negatives=None):
+        seen["mask"] = validation_mask[: len(faces)].copy()
+        return orig(self, X, y, validation_mask=validation_mask, negatives=negatives)
+
+    monkeypatch.setattr(BoostedCascade, "fit", spy)
+    casc = BoostedCascade(n_stages=1, max_weak=2)
+    det = HaarCascadeDetector(cascade=casc, n_features=40, n_negatives=60, random_state=0)
+    det.fit(faces, [_scene(rng) for _ in range(8)], groups=groups)
+    held = seen["mask"]
+    assert held.sum() == 4 * 5  # a quarter of the 16 groups, all 5 faces of each
+    for g in range(16):
+        assert held[groups == g].all() or not held[groups == g].any()
+    with pytest.raises(ValueError, match="one label per face"):
+        det.fit(faces, [_scene(rng)], groups=groups[:-1])

@@ -445,10 +445,13 @@ class HaarCascadeDetector(BaseEstimator):
         return max((H - win) // st + 1, 0), max((W - win) // st + 1, 0)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, faces, negative_images):
+    def fit(self, faces, negative_images, groups=None):
         """Train on ``faces`` (n, window, window) grey crops (uint8 or float in [0, 1])
         and ``negative_images`` (a list of grey / RGB images with no face; every window
-        of theirs at every pyramid level is a negative)."""
+        of theirs at every pyramid level is a negative).  ``groups`` (one label per
+        face, e.g. the person): the faces held out for the operating points are whole
+        groups, so that they are not near-copies of training faces (variants of one
+        photo make the held-out recall optimistic); None: faces drawn one by one."""
         validate_params(self)
         faces = np.asarray(faces)
         win = int(self.window)
@@ -515,10 +518,20 @@ class HaarCascadeDetector(BaseEstimator):
         neg0 = [draw(all_ids(False), n_tr_neg), draw(all_ids(True), n_val_neg)]
         Xp = feats.transform(faces)
         hold_p = np.zeros(len(faces), dtype=bool)
+        if groups is not None:
+            groups = np.asarray(groups).ravel()
+            if groups.shape != (len(faces),):
+                raise ValueError(f"groups must have one label per face ({len(faces)})")
         if val_img.any():
-            k = round(vf * len(faces))
-            if 1 <= k < len(faces):
-                hold_p[rng.choice(len(faces), k, replace=False)] = True
+            if groups is None:
+                k = round(vf * len(faces))
+                if 1 <= k < len(faces):
+                    hold_p[rng.choice(len(faces), k, replace=False)] = True
+            else:
+                ug = np.unique(groups)
+                k = round(vf * len(ug))
+                if 1 <= k < len(ug):
+                    hold_p = np.isin(groups, rng.choice(ug, k, replace=False))
         Xn = [rows(neg0[0]), rows(neg0[1])]
         X = np.vstack([Xp, Xn[0], Xn[1]])
         y = np.concatenate([np.ones(len(Xp)), np.zeros(len(Xn[0]) + len(Xn[1]))])
