@@ -364,6 +364,8 @@ class HaarCascadeDetector(BaseEstimator):
         Window stride in pixels at every level.
     nms_threshold : float, default=0.3
     max_detections : int, default=100
+    keep_negatives : bool, default=False
+        Keep every negative row the stages saw in ``negatives_``.
     random_state, verbose
 
     Attributes
