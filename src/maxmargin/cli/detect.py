@@ -330,7 +330,9 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
 
     model = load(args.model, key=model_key())
     kind = type(model).__name__
-    if kind not in MODELS.values():
+    # a face cascade (HaarCascadeDetector, trained in Python or by
+    # benchmarks/bench_face_cascade.py) scans and draws like the others
+    if kind not in (*MODELS.values(), "HaarCascadeDetector"):
         raise ValueError(f"{args.model} is a {kind}, not a detection model")
     if args.top < 1:
         raise ValueError("--top must be at least 1")

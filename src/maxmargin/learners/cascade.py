@@ -212,7 +212,9 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         join the surviving negatives, so that each stage has as many negatives as the
         first (the counts ``n_train`` / ``n_val`` ask for exactly that); the rejected rows
         are freed.  ``stages_[k]["n_bootstrapped"]`` records how many arrived before
-        stage ``k``."""
+        stage ``k``.  ``passes.stages`` is ``(stumps, thresholds, chain)`` of the stages
+        so far, for a source that scans with them without building full rows (the Haar
+        face detector's compiled scan)."""
         validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
@@ -471,6 +473,8 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"passes: rows must have {d} features, got {Z.shape[1]}")
             return self._walk(st_, th_, Z, chain)[0] == K
 
+        # the stages so far, for a source that evaluates them in its own (compiled) form
+        passes.stages = (st_, th_, chain)
         out = negatives(passes, need_tr, need_va)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise ValueError("negatives must return a pair (rows, hold)")

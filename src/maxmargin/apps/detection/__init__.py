@@ -18,6 +18,7 @@ from maxmargin.apps.detection.detector import (
     check_images_boxes,
 )
 from maxmargin.apps.detection.features import HOGPyramid, to_grey
+from maxmargin.apps.detection.haar import HaarCascadeDetector, HaarFeatures
 from maxmargin.apps.detection.metrics import (
     average_precision,
     best_overlaps,
@@ -33,6 +34,8 @@ __all__ = [
     "CascadeDetector",
     "HOGPyramid",
     "HOGSVMDetector",
+    "HaarCascadeDetector",
+    "HaarFeatures",
     "ProposalRanker",
     "average_precision",
     "best_overlaps",
