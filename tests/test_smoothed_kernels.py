@@ -13,12 +13,17 @@ weights), one step of each is compared:
   ``gamma = 2 n_h u32 / (1 - n_h u32) * ||dw||_1`` (``u32 = 2^-24``, two orders of summation);
 * the smoothed objective ``1'w + (C/m) sum_i LSE_i`` has LSE 1-Lipschitz in the margins,
   which move by at most ``2 |Delta G|`` with ``|Delta G| <= ||Gamma||_inf |Delta F|``, so
-  it agrees to ``2 C ||Gamma||_inf gamma`` plus float64 summation, ``4 n u64 |f|``.
+  it agrees to ``2 C ||Gamma||_inf gamma`` plus float64 summation, ``4 n u64 |f|``;
+* the gains ``(H A)[h, s]``: the softmax moves by at most ``2 beta |Delta a|`` per
+  entry, A by ``(C/m) 2 ||Gamma||_inf`` times that per example, and each gain is a
+  float32 sum of m products of size at most ``2 C / m`` (error ``<= 2 m u32 * 2 C``,
+  two orders of summation).
 """
 
 from __future__ import annotations
 
 import copy
+import time
 
 import numpy as np
 import pytest
@@ -85,14 +90,55 @@ def test_compiled_step_equals_python_step(task, working_set):
         f_tol = 2 * sm.C * gamma_inf * gam + 4 * n * U64 * abs(sm.smooth_objective)
         assert abs(sc.smooth_objective - sm.smooth_objective) <= f_tol
         assert abs(sc.objective - sm.objective) <= f_tol + sm.C * 2 * gamma_inf * gam
+        # gains: the duals A = (C/m)(row sums of Mu) Gamma[y_i] - (C/m) Mu Gamma move with
+        # the softmax (beta-Lipschitz in the margins), and each gain is a float32 sum of
+        # m products |phi A| <= 2 C / m
+        m = sm.m
+        g_tol = 8 * sm.C * sm.beta * gamma_inf**2 * gam + 4 * m * U32 * 2 * sm.C
+        np.testing.assert_allclose(sc.gains, sm.gains, rtol=0, atol=g_tol)
         assert len(sc._pairs) == len(sm._pairs)
     assert checked >= 3
 
 
-def test_compiled_path_is_not_used_for_sparse_slots():
-    sm = problem(MultiClassTask(sharing="per_class"))
-    sm.compiled = True
-    # every classifier in every slot here (the helper adds all slots): dense products
-    assert sm._coded()
-    sm.store.col_slot = sm.store.col_slot.copy()
-    assert SmoothedProblem._coded(sm) == (not sm.store._sparse_slots())
+def test_compiled_steps_one_call_or_one_per_step_are_identical():
+    """With a deadline the kernel is called once per step; the steps are the same
+    operations in the same order, so the results are bit for bit those of one call."""
+    base = problem(MultiClassTask(), working_set=5)
+    base.max_steps = 6
+    a, b = copy.deepcopy(base), copy.deepcopy(base)
+    a.compiled = b.compiled = True
+    assert a.solve() == b.solve(deadline=time.perf_counter() + 1e6) > 1
+    np.testing.assert_array_equal(a.w, b.w)
+    np.testing.assert_array_equal(a.F, b.F)
+    assert a.smooth_objective == b.smooth_objective
+
+
+def test_python_steps_where_the_kernel_does_not_apply():
+    """Classifiers in one slot each (sparse slots: the column kernels) and tasks with
+    their own smoothed risk keep the Python steps."""
+    X, y = load_digits(return_X_y=True)
+    keep = y < 4
+    X, y = X[keep][:120, ::2], y[keep][:120]
+    task = MultiClassTask(sharing="per_class").bind(X, y)
+    weak = DecisionStump()
+    prep = weak.prepare(X)
+    store = ColumnStore(weak.hypotheses_class, X.shape[1], X.shape[0], task.n_slots)
+    sm = SmoothedProblem(task, store, 10.0)
+    rng = np.random.default_rng(1)
+    for s in range(task.n_slots):
+        cand, _ = weak.best(prep, rng.normal(size=(len(y), task.n_slots)))
+        h = cand.take([0])
+        sm.add_columns(store.add(h, h.evaluate(X), [np.array([s])]))
+    assert store._sparse_slots() and not sm._coded()
+    sm.solve()  # the Python steps run
+    dense = problem(MultiClassTask())
+    dense.compiled = True
+    assert dense._coded()
+
+    class OwnRisk(MultiClassTask):
+        def smoothed_risk(self, F, beta):
+            return super().smoothed_risk(F, beta)
+
+    own = problem(OwnRisk())
+    own.compiled = True
+    assert not own._coded()
