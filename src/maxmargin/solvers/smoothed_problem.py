@@ -27,6 +27,12 @@ projected L-BFGS steps until the smoothed objective's relative decrease falls be
 ``tol``; the exact LP optimum over the final columns is then found by the m-slack polish
 (:class:`maxmargin.solvers.lp_master.NSlackLP`).  The smoothing and its derivation are
 in docs/structboost.md ("the fast master").
+
+For label-coding tasks (binary, multi-class, hierarchy) whose classifiers fill most slots,
+the steps run compiled (:mod:`maxmargin.solvers._smoothed_kernels`): the same two-loop
+recursion, projection, line search and log-sum-exp risk, without Python's per-step
+overhead.  Other tasks (ranking, chains, tasks with their own smoothed risk) take the
+Python steps of :meth:`SmoothedProblem.solve`.
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ import time
 
 import numpy as np
 
+from maxmargin.solvers._smoothed_kernels import coded_smoothed_steps
 from maxmargin.solvers.columns import ColumnStore
-from maxmargin.tasks.base import StructuredTask
+from maxmargin.tasks.base import LabelCodingTask, StructuredTask
+from maxmargin.tasks.smoothing import SmoothedRisk
 
 __all__ = ["SmoothedProblem"]
 
@@ -101,6 +109,9 @@ class SmoothedProblem:
         self._accept(self.w, self.F, self._evaluate(self.F))
         self._steps_since_exact = 0
         self.n_steps_total = 0
+        #: take the steps in the compiled kernel when the task allows it (False: always
+        #: the Python steps, e.g. to compare the two)
+        self.compiled = True
 
     # -- the objective -------------------------------------------------------------------
     def _evaluate(self, F: np.ndarray) -> float:
@@ -301,6 +312,80 @@ class SmoothedProblem:
             q += (a - b) * sf
         return -q * free
 
+    def _coded(self) -> bool:
+        """Whether the compiled steps apply: a label-coding task that keeps the base
+        class's smoothed risk (log-sum-exp over its coded margins) and classifiers in most
+        slots (the dense products of :class:`ColumnStore`)."""
+        task = self.task
+        if not (self.compiled and isinstance(task, LabelCodingTask)):
+            return False
+        cls = type(task)
+        for name in ("dense_margins", "dense_weak_weights", "slot_scores_to_label_scores"):
+            if getattr(cls, name) is not getattr(LabelCodingTask, name):
+                return False
+        for name in ("smoothed_risk", "smoothed_value", "complete_smoothed_risk"):
+            if getattr(cls, name) is not getattr(StructuredTask, name):
+                return False
+        return self.store.n_columns > 0 and not self.store._sparse_slots()
+
+    def _solve_coded(self, deadline: float | None) -> int:
+        """The steps of :meth:`solve` in :func:`coded_smoothed_steps` (one compiled call
+        per step when a deadline is set, else one for all of them)."""
+        st, task = self.store, self.task
+        ws = np.ascontiguousarray(self.ws, dtype=np.int64)
+        n = len(ws)
+        hs, row = np.unique(st.col_hyp[ws], return_inverse=True)
+        Hws = np.ascontiguousarray(st.H32[hs])
+        HwsT = np.ascontiguousarray(Hws.T)
+        slot = np.ascontiguousarray(st.col_slot[ws], dtype=np.int64)
+        row = np.ascontiguousarray(row.reshape(-1), dtype=np.int64)
+        S = np.zeros((self.memory, n))
+        Y = np.zeros((self.memory, n))
+        pairs = self._pairs[-self.memory :]
+        for p, (s, y) in enumerate(pairs):
+            S[p], Y[p] = s, y
+        n_pairs = len(pairs)
+        w_all = np.array(self.w, dtype=np.float64)
+        g_ws = np.ascontiguousarray(self.grad[ws], dtype=np.float64)
+        F = np.ascontiguousarray(self.F, dtype=np.float64)
+        gamma = np.ascontiguousarray(task.gamma_, dtype=np.float64)
+        gamma_true = np.ascontiguousarray(task._gamma_true, dtype=np.float64)
+        y = np.ascontiguousarray(task.y_, dtype=np.int64)
+        delta = np.ascontiguousarray(task.delta_, dtype=np.float64)
+        f0 = self.smooth_objective
+        gains_ws = np.empty(n)
+        steps = 0
+        P = None
+        while steps < self.max_steps:
+            chunk = self.max_steps - steps if deadline is None else 1
+            t0 = time.perf_counter()
+            k, n_pairs, stop, F, Pk, hinge, lse, f0 = coded_smoothed_steps(
+                w_all, ws, F, g_ws, HwsT, Hws, row, slot, len(hs), gamma, gamma_true,
+                bool(task._identity_coding), y, delta, self.beta, self.C, self.tol, chunk,
+                S, Y, n_pairs, f0, gains_ws,
+            )  # fmt: skip
+            self.t_oracle += time.perf_counter() - t0
+            if k:
+                P, steps = Pk, steps + k
+                self._steps_since_exact += k
+            if stop or (deadline is not None and time.perf_counter() > deadline):
+                break
+        self._pairs = [(S[p].copy(), Y[p].copy()) for p in range(n_pairs)]
+        if P is not None:  # the state at the last accepted point, as _accept makes it
+            m = self.m
+            dual = float(np.einsum("ij,ij->", P, task._dense_losses_cached())) / m
+            self.risk = SmoothedRisk(hinge / m, lse / m, task.dense_weak_weights(P / m), dual, P)
+            self.w, self.F, self._loss_term = w_all, F, self.C * (lse / m)
+            self.xi = self.risk.risk
+            self.A = self.C * self.risk.weights
+            self._pad_gains()
+            self.gains[ws] = gains_ws
+            self.grad = 1.0 - self.gains
+            self.smooth_objective = float(w_all.sum()) + self._loss_term
+            self.objective = float(w_all.sum()) + self.C * self.xi
+        self.n_steps_total += steps
+        return steps
+
     def solve(self, deadline: float | None = None) -> int:
         """Projected L-BFGS steps from the current w over the working set (the other
         columns keep their weights); returns the number of steps.  Vectors and the
@@ -309,6 +394,8 @@ class SmoothedProblem:
         if self._steps_since_exact >= REFRESH_STEPS:  # float32 updates drift slowly
             self.set_weights(self.w, keep_memory=True)
         self._maybe_refresh()
+        if self._coded():
+            return self._solve_coded(deadline)
         ws = self.ws
         full = len(ws) == st.n_columns
         steps = 0

@@ -1,0 +1,144 @@
+"""The compiled projected L-BFGS steps (``solvers/_smoothed_kernels.py``) take the same
+steps as the Python steps of :class:`SmoothedProblem` on label-coding tasks.
+
+Both paths run the same operations in the same precision; they differ only in the order
+of floating-point sums.  From one common state (L-BFGS memory, working set, bound
+weights), one step of each is compared:
+
+* the direction comes from float64 dot products over the n working-set coordinates (each
+  within ``n u64`` relative of the other path's), so the step's weights agree to far
+  below ``rtol = 1e-9`` (that is 1e5 times ``n u64`` for n <= 100);
+* the new slot scores ``F + H' dW`` are float32 sums of at most ``n_h`` products
+  ``phi * dw`` with ``|phi| <= 1`` (stumps), so they agree to
+  ``gamma = 2 n_h u32 / (1 - n_h u32) * ||dw||_1`` (``u32 = 2^-24``, two orders of summation);
+* the smoothed objective ``1'w + (C/m) sum_i LSE_i`` has LSE 1-Lipschitz in the margins,
+  which move by at most ``2 |Delta G|`` with ``|Delta G| <= ||Gamma||_inf |Delta F|``, so
+  it agrees to ``2 C ||Gamma||_inf gamma`` plus float64 summation, ``4 n u64 |f|``;
+* the gains ``(H A)[h, s]``: the softmax moves by at most ``2 beta |Delta a|`` per
+  entry, A by ``(C/m) 2 ||Gamma||_inf`` times that per example, and each gain is a
+  float32 sum of m products of size at most ``2 C / m`` (error ``<= 2 m u32 * 2 C``,
+  two orders of summation).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from maxmargin.solvers.columns import ColumnStore
+from maxmargin.solvers.smoothed_problem import SmoothedProblem
+from maxmargin.tasks import BinaryTask, MultiClassTask
+from maxmargin.tasks.hierarchy import HierarchyTask
+from maxmargin.weak import DecisionStump
+
+U32 = 2.0**-24
+U64 = 2.0**-53
+TAXONOMY = {"r": {"a": [0, 1], "b": [2, 3]}}
+
+
+def problem(task, n_stumps=12, C=40.0, seed=0, working_set=None):
+    X, y = load_digits(return_X_y=True)
+    keep = y < 4
+    X, y = X[keep][:160, ::2], y[keep][:160]
+    if isinstance(task, BinaryTask):
+        y = np.where(y < 2, -1, 1)
+    task = task.bind(X, y)
+    weak = DecisionStump()
+    prep = weak.prepare(X)
+    store = ColumnStore(weak.hypotheses_class, X.shape[1], X.shape[0], task.n_slots)
+    rng = np.random.default_rng(seed)
+    sm = SmoothedProblem(task, store, C, working_set=working_set, tol=0.0)
+    sm.compiled = False
+    for _ in range(n_stumps):
+        cand, _ = weak.best(prep, rng.normal(size=(len(y), task.n_slots)))
+        h = cand.take([0])
+        sm.add_columns(store.add(h, h.evaluate(X), [np.arange(task.n_slots)]))
+    sm.set_weights(rng.random(store.n_columns) * (rng.random(store.n_columns) < 0.6))
+    return sm
+
+
+@pytest.mark.parametrize(
+    "task, working_set",
+    [(MultiClassTask(), None), (MultiClassTask(), 5), (HierarchyTask(TAXONOMY), None),
+     (BinaryTask(), 4)],
+)  # fmt: skip
+def test_compiled_step_equals_python_step(task, working_set):
+    sm = problem(task, working_set=working_set)
+    assert not sm.compiled
+    sm.max_steps = 1
+    checked = 0
+    for _ in range(8):  # common states along the Python path, with growing memory
+        sc = copy.deepcopy(sm)
+        sc.compiled = True
+        assert sc._coded()
+        w0 = sm.w.copy()
+        k_py, k_c = sm.solve(), sc.solve()
+        assert k_py == k_c
+        if k_py == 0:
+            break
+        checked += 1
+        n = len(sm.ws)
+        n_h = len(np.unique(sm.store.col_hyp[sm.ws]))
+        gamma_inf = np.abs(sm.task.gamma_).sum(axis=1).max()
+        gam = 2 * n_h * U32 / (1 - n_h * U32) * np.abs(sm.w - w0).sum()
+        np.testing.assert_allclose(sc.w, sm.w, rtol=1e-9, atol=1e-9 * np.abs(sm.w).max())
+        np.testing.assert_allclose(sc.F, sm.F, rtol=0, atol=gam + 4 * n * U64 * np.abs(sm.F).max())
+        f_tol = 2 * sm.C * gamma_inf * gam + 4 * n * U64 * abs(sm.smooth_objective)
+        assert abs(sc.smooth_objective - sm.smooth_objective) <= f_tol
+        assert abs(sc.objective - sm.objective) <= f_tol + sm.C * 2 * gamma_inf * gam
+        # gains: the duals A = (C/m)(row sums of Mu) Gamma[y_i] - (C/m) Mu Gamma move with
+        # the softmax (beta-Lipschitz in the margins), and each gain is a float32 sum of
+        # m products |phi A| <= 2 C / m
+        m = sm.m
+        g_tol = 8 * sm.C * sm.beta * gamma_inf**2 * gam + 4 * m * U32 * 2 * sm.C
+        np.testing.assert_allclose(sc.gains, sm.gains, rtol=0, atol=g_tol)
+        assert len(sc._pairs) == len(sm._pairs)
+    assert checked >= 3
+
+
+def test_compiled_steps_one_call_or_one_per_step_are_identical():
+    """With a deadline the kernel is called once per step; the steps are the same
+    operations in the same order, so the results are bit for bit those of one call."""
+    base = problem(MultiClassTask(), working_set=5)
+    base.max_steps = 6
+    a, b = copy.deepcopy(base), copy.deepcopy(base)
+    a.compiled = b.compiled = True
+    assert a.solve() == b.solve(deadline=time.perf_counter() + 1e6) > 1
+    np.testing.assert_array_equal(a.w, b.w)
+    np.testing.assert_array_equal(a.F, b.F)
+    assert a.smooth_objective == b.smooth_objective
+
+
+def test_python_steps_where_the_kernel_does_not_apply():
+    """Classifiers in one slot each (sparse slots: the column kernels) and tasks with
+    their own smoothed risk keep the Python steps."""
+    X, y = load_digits(return_X_y=True)
+    keep = y < 4
+    X, y = X[keep][:120, ::2], y[keep][:120]
+    task = MultiClassTask(sharing="per_class").bind(X, y)
+    weak = DecisionStump()
+    prep = weak.prepare(X)
+    store = ColumnStore(weak.hypotheses_class, X.shape[1], X.shape[0], task.n_slots)
+    sm = SmoothedProblem(task, store, 10.0)
+    rng = np.random.default_rng(1)
+    for s in range(task.n_slots):
+        cand, _ = weak.best(prep, rng.normal(size=(len(y), task.n_slots)))
+        h = cand.take([0])
+        sm.add_columns(store.add(h, h.evaluate(X), [np.array([s])]))
+    assert store._sparse_slots() and not sm._coded()
+    sm.solve()  # the Python steps run
+    dense = problem(MultiClassTask())
+    dense.compiled = True
+    assert dense._coded()
+
+    class OwnRisk(MultiClassTask):
+        def smoothed_risk(self, F, beta):
+            return super().smoothed_risk(F, beta)
+
+    own = problem(OwnRisk())
+    own.compiled = True
+    assert not own._coded()
