@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 
 from maxmargin.apps.tracking import (
+    AdaBoostTracker,
     PatchFeatures,
+    SSVMTracker,
+    StructBoostTracker,
     centre_errors,
     coarse_to_fine,
     load_sequence,
@@ -630,3 +633,74 @@ def test_template_match_adds_a_search_disc_where_the_target_jumped():
     assert ncc["metrics"]["overlap"] > 0.8
     with pytest.raises(ValueError, match="ncc_radius"):
         make_tracker("ssvm", ncc_radius=-1.0, **FAST).init(frames[0], boxes[0])
+
+
+# -- issue 29: one Sampling object, scikit-learn estimator protocol ------------------------
+def test_sampling_is_one_frozen_parameter_and_trackers_clone():
+    import dataclasses
+
+    from sklearn.base import clone
+
+    from maxmargin.apps.tracking import Sampling
+
+    s = Sampling(n_predict=300, scales=[0.9, 1.0])
+    assert s.scales == (0.9, 1.0)  # stored as a tuple of floats
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.n_predict = 5
+    for cls, kw in (
+        (StructBoostTracker, {"C": 5.0, "update_iter": 3}),
+        (AdaBoostTracker, {"n_estimators": 7}),
+        (SSVMTracker, {"C": 2.0}),
+    ):
+        tr = cls(sampling=s, random_state=3, **kw)
+        p = tr.get_params(deep=False)
+        assert p["sampling"] is s and p["random_state"] == 3
+        assert all(p[k] == v for k, v in kw.items())
+        deep = tr.get_params(deep=True)
+        assert deep["sampling__n_predict"] == 300
+        c = clone(tr)  # sklearn's clone: deep copies, then checks every parameter
+        assert c.get_params(deep=False)["sampling"] == s
+        tr.set_params(sampling__n_predict=120, random_state=4)
+        assert tr.sampling.n_predict == 120 and tr.sampling.scales == (0.9, 1.0)
+        assert s.n_predict == 300  # the original object is unchanged
+        assert tr.random_state == 4
+        with pytest.raises(ValueError, match="unknown sampling parameter"):
+            tr.set_params(sampling__nonsense=1)
+    # each tracker keeps its own default protocol
+    assert StructBoostTracker().sampling.features == "hog+haar"
+    assert SSVMTracker().sampling.window == 50
+    # flat keywords of make_tracker change the tracker's own default
+    tr = make_tracker("structboost", n_predict=500)
+    assert tr.sampling.n_predict == 500 and tr.sampling.features == "hog+haar"
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"n_predict": 0}, "n_predict"),
+        ({"window": 2.5}, "window"),
+        ({"velocity": 1.5}, "velocity"),
+        ({"scales": (1.0, -0.5)}, "scales"),
+        ({"scale_step": 0.5}, "scale_step"),
+        ({"search_radius": 0.0}, "search_radius"),
+        ({"redetect": 2.0}, "redetect"),
+        ({"augment": -1}, "augment"),
+    ],
+)
+def test_sampling_rejects_bad_values(kw, match):
+    from maxmargin.apps.tracking import Sampling
+
+    with pytest.raises(ValueError, match=match):
+        Sampling(**kw)
+
+
+def test_tracker_parameters_checked_at_init():
+    frames, boxes = synthetic_video(n=3)
+    for tr, match in (
+        (StructBoostTracker(C=-1.0), "C must be"),
+        (StructBoostTracker(sampling={"n_predict": 5}), "sampling must be"),
+        (SSVMTracker(max_iter=0), "max_iter"),
+        (AdaBoostTracker(pos_overlap=2.0), "pos_overlap"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            tr.init(frames[0], boxes[0])

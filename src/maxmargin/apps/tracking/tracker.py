@@ -140,7 +140,9 @@ class Sampling:
         sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
         if sc.ndim != 1 or len(sc) == 0 or not np.all(np.isfinite(sc)) or np.any(sc <= 0):
             raise ValueError(f"scales must be positive numbers, got {self.scales!r}")
-        object.__setattr__(self, "scales", tuple(float(v) for v in sc))
+        ok = isinstance(self.scales, tuple) and all(type(v) is float for v in self.scales)
+        if not ok:  # keep a tuple of floats as given (clone checks the identity)
+            object.__setattr__(self, "scales", tuple(float(v) for v in sc))
         if not isinstance(self.features, str):
             raise ValueError(f"features must be a string, got {self.features!r}")
         for name in ("n_predict", "n_train", "window", "retrain_every", "top_k"):
