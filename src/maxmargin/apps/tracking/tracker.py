@@ -101,13 +101,16 @@ class Sampling:
     scale_step, scale_margin : float, default=0
         Scale search after the translation search (off when ``scale_step`` is 0): sizes
         ``1 -+ scale_step`` times the current one, adopted when their score beats the
-        box's by ``scale_margin`` times the recent median score.
+        box's by ``scale_margin`` times the recent median score (with StructBoost the
+        size shrank on Girl; docs/benchmarks.md, "Third session").
     redetect : float or None, default=None; redetect_radius : float, default=90
         Re-detection below ``redetect`` times the recent median score, coarse to fine
-        within ``redetect_radius`` px (:func:`coarse_to_fine`).
+        within ``redetect_radius`` px (:func:`coarse_to_fine`); with StructBoost it
+        jumped to background on Coke and Tiger1.
     ncc_radius : float, default=0
         A second search disc at the normalised cross-correlation match of the previous
-        box's patch within ``ncc_radius`` px; off when 0.
+        box's patch within ``ncc_radius`` px; off when 0 (StructBoost, ``ncc_radius=60``,
+        seeds 0-11: +0.04 overlap on Tiger1, +0.01 on Girl, -0.04 on Coke).
     augment : int, default=0
         Warped copies (:func:`warp_frame`) of every labelled frame in the first
         training set.
@@ -501,15 +504,6 @@ class StructBoostTracker(_OnlineBoxTracker):
         every training -- better on Tiger1's first 120 frames from one labelled frame
         (mean overlap 0.53 against 0.39 over seeds 0-2), not on Coke, and 2.4 times
         slower per frame (docs/tracking.md, "Issue 30").  ``"stump"``: exact thresholds.
-    augment : int, default=8
-        Warped copies (:func:`warp_frame`) of every labelled frame added to the first
-        training set.  On one labelled frame the overlap LP is separable by one or two
-        stumps (a plateaued score map: the box wanders over the plateau); the copies make
-        the first model use many features (docs/tracking.md, "Issue 30").  0: none.
-    motion_radius : float, default=0.0
-        Motion-adaptive search: the search disc widens to ``motion_radius`` times the
-        last frame-to-frame move of the box (at most 3x ``search_radius``), sampled as
-        densely; off when 0.
     warm_start : bool, default=True
         Re-train from the previous model's weak learners and weights (the fast smoothed
         master continues from them; only new columns are searched).
@@ -522,41 +516,28 @@ class StructBoostTracker(_OnlineBoxTracker):
         End every warm re-training with StructBoost's exact LP polish.  The initial
         training always ends with it; the re-trainings keep the fast master's smoothed
         solution (``StructBoost(polish=False)``), which costs a fraction of the time.
-    features : str, default="hog+haar"
-        The paper uses raw pixels and HOG ("raw+hog"); with stumps the raw grey cells made
+    update_tol : float, default=1e-4
+        The fast master's relative tolerance in the warm re-trainings
+        (``StructBoost(tol=...)``); the first training keeps StructBoost's default.
+    anchor_weight : float, default=0
+        Add ``anchor_weight`` times the frozen first model's score to every score.
+    relabel : float or None, default=None
+        Re-label each self-labelled frame of the window by the current model among the
+        candidates overlapping its box by at least ``relabel`` (off when None).
+    sampling : Sampling, default=Sampling(features="hog+haar", augment=8)
+        The protocol (:class:`Sampling`): candidates, search and training radii, window,
+        re-training period, scales and the drift remedies.  This tracker's default
+        differs from :class:`Sampling`'s in two fields.  ``features="hog+haar"``: the
+        paper uses raw pixels and HOG ("raw+hog"); with stumps the raw grey cells made
         the tracker drift on Coke and Tiger1 (overlap 0.35 against 0.56-0.57 with HOG
-        only, 0.63 against 0.68 on Girl).  HOG with Struck's Haar-like features
-        (``"hog+haar"``, 229 values) against HOG alone (``"hog"``, the earlier default),
-        over 12 runs per sequence (seeds 0-5 before and after the third session's speed
-        changes, which change the trajectories only by rounding): mean overlap 0.508 /
-        0.315 / 0.700 against 0.480 / 0.315 / 0.662 on Coke / Tiger1 / Girl -- better on
-        Coke and Girl, level on Tiger1 -- at 29 fps on Coke (HOG alone 37 fps;
-        docs/benchmarks.md, "Third session").
-    features, n_predict, n_train, search_radius, train_radius, window, retrain_every,
-    scales, random_state
-        The protocol: feature kind (:class:`~maxmargin.apps.tracking.features.PatchFeatures`),
-        candidates for prediction (~2000, on a grid within ``search_radius`` px) and per
-        training frame (~200, denser near the box, within ``train_radius``, default twice
-        the search radius), frames kept for training (60), re-training period (2 frames),
-        relative box scales searched (``(1.0,)``: the paper's fixed size).
-    keep_labelled : bool, default=False
-        Keep the labelled initial frames in every training set (beside the window).
-    velocity, top_k, anchor_weight, relabel, n_train_labelled
-        Drift remedies, off by default (docs/tracking.md, "Drift remedies").
-    scale_step, scale_margin : float, default=0.0
-        Scale search after the translation search (off when ``scale_step`` is 0): sizes
-        ``1 -+ scale_step`` times the current one, adopted when their score beats the
-        box's by ``scale_margin`` times the recent median score.  Off by default: the
-        size shrinks on Girl (docs/benchmarks.md, "Third session").
-    redetect : float or None, default=None; redetect_radius : float, default=90
-        Re-detection: when the score falls below ``redetect`` times the recent median,
-        search ``redetect_radius`` px around the previous box coarse to fine
-        (:func:`coarse_to_fine`).  Off by default: it jumped to background on Coke and
-        Tiger1.
-    ncc_radius : float, default=0.0
-        A second search disc at the normalised cross-correlation match (within
-        ``ncc_radius`` px) of the previous box's patch; off when 0.  ``ncc_radius=60``
-        over seeds 0-11: +0.04 overlap on Tiger1, +0.01 on Girl, -0.04 on Coke.
+        only), and HOG with Struck's Haar-like features (229 values) tracked better than
+        HOG alone on Coke and Girl, level on Tiger1 (docs/benchmarks.md, "Third
+        session").  ``augment=8``: warped copies (:func:`warp_frame`) of every labelled
+        frame join the first training set -- on one labelled frame the overlap LP is
+        separable by one or two stumps (a plateaued score map on which the box wanders);
+        the copies make the first model use many features (docs/tracking.md, "Issue 30").
+    random_state : int, Generator or None
+        Sampling of the training candidates, warps and tie breaks.
 
     Attributes
     ----------
@@ -572,6 +553,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         "C": [POSITIVE],
         "max_iter": [POSITIVE_INT],
         "update_iter": [POSITIVE_INT],
+        "update_tol": [POSITIVE],
         "weak_learner": [Options("fixed_bins", "hist_stump", "stump")],
         "warm_start": [bool, np.bool_],
         "polish_updates": [bool, np.bool_],
@@ -586,6 +568,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         C: float = 10**0.5,
         max_iter: int = 300,
         update_iter: int = 10,
+        update_tol: float = 1e-4,
         weak_learner: str = "fixed_bins",
         warm_start: bool = True,
         polish_updates: bool = False,
@@ -598,6 +581,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         self.C = C
         self.max_iter = max_iter
         self.update_iter = update_iter
+        self.update_tol = update_tol
         self.weak_learner = weak_learner
         self.warm_start = warm_start
         self.polish_updates = polish_updates
@@ -647,7 +631,11 @@ class StructBoostTracker(_OnlineBoxTracker):
                 warm_start=bool(self.warm_start),
             )
         else:
-            self.model_.set_params(max_iter=int(self.update_iter), polish=bool(self.polish_updates))
+            self.model_.set_params(
+                max_iter=int(self.update_iter),
+                polish=bool(self.polish_updates),
+                tol=float(self.update_tol),
+            )
         y = np.zeros(len(data), dtype=np.int64)
         if self.relabel is not None and not initial and len(self.model_.hypotheses_):
             y = self._relabelled(data)
@@ -709,7 +697,8 @@ class AdaBoostTracker(_OnlineBoxTracker):
     """The paper's binary AdaBoost baseline tracker (Sec. 4.4) with the same sampling and
     features: candidates with overlap > ``pos_overlap`` (0.8) are positives, <=
     ``neg_overlap`` (0.3) negatives; ``n_estimators`` (500) rounds of discrete AdaBoost
-    with decision stumps, re-trained from scratch on the window."""
+    with decision stumps, re-trained from scratch on the window.  ``sampling``: the
+    protocol (:class:`Sampling`, default ``Sampling()``)."""
 
     _parameter_constraints: dict = {
         **_OnlineBoxTracker._parameter_constraints,
@@ -772,7 +761,8 @@ class AdaBoostTracker(_OnlineBoxTracker):
 class SSVMTracker(_OnlineBoxTracker):
     """Struck-style linear structured SVM tracker on the same box task and features,
     trained by :class:`~maxmargin.learners.ssvm.StructSVM` (1-slack cutting planes)
-    on the last ``window`` (50) frames, re-trained every ``retrain_every`` frames."""
+    on the last ``window`` (50) frames, re-trained every ``retrain_every`` frames.
+    ``sampling``: the protocol (:class:`Sampling`, default ``Sampling(window=50)``)."""
 
     _parameter_constraints: dict = {
         **_OnlineBoxTracker._parameter_constraints,
