@@ -110,8 +110,11 @@ def main() -> None:
                 seeds = args.baseline_seeds
             for seed in seeds if ours else [None]:
                 if ours:
-                    params = {"random_state": seed, **overrides.get(tname, {})}
-                    tracker = make_tracker(tname, **params)
+                    tracker = make_tracker(tname, random_state=seed, **overrides.get(tname, {}))
+                    # every parameter, the sampling protocol's as sampling__<name>
+                    params = {
+                        k: v for k, v in tracker.get_params(deep=True).items() if k != "sampling"
+                    }
                     if args.true_labels:
                         lab = np.flatnonzero(seq.labelled)
                         _train_on_truth(tracker, seq.boxes, int(lab[min(n_init, len(lab)) - 1]) + 1)

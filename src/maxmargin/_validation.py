@@ -49,6 +49,20 @@ def add_intercept(X, scale=1.0):
     return out
 
 
+def check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
+    """Raise ValueError unless ``value`` is a finite (integer) number above ``low``
+    (used where a value is checked outside ``_parameter_constraints``: the trackers'
+    :class:`~maxmargin.apps.tracking.tracker.Sampling` object)."""
+    if value is None and allow_none:
+        return
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not np.isfinite(value):
+        what = "an integer" if integer else "a finite number"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Interval:
     """A finite number (``int``: an integer) in ``[low, high]`` with ``closed`` ends."""

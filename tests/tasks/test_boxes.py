@@ -156,6 +156,23 @@ def test_linear_ssvm_on_boxes():
     assert np.mean(ov) > 0.8
 
 
+def test_struct_svm_estimator_on_boxes_is_the_solver_on_the_box_model():
+    """StructSVM(task=BoxTask()) is a shell over the same 1-slack solve (the tracker's
+    SSVM goes through it): same weights; predict gives each image's best-scoring box."""
+    from maxmargin.learners.ssvm import StructSVM
+
+    X, y = _separable()
+    est = StructSVM(task=BoxTask(), C=10.0, tol=1e-3, max_iter=200).fit(X, y)
+    res = solve_ssvm(BoxTask().bind(X, y).linear_model(), 10.0, "1-slack", tol=1e-3, max_iter=200)
+    np.testing.assert_array_equal(est.coef_, res.w)
+    Xt, _ = _separable(seed=5)
+    pred = est.predict(Xt)
+    for c, p in zip(Xt, pred):  # brute force: the argmax of the linear score
+        np.testing.assert_array_equal(p, c.boxes[np.argmax(c.features @ est.coef_)])
+    with pytest.raises(ValueError, match="label-coding"):
+        est.decision_function(Xt)
+
+
 def test_warm_start_keeps_columns_and_adds_few():
     X, y = _separable(m=8)
     est = StructBoost(task=BoxTask(), C=30.0, max_iter=30, random_state=0, warm_start=True)

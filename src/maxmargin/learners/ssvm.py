@@ -41,6 +41,7 @@ from maxmargin.exceptions import warn_interrupted, warn_unconverged
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
 from maxmargin.tasks.base import LabelCodingTask
+from maxmargin.tasks.boxes import BoxTask
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
 from maxmargin.tasks.crf import CRFTask
@@ -65,9 +66,11 @@ class StructSVM(Persistent, BaseEstimator):
 
     Parameters
     ----------
-    task : LabelCodingTask, ChainTask, CRFTask or None, default=None
+    task : LabelCodingTask, ChainTask, CRFTask, BoxTask or None, default=None
         What is predicted, e.g. ``MultiClassTask()``, ``ChainTask()`` or ``CRFTask()``
-        (binary CRFs over graphs, ``solver="1-slack"`` only; docs/segmentation.md).
+        (binary CRFs over graphs, ``solver="1-slack"`` only; docs/segmentation.md), or
+        ``BoxTask()`` (the best of each image's candidate boxes, Pascal-overlap loss,
+        margin rescaling: a linear Struck; ``predict`` returns the boxes).
         Required: ``fit`` raises ``ValueError`` without one.
     C : float, default=1.0
         Weight of the average structured hinge.
@@ -185,16 +188,20 @@ default="1-slack"
         self.callback = callback
 
     def _make_task(self, y):
-        if not isinstance(self.task, (LabelCodingTask, ChainTask, CRFTask)):
+        if not isinstance(self.task, (LabelCodingTask, ChainTask, CRFTask, BoxTask)):
             raise ValueError(
                 "task must be a LabelCodingTask (BinaryTask, MultiClassTask, "
-                f"hierarchy), a ChainTask or a CRFTask instance, got {self.task!r}"
+                f"hierarchy), a ChainTask, a CRFTask or a BoxTask instance, got {self.task!r}"
             )
         return self.task
 
     def _bind(self, X, y):
         """Bind the task and build the joint-feature model."""
         task = self._make_task(y)
+        if isinstance(task, BoxTask):  # candidate boxes (a Struck-style linear tracker)
+            self.task_ = task.bind(X, y)
+            self.n_features_in_ = self.task_.n_features_
+            return self.task_.linear_model()
         if isinstance(task, ChainTask):
             self.task_ = task.bind(X, y)
             self.n_features_in_ = self.task_.X_.shape[1]
@@ -281,12 +288,15 @@ default="1-slack"
     def decision_function(self, X):
         """Joint scores ``w.Psi(x, y)`` for every output (label-coding tasks)."""
         check_is_fitted(self, "coef_")
-        if isinstance(self.task_, ChainTask):
+        if isinstance(self.task_, (ChainTask, BoxTask)):
             raise ValueError("decision_function is defined for label-coding tasks only")
         return self.task_.slot_scores_to_label_scores(self._slot_scores(X))
 
     def predict(self, X):
         check_is_fitted(self, "coef_")
+        if isinstance(self.task_, BoxTask):  # the best candidate box of every image
+            layout, Z = self.task_.prediction_layout(X)
+            return self.task_.predict_from_scores(layout, (Z @ self.coef_)[:, None])
         if isinstance(self.task_, CRFTask):
             return self.task_.predict_linear(X, self.coef_)
         if isinstance(self.task_, ChainTask):

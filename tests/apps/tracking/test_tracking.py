@@ -49,9 +49,9 @@ FAST = dict(n_predict=400, n_train=100, search_radius=12.0, train_radius=20.0, w
 @pytest.mark.parametrize(
     "tracker",
     [
-        StructBoostTracker(max_iter=40, update_iter=10, random_state=0, **FAST),
-        AdaBoostTracker(n_estimators=40, random_state=0, **FAST),
-        SSVMTracker(random_state=0, **FAST),
+        make_tracker("structboost", max_iter=40, update_iter=10, random_state=0, **FAST),
+        make_tracker("adaboost", n_estimators=40, random_state=0, **FAST),
+        make_tracker("ssvm", random_state=0, **FAST),
     ],
     ids=["structboost", "adaboost", "ssvm"],
 )
@@ -66,25 +66,27 @@ def test_trackers_follow_synthetic_square(tracker):
 
 def test_tracker_api_and_errors():
     frames, boxes = synthetic_video(n=4)
-    tr = StructBoostTracker(max_iter=10, update_iter=5, random_state=0, **FAST)
+    tr = make_tracker("structboost", max_iter=10, update_iter=5, random_state=0, **FAST)
     with pytest.raises(RuntimeError):
         tr.update(frames[0])
     tr.init(frames[0], boxes[0])
     b = tr.update(frames[1])
     assert b.shape == (4,) and np.all(b[2:] == 16)
     with pytest.raises(ValueError, match="size"):
-        StructBoostTracker(**FAST).init(frames[0], [3, 3, 0, 5])
+        make_tracker("structboost", **FAST).init(frames[0], [3, 3, 0, 5])
     with pytest.raises(ValueError, match="outside"):
-        StructBoostTracker(**FAST).init(frames[0], [500, 3, 10, 5])
+        make_tracker("structboost", **FAST).init(frames[0], [500, 3, 10, 5])
     with pytest.raises(ValueError, match="unknown tracker"):
         make_tracker("kcf")
-    with pytest.raises(ValueError, match="positive integer"):
-        StructBoostTracker(n_predict=0).init(frames[0], boxes[0])
+    with pytest.raises(ValueError, match="n_predict"):
+        make_tracker("structboost", n_predict=0).init(frames[0], boxes[0])
 
 
 def test_scales_track_size_changes():
     frames, boxes = synthetic_video(n=3)
-    tr = SSVMTracker(scales=(0.9, 1.0, 1.1), random_state=0, **FAST).init(frames[0], boxes[0])
+    tr = make_tracker("ssvm", scales=(0.9, 1.0, 1.1), random_state=0, **FAST).init(
+        frames[0], boxes[0]
+    )
     tr.update(frames[1])
     assert len(np.unique(tr.candidates_[:, 2])) == 3
 
@@ -276,7 +278,7 @@ def test_cli_track(tmp_path, capsys):
 
 def test_keep_labelled_frames_stay_in_training():
     frames, boxes = synthetic_video(n=8)
-    tr = SSVMTracker(keep_labelled=True, random_state=0, **{**FAST, "window": 2})
+    tr = make_tracker("ssvm", keep_labelled=True, random_state=0, **{**FAST, "window": 2})
     tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
     for k in range(3, 8):
         tr.update(frames[k])
@@ -313,7 +315,7 @@ def test_fixed_bin_tracker_scores_raw_features_like_codes():
     """The tracker trains stumps on codes and maps them back to raw thresholds
     (code > b  <=>  value > edges[b]): both give the same candidate scores."""
     frames, boxes = synthetic_video(n=6)
-    tr = StructBoostTracker(max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr = make_tracker("structboost", max_iter=30, update_iter=5, random_state=0, **FAST)
     tr.init(frames[0], boxes[0])
     for k in range(1, 6):
         tr.update(frames[k])
@@ -325,18 +327,20 @@ def test_fixed_bin_tracker_scores_raw_features_like_codes():
     np.testing.assert_allclose(tr._score(Z), on_codes)
     np.testing.assert_allclose(tr.candidate_scores_, tr._score(Z))
     with pytest.raises(ValueError, match="weak_learner"):
-        StructBoostTracker(weak_learner="tree", **FAST).init(frames[0], boxes[0])
+        make_tracker("structboost", weak_learner="tree", **FAST).init(frames[0], boxes[0])
     with pytest.raises(ValueError, match="update_gate"):
-        StructBoostTracker(update_gate=1.5, **FAST).init(frames[0], boxes[0])
+        make_tracker("structboost", update_gate=1.5, **FAST).init(frames[0], boxes[0])
 
 
 def test_update_gate_skips_low_scoring_frames():
     frames, boxes = synthetic_video()
     kw = dict(max_iter=30, update_iter=5, random_state=0, **FAST)
-    always = StructBoostTracker(**kw)
+    always = make_tracker("structboost", **kw)
     track_sequence(always, frames, boxes)
     assert always.n_skipped_ == 0
-    strict = StructBoostTracker(update_gate=1.0, **kw)  # only frames at or above the median
+    strict = make_tracker(
+        "structboost", update_gate=1.0, **kw
+    )  # only frames at or above the median
     _pred, info = track_sequence(strict, frames, boxes)
     assert strict.n_skipped_ > 0
     # 3 labelled frames, then the accepted ones, in a window of 12
@@ -348,7 +352,9 @@ def test_update_gate_skips_low_scoring_frames():
 @pytest.mark.parametrize("weak", ["hist_stump", "stump"])
 def test_structboost_tracker_other_weak_learners(weak):
     frames, boxes = synthetic_video()
-    tr = StructBoostTracker(weak_learner=weak, max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr = make_tracker(
+        "structboost", weak_learner=weak, max_iter=30, update_iter=5, random_state=0, **FAST
+    )
     _pred, info = track_sequence(tr, frames, boxes)
     assert not tr._encoded
     assert info["metrics"]["overlap"] > 0.8
@@ -356,15 +362,15 @@ def test_structboost_tracker_other_weak_learners(weak):
 
 def test_warm_updates_skip_the_polish():
     frames, boxes = synthetic_video(n=5)
-    tr = StructBoostTracker(max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr = make_tracker("structboost", max_iter=30, update_iter=5, random_state=0, **FAST)
     tr.init(frames[0], boxes[0])
     assert tr.model_.history_[-1]["certified"]  # the initial training is polished
     tr.update(frames[1])
     tr.update(frames[2])
     assert tr.n_trainings_ == 2 and not tr.model_.polish
     assert not tr.model_.history_[-1]["certified"]
-    tr2 = StructBoostTracker(
-        max_iter=30, update_iter=5, polish_updates=True, random_state=0, **FAST
+    tr2 = make_tracker(
+        "structboost", max_iter=30, update_iter=5, polish_updates=True, random_state=0, **FAST
     )
     tr2.init(frames[0], boxes[0])
     tr2.update(frames[1])
@@ -379,12 +385,12 @@ def test_anchor_model_is_the_frozen_initial_model():
     tracker's; after re-trainings the anchor part is still the initial model's."""
     frames, boxes = synthetic_video(n=8)
     kw = dict(max_iter=30, update_iter=5, random_state=0, **FAST)
-    plain = StructBoostTracker(**kw).init(frames[0], boxes[0])
-    anch = StructBoostTracker(anchor_weight=0.5, **kw).init(frames[0], boxes[0])
+    plain = make_tracker("structboost", **kw).init(frames[0], boxes[0])
+    anch = make_tracker("structboost", anchor_weight=0.5, **kw).init(frames[0], boxes[0])
     plain.update(frames[1])
     anch.update(frames[1])
     np.testing.assert_allclose(anch.candidate_scores_, 1.5 * plain.candidate_scores_)
-    first = StructBoostTracker(**kw).init(frames[0], boxes[0])  # the initial model alone
+    first = make_tracker("structboost", **kw).init(frames[0], boxes[0])  # the initial model alone
     for k in range(2, 8):
         anch.update(frames[k])
     assert anch.n_trainings_ > 1
@@ -392,7 +398,7 @@ def test_anchor_model_is_the_frozen_initial_model():
     online = anch.model_.slot_weights_[:, 0] @ anch._hyps.evaluate(Z)
     np.testing.assert_allclose(anch.candidate_scores_, online + 0.5 * first._score(Z))
     with pytest.raises(ValueError, match="anchor_weight"):
-        StructBoostTracker(anchor_weight=-1.0, **FAST).init(frames[0], boxes[0])
+        make_tracker("structboost", anchor_weight=-1.0, **FAST).init(frames[0], boxes[0])
 
 
 def test_velocity_prior_follows_fast_motion():
@@ -414,17 +420,17 @@ def test_velocity_prior_follows_fast_motion():
         random_state=0, n_predict=300, n_train=100,
         search_radius=6.0, train_radius=20.0, window=12,
     )  # fmt: skip
-    _p, slow = track_sequence(SSVMTracker(**kw), frames, boxes)
-    _p, fast = track_sequence(SSVMTracker(velocity=1.0, **kw), frames, boxes)
+    _p, slow = track_sequence(make_tracker("ssvm", **kw), frames, boxes)
+    _p, fast = track_sequence(make_tracker("ssvm", velocity=1.0, **kw), frames, boxes)
     assert slow["metrics"]["overlap"] < 0.5
     assert fast["metrics"]["overlap"] > 0.8
     with pytest.raises(ValueError, match="velocity"):
-        SSVMTracker(velocity=2.0, **FAST).init(frames[0], boxes[0])
+        make_tracker("ssvm", velocity=2.0, **FAST).init(frames[0], boxes[0])
 
 
 def test_top_k_box_is_the_weighted_mean_of_the_best_candidates():
     frames, boxes = synthetic_video(n=4)
-    tr = SSVMTracker(top_k=4, random_state=0, **FAST).init(frames[0], boxes[0])
+    tr = make_tracker("ssvm", top_k=4, random_state=0, **FAST).init(frames[0], boxes[0])
     for k in range(1, 4):
         b = tr.update(frames[k])
     s, c = tr.candidate_scores_, tr.candidates_
@@ -437,8 +443,10 @@ def test_top_k_box_is_the_weighted_mean_of_the_best_candidates():
     # box is 3/4 of the way to the first (weights 3 - 0 and 1 - 0)
     from maxmargin.tasks.boxes import sample_boxes
 
-    tr2 = SSVMTracker(top_k=2, random_state=0, **FAST).init(frames[0], boxes[0])
-    cand = sample_boxes(tr2.box_, tr2.n_predict, tr2.search_radius, frames[1].shape)
+    tr2 = make_tracker("ssvm", top_k=2, random_state=0, **FAST).init(frames[0], boxes[0])
+    cand = sample_boxes(
+        tr2.box_, tr2.sampling.n_predict, tr2.sampling.search_radius, frames[1].shape
+    )
     a = int(np.flatnonzero(np.all(cand[:, :2] == tr2.box_[:2] + np.array([-10, 0]), axis=1))[0])
     b = int(np.flatnonzero(np.all(cand[:, :2] == tr2.box_[:2] + np.array([10, 0]), axis=1))[0])
     fake = np.zeros(len(cand))
@@ -447,7 +455,7 @@ def test_top_k_box_is_the_weighted_mean_of_the_best_candidates():
     box = tr2.update(frames[1])
     np.testing.assert_array_equal(box, np.round(0.75 * cand[a] + 0.25 * cand[b]))
     with pytest.raises(ValueError, match="top_k"):
-        SSVMTracker(top_k=0, **FAST).init(frames[0], boxes[0])
+        make_tracker("ssvm", top_k=0, **FAST).init(frames[0], boxes[0])
 
 
 def test_relabel_picks_the_best_nearby_candidate():
@@ -457,8 +465,8 @@ def test_relabel_picks_the_best_nearby_candidate():
     from maxmargin.tasks.boxes import box_overlap
 
     frames, boxes = synthetic_video(n=10)
-    tr = StructBoostTracker(
-        relabel=0.5, max_iter=30, update_iter=5, augment=0, random_state=0, **FAST
+    tr = make_tracker(
+        "structboost", relabel=0.5, max_iter=30, update_iter=5, augment=0, random_state=0, **FAST
     )
     tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
     for k in range(3, 10):
@@ -481,19 +489,19 @@ def test_relabel_picks_the_best_nearby_candidate():
     assert np.any(y[3:] != 0)
     assert tr.labels_[:3].tolist() == [0, 0, 0]  # (the last training, one frame earlier)
     with pytest.raises(ValueError, match="relabel"):
-        StructBoostTracker(relabel=2.0, **FAST).init(frames[0], boxes[0])
+        make_tracker("structboost", relabel=2.0, **FAST).init(frames[0], boxes[0])
 
 
 def test_n_train_labelled_samples_more_boxes_on_the_labelled_frames():
     frames, boxes = synthetic_video(n=6)
     kw = dict(random_state=0, **{**FAST, "n_train": 40})
-    tr = SSVMTracker(n_train_labelled=150, **kw)
+    tr = make_tracker("ssvm", n_train_labelled=150, **kw)
     tr.init(frames[2], boxes[2], labelled=[(frames[0], boxes[0]), (frames[1], boxes[1])])
     tr.update(frames[3])
     sizes = [len(c.boxes) for c in tr._data]
     assert min(sizes[:3]) > 100 and sizes[3] <= 41, sizes
     with pytest.raises(ValueError, match="n_train_labelled"):
-        SSVMTracker(n_train_labelled=0, **FAST).init(frames[0], boxes[0])
+        make_tracker("ssvm", n_train_labelled=0, **FAST).init(frames[0], boxes[0])
 
 
 # -- coarse-to-fine search, re-detection, scale search ------------------------------------
@@ -532,8 +540,8 @@ def _patched_tracker(**kw):
     """A tracker whose "features" are the boxes themselves, scored by ``tr.score_map``
     (re-training off), to test the search logic on a known score map."""
     frames, boxes = synthetic_video(n=2, size=(200, 300))
-    tr = StructBoostTracker(
-        weak_learner="stump", max_iter=5, retrain_every=10**6, random_state=0, **kw
+    tr = make_tracker(
+        "structboost", weak_learner="stump", max_iter=5, retrain_every=10**6, random_state=0, **kw
     ).init(frames[0], boxes[0])
 
     class BoxesAsFeatures:
@@ -570,7 +578,7 @@ def test_redetection_searches_wide_when_the_score_collapses():
     tr.update(frames[1])
     assert tr.n_redetections_ == 0
     with pytest.raises(ValueError, match="redetect"):
-        StructBoostTracker(redetect=1.5, **FAST).init(frames[0], [10, 10, 16, 16])
+        make_tracker("structboost", redetect=1.5, **FAST).init(frames[0], [10, 10, 16, 16])
 
 
 def test_scale_search_follows_a_better_size_only_past_the_margin():
@@ -596,7 +604,7 @@ def test_scale_search_follows_a_better_size_only_past_the_margin():
     # the training boxes of a frame include the other sizes
     assert len(np.unique(tr._data[-1].boxes[:, 2])) > 1
     with pytest.raises(ValueError, match="scale_step"):
-        StructBoostTracker(scale_step=0.7, **FAST).init(frames[0], [10, 10, 16, 16])
+        make_tracker("structboost", scale_step=0.7, **FAST).init(frames[0], [10, 10, 16, 16])
 
 
 def test_template_match_adds_a_search_disc_where_the_target_jumped():
@@ -619,9 +627,80 @@ def test_template_match_adds_a_search_disc_where_the_target_jumped():
         random_state=0, n_predict=300, n_train=100,
         search_radius=6.0, train_radius=20.0, window=12,
     )  # fmt: skip
-    _p, plain = track_sequence(SSVMTracker(**kw), frames, boxes)
-    _p, ncc = track_sequence(SSVMTracker(ncc_radius=30.0, **kw), frames, boxes)
+    _p, plain = track_sequence(make_tracker("ssvm", **kw), frames, boxes)
+    _p, ncc = track_sequence(make_tracker("ssvm", ncc_radius=30.0, **kw), frames, boxes)
     assert plain["metrics"]["overlap"] < 0.5
     assert ncc["metrics"]["overlap"] > 0.8
     with pytest.raises(ValueError, match="ncc_radius"):
-        SSVMTracker(ncc_radius=-1.0, **FAST).init(frames[0], boxes[0])
+        make_tracker("ssvm", ncc_radius=-1.0, **FAST).init(frames[0], boxes[0])
+
+
+# -- issue 29: one Sampling object, scikit-learn estimator protocol ------------------------
+def test_sampling_is_one_frozen_parameter_and_trackers_clone():
+    import dataclasses
+
+    from sklearn.base import clone
+
+    from maxmargin.apps.tracking import Sampling
+
+    s = Sampling(n_predict=300, scales=[0.9, 1.0])
+    assert s.scales == (0.9, 1.0)  # stored as a tuple of floats
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.n_predict = 5
+    for cls, kw in (
+        (StructBoostTracker, {"C": 5.0, "update_iter": 3}),
+        (AdaBoostTracker, {"n_estimators": 7}),
+        (SSVMTracker, {"C": 2.0}),
+    ):
+        tr = cls(sampling=s, random_state=3, **kw)
+        p = tr.get_params(deep=False)
+        assert p["sampling"] is s and p["random_state"] == 3
+        assert all(p[k] == v for k, v in kw.items())
+        deep = tr.get_params(deep=True)
+        assert deep["sampling__n_predict"] == 300
+        c = clone(tr)  # sklearn's clone: deep copies, then checks every parameter
+        assert c.get_params(deep=False)["sampling"] == s
+        tr.set_params(sampling__n_predict=120, random_state=4)
+        assert tr.sampling.n_predict == 120 and tr.sampling.scales == (0.9, 1.0)
+        assert s.n_predict == 300  # the original object is unchanged
+        assert tr.random_state == 4
+        with pytest.raises(ValueError, match="unknown sampling parameter"):
+            tr.set_params(sampling__nonsense=1)
+    # each tracker keeps its own default protocol
+    assert StructBoostTracker().sampling.features == "hog+haar"
+    assert SSVMTracker().sampling.window == 50
+    # flat keywords of make_tracker change the tracker's own default
+    tr = make_tracker("structboost", n_predict=500)
+    assert tr.sampling.n_predict == 500 and tr.sampling.features == "hog+haar"
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"n_predict": 0}, "n_predict"),
+        ({"window": 2.5}, "window"),
+        ({"velocity": 1.5}, "velocity"),
+        ({"scales": (1.0, -0.5)}, "scales"),
+        ({"scale_step": 0.5}, "scale_step"),
+        ({"search_radius": 0.0}, "search_radius"),
+        ({"redetect": 2.0}, "redetect"),
+        ({"augment": -1}, "augment"),
+    ],
+)
+def test_sampling_rejects_bad_values(kw, match):
+    from maxmargin.apps.tracking import Sampling
+
+    with pytest.raises(ValueError, match=match):
+        Sampling(**kw)
+
+
+def test_tracker_parameters_checked_at_init():
+    frames, boxes = synthetic_video(n=3)
+    for tr, match in (
+        (StructBoostTracker(C=-1.0), "C must be"),
+        (StructBoostTracker(sampling={"n_predict": 5}), "sampling must be"),
+        (SSVMTracker(max_iter=0), "max_iter"),
+        (AdaBoostTracker(pos_overlap=2.0), "pos_overlap"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            tr.init(frames[0], boxes[0])

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from maxmargin.apps.tracking import (
-    SSVMTracker,
     centre_errors,
     load_sequence,
+    make_tracker,
     overlaps,
     summary,
     track_sequence,
@@ -164,7 +164,9 @@ def test_track_sequence_on_sparse_ground_truth():
     sparse[::5] = boxes[::5]  # frames 0, 5, 10, 15, 20 annotated
     fast = dict(n_predict=200, n_train=60, search_radius=8.0, window=8)
     # one labelled frame: frames 1..20 tracked, frames 5, 10, 15, 20 scored
-    pred, info = track_sequence(SSVMTracker(random_state=0, **fast), frames, sparse, n_init=1)
+    pred, info = track_sequence(
+        make_tracker("ssvm", random_state=0, **fast), frames, sparse, n_init=1
+    )
     assert info["init_frames"] == [0] and np.isfinite(pred).all()
     assert info["metrics"]["n_frames"] == 4
     lab = labelled_mask(sparse)
@@ -174,14 +176,16 @@ def test_track_sequence_on_sparse_ground_truth():
         assert info["metrics"][k] == pytest.approx(v, rel=1e-12), k
     # the paper's protocol: the first 3 labelled frames (0, 5, 10) initialise, frames
     # 11..20 are tracked, 15 and 20 scored; the frames in between are not tracked
-    pred, info = track_sequence(SSVMTracker(random_state=0, **fast), frames, sparse, n_init=3)
+    pred, info = track_sequence(
+        make_tracker("ssvm", random_state=0, **fast), frames, sparse, n_init=3
+    )
     assert info["init_frames"] == [0, 5, 10] and info["n_init"] == 3
     assert info["metrics"]["n_frames"] == 2
     assert np.isnan(pred[1:5]).all() and np.isnan(pred[6:10]).all()
     np.testing.assert_array_equal(pred[[0, 5, 10]], boxes[[0, 5, 10]])
     assert np.isfinite(pred[11:]).all()
     # every frame annotated: the first n_init frames, as before
-    _, info = track_sequence(SSVMTracker(random_state=0, **fast), frames, boxes, n_init=3)
+    _, info = track_sequence(make_tracker("ssvm", random_state=0, **fast), frames, boxes, n_init=3)
     assert info["init_frames"] == [0, 1, 2] and info["metrics"]["n_frames"] == 18
     with pytest.raises(ValueError, match="first frame"):
-        track_sequence(SSVMTracker(**fast), frames, np.vstack([sparse[1:], sparse[:1]]))
+        track_sequence(make_tracker("ssvm", **fast), frames, np.vstack([sparse[1:], sparse[:1]]))

@@ -16,6 +16,7 @@ from maxmargin.apps.tracking.run import track_sequence
 from maxmargin.apps.tracking.tracker import (
     TRACKERS,
     AdaBoostTracker,
+    Sampling,
     SSVMTracker,
     StructBoostTracker,
     coarse_to_fine,
@@ -29,6 +30,7 @@ __all__ = [
     "FeatureQuantizer",
     "PatchFeatures",
     "SSVMTracker",
+    "Sampling",
     "Sequence",
     "StructBoostTracker",
     "centre_errors",

@@ -26,23 +26,39 @@ arrays (uint8 or float in [0, 1]).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
+from dataclasses import dataclass, fields
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from maxmargin._registry import register
+from maxmargin._validation import (
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    Interval,
+    Options,
+    as_generator,
+    check_number,
+    validate_params,
+)
 from maxmargin.apps.tracking.data import check_box
 from maxmargin.apps.tracking.features import FeatureQuantizer, PatchFeatures, to_grey
 from maxmargin.learners.binary_adaboost import discrete_adaboost
+from maxmargin.learners.ssvm import StructSVM
 from maxmargin.learners.structboost import StructBoost
-from maxmargin.solvers.ssvm import solve_ssvm
 from maxmargin.tasks.boxes import BoxCandidates, BoxTask, box_overlap, sample_boxes
 from maxmargin.weak import CodedStump, Stumps, make_weak_learner
 
 __all__ = [
+    "SAMPLING_PARAMS",
     "AdaBoostTracker",
     "SSVMTracker",
+    "Sampling",
     "StructBoostTracker",
     "coarse_to_fine",
     "make_tracker",
@@ -50,101 +66,163 @@ __all__ = [
 ]
 
 
-class _OnlineBoxTracker:
-    """Shared loop: candidate sampling, features, the training window, timing."""
+@dataclass(frozen=True)
+class Sampling:
+    """The tracking protocol shared by every tracker: candidate sampling, search, the
+    training window and the optional drift remedies.  A frozen (immutable) value: a
+    tracker keeps the one it is given, ``dataclasses.replace`` or :meth:`replace` makes a
+    changed copy, and scikit-learn's ``clone`` / ``get_params`` / ``set_params`` see it as
+    one parameter (``tracker.set_params(sampling__n_predict=500)`` replaces it).
 
-    def __init__(
-        self,
-        *,
-        features: str = "raw+hog",
-        n_predict: int = 2000,
-        n_train: int = 200,
-        search_radius: float = 30.0,
-        train_radius: float | None = None,
-        window: int = 60,
-        retrain_every: int = 2,
-        scales=(1.0,),
-        keep_labelled: bool = False,
-        velocity: float = 0.0,
-        top_k: int = 1,
-        n_train_labelled: int | None = None,
-        scale_step: float = 0.0,
-        scale_margin: float = 0.0,
-        redetect: float | None = None,
-        redetect_radius: float = 90.0,
-        ncc_radius: float = 0.0,
-        augment: int = 0,
-        motion_radius: float = 0.0,
-        random_state=None,
-    ) -> None:
-        self.features = features
-        self.augment = augment
-        self.motion_radius = motion_radius
-        self.ncc_radius = ncc_radius
-        self.scale_step = scale_step
-        self.scale_margin = scale_margin
-        self.redetect = redetect
-        self.redetect_radius = redetect_radius
-        self.velocity = velocity
-        self.top_k = top_k
-        self.n_train_labelled = n_train_labelled
-        self.keep_labelled = keep_labelled
-        self.n_predict = n_predict
-        self.n_train = n_train
-        self.search_radius = search_radius
-        self.train_radius = train_radius
-        self.window = window
-        self.retrain_every = retrain_every
-        self.scales = scales
-        self.random_state = random_state
+    Parameters
+    ----------
+    features : str, default="raw+hog"
+        Patch features (:class:`~maxmargin.apps.tracking.features.PatchFeatures`).
+    n_predict : int, default=2000
+        Candidates scored per frame, on a grid within ``search_radius`` px.
+    n_train : int, default=200
+        Candidates per training frame, denser near the box, within ``train_radius``.
+    search_radius : float, default=30
+        Radius (px) of the search disc around the previous box.
+    train_radius : float or None, default=None
+        Radius of the training candidates; None: twice ``search_radius``.
+    window : int, default=60
+        Frames kept for training.
+    retrain_every : int, default=2
+        Re-training period in frames.
+    scales : tuple of float, default=(1.0,)
+        Relative box sizes searched (and sampled for training) at every frame.
+    keep_labelled : bool, default=False
+        Keep the labelled initial frames (and their warped copies) in every training set.
+    velocity : float in [0, 1], default=0
+        Constant-velocity prior: the search disc moves by ``velocity`` times the last move.
+    top_k : int, default=1
+        Sub-pixel box: score-weighted mean of the ``top_k`` best candidates (1: argmax).
+    n_train_labelled : int or None, default=None
+        Candidates per labelled initial frame (None: ``n_train``).
+    scale_step, scale_margin : float, default=0
+        Scale search after the translation search (off when ``scale_step`` is 0): sizes
+        ``1 -+ scale_step`` times the current one, adopted when their score beats the
+        box's by ``scale_margin`` times the recent median score (with StructBoost the
+        size shrank on Girl; docs/benchmarks.md, "Third session").
+    redetect : float or None, default=None; redetect_radius : float, default=90
+        Re-detection below ``redetect`` times the recent median score, coarse to fine
+        within ``redetect_radius`` px (:func:`coarse_to_fine`); with StructBoost it
+        jumped to background on Coke and Tiger1.
+    ncc_radius : float, default=0
+        A second search disc at the normalised cross-correlation match of the previous
+        box's patch within ``ncc_radius`` px; off when 0 (StructBoost, ``ncc_radius=60``,
+        seeds 0-11: +0.04 overlap on Tiger1, +0.01 on Girl, -0.04 on Coke).
+    augment : int, default=0
+        Warped copies (:func:`warp_frame`) of every labelled frame in the first
+        training set.
+    motion_radius : float, default=0
+        Motion-adaptive search: the search disc widens to ``motion_radius`` times the
+        last frame-to-frame move (at most 3x ``search_radius``), sampled as densely.
+    """
 
-    def get_params(self) -> dict:
-        import inspect
+    features: str = "raw+hog"
+    n_predict: int = 2000
+    n_train: int = 200
+    search_radius: float = 30.0
+    train_radius: float | None = None
+    window: int = 60
+    retrain_every: int = 2
+    scales: tuple = (1.0,)
+    keep_labelled: bool = False
+    velocity: float = 0.0
+    top_k: int = 1
+    n_train_labelled: int | None = None
+    scale_step: float = 0.0
+    scale_margin: float = 0.0
+    redetect: float | None = None
+    redetect_radius: float = 90.0
+    ncc_radius: float = 0.0
+    augment: int = 0
+    motion_radius: float = 0.0
 
-        names = [
-            p
-            for c in type(self).__mro__
-            if "__init__" in c.__dict__ and c is not object
-            for p in inspect.signature(c.__init__).parameters
-            if p != "self"
-        ]
-        return {n: getattr(self, n) for n in dict.fromkeys(names)}
+    def __post_init__(self) -> None:
+        sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
+        if sc.ndim != 1 or len(sc) == 0 or not np.all(np.isfinite(sc)) or np.any(sc <= 0):
+            raise ValueError(f"scales must be positive numbers, got {self.scales!r}")
+        ok = isinstance(self.scales, tuple) and all(type(v) is float for v in self.scales)
+        if not ok:  # keep a tuple of floats as given (clone checks the identity)
+            object.__setattr__(self, "scales", tuple(float(v) for v in sc))
+        if not isinstance(self.features, str):
+            raise ValueError(f"features must be a string, got {self.features!r}")
+        for name in ("n_predict", "n_train", "window", "retrain_every", "top_k"):
+            check_number(name, getattr(self, name), low=1, low_open=False, integer=True)
+        check_number(
+            "n_train_labelled",
+            self.n_train_labelled,
+            low=1,
+            low_open=False,
+            integer=True,
+            allow_none=True,
+        )
+        check_number("augment", self.augment, low=0, low_open=False, integer=True)
+        for name in ("search_radius", "redetect_radius"):
+            check_number(name, getattr(self, name), low=0)
+        check_number("train_radius", self.train_radius, low=0, allow_none=True)
+        for name in ("scale_margin", "ncc_radius", "motion_radius"):
+            check_number(name, getattr(self, name), low=0, low_open=False)
+        for name in ("velocity", "redetect"):
+            v = getattr(self, name)
+            if v is None and name == "redetect":
+                continue
+            check_number(name, v)
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {v!r}")
+        check_number("scale_step", self.scale_step, low=0, low_open=False)
+        if not self.scale_step < 0.5:
+            raise ValueError(f"scale_step must be in [0, 0.5), got {self.scale_step!r}")
+        if not isinstance(self.keep_labelled, (bool, np.bool_)):
+            raise ValueError(f"keep_labelled must be a bool, got {self.keep_labelled!r}")
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The fields as a dict (scikit-learn's nested-parameter protocol)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def replace(self, **changes) -> Sampling:
+        """A copy with ``changes``; unknown names raise ValueError."""
+        bad = set(changes) - {f.name for f in fields(self)}
+        if bad:
+            raise ValueError(
+                f"unknown sampling parameter(s) {sorted(bad)}; valid: "
+                f"{[f.name for f in fields(self)]}"
+            )
+        return dataclasses.replace(self, **changes)
+
+
+#: the sampling parameter names (make_tracker routes these keywords into a Sampling)
+SAMPLING_PARAMS = tuple(f.name for f in fields(Sampling))
+
+
+class _OnlineBoxTracker(BaseEstimator):
+    """Shared loop: candidate sampling, features, the training window, timing.
+
+    A scikit-learn style estimator: constructor arguments are stored as given and checked
+    (``_parameter_constraints``) at :meth:`init`; ``get_params`` / ``set_params`` /
+    ``clone`` work, ``set_params(sampling__<name>=v)`` replaces the frozen
+    :class:`Sampling`.
+    """
+
+    _parameter_constraints: dict = {
+        "sampling": [Sampling],
+        "random_state": RANDOM_STATE,
+    }
+
+    def set_params(self, **params):
+        nested = {k.split("__", 1)[1]: v for k, v in params.items() if k.startswith("sampling__")}
+        rest = {k: v for k, v in params.items() if not k.startswith("sampling__")}
+        if rest:
+            super().set_params(**rest)
+        if nested:
+            self.sampling = self.sampling.replace(**nested)
+        return self
 
     def _check_params(self) -> None:
-        for name in ("n_predict", "n_train", "window", "retrain_every"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not 0.0 <= float(self.velocity) <= 1.0:
-            raise ValueError(f"velocity must be in [0, 1], got {self.velocity!r}")
-        if self.n_train_labelled is not None and (
-            not isinstance(self.n_train_labelled, (int, np.integer)) or self.n_train_labelled < 1
-        ):
-            raise ValueError(
-                "n_train_labelled must be a positive integer or None, "
-                f"got {self.n_train_labelled!r}"
-            )
-        if not isinstance(self.top_k, (int, np.integer)) or self.top_k < 1:
-            raise ValueError(f"top_k must be a positive integer, got {self.top_k!r}")
-        if not self.search_radius > 0:
-            raise ValueError(f"search_radius must be > 0, got {self.search_radius!r}")
-        sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
-        if len(sc) == 0 or np.any(sc <= 0):
-            raise ValueError(f"scales must be positive, got {self.scales!r}")
-        if not 0.0 <= float(self.scale_step) < 0.5:
-            raise ValueError(f"scale_step must be in [0, 0.5), got {self.scale_step!r}")
-        if not float(self.scale_margin) >= 0.0:
-            raise ValueError(f"scale_margin must be >= 0, got {self.scale_margin!r}")
-        if self.redetect is not None and not 0.0 <= float(self.redetect) <= 1.0:
-            raise ValueError(f"redetect must be in [0, 1] or None, got {self.redetect!r}")
-        if not float(self.redetect_radius) > 0:
-            raise ValueError(f"redetect_radius must be > 0, got {self.redetect_radius!r}")
-        if not float(self.ncc_radius) >= 0:
-            raise ValueError(f"ncc_radius must be >= 0, got {self.ncc_radius!r}")
-        if not float(self.motion_radius) >= 0:
-            raise ValueError(f"motion_radius must be >= 0, got {self.motion_radius!r}")
-        if not isinstance(self.augment, (int, np.integer)) or self.augment < 0:
-            raise ValueError(f"augment must be a non-negative integer, got {self.augment!r}")
+        validate_params(self)
 
     # -- public API ------------------------------------------------------------------
     def init(self, frame, box, labelled=()):
@@ -152,11 +230,12 @@ class _OnlineBoxTracker:
         ``(frame, box)`` pairs with known boxes (the paper initialises on the first 3
         labelled frames).  Trains the first model.  Returns self."""
         self._check_params()
-        self._rng = np.random.default_rng(self.random_state)
+        self._s = self.sampling
+        self._rng = as_generator(self.random_state)
         self._encoded = False
-        self._feat = PatchFeatures(self.features)
+        self._feat = PatchFeatures(self._s.features)
         self._pred_buf = np.empty(0)
-        self._scales = tuple(np.atleast_1d(np.asarray(self.scales, dtype=np.float64)))
+        self._scales = tuple(np.atleast_1d(np.asarray(self._s.scales, dtype=np.float64)))
         self._data = deque(maxlen=int(self._window_size()))
         self.timing_ = {"features": 0.0, "predict": 0.0, "train": 0.0, "sampling": 0.0}
         self.n_frames_ = 0
@@ -181,14 +260,14 @@ class _OnlineBoxTracker:
             self._motion = (b[:2] + b[2:] / 2) - (lb[:2] + lb[2:] / 2)
         self._anchors = []
         # with keep_labelled the labelled frames stay in every training set
-        into = self._anchors if self.keep_labelled else None
+        into = self._anchors if self._s.keep_labelled else None
         known = [(to_grey(f), lb) for f, lb in labelled]
         known = [(g, sample_boxes(check_box(lb, g.shape), 1, 0.0, g.shape)[0]) for g, lb in known]
         known.append((grey, self.box_))
         for g, lb in known:
             self._add(g, lb, into)
             # warped copies of the labelled frame around its box (see warp_frame)
-            for _ in range(int(self.augment)):
+            for _ in range(int(self._s.augment)):
                 self._add(warp_frame(g, lb, self._rng), lb, into)
         t0 = time.perf_counter()
         self._init_encoding()
@@ -204,23 +283,23 @@ class _OnlineBoxTracker:
         grey = to_grey(frame)
         t0 = time.perf_counter()
         centre = self.box_.copy()
-        if self.velocity > 0:  # constant-velocity prior on the search centre
-            centre[:2] += self.velocity * self._motion
-        radius, n_pred = float(self.search_radius), int(self.n_predict)
-        if self.motion_radius > 0:
+        if self._s.velocity > 0:  # constant-velocity prior on the search centre
+            centre[:2] += self._s.velocity * self._motion
+        radius, n_pred = float(self._s.search_radius), int(self._s.n_predict)
+        if self._s.motion_radius > 0:
             # motion-adaptive search: a disc of motion_radius times the last move when
             # that is wider (at most 3x the search radius), as densely sampled
-            r = min(float(self.motion_radius) * float(np.hypot(*self._motion)), 3.0 * radius)
+            r = min(float(self._s.motion_radius) * float(np.hypot(*self._motion)), 3.0 * radius)
             if r > radius:
                 n_pred = int(np.ceil(n_pred * (r / radius) ** 2))
                 radius = r
         self.radius_ = radius
         cand = sample_boxes(centre, n_pred, radius, grey.shape, scales=self._scales)
-        if self.ncc_radius > 0:  # a second search disc at the template match
-            m = _ncc_match(self._prev_grey, grey, self.box_, float(self.ncc_radius))
+        if self._s.ncc_radius > 0:  # a second search disc at the template match
+            m = _ncc_match(self._prev_grey, grey, self.box_, float(self._s.ncc_radius))
             if m is not None and np.hypot(*(m[:2] - centre[:2])) > 1.0:
                 more = sample_boxes(
-                    m, self.n_predict, self.search_radius, grey.shape, scales=self._scales
+                    m, self._s.n_predict, self._s.search_radius, grey.shape, scales=self._scales
                 )
                 cand = np.concatenate([cand, more])
                 _, first = np.unique(cand, axis=0, return_index=True)
@@ -236,10 +315,10 @@ class _OnlineBoxTracker:
         s = self._score(Z)
         k = _best_of_ties(s, cand)
         box = cand[k].copy()
-        if self.top_k > 1:
+        if self._s.top_k > 1:
             # sub-pixel box: score-weighted mean of the top_k candidates (weights are
             # the scores above the (top_k + 1)-th best), rounded back to whole pixels
-            kk = min(int(self.top_k), len(s) - 1)
+            kk = min(int(self._s.top_k), len(s) - 1)
             if kk > 1:
                 part = np.argpartition(-s, kk)[: kk + 1]
                 part = part[np.argsort(-s[part])]
@@ -253,9 +332,9 @@ class _OnlineBoxTracker:
         self.timing_["predict"] += t3 - t2
         self.candidates_, self.candidate_scores_ = cand, s
         score = float(s[k])
-        if self.redetect is not None:
+        if self._s.redetect is not None:
             box, score = self._redetect(grey, box, score)
-        if self.scale_step > 0:
+        if self._s.scale_step > 0:
             box, score = self._rescale(grey, box, score)
         self.timing_["predict"] += time.perf_counter() - t3
         self._frame_scores.append(score)
@@ -268,7 +347,7 @@ class _OnlineBoxTracker:
             return self.box_.copy()
         self._add(grey, self.box_)
         self._n_added += 1
-        if self._n_added % int(self.retrain_every) == 0:
+        if self._n_added % int(self._s.retrain_every) == 0:
             self._train(initial=False)
         return self.box_.copy()
 
@@ -287,14 +366,14 @@ class _OnlineBoxTracker:
         if len(hist) < 5:
             return box, score
         ref = float(np.median(hist))
-        if score >= ref - (1.0 - float(self.redetect)) * abs(ref):
+        if score >= ref - (1.0 - float(self._s.redetect)) * abs(ref):
             return box, score
         self.n_redetections_ += 1
         wide, wide_score = coarse_to_fine(
             lambda b: self._score_boxes(grey, b),
             self.box_,
-            float(self.redetect_radius),
-            int(self.n_predict),
+            float(self._s.redetect_radius),
+            int(self._s.n_predict),
             grey.shape,
         )
         if wide_score > score:
@@ -306,7 +385,7 @@ class _OnlineBoxTracker:
         times the running factor ``size_scale_``), centred on the box's centre or 1 px
         off; the size changes only if the best of them beats the box's own score by
         ``scale_margin`` times the median score of the last frames."""
-        step = float(self.scale_step)
+        step = float(self._s.scale_step)
         # sizes from the initial size times a running factor (no aspect-ratio drift by
         # rounding one step after another)
         H, W = grey.shape
@@ -327,7 +406,7 @@ class _OnlineBoxTracker:
         s = self._score_boxes(grey, cand)
         k = int(np.argmax(s))
         ref = float(np.median(self._frame_scores)) if len(self._frame_scores) else abs(score)
-        if float(s[k]) > score + float(self.scale_margin) * abs(ref):
+        if float(s[k]) > score + float(self._s.scale_margin) * abs(ref):
             self.n_rescaled_ += 1
             self.size_scale_ = float(factors[k])
             return cand[k].copy(), float(s[k])
@@ -335,18 +414,18 @@ class _OnlineBoxTracker:
 
     # -- shared pieces ---------------------------------------------------------------
     def _window_size(self) -> int:
-        return int(self.window)
+        return int(self._s.window)
 
     def _train_radius(self, box) -> float:
-        if self.train_radius is not None:
-            return float(self.train_radius)
-        return 2.0 * float(self.search_radius)
+        if self._s.train_radius is not None:
+            return float(self._s.train_radius)
+        return 2.0 * float(self._s.search_radius)
 
     def _add(self, grey, box, into=None) -> None:
         t0 = time.perf_counter()
-        n = self.n_train
-        if self.n_frames_ == 0 and self.n_train_labelled is not None:  # init: known boxes
-            n = self.n_train_labelled
+        n = self._s.n_train
+        if self.n_frames_ == 0 and self._s.n_train_labelled is not None:  # init: known boxes
+            n = self._s.n_train_labelled
         cand = sample_boxes(
             box,
             int(n),
@@ -356,14 +435,14 @@ class _OnlineBoxTracker:
             method="polar",
             rng=self._rng,
         )
-        if self.scale_step > 0:
+        if self._s.scale_step > 0:
             # boxes of the other sizes the scale search compares (one and two steps),
             # near the box, so that the loss teaches the model the size too
-            st = float(self.scale_step)
+            st = float(self._s.scale_step)
             more = sample_boxes(
                 box,
                 max(int(n) // 4, 4),
-                max(float(self.search_radius) / 3.0, 2.0),
+                max(float(self._s.search_radius) / 3.0, 2.0),
                 grey.shape,
                 scales=(1 - 2 * st, 1 - st, 1 + st, 1 + 2 * st),
                 method="polar",
@@ -428,15 +507,6 @@ class StructBoostTracker(_OnlineBoxTracker):
         every training -- better on Tiger1's first 120 frames from one labelled frame
         (mean overlap 0.53 against 0.39 over seeds 0-2), not on Coke, and 2.4 times
         slower per frame (docs/tracking.md, "Issue 30").  ``"stump"``: exact thresholds.
-    augment : int, default=8
-        Warped copies (:func:`warp_frame`) of every labelled frame added to the first
-        training set.  On one labelled frame the overlap LP is separable by one or two
-        stumps (a plateaued score map: the box wanders over the plateau); the copies make
-        the first model use many features (docs/tracking.md, "Issue 30").  0: none.
-    motion_radius : float, default=0.0
-        Motion-adaptive search: the search disc widens to ``motion_radius`` times the
-        last frame-to-frame move of the box (at most 3x ``search_radius``), sampled as
-        densely; off when 0.
     warm_start : bool, default=True
         Re-train from the previous model's weak learners and weights (the fast smoothed
         master continues from them; only new columns are searched).
@@ -449,41 +519,32 @@ class StructBoostTracker(_OnlineBoxTracker):
         End every warm re-training with StructBoost's exact LP polish.  The initial
         training always ends with it; the re-trainings keep the fast master's smoothed
         solution (``StructBoost(polish=False)``), which costs a fraction of the time.
-    features : str, default="hog+haar"
-        The paper uses raw pixels and HOG ("raw+hog"); with stumps the raw grey cells made
+    update_tol : float, default=1e-3
+        The fast master's relative tolerance in the warm re-trainings
+        (``StructBoost(tol=...)``); the first training keeps StructBoost's default
+        (1e-4).  1e-3 halves the re-training time against 1e-4 (Coke, first 60 frames,
+        seed 0: 25.4 against 12.6-13.1 frames per CPU second) without a loss in accuracy
+        on the quick subset (Tiger1, tiger2, david, first 120 frames, seeds 0-2: mean
+        success AUC 0.628 against 0.593; docs/tracking.md, "Issue 30, fourth session").
+    anchor_weight : float, default=0
+        Add ``anchor_weight`` times the frozen first model's score to every score.
+    relabel : float or None, default=None
+        Re-label each self-labelled frame of the window by the current model among the
+        candidates overlapping its box by at least ``relabel`` (off when None).
+    sampling : Sampling, default=Sampling(features="hog+haar", augment=8)
+        The protocol (:class:`Sampling`): candidates, search and training radii, window,
+        re-training period, scales and the drift remedies.  This tracker's default
+        differs from :class:`Sampling`'s in two fields.  ``features="hog+haar"``: the
+        paper uses raw pixels and HOG ("raw+hog"); with stumps the raw grey cells made
         the tracker drift on Coke and Tiger1 (overlap 0.35 against 0.56-0.57 with HOG
-        only, 0.63 against 0.68 on Girl).  HOG with Struck's Haar-like features
-        (``"hog+haar"``, 229 values) against HOG alone (``"hog"``, the earlier default),
-        over 12 runs per sequence (seeds 0-5 before and after the third session's speed
-        changes, which change the trajectories only by rounding): mean overlap 0.508 /
-        0.315 / 0.700 against 0.480 / 0.315 / 0.662 on Coke / Tiger1 / Girl -- better on
-        Coke and Girl, level on Tiger1 -- at 29 fps on Coke (HOG alone 37 fps;
-        docs/benchmarks.md, "Third session").
-    features, n_predict, n_train, search_radius, train_radius, window, retrain_every,
-    scales, random_state
-        The protocol: feature kind (:class:`~maxmargin.apps.tracking.features.PatchFeatures`),
-        candidates for prediction (~2000, on a grid within ``search_radius`` px) and per
-        training frame (~200, denser near the box, within ``train_radius``, default twice
-        the search radius), frames kept for training (60), re-training period (2 frames),
-        relative box scales searched (``(1.0,)``: the paper's fixed size).
-    keep_labelled : bool, default=False
-        Keep the labelled initial frames in every training set (beside the window).
-    velocity, top_k, anchor_weight, relabel, n_train_labelled
-        Drift remedies, off by default (docs/tracking.md, "Drift remedies").
-    scale_step, scale_margin : float, default=0.0
-        Scale search after the translation search (off when ``scale_step`` is 0): sizes
-        ``1 -+ scale_step`` times the current one, adopted when their score beats the
-        box's by ``scale_margin`` times the recent median score.  Off by default: the
-        size shrinks on Girl (docs/benchmarks.md, "Third session").
-    redetect : float or None, default=None; redetect_radius : float, default=90
-        Re-detection: when the score falls below ``redetect`` times the recent median,
-        search ``redetect_radius`` px around the previous box coarse to fine
-        (:func:`coarse_to_fine`).  Off by default: it jumped to background on Coke and
-        Tiger1.
-    ncc_radius : float, default=0.0
-        A second search disc at the normalised cross-correlation match (within
-        ``ncc_radius`` px) of the previous box's patch; off when 0.  ``ncc_radius=60``
-        over seeds 0-11: +0.04 overlap on Tiger1, +0.01 on Girl, -0.04 on Coke.
+        only), and HOG with Struck's Haar-like features (229 values) tracked better than
+        HOG alone on Coke and Girl, level on Tiger1 (docs/benchmarks.md, "Third
+        session").  ``augment=8``: warped copies (:func:`warp_frame`) of every labelled
+        frame join the first training set -- on one labelled frame the overlap LP is
+        separable by one or two stumps (a plateaued score map on which the box wanders);
+        the copies make the first model use many features (docs/tracking.md, "Issue 30").
+    random_state : int, Generator or None
+        Sampling of the training candidates, warps and tie breaks.
 
     Attributes
     ----------
@@ -494,84 +555,48 @@ class StructBoostTracker(_OnlineBoxTracker):
         changed, and the current size relative to the initial box.
     """
 
+    _parameter_constraints: dict = {
+        **_OnlineBoxTracker._parameter_constraints,
+        "C": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "update_iter": [POSITIVE_INT],
+        "update_tol": [POSITIVE],
+        "weak_learner": [Options("fixed_bins", "hist_stump", "stump")],
+        "warm_start": [bool, np.bool_],
+        "polish_updates": [bool, np.bool_],
+        "update_gate": [None, Interval(float, 0, 1, closed="both")],
+        "anchor_weight": [NON_NEGATIVE],
+        "relabel": [None, Interval(float, 0, 1, closed="both")],
+    }
+
     def __init__(
         self,
         *,
         C: float = 10**0.5,
         max_iter: int = 300,
         update_iter: int = 10,
+        update_tol: float = 1e-3,
         weak_learner: str = "fixed_bins",
         warm_start: bool = True,
         polish_updates: bool = False,
         update_gate: float | None = None,
         anchor_weight: float = 0.0,
         relabel: float | None = None,
-        features: str = "hog+haar",
-        n_predict: int = 2000,
-        n_train: int = 200,
-        search_radius: float = 30.0,
-        train_radius: float | None = None,
-        window: int = 60,
-        retrain_every: int = 2,
-        scales=(1.0,),
-        keep_labelled: bool = False,
-        velocity: float = 0.0,
-        top_k: int = 1,
-        n_train_labelled: int | None = None,
-        scale_step: float = 0.0,
-        scale_margin: float = 0.0,
-        redetect: float | None = None,
-        redetect_radius: float = 90.0,
-        ncc_radius: float = 0.0,
-        augment: int = 8,
-        motion_radius: float = 0.0,
+        sampling: Sampling = Sampling(features="hog+haar", augment=8),
         random_state=None,
     ) -> None:
-        super().__init__(
-            features=features,
-            n_predict=n_predict,
-            n_train=n_train,
-            search_radius=search_radius,
-            train_radius=train_radius,
-            window=window,
-            retrain_every=retrain_every,
-            scales=scales,
-            keep_labelled=keep_labelled,
-            velocity=velocity,
-            top_k=top_k,
-            n_train_labelled=n_train_labelled,
-            scale_step=scale_step,
-            scale_margin=scale_margin,
-            redetect=redetect,
-            redetect_radius=redetect_radius,
-            ncc_radius=ncc_radius,
-            augment=augment,
-            motion_radius=motion_radius,
-            random_state=random_state,
-        )
         self.C = C
         self.max_iter = max_iter
         self.update_iter = update_iter
+        self.update_tol = update_tol
         self.weak_learner = weak_learner
         self.warm_start = warm_start
         self.polish_updates = polish_updates
         self.update_gate = update_gate
         self.anchor_weight = anchor_weight
         self.relabel = relabel
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.weak_learner not in ("fixed_bins", "hist_stump", "stump"):
-            raise ValueError(
-                "weak_learner must be 'fixed_bins', 'hist_stump' or 'stump', "
-                f"got {self.weak_learner!r}"
-            )
-        if self.update_gate is not None and not 0.0 <= float(self.update_gate) <= 1.0:
-            raise ValueError(f"update_gate must be in [0, 1] or None, got {self.update_gate!r}")
-        if self.relabel is not None and not 0.0 <= float(self.relabel) <= 1.0:
-            raise ValueError(f"relabel must be in [0, 1] or None, got {self.relabel!r}")
-        if not float(self.anchor_weight) >= 0.0:
-            raise ValueError(f"anchor_weight must be >= 0, got {self.anchor_weight!r}")
+        self.sampling = sampling
+        self.random_state = random_state
 
     def _accept_frame(self, score: float) -> bool:
         if self.update_gate is None:
@@ -613,7 +638,11 @@ class StructBoostTracker(_OnlineBoxTracker):
                 warm_start=bool(self.warm_start),
             )
         else:
-            self.model_.set_params(max_iter=int(self.update_iter), polish=bool(self.polish_updates))
+            self.model_.set_params(
+                max_iter=int(self.update_iter),
+                polish=bool(self.polish_updates),
+                tol=float(self.update_tol),
+            )
         y = np.zeros(len(data), dtype=np.int64)
         if self.relabel is not None and not initial and len(self.model_.hypotheses_):
             y = self._relabelled(data)
@@ -676,7 +705,16 @@ class AdaBoostTracker(_OnlineBoxTracker):
     """The paper's binary AdaBoost baseline tracker (Sec. 4.4) with the same sampling and
     features: candidates with overlap > ``pos_overlap`` (0.8) are positives, <=
     ``neg_overlap`` (0.3) negatives; ``n_estimators`` (500) rounds of discrete AdaBoost
-    with decision stumps, re-trained from scratch on the window."""
+    with decision stumps, re-trained from scratch on the window.  ``sampling``: the
+    protocol (:class:`Sampling`, default ``Sampling()``)."""
+
+    _parameter_constraints: dict = {
+        **_OnlineBoxTracker._parameter_constraints,
+        "n_estimators": [POSITIVE_INT],
+        "pos_overlap": [Interval(float, 0, 1, closed="both")],
+        "neg_overlap": [Interval(float, 0, 1, closed="both")],
+        "weak_learner": [str],
+    }
 
     def __init__(
         self,
@@ -685,53 +723,15 @@ class AdaBoostTracker(_OnlineBoxTracker):
         pos_overlap: float = 0.8,
         neg_overlap: float = 0.3,
         weak_learner: str = "hist_stump",
-        features: str = "raw+hog",
-        n_predict: int = 2000,
-        n_train: int = 200,
-        search_radius: float = 30.0,
-        train_radius: float | None = None,
-        window: int = 60,
-        retrain_every: int = 2,
-        scales=(1.0,),
-        keep_labelled: bool = False,
-        velocity: float = 0.0,
-        top_k: int = 1,
-        n_train_labelled: int | None = None,
-        scale_step: float = 0.0,
-        scale_margin: float = 0.0,
-        redetect: float | None = None,
-        redetect_radius: float = 90.0,
-        ncc_radius: float = 0.0,
-        augment: int = 0,
-        motion_radius: float = 0.0,
+        sampling: Sampling = Sampling(),
         random_state=None,
     ) -> None:
-        super().__init__(
-            features=features,
-            n_predict=n_predict,
-            n_train=n_train,
-            search_radius=search_radius,
-            train_radius=train_radius,
-            window=window,
-            retrain_every=retrain_every,
-            scales=scales,
-            keep_labelled=keep_labelled,
-            velocity=velocity,
-            top_k=top_k,
-            n_train_labelled=n_train_labelled,
-            scale_step=scale_step,
-            scale_margin=scale_margin,
-            redetect=redetect,
-            redetect_radius=redetect_radius,
-            ncc_radius=ncc_radius,
-            augment=augment,
-            motion_radius=motion_radius,
-            random_state=random_state,
-        )
         self.n_estimators = n_estimators
         self.pos_overlap = pos_overlap
         self.neg_overlap = neg_overlap
         self.weak_learner = weak_learner
+        self.sampling = sampling
+        self.random_state = random_state
 
     def _fit(self, data, initial):
         Zs, ys = [], []
@@ -755,8 +755,16 @@ class AdaBoostTracker(_OnlineBoxTracker):
 @register
 class SSVMTracker(_OnlineBoxTracker):
     """Struck-style linear structured SVM tracker on the same box task and features,
-    trained by the 1-slack cutting-plane solver (:func:`maxmargin.solvers.ssvm.solve_ssvm`)
-    on the last ``window`` (50) frames, re-trained every ``retrain_every`` frames."""
+    trained by :class:`~maxmargin.learners.ssvm.StructSVM` (1-slack cutting planes)
+    on the last ``window`` (50) frames, re-trained every ``retrain_every`` frames.
+    ``sampling``: the protocol (:class:`Sampling`, default ``Sampling(window=50)``)."""
+
+    _parameter_constraints: dict = {
+        **_OnlineBoxTracker._parameter_constraints,
+        "C": [POSITIVE],
+        "tol": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+    }
 
     def __init__(
         self,
@@ -764,59 +772,29 @@ class SSVMTracker(_OnlineBoxTracker):
         C: float = 1.0,
         tol: float = 1e-3,
         max_iter: int = 100,
-        features: str = "raw+hog",
-        n_predict: int = 2000,
-        n_train: int = 200,
-        search_radius: float = 30.0,
-        train_radius: float | None = None,
-        window: int = 50,
-        retrain_every: int = 2,
-        scales=(1.0,),
-        keep_labelled: bool = False,
-        velocity: float = 0.0,
-        top_k: int = 1,
-        n_train_labelled: int | None = None,
-        scale_step: float = 0.0,
-        scale_margin: float = 0.0,
-        redetect: float | None = None,
-        redetect_radius: float = 90.0,
-        ncc_radius: float = 0.0,
-        augment: int = 0,
-        motion_radius: float = 0.0,
+        sampling: Sampling = Sampling(window=50),
         random_state=None,
     ) -> None:
-        super().__init__(
-            features=features,
-            n_predict=n_predict,
-            n_train=n_train,
-            search_radius=search_radius,
-            train_radius=train_radius,
-            window=window,
-            retrain_every=retrain_every,
-            scales=scales,
-            keep_labelled=keep_labelled,
-            velocity=velocity,
-            top_k=top_k,
-            n_train_labelled=n_train_labelled,
-            scale_step=scale_step,
-            scale_margin=scale_margin,
-            redetect=redetect,
-            redetect_radius=redetect_radius,
-            ncc_radius=ncc_radius,
-            augment=augment,
-            motion_radius=motion_radius,
-            random_state=random_state,
-        )
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
+        self.sampling = sampling
+        self.random_state = random_state
 
     def _fit(self, data, initial):
-        model = BoxTask().bind(data, np.zeros(len(data), dtype=np.int64)).linear_model()
-        res = solve_ssvm(
-            model, float(self.C), "1-slack", tol=float(self.tol), max_iter=int(self.max_iter)
+        import warnings
+
+        self.model_ = StructSVM(
+            task=BoxTask(),
+            C=float(self.C),
+            solver="1-slack",
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
         )
-        self._w = np.asarray(res.w, dtype=np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unconverged within max_iter on a frame
+            self.model_.fit(data, np.zeros(len(data), dtype=np.int64))
+        self._w = np.asarray(self.model_.coef_, dtype=np.float64)
 
     def _score(self, Z):
         return Z @ self._w
@@ -948,9 +926,18 @@ TRACKERS = {
 
 
 def make_tracker(name: str, **params):
-    """A tracker by name (``structboost``, ``adaboost``, ``ssvm``)."""
+    """A tracker by name (``structboost``, ``adaboost``, ``ssvm``).
+
+    ``params`` are the tracker's own parameters and, flat, any :class:`Sampling` field:
+    those change the tracker's default sampling (``make_tracker("ssvm", n_predict=500)``
+    is ``SSVMTracker(sampling=SSVMTracker().sampling.replace(n_predict=500))``).
+    """
     try:
         cls = TRACKERS[name]
     except KeyError:
         raise ValueError(f"unknown tracker {name!r}; choose one of {sorted(TRACKERS)}") from None
-    return cls(**params)
+    flat = {k: params.pop(k) for k in list(params) if k in SAMPLING_PARAMS}
+    tracker = cls(**params)
+    if flat:
+        tracker.set_params(sampling=tracker.sampling.replace(**flat))
+    return tracker
