@@ -21,7 +21,7 @@ def _labelled(truth) -> np.ndarray:
 
 
 def overlaps(pred, truth) -> np.ndarray:
-    """Pascal overlap (eq. 21's ``1 - Delta``) of predicted and true boxes, per frame;
+    """Pascal overlap ([Shen2014 eq. 21]'s ``1 - Delta``) of predicted and true boxes, per frame;
     NaN where the truth is unlabelled (a NaN row)."""
     ok = _labelled(truth)
     ov = box_overlap(pred, truth)

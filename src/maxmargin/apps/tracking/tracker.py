@@ -4,7 +4,7 @@
 :class:`StructBoostTracker` is the tracker of Shen, Lin & van den Hengel, "StructBoost:
 Boosting methods for predicting structured output variables", IEEE TPAMI 36(10), 2014,
 Sec. 4.4: the box of each frame is the best-scoring of about 2000 candidate boxes
-sampled around the previous one (eq. 2 over the candidates), the frame then becomes a
+sampled around the previous one ([Shen2014 eq. 2] over the candidates), the frame then becomes a
 training example of the Pascal-overlap box task (:class:`~maxmargin.tasks.boxes.BoxTask`,
 about 200 candidate boxes around the new box, the box itself the truth), and StructBoost
 with decision stumps is re-trained every 2 frames on the last 60 frames, warm-started
