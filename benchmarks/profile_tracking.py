@@ -22,7 +22,7 @@ import ast
 import time
 
 from _common import DEFAULT_DATA, write_result
-from maxmargin.apps.tracking import StructBoostTracker, load_sequence
+from maxmargin.apps.tracking import load_sequence, make_tracker
 from maxmargin.tasks.boxes import box_overlap
 
 
@@ -42,7 +42,7 @@ def main() -> None:
         params[k] = ast.literal_eval(v)
     seq = load_sequence(os.path.join(args.data, args.sequence), max_frames=args.frames)
     frames = [seq.frame(k) for k in range(len(seq))]
-    tr = StructBoostTracker(**params)
+    tr = make_tracker("structboost", **params)  # (flat Sampling fields allowed)
     b = seq.boxes
     tr.init(frames[2], b[2], labelled=[(frames[0], b[0]), (frames[1], b[1])])
     for k in range(3, args.skip):

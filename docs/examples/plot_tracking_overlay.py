@@ -45,8 +45,9 @@ truth = np.array(truth, dtype=float)
 # Track
 # -----
 # Three labelled frames start the tracker (the paper's protocol); the rest is tracked.
-tracker = StructBoostTracker(
-    max_iter=60, n_predict=600, n_train=100, search_radius=20, random_state=0
+# (the sampling protocol is one ``Sampling`` object: change its fields with set_params)
+tracker = StructBoostTracker(max_iter=60, random_state=0).set_params(
+    sampling__n_predict=600, sampling__n_train=100, sampling__search_radius=20
 )
 pred, info = track_sequence(tracker, frames, truth, n_init=3)
 ov = overlaps(pred, truth)
