@@ -1,29 +1,102 @@
-"""benchmarks/manifest.toml: every entry names an existing script and result file, results
-carry provenance (or are marked), and docs/benchmarks.md is exactly what the manifest and
-the result files render to (no hand-edited numbers)."""
+"""benchmarks/manifest.toml: every entry names an existing script and result file, every
+result file is an entry, results carry provenance (or are marked), docs/benchmarks.md and
+the generated tables of the docs pages are exactly what the result files render to (no
+hand-copied numbers), and no test imports a benchmark script.
 
+The manifest's logic is the library module ``benchmarks/benchlib/manifest.py`` (pytest's
+``pythonpath`` has ``benchmarks/`` for the ``benchlib`` package); the command line
+``benchmarks/manifest.py`` is run as a subprocess, never imported."""
+
+import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-manifest = pytest.importorskip("manifest")  # benchmarks/ is on pytest's pythonpath
+from benchlib import manifest, tables
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_manifest_is_consistent(capsys):
-    entries = manifest.load_manifest()
+@pytest.fixture(scope="module")
+def entries():
+    return manifest.load_manifest()
+
+
+def test_manifest_is_consistent(entries):
     assert entries
-    assert manifest.cmd_check(entries, type("A", (), {"verbose": False})()) == 0, (
-        capsys.readouterr().out
-    )
+    problems = manifest.check(entries)
+    assert problems == [], "\n".join(problems)
 
 
-def test_benchmarks_page_is_generated():
-    entries = manifest.load_manifest()
+def test_benchmarks_page_is_generated(entries):
     assert (ROOT / "docs" / "benchmarks.md").read_text() == manifest.render(entries), (
         "docs/benchmarks.md is out of date: python benchmarks/manifest.py render"
     )
+
+
+def test_docs_tables_are_generated(entries):
+    stale = manifest.stale_pages(entries)
+    assert stale == [], f"stale generated tables in {stale}: python benchmarks/manifest.py render"
+    used = {k for p in manifest.pages() for k in manifest.blocks(p.read_text())}
+    # the main tables of the guides are generated blocks
+    assert {"fit_vs_lightgbm", "frontier", "tree_search", "ssvm_one_slack"} <= used
+
+
+@pytest.mark.parametrize("key", sorted(tables.TABLES))
+def test_every_table_renders_from_its_result(entries, key):
+    lines = manifest.render_table(entries, key)
+    assert lines[0].startswith("| ") and lines[1].startswith("|---")
+    assert entries[tables.entry_of(key)]["result"] in lines[-1]
+
+
+def _entries_with(tmp_path, payload):
+    res = tmp_path / "r.json"
+    res.write_text(json.dumps(payload))
+    return {"fit_vs_lightgbm": {"script": "x.py", "args": [], "result": str(res)}}
+
+
+def test_a_block_is_rewritten_from_the_result_and_stale_text_is_replaced(tmp_path):
+    row = {
+        "data": "digits",
+        "weak_learner": "stump",
+        "master": "fast",
+        "certify": "gap",
+        "max_iter": 100,
+        "time_ratio": 20.0,
+        "doubling": None,
+        "structboost": {
+            "fit_s": 0.5,
+            "t_weak": 0.1,
+            "t_master": 0.3,
+            "t_polish": 0.1,
+            "n_stumps": 100,
+            "objective": 33.5,
+            "gap": 0.01,
+            "test_error": 0.0625,
+        },
+        "lightgbm": {"fit_s": 0.025, "rounds": 10, "test_error": 0.125},
+    }
+    entries = _entries_with(tmp_path, {"rows": [row]})
+    text = "intro\n<!-- table: fit_vs_lightgbm -->\n| hand | copied |\n<!-- /table -->\nafter\n"
+    new = manifest.render_blocks(text, entries)
+    assert new.startswith("intro\n<!-- table: fit_vs_lightgbm -->\n| data |")
+    assert new.endswith("<!-- /table -->\nafter\n")
+    assert "| hand | copied |" not in new
+    assert "| digits | stump:fast:gap | 100 | 0.50 (0.10 / 0.30 / 0.10) |" in new
+    assert "0.0625 / 0.1250" in new
+    assert manifest.render_blocks(new, entries) == new  # idempotent
+    # a changed result makes the block stale
+    row["structboost"]["test_error"] = 0.5
+    entries = _entries_with(tmp_path, {"rows": [row]})
+    assert manifest.render_blocks(new, entries) != new
+
+
+def test_a_block_of_an_unknown_table_is_an_error(entries):
+    with pytest.raises(KeyError, match="no table"):
+        manifest.render_blocks("<!-- table: no_such_entry -->\n<!-- /table -->\n", entries)
 
 
 def test_run_substitutes_the_data_folder(tmp_path):
@@ -31,3 +104,45 @@ def test_run_substitutes_the_data_folder(tmp_path):
     cmd = manifest.command(e, tmp_path)
     assert cmd[1].endswith("benchmarks/bench_x.py")
     assert cmd[2:] == ["--data", f"{tmp_path}/multiclass", "--out", "r.json"]
+
+
+def test_the_command_line_checks_and_lists():
+    run = [sys.executable, str(ROOT / "benchmarks" / "manifest.py")]
+    out = subprocess.run([*run, "check"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 problems" in out.stdout
+    out = subprocess.run([*run, "list"], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "fit_vs_lightgbm" in out.stdout
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "importorskip":
+            if node.args and isinstance(node.args[0], ast.Constant):
+                names.add(str(node.args[0].value).split(".")[0])
+    return names
+
+
+def test_no_test_imports_a_benchmark_script():
+    """Issue 29 (must-have 7): tests import the package or the ``benchlib`` library, never a
+    script of benchmarks/ (which pytest's pythonpath would let them)."""
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+    assert {"manifest", "_common", "bench_tracking"} <= scripts
+    offenders = {
+        p.relative_to(ROOT).as_posix(): sorted(_imported_modules(p) & scripts)
+        for p in (ROOT / "tests").rglob("*.py")
+    }
+    offenders = {k: v for k, v in offenders.items() if v}
+    assert offenders == {}
+
+
+def test_the_import_guard_sees_a_script_import(tmp_path):
+    f = tmp_path / "t.py"
+    f.write_text("import numpy\nfrom manifest import render\nx = pytest.importorskip('_common')\n")
+    assert {"manifest", "_common"} <= _imported_modules(f)

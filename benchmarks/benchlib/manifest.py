@@ -1,0 +1,354 @@
+"""The benchmark manifest as a library: load ``benchmarks/manifest.toml`` (one entry per
+benchmark claim: one script, its arguments, one result file), the command of an entry, the
+generated page ``docs/benchmarks.md``, the generated tables in the docs pages
+(``<!-- table: ENTRY[:ID] -->`` ... ``<!-- /table -->`` blocks, rendered by
+:mod:`benchlib.tables`) and the checks.  ``benchmarks/manifest.py`` is its command line;
+tests import this module (``benchlib`` is a library package, never a benchmark script).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from benchlib import tables
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFEST = ROOT / "benchmarks" / "manifest.toml"
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "benchmarks.md"
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+FIELDS = {"title", "script", "args", "result", "cited_in", "provenance", "note", "env"}
+MAX_ROWS, MAX_COLS = 40, 12
+
+
+def load_manifest(path: Path = MANIFEST) -> dict[str, dict]:
+    entries = tomllib.loads(path.read_text()).get("entries", {})
+    for name, e in entries.items():
+        unknown = set(e) - FIELDS
+        missing = {"script", "args", "result"} - set(e)
+        if unknown or missing:
+            raise SystemExit(
+                f"manifest entry {name!r}: unknown {unknown or ''} missing {missing or ''}"
+            )
+    return entries
+
+
+def command(entry: dict, data: Path) -> list[str]:
+    args = [a.replace("{data}", str(data)) for a in entry["args"]]
+    return [sys.executable, str(ROOT / "benchmarks" / entry["script"]), *args]
+
+
+def listing(entries) -> list[str]:
+    width = max(map(len, entries), default=0)
+    out = []
+    for name, e in entries.items():
+        flag = "  (no provenance)" if e.get("provenance") == "missing" else ""
+        out.append(f"{name:<{width}}  {e['script']} -> {e['result']}{flag}")
+    return out
+
+
+def run(entries, names, data_dir) -> None:
+    """Rerun entries ``names`` (their scripts rewrite their result files)."""
+    for name in names:
+        if name not in entries:
+            raise SystemExit(f"no entry {name!r} in {MANIFEST.name}; `make bench-list` lists them")
+        e = entries[name]
+        env = {**os.environ, **{k: str(v) for k, v in e.get("env", {}).items()}}
+        cmd = command(e, Path(data_dir))
+        print("+", shlex.join(cmd), flush=True)
+        subprocess.run(cmd, cwd=ROOT, env=env, check=True)
+        out = json.loads((ROOT / e["result"]).read_text())
+        if not isinstance(out, dict) or "provenance" not in out:
+            raise SystemExit(f"{e['result']}: the script wrote no provenance block")
+
+
+def load_result(entries, name: str) -> dict:
+    """The result JSON of entry ``name`` (KeyError if there is no such entry)."""
+    return json.loads((ROOT / entries[name]["result"]).read_text())
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        if v != v:
+            return "nan"
+        return f"{v:.4g}"
+    if isinstance(v, int):
+        return str(v)
+    s = str(v).replace("|", "\\|").replace("\n", " ")
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _scalar(v) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
+def _is_scalar_list(v) -> bool:
+    return isinstance(v, list) and len(v) <= 8 and all(isinstance(x, int | float) for x in v)
+
+
+def _cell(v) -> str:
+    if _is_scalar_list(v):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return _fmt(v)
+
+
+def _table(rows: list[dict], key: str | None = None) -> list[str]:
+    cols: list[str] = []
+    for r in rows:
+        for k, v in r.items():
+            if k not in cols and k != key and (_scalar(v) or _is_scalar_list(v)):
+                cols.append(k)
+    cols = ([key] if key else []) + cols[: MAX_COLS - bool(key)]
+    if len(cols) <= bool(key):
+        return []
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows[:MAX_ROWS]:
+        out.append("| " + " | ".join(_cell(r.get(c, "")) for c in cols) + " |")
+    if len(rows) > MAX_ROWS:
+        out.append(f"\n({len(rows) - MAX_ROWS} more rows in the result file)")
+    return out
+
+
+def _render_payload(obj, path: str, depth: int, out: list[str]) -> None:
+    """Tables for the records found in ``obj`` (depth-first, at most 3 levels)."""
+    if depth > 3:
+        return
+    if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
+        t = _table(obj)
+        if t:
+            out += [f"`{path}`" if path else "", "", *t, ""]
+        return
+    if not isinstance(obj, dict):
+        return
+    scalars = {k: v for k, v in obj.items() if _scalar(v) or _is_scalar_list(v)}
+    records = {k: v for k, v in obj.items() if isinstance(v, dict)}
+    flat = {
+        k: v
+        for k, v in records.items()
+        if all(_scalar(x) or _is_scalar_list(x) for x in v.values())
+    }
+    if scalars and depth > 0:
+        out += [f"`{path}`: " + ", ".join(f"{k} = {_cell(v)}" for k, v in scalars.items()), ""]
+    elif scalars:
+        out += ["| key | value |", "|---|---|"]
+        out += [f"| {k} | {_cell(v)} |" for k, v in scalars.items()]
+        out.append("")
+    if len(flat) >= 2:
+        t = _table([{"key": k, **v} for k, v in flat.items()], key="key")
+        if t:
+            out += [f"`{path}`" if path else "", "", *t, ""]
+    for k, v in obj.items():
+        if k in flat and len(flat) >= 2:
+            continue
+        if isinstance(v, dict | list) and not _is_scalar_list(v):
+            _render_payload(v, f"{path}.{k}" if path else k, depth + 1, out)
+
+
+def _docstring(script: Path) -> str:
+    try:
+        doc = ast.get_docstring(ast.parse(script.read_text())) or ""
+    except (OSError, SyntaxError):
+        return ""
+    return doc.strip()
+
+
+def _provenance(p: dict) -> list[str]:
+    versions = p.get("packages") or p.get("versions") or {}
+    machine = p.get("machine") or {}
+    mach = ", ".join(f"{k} {v}" for k, v in machine.items() if v not in (None, ""))
+    return [
+        f"- command: `{p.get('command', '?')}`",
+        f"- commit: `{p.get('commit', '?')}`"
+        + (" (uncommitted changes)" if p.get("dirty") or p.get("src_dirty") else "")
+        + f", date: {p.get('date', '?')}",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v),
+        f"- machine: {mach or '?'}",
+    ]
+
+
+def render(entries) -> str:
+    out = [
+        "# Benchmark results",
+        "",
+        "<!-- generated by `python benchmarks/manifest.py render` from benchmarks/manifest.toml",
+        "     and the result files; do not edit by hand -->",
+        "",
+        "Every benchmark figure quoted in the README and the guides comes from one entry below:",
+        "one script, its arguments, one result file in `benchmarks/results/`.  Each section",
+        "shows what the script measures (its docstring), the command that regenerates it",
+        "(`make bench NAME=<entry>`), the provenance stored in the result file (command,",
+        "commit, package versions, machine) and the results as tables generated from the JSON.",
+        "Benchmarks read real data from `../shared/data` (`--data` / `--data-dir` to change);",
+        "timed entries should run under the CPU lock on a shared machine.  Results marked",
+        "*no provenance* predate provenance recording and have not been regenerated yet.",
+        "",
+        "| entry | script | cited in |",
+        "|---|---|---|",
+    ]
+    for name, e in entries.items():
+        cited = ", ".join(e.get("cited_in", [])) or "-"
+        out.append(f"| [{name}](#{name.replace('_', '-').lower()}) | `{e['script']}` | {cited} |")
+    out.append("")
+    for name, e in entries.items():
+        script = ROOT / "benchmarks" / e["script"]
+        out += [f"## {name}", ""]
+        if e.get("title"):
+            out += [f"**{e['title']}**", ""]
+        doc = _docstring(script)
+        if doc:
+            out += ["Method (the script's docstring):", "", "```text", doc, "```", ""]
+        out += [
+            f"Regenerate: `make bench NAME={name}`, i.e. "
+            f"`{shlex.join(['python', 'benchmarks/' + e['script'], *e['args']])}`",
+            "",
+        ]
+        if e.get("note"):
+            out += [e["note"], ""]
+        path = ROOT / e["result"]
+        if not path.exists():
+            out += [f"*{e['result']} is missing: run the entry.*", ""]
+            continue
+        data = json.loads(path.read_text())
+        prov = data.pop("provenance", None) if isinstance(data, dict) else None
+        if prov:
+            out += ["Provenance:", "", *_provenance(prov), ""]
+        else:
+            out += ["*No provenance recorded in this result file: regenerate it.*", ""]
+        out += [f"Results (`{e['result']}`):", ""]
+        keys = tables.for_entry(name)
+        if keys:
+            for key in keys:
+                out += [f"`{key}` (also in the docs pages as a generated table):", ""]
+                out += [*render_table(entries, key), ""]
+            continue
+        body: list[str] = []
+        _render_payload(data, "", 0, body)
+        out += body or ["(no tabular results)", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# ----------------------------------------------------------------------------- doc tables
+
+PAGES = ("README.md", "docs/*.md")
+BLOCK = re.compile(
+    r"(?P<open><!-- table: (?P<key>[\w.-]+(?::[\w.-]+)?) -->\n)"
+    r"(?P<body>.*?)(?P<close><!-- /table -->)",
+    re.S,
+)
+
+
+def pages() -> list[Path]:
+    """The docs pages that may hold generated tables (docs/benchmarks.md is generated whole)."""
+    out = [p for pat in PAGES for p in sorted(ROOT.glob(pat))]
+    return [p for p in out if p.resolve() != DOC.resolve()]
+
+
+def render_table(entries, key: str) -> list[str]:
+    """The lines of table ``key`` (``ENTRY`` or ``ENTRY:ID`` of :data:`tables.TABLES`) from
+    the entry's result file, with a line naming the file it was generated from."""
+    if key not in tables.TABLES:
+        raise KeyError(f"no table {key!r} in benchlib/tables.py")
+    name = tables.entry_of(key)
+    if name not in entries:
+        raise KeyError(f"table {key!r}: no entry {name!r} in {MANIFEST.name}")
+    lines = tables.TABLES[key](load_result(entries, name), lambda n: load_result(entries, n))
+    return [
+        *lines,
+        "",
+        f"*Generated from `{entries[name]['result']}` (`make bench NAME={name}`).*",
+    ]
+
+
+def render_blocks(text: str, entries) -> str:
+    """``text`` with every ``<!-- table: KEY -->`` ... ``<!-- /table -->`` block rewritten."""
+
+    def sub(m: re.Match) -> str:
+        body = "\n".join(render_table(entries, m["key"]))
+        return f"{m['open']}{body}\n{m['close']}"
+
+    return BLOCK.sub(sub, text)
+
+
+def blocks(text: str) -> list[str]:
+    """The table keys of the generated blocks in ``text``."""
+    return [m["key"] for m in BLOCK.finditer(text)]
+
+
+def stale_pages(entries) -> list[str]:
+    """The docs pages whose generated tables differ from their result files."""
+    return [
+        p.relative_to(ROOT).as_posix()
+        for p in pages()
+        if render_blocks(p.read_text(), entries) != p.read_text()
+    ]
+
+
+def write_pages(entries) -> list[Path]:
+    """Rewrite the generated tables of every docs page; the pages changed."""
+    changed = []
+    for p in pages():
+        text = p.read_text()
+        new = render_blocks(text, entries)
+        if new != text:
+            p.write_text(new)
+            changed.append(p)
+    return changed
+
+
+# ----------------------------------------------------------------------------- checking
+
+
+def check(entries) -> list[str]:
+    """Every problem of the manifest, the result files and the docs pages: a missing script
+    or result file, a result without provenance that is not marked ``provenance =
+    "missing"``, a ``cited_in`` page that does not name the result, a result file that is
+    no entry's, a generated table of an unknown entry / table, or a stale one."""
+    problems = []
+    listed = set()
+    for name, e in entries.items():
+        if not (ROOT / "benchmarks" / e["script"]).is_file():
+            problems.append(f"{name}: no script benchmarks/{e['script']}")
+        result = ROOT / e["result"]
+        listed.add(result.resolve())
+        if not result.is_file():
+            problems.append(f"{name}: no result file {e['result']}")
+            continue
+        data = json.loads(result.read_text())
+        has_prov = isinstance(data, dict) and "provenance" in data
+        if not has_prov and e.get("provenance") != "missing":
+            problems.append(f"{name}: {e['result']} has no provenance (mark it or regenerate)")
+        if has_prov and e.get("provenance") == "missing":
+            problems.append(f"{name}: marked provenance = 'missing' but the file has one")
+        for doc in e.get("cited_in", []):
+            text = (ROOT / doc).read_text() if (ROOT / doc).is_file() else ""
+            if Path(e["result"]).name not in text:
+                problems.append(f"{name}: cited_in {doc}, which does not name it")
+    for p in sorted(RESULTS.rglob("*.json")):
+        if p.resolve() not in listed:
+            problems.append(f"{p.relative_to(ROOT).as_posix()}: no manifest entry has it")
+    for page in pages():
+        text = page.read_text()
+        rel = page.relative_to(ROOT).as_posix()
+        for key in blocks(text):
+            if key not in tables.TABLES or tables.entry_of(key) not in entries:
+                problems.append(f"{rel}: generated table {key!r} has no renderer or no entry")
+        if all(k in tables.TABLES and tables.entry_of(k) in entries for k in blocks(text)):
+            if render_blocks(text, entries) != text:
+                problems.append(f"{rel}: generated tables are stale (manifest.py render)")
+    for key in tables.TABLES:
+        if tables.entry_of(key) not in entries:
+            problems.append(f"benchlib/tables.py: table {key!r} names no manifest entry")
+    return problems
