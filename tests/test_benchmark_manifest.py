@@ -41,15 +41,24 @@ def test_docs_tables_are_generated(entries):
     stale = manifest.stale_pages(entries)
     assert stale == [], f"stale generated tables in {stale}: python benchmarks/manifest.py render"
     used = {k for p in manifest.pages() for k in manifest.blocks(p.read_text())}
-    # the main tables of the guides are generated blocks
-    assert {"fit_vs_lightgbm", "frontier", "tree_search", "ssvm_one_slack"} <= used
+    # the main tables of the guides and README's headline figures are generated blocks
+    assert {
+        "fit_vs_lightgbm",
+        "fit_vs_lightgbm:headline",
+        "frontier",
+        "frontier:headline",
+        "tree_search",
+        "ssvm_one_slack",
+        "manifest:machines",
+    } <= used
 
 
 @pytest.mark.parametrize("key", sorted(tables.TABLES))
 def test_every_table_renders_from_its_result(entries, key):
     lines = manifest.render_table(entries, key)
-    assert lines[0].startswith("| ") and lines[1].startswith("|---")
-    assert entries[tables.entry_of(key)]["result"] in lines[-1]
+    assert lines[0].startswith(("| ", "- "))
+    name = tables.entry_of(key)
+    assert (entries[name]["result"] if name != tables.WHOLE else "manifest.toml") in lines[-1]
 
 
 def _entries_with(tmp_path, payload):
@@ -146,3 +155,17 @@ def test_the_import_guard_sees_a_script_import(tmp_path):
     f = tmp_path / "t.py"
     f.write_text("import numpy\nfrom manifest import render\nx = pytest.importorskip('_common')\n")
     assert {"manifest", "_common"} <= _imported_modules(f)
+
+
+def test_the_machines_table_names_every_entry_once(entries):
+    text = "\n".join(manifest.render_table(entries, "manifest:machines"))
+    counted = 0
+    for line in text.splitlines()[2:]:
+        if not line.startswith("| "):
+            break
+        cell = line.split(" | ")[1]
+        n, _, names = cell.partition(": ")
+        counted += int(n.split()[0])
+        if names:
+            assert len(names.removesuffix(" |").split(", ")) == int(n)
+    assert counted == len(entries)

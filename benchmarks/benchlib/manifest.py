@@ -201,7 +201,8 @@ def render(entries) -> str:
     for name, e in entries.items():
         cited = ", ".join(e.get("cited_in", [])) or "-"
         out.append(f"| [{name}](#{name.replace('_', '-').lower()}) | `{e['script']}` | {cited} |")
-    out.append("")
+    out += ["", "The machines and package versions behind the results:", ""]
+    out += [*render_table(entries, f"{tables.WHOLE}:machines"), ""]
     for name, e in entries.items():
         script = ROOT / "benchmarks" / e["script"]
         out += [f"## {name}", ""]
@@ -262,6 +263,13 @@ def render_table(entries, key: str) -> list[str]:
     if key not in tables.TABLES:
         raise KeyError(f"no table {key!r} in benchlib/tables.py")
     name = tables.entry_of(key)
+    if name == tables.WHOLE:
+        results = {
+            n: load_result(entries, n) if (ROOT / e["result"]).is_file() else None
+            for n, e in entries.items()
+        }
+        lines = tables.TABLES[key](results, lambda n: load_result(entries, n))
+        return [*lines, "", "*Generated from the result files of benchmarks/manifest.toml.*"]
     if name not in entries:
         raise KeyError(f"table {key!r}: no entry {name!r} in {MANIFEST.name}")
     lines = tables.TABLES[key](load_result(entries, name), lambda n: load_result(entries, n))
@@ -311,6 +319,10 @@ def write_pages(entries) -> list[Path]:
 # ----------------------------------------------------------------------------- checking
 
 
+def _known(key: str, entries) -> bool:
+    return key in tables.TABLES and tables.entry_of(key) in (*entries, tables.WHOLE)
+
+
 def check(entries) -> list[str]:
     """Every problem of the manifest, the result files and the docs pages: a missing script
     or result file, a result without provenance that is not marked ``provenance =
@@ -342,13 +354,13 @@ def check(entries) -> list[str]:
     for page in pages():
         text = page.read_text()
         rel = page.relative_to(ROOT).as_posix()
-        for key in blocks(text):
-            if key not in tables.TABLES or tables.entry_of(key) not in entries:
+        known = [_known(k, entries) for k in blocks(text)]
+        for key, ok in zip(blocks(text), known, strict=True):
+            if not ok:
                 problems.append(f"{rel}: generated table {key!r} has no renderer or no entry")
-        if all(k in tables.TABLES and tables.entry_of(k) in entries for k in blocks(text)):
-            if render_blocks(text, entries) != text:
-                problems.append(f"{rel}: generated tables are stale (manifest.py render)")
+        if all(known) and render_blocks(text, entries) != text:
+            problems.append(f"{rel}: generated tables are stale (manifest.py render)")
     for key in tables.TABLES:
-        if tables.entry_of(key) not in entries:
+        if tables.entry_of(key) not in (*entries, tables.WHOLE):
             problems.append(f"benchlib/tables.py: table {key!r} names no manifest entry")
     return problems

@@ -41,6 +41,11 @@ def table(key: str):
     return deco
 
 
+# ``manifest:ID`` tables are about every entry at once: their renderer gets
+# ``{entry: result JSON or None}`` for the whole manifest instead of one result.
+WHOLE = "manifest"
+
+
 def entry_of(key: str) -> str:
     return key.split(":", 1)[0]
 
@@ -158,6 +163,63 @@ def frontier(data, _load):
             )
         )
     return out
+
+
+@table("frontier:headline")
+def frontier_headline(data, _load):
+    """README's figures of the frontier: stumps' error over LightGBM-default's, and the sets
+    where depth-3 trees meet issue 28's goal, with their time over LightGBM-default's."""
+    ratios, met, unmet = [], [], []
+    for name, s in data["sets"].items():
+        g = s["goal"]
+        lg = g["lightgbm_default_error"]
+        ratios += [
+            r["test_error"] / lg for r in s["rows"] if r.get("method") == "StructBoost stumps"
+        ]
+        best = g.get("best_trees_within_10x")
+        if g["met"]:
+            met.append(f"{name} {best['fit_s'] / g['lightgbm_default_s']:.1f}x")
+        else:
+            err = f"{_pct(best['test_error'], 1)}" if best else "no fit within 10x"
+            unmet.append(f"{name} ({err} against {_pct(lg, 1)})")
+    iters = sorted({r["iters"] for s in data["sets"].values() for r in s["rows"] if "depth" in r})
+    depths = " or ".join(str(d) for d in data["grid"]["depths"] if d)
+    out = [
+        f"- With stumps ({iters[0]}-{iters[-1]} iterations) StructBoost's test error is "
+        f"{min(ratios):.2f}-{max(ratios):.1f}x LightGBM-default's.",
+        f"- With histogram trees per class (depth {depths}) it is within 1 percentage point "
+        f"of LightGBM-default "
+        f"test error at no more than 10x its fit time on {len(met)} of {len(data['sets'])} "
+        f"sets (fit time over LightGBM-default's: {', '.join(met)})"
+        + (f"; not on {', '.join(unmet)}." if unmet else "."),
+    ]
+    return out
+
+
+@table("fit_vs_lightgbm:headline")
+def fit_vs_lightgbm_headline(data, _load):
+    """README's figures of the equal-stump comparison: the time ratio range and where
+    StructBoost's test error is not lower than LightGBM's."""
+    rows = data["rows"]
+    ratio = [r["time_ratio"] for r in rows]
+    iters = sorted({r["max_iter"] for r in rows})
+    worse = [
+        f"{r['data']} at {r['max_iter']}"
+        for r in rows
+        if r["structboost"]["test_error"] >= r["lightgbm"]["test_error"]
+    ]
+    big = max(rows, key=lambda r: r["structboost"]["fit_s"])
+    sets = list(dict.fromkeys(r["data"] for r in rows))
+    threads = data.get("threads", 1)
+    return [
+        f"- At equal stumps (C = {data['C']:g}, {threads} thread{'s' * (threads != 1)} each, "
+        f"{iters[0]}-{iters[-1]} iterations, {len(sets)} sets) a StructBoost fit costs "
+        f"{min(ratio):.0f}-{max(ratio):.0f}x LightGBM's time (the largest: {big['data']}, "
+        f"{big['max_iter']} iterations, {big['structboost']['fit_s']:.1f} s against "
+        f"{big['lightgbm']['fit_s']:.2f} s); its test error is lower than LightGBM's in "
+        f"{len(rows) - len(worse)} of {len(rows)} fits"
+        + (f" (not: {', '.join(worse)})." if worse else "."),
+    ]
 
 
 @table("tree_search")
@@ -417,4 +479,45 @@ def face_cascade_runs(data, _load):
                     ]
                 )
             )
+    return out
+
+
+# ----------------------------------------------------------------------------- the manifest
+
+
+def _machine(p: dict) -> str:
+    m = p.get("machine") or {}
+    parts = [
+        str(m.get("cpu") or "?"),
+        f"{m['cores']} cores" if m.get("cores") else None,
+        f"{m['memory_gib']:g} GiB" if m.get("memory_gib") else None,
+    ]
+    plat = str(m.get("platform") or "")
+    arch = next((a for a in ("x86_64", "aarch64", "arm64") if a in plat), None)
+    return ", ".join(x for x in [*parts, arch] if x)
+
+
+@table(f"{WHOLE}:machines")
+def machines(results, _load):
+    """Which machine and package versions the result files were measured with (from their
+    provenance blocks): one row per machine, the entries measured there."""
+    by: dict[str, list[str]] = {}
+    versions: dict[str, set] = {}
+    for name, data in results.items():
+        prov = data.get("provenance") if isinstance(data, dict) else None
+        key = _machine(prov) if prov else "not recorded (no provenance block)"
+        by.setdefault(key, []).append(name)
+        for k, v in ((prov or {}).get("packages") or {}).items():
+            if v and k != "maxmargin":
+                versions.setdefault(k, set()).add(str(v))
+    out = _head(["machine (result files' provenance)", "entries"])
+    for key, names in sorted(by.items(), key=lambda kv: -len(kv[1])):
+        shown = ", ".join(names) if len(names) <= 16 else f"{len(names)} entries"
+        out.append(_row([key, shown if len(names) > 16 else f"{len(names)}: {shown}"]))
+    out += [
+        "",
+        "Package versions recorded: "
+        + ", ".join(f"{k} {' / '.join(sorted(v))}" for k, v in sorted(versions.items()))
+        + ".",
+    ]
     return out
