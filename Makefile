@@ -57,7 +57,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks docs/conf.py docs/examples
 
 # make bench NAME=<entry> reruns one entry of benchmarks/manifest.toml (its script, its
-# arguments, its result file) and regenerates docs/benchmarks.md; make bench-list lists them
+# arguments, its result file) and regenerates docs/benchmarks.md and the generated tables of
+# README.md and docs/*.md (<!-- table: ... --> blocks); make bench-list lists them
 bench: $(STAMP)
 	@test -n "$(NAME)" || { echo "usage: make bench NAME=<entry>  (make bench-list)"; exit 2; }
 	$(PY) benchmarks/manifest.py run $(NAME)
