@@ -169,3 +169,11 @@ def test_the_machines_table_names_every_entry_once(entries):
         if names:
             assert len(names.removesuffix(" |").split(", ")) == int(n)
     assert counted == len(entries)
+
+
+def test_check_rejects_an_option_the_script_does_not_declare(entries):
+    e = dict(entries["ssvm_one_slack"])
+    bad = {**entries, "bad": {**e, "args": ["--no-such-option", "1", *e["args"]]}}
+    problems = manifest.check(bad)
+    assert any(p.startswith("bad:") and "--no-such-option" in p for p in problems)
+    assert "--out" in manifest.script_options(ROOT / "benchmarks" / e["script"])

@@ -323,20 +323,49 @@ def write_pages(entries) -> list[Path]:
 # ----------------------------------------------------------------------------- checking
 
 
+def script_options(script: Path) -> set[str]:
+    """The ``--options`` a benchmark script declares: its string literals that start with
+    ``--`` (``add_argument("--out", ...)``), with those of ``_common.py``, which declares
+    options some scripts share.  Read statically, so checking does not import the script."""
+    out: set[str] = set()
+    for path in (script, ROOT / "benchmarks" / "_common.py"):
+        try:
+            tree = ast.parse(path.read_text())
+        except (OSError, SyntaxError):
+            continue
+        out |= {
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value[:2] == "--"
+        }
+    return out
+
+
 def _known(key: str, entries) -> bool:
     return key in tables.TABLES and tables.entry_of(key) in (*entries, tables.WHOLE)
 
 
 def check(entries) -> list[str]:
     """Every problem of the manifest, the result files and the docs pages: a missing script
-    or result file, a result without provenance that is not marked ``provenance =
-    "missing"``, a ``cited_in`` page that does not name the result, a result file that is
-    no entry's, a generated table of an unknown entry / table, or a stale one."""
+    or result file, an argument option the script does not declare, a result without
+    provenance that is not marked ``provenance = "missing"``, a ``cited_in`` page that does
+    not name the result, a result file that is no entry's, a generated table of an unknown
+    entry / table, or a stale one."""
     problems = []
     listed = set()
     for name, e in entries.items():
-        if not (ROOT / "benchmarks" / e["script"]).is_file():
+        script = ROOT / "benchmarks" / e["script"]
+        if not script.is_file():
             problems.append(f"{name}: no script benchmarks/{e['script']}")
+        else:
+            options = script_options(script)
+            unknown = [
+                a.split("=")[0]
+                for a in e["args"]
+                if a.startswith("--") and a.split("=")[0] not in options
+            ]
+            if unknown:
+                problems.append(f"{name}: {e['script']} declares no option {unknown}")
         result = ROOT / e["result"]
         listed.add(result.resolve())
         if not result.is_file():
