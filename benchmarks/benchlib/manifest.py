@@ -207,13 +207,19 @@ def render(entries) -> str:
         out.append(f"| [{name}](#{name.replace('_', '-').lower()}) | `{e['script']}` | {cited} |")
     out += ["", "The machines and package versions behind the results:", ""]
     out += [*render_table(entries, f"{tables.WHOLE}:machines"), ""]
+    described: dict[str, str] = {}  # script -> the first entry that shows its docstring
     for name, e in entries.items():
         script = ROOT / "benchmarks" / e["script"]
         out += [f"## {name}", ""]
         if e.get("title"):
             out += [f"**{e['title']}**", ""]
         doc = _docstring(script)
-        if doc:
+        if doc and e["script"] in described:
+            first = described[e["script"]]
+            anchor = first.replace("_", "-").lower()
+            out += [f"Method: `{e['script']}`, described under [{first}](#{anchor}).", ""]
+        elif doc:
+            described[e["script"]] = name
             out += ["Method (the script's docstring):", "", "```text", doc, "```", ""]
         out += [
             f"Regenerate: `make bench NAME={name}`, i.e. "
