@@ -64,7 +64,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         rounds short of ``inner_tol``, to tolerance in the others (backward rounds
         included); else dual CD.  ``k_path=(5, 10, 20, 40, 80), overselect=3, loss="squared_hinge",
         backward_step=0.2`` meets RFE's accuracy at every k in under a tenth of its time
-        on dna and mnist1000 (benchmarks/NOTEBOOK.md).
+        on dna and mnist1000 (benchmarks/results/feature_selection_splits_path.json).
     penalty : {"l2", "l1"}, default="l2"
     C : float, default=1.0
     features_per_step : "auto", int or float in (0, 1), default="auto"
