@@ -92,19 +92,23 @@ def one_slack_cutting_planes(
         for it in range(max_iter):
             t0 = time.perf_counter()
             best = tracker.best_w
-            plane = find_plane(sol)
-            if plane.primal is not None:
-                tracker.n_oracle += 1
-                tracker.offer_primal(plane.primal, plane.state)
-            mid = None
-            if stabilize and best is not None and sol.w is not None and not tracker.converged():
-                wq = 0.5 * (best + sol.w)
-                mid = find_plane(replace(sol, w=wq))
+            plane = mid = None
+            if stabilize and best is not None and sol.w is not None:
+                # in-out: the plane at the mid-point first; the master's own point is
+                # queried only when that plane does not cut it off (a mis-price)
+                mid = find_plane(replace(sol, w=0.5 * (best + sol.w)))
                 if mid.primal is not None:
                     tracker.n_oracle += 1
                     tracker.offer_primal(mid.primal, mid.state)
                 if mid.a is None or mid.b - float(mid.a @ sol.w) <= sol.xi:
                     mid = None  # does not cut off the master's point
+            if mid is None:
+                plane = find_plane(sol)
+                if plane.primal is not None:
+                    tracker.n_oracle += 1
+                    tracker.offer_primal(plane.primal, plane.state)
+            else:
+                plane, mid = mid, None
             t1 = time.perf_counter()
             if not tracker.converged():
                 master.add_plane(plane.a, plane.b, gram=plane.gram, payload=plane.payload)
