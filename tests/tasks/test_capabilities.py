@@ -59,8 +59,8 @@ def test_a_new_task_trains_without_touching_the_learner():
     ``structured_inputs``) and its methods: a task class it has never seen -- here one
     that wraps a chain task without subclassing it -- trains and predicts like the task
     it wraps, and its solver restriction is honoured."""
+    from data_makers import make_chain_data
     from maxmargin import StructSVM
-    from test_chain import make_chain_data
 
     class Wrapped(StructuredTask):
         linear_ssvm = True
