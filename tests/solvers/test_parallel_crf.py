@@ -5,8 +5,8 @@ import joblib
 import numba
 import numpy as np
 import pytest
-from test_crf import make_graphs
 
+from data_makers import make_graphs
 from maxmargin import StructSVM
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.ssvm import solve_ssvm

@@ -5,8 +5,8 @@ import time
 import joblib
 import numpy as np
 import pytest
-from test_chain import make_chain_data
 
+from data_makers import make_chain_data
 from maxmargin import StructSVM
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.tasks.chain import ChainTask

@@ -11,8 +11,8 @@ import joblib
 import numba
 import numpy as np
 import pytest
-from test_chain import make_chain_data
 
+from data_makers import make_chain_data
 from maxmargin import LatentSSVM, SSVMClassifier, StructSVM
 from maxmargin.exceptions import ParallelFitError
 from maxmargin.solvers import parallel

@@ -6,9 +6,8 @@ installed; it is in the ``dev`` extra, so ``make test`` runs it.)"""
 import joblib
 import numpy as np
 import pytest
-from test_chain import make_chain_data
-from test_crf import make_graphs
 
+from data_makers import make_chain_data, make_graphs
 from maxmargin import StructBoostClassifier, StructSVM
 from maxmargin.exceptions import ParallelFitError
 from maxmargin.solvers.parallel import ShardedOracle

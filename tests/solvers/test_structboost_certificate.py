@@ -17,8 +17,8 @@ import warnings
 import numpy as np
 import pytest
 from scipy.optimize import linprog
-from test_structboost_lp import full_lp_optimum, tiny_problem
 
+from data_makers import full_lp_optimum, tiny_problem
 from maxmargin import StructBoost
 from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.column_generation import fit_structboost

@@ -12,44 +12,11 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy.optimize import linprog
 
+from data_makers import full_lp_optimum, tiny_problem
 from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.tasks import BinaryTask, MultiClassTask
 from maxmargin.weak import DecisionStump
-from maxmargin.weak.reference import all_stumps
-
-
-def full_lp_optimum(X, y, C, gamma, delta):
-    """min 1'w + C/m 1'xi  s.t.  w.dPsi_i(y) + xi_i >= Delta(y_i, y), w, xi >= 0."""
-    classes, codes = np.unique(y, return_inverse=True)
-    m, K = len(y), len(classes)
-    S = gamma.shape[1]
-    Phi = all_stumps(X).evaluate(X).T  # (m, n_stumps)
-    n_cols = Phi.shape[1] * S
-    rows, rhs = [], []
-    for i in range(m):
-        for k in range(K):
-            if k == codes[i]:
-                continue
-            dpsi = np.kron(Phi[i], gamma[codes[i]] - gamma[k])  # column (stump, slot)
-            slack = np.zeros(m)
-            slack[i] = 1.0
-            rows.append(np.concatenate([dpsi, slack]))
-            rhs.append(delta[codes[i], k])
-    cost = np.concatenate([np.ones(n_cols), np.full(m, C / m)])
-    res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
-    assert res.status == 0
-    return res.fun
-
-
-def tiny_problem(seed, n_classes):
-    rng = np.random.default_rng(seed)
-    X = rng.integers(0, 4, size=(14, 2)).astype(float)
-    y = rng.integers(0, n_classes, size=14)
-    y[:n_classes] = np.arange(n_classes)
-    return X, y
-
 
 #: (master, formulation) pairs: every way StructBoost can solve its master
 MASTERS = [("fast", "m-slack"), ("exact", "m-slack"), ("exact", "1-slack")]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from data_makers import make_chain_data
 from maxmargin.learners.ssvm import StructSVM
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import MultiClassTask
@@ -14,22 +15,6 @@ from maxmargin.tasks.linear import LinearJointModel, from_label_coding
 OCR = (
     Path(__file__).resolve().parents[3] / "shared/data/sequence_labeling/ocr_taskar/ocr_taskar.mat"
 )
-
-
-def make_chain_data(n=40, K=3, d=4, noise=1.0, seed=0):
-    """Sequences from a sticky Markov chain with noisy state prototypes."""
-    protos = np.random.default_rng(123).normal(size=(K, d)) * 1.5
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n):
-        T = int(rng.integers(2, 7))
-        s = [int(rng.integers(K))]
-        for _ in range(T - 1):
-            s.append(s[-1] if rng.random() < 0.8 else int(rng.integers(K)))
-        s = np.array(s)
-        X.append(protos[s] + noise * rng.normal(size=(T, d)))
-        y.append(s)
-    return X, y
 
 
 def test_plane_matches_margins():

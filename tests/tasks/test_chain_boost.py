@@ -5,9 +5,9 @@ import itertools
 
 import numpy as np
 import pytest
-from test_chain import make_chain_data
 
 import maxmargin
+from data_makers import make_chain_data
 from maxmargin import StructBoost, StructSVM
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.weak import DecisionStump

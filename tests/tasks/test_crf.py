@@ -4,37 +4,10 @@ import warnings
 import numpy as np
 import pytest
 
+from data_makers import make_graphs
 from maxmargin import StructBoost
-from maxmargin.tasks.crf import CRFGraph, CRFTask
+from maxmargin.tasks.crf import CRFTask
 from maxmargin.weak.nonneg import NonNegative
-
-
-def grid_edges(h, w):
-    idx = np.arange(h * w).reshape(h, w)
-    return np.vstack(
-        [
-            np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-            np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1),
-        ]
-    )
-
-
-def make_graphs(rng, n_img, h=4, w=4, noise=1.0):
-    """Blob images on grids: noisy unary evidence, contrast-like pairwise features."""
-    X, Y = [], []
-    for _ in range(n_img):
-        y = np.zeros((h, w), dtype=np.int64)
-        r0, c0 = rng.integers(0, h // 2 + 1), rng.integers(0, w // 2 + 1)
-        y[r0 : r0 + h // 2 + 1, c0 : c0 + w // 2 + 1] = 1
-        y = y.ravel()
-        s = (2 * y - 1)[:, None] + noise * rng.normal(size=(len(y), 2))
-        unary = np.stack([s, -s], axis=1)  # U(l, x_p) = -(2l - 1) F_p (eq. 32)
-        E = grid_edges(h, w)
-        same = (y[E[:, 0]] == y[E[:, 1]]).astype(float)
-        pw = np.stack([np.ones(len(E)), same + 0.3 * rng.random(len(E))], axis=1)
-        X.append(CRFGraph(unary, E, pw, area=rng.integers(1, 5, len(y)).astype(float)))
-        Y.append(y)
-    return X, Y
 
 
 def explicit_energy(graph, H_u, H_v, w_u, w_v, y):

@@ -40,8 +40,7 @@ from maxmargin._validation import (
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
-from maxmargin.tasks.base import LabelCodingTask
-from maxmargin.tasks.boxes import BoxTask
+from maxmargin.tasks.base import StructuredTask
 from maxmargin.tasks.chain import ChainTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
 from maxmargin.tasks.crf import CRFTask
@@ -188,31 +187,25 @@ default="1-slack"
         self.callback = callback
 
     def _make_task(self, y):
-        if not isinstance(self.task, (LabelCodingTask, ChainTask, CRFTask, BoxTask)):
+        if not isinstance(self.task, StructuredTask) or "linear_ssvm" not in self.task.capabilities:
             raise ValueError(
-                "task must be a LabelCodingTask (BinaryTask, MultiClassTask, "
-                f"hierarchy), a ChainTask, a CRFTask or a BoxTask instance, got {self.task!r}"
+                "task must be a task with linear joint features (BinaryTask, MultiClassTask, "
+                f"hierarchy, ChainTask, CRFTask, BoxTask), got {self.task!r}"
             )
         return self.task
 
     def _bind(self, X, y):
         """Bind the task and build the joint-feature model."""
         task = self._make_task(y)
-        if isinstance(task, BoxTask):  # candidate boxes (a Struck-style linear tracker)
+        solvers = task.linear_solvers
+        if solvers is not None and canonical_solver(self.solver) not in solvers:
+            names = " or ".join(repr(v) for v in solvers)
+            raise ValueError(
+                f"a {type(task).__name__} is trained with solver={names} only, got {self.solver!r}"
+            )
+        if task.structured_inputs:  # sequences, graphs, candidate boxes: the task binds
             self.task_ = task.bind(X, y)
-            self.n_features_in_ = self.task_.n_features_
-            return self.task_.linear_model()
-        if isinstance(task, ChainTask):
-            self.task_ = task.bind(X, y)
-            self.n_features_in_ = self.task_.X_.shape[1]
-            return self.task_.linear_model()
-        if isinstance(task, CRFTask):
-            if canonical_solver(self.solver) != "1-slack":
-                raise ValueError(
-                    f"a CRFTask is trained with solver='1-slack' only, got {self.solver!r}"
-                )
-            self.task_ = task.bind(X, y)
-            self.n_features_in_ = sum(self.task_.d_)
+            self.n_features_in_ = self.task_.n_features_in
             return self.task_.linear_model()
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=1
@@ -288,27 +281,19 @@ default="1-slack"
     def decision_function(self, X):
         """Joint scores ``w.Psi(x, y)`` for every output (label-coding tasks)."""
         check_is_fitted(self, "coef_")
-        if isinstance(self.task_, (ChainTask, BoxTask)):
+        if self.task_.structured_inputs:
             raise ValueError("decision_function is defined for label-coding tasks only")
         return self.task_.slot_scores_to_label_scores(self._slot_scores(X))
 
     def predict(self, X):
         check_is_fitted(self, "coef_")
-        if isinstance(self.task_, BoxTask):  # the best candidate box of every image
-            layout, Z = self.task_.prediction_layout(X)
-            return self.task_.predict_from_scores(layout, (Z @ self.coef_)[:, None])
-        if isinstance(self.task_, CRFTask):
+        if self.task_.structured_inputs:  # Viterbi, graph cuts, the best candidate box
             return self.task_.predict_linear(X, self.coef_)
-        if isinstance(self.task_, ChainTask):
-            return self.task_.predict(X, *self._split())
         return self.task_.decode(self.task_.predict_codes(self._slot_scores(X)))
 
     def score(self, X, y):
-        """Mean accuracy (label tasks) or 1 - Hamming error per position (chains)."""
-        pred = self.predict(X)
-        if isinstance(self.task_, (ChainTask, CRFTask)):
-            return 1.0 - self.task_.hamming(y, pred)
-        return float(np.mean(pred == np.asarray(y)))
+        """Mean accuracy (label tasks) or 1 - Hamming error per position (chains, CRFs)."""
+        return self.task_.score_predictions(y, self.predict(X))
 
     # -- persistence ---------------------------------------------------------------------
     def _state_params(self) -> dict:
@@ -334,7 +319,7 @@ default="1-slack"
         d, S, K, pairwise = meta["layout"]
         self._layout = (int(d), int(S), int(K), bool(pairwise))
         task = self.task_
-        slots_ok = S == task.n_slots or isinstance(task, CRFTask)
+        slots_ok = task.linear_slots_ok(S)
         if self.coef_.shape != (d * S + (K * K if pairwise else 0),) or not slots_ok:
             raise ValueError("model file is inconsistent: weight vector does not match the task")
         if not np.all(np.isfinite(self.coef_)):

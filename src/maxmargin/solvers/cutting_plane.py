@@ -16,8 +16,10 @@ Every learner supplies only ``find_plane(solution) -> Plane``:
 * :func:`maxmargin.solvers.ranking.fit_ranksvm` -- RankSVM, planes from the O(n log n)
   ranking oracle.
 
-(StructBoost's 1-slack master is the L1 / LP analogue: ``OneSlackMaster`` in
-:mod:`maxmargin.solvers.column_generation`.)
+StructBoost's 1-slack master, the L1 / LP analogue
+(:class:`~maxmargin.solvers.one_slack_master.OneSlackMaster`), runs the same loop,
+:func:`kelley_loop`: every 1-slack learner of the package -- QP or LP master -- goes
+through that one function, with in-out stabilisation and the stall guard as options.
 
 One stopping rule for all: the relative duality gap ``(best primal - best master dual) /
 best primal <= tol``, where the primal value comes from each oracle call (``Plane.primal``)
@@ -28,14 +30,17 @@ and the master dual is a valid lower bound at any accuracy; plus ``max_iter`` an
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from maxmargin.solvers.monitor import GapMonitor
 from maxmargin.solvers.qp_master import MasterSolution, OneSlackQPMaster
 
-__all__ = ["Plane", "one_slack_cutting_planes"]
+__all__ = ["Plane", "PlaneProblem", "kelley_loop", "one_slack_cutting_planes"]
 
 
 @dataclass
@@ -64,6 +69,183 @@ class Plane:
 MASTER_REL_FLOOR = 1e-10
 
 
+class PlaneProblem(Protocol):
+    """What :func:`kelley_loop` needs from a master problem and its oracle.
+
+    ``sol`` is whatever :meth:`solve` returns; a *point* is whatever :meth:`query`
+    takes (``w``, or ``(w, F)`` with StructBoost's slot scores).
+    """
+
+    def point(self, sol):
+        """The master solution's point."""
+
+    def mix(self, centre, sol, t: float):
+        """The in-out query point ``t centre + (1 - t) point(sol)`` (None: no such point,
+        e.g. a Gram-only master that never forms ``w``)."""
+
+    def query(self, point) -> Plane:
+        """The oracle at ``point``: its most violated plane, with ``primal`` (the exact
+        objective at ``point``) and ``state = point`` when the oracle ran."""
+
+    def cuts_off(self, plane: Plane, sol) -> bool:
+        """Whether ``plane`` is violated at the master's solution."""
+
+    def stop(self, rnd: int, best: Plane | None, sol) -> str | None:
+        """Checked after the round's queries, before any plane is added: a reason to
+        stop (e.g. ``"converged"``, ``"time"``) or None."""
+
+    def add(self, plane: Plane, sol) -> bool:
+        """Add the plane (or not); False when nothing was added."""
+
+    def solve(self):
+        """Re-solve the master on the working set."""
+
+    def unchanged(self, prev, sol) -> bool:
+        """Whether a solve left the master's point where it was (the stall guard)."""
+
+    def record(self, rnd: int, plane: Plane, t_oracle: float, t_master: float, sol) -> bool:
+        """End of a round (history, printing); True stops the loop."""
+
+
+def _better(best: Plane | None, plane: Plane) -> Plane | None:
+    if plane.primal is None:
+        return best
+    return plane if best is None or plane.primal < best.primal else best
+
+
+def kelley_loop(
+    problem: PlaneProblem,
+    sol,
+    *,
+    best: Plane | None = None,
+    stabilize: float | None = None,
+    stall_rounds: int | None = None,
+    max_rounds: int | None = None,
+):
+    """Kelley's cutting-plane method, the one loop of every 1-slack learner.
+
+    Each round asks the oracle for the most violated plane, adds it to the working set
+    and re-solves the master, until ``problem.stop`` gives a reason, nothing is added
+    (no plane violated at the master's point: converged), ``problem.record`` says stop,
+    ``max_rounds`` rounds were solved, or -- the stall guard -- ``stall_rounds`` solves
+    in a row left the master's point unchanged (a ``ConvergenceWarning``).
+
+    ``stabilize=t``: in-out stabilisation (Ben-Ameur & Neto, "Acceleration of
+    cutting-plane and column generation algorithms", Networks 49, 2007).  The oracle is
+    asked first at ``t best + (1 - t) point(sol)``, ``best`` the point of lowest exact
+    objective seen so far; if that plane cuts off the master's point it is the round's
+    plane, else (a mis-price) the oracle is asked at the master's point itself.  Planes
+    from any point are valid, so the master's value stays a lower bound.
+
+    Returns ``(sol, best, n_solves, reason)``; ``best`` is the :class:`Plane` whose
+    ``state`` is the best point seen (None if no oracle reported a primal value) and
+    ``reason`` one of ``"converged"`` (nothing violated), ``"record"``, ``"max_rounds"``,
+    ``"stalled"`` or the reason ``problem.stop`` gave.
+    """
+    stalled = 0
+    n_solves = 0
+    rnd = 0
+    while True:
+        t0 = time.perf_counter()
+        plane = None
+        if stabilize is not None and best is not None:
+            q = problem.mix(best.state, sol, stabilize)
+            if q is not None:
+                plane = problem.query(q)
+                best = _better(best, plane)
+                if not problem.cuts_off(plane, sol):
+                    plane = None
+        if plane is None:
+            plane = problem.query(problem.point(sol))
+            best = _better(best, plane)
+        t1 = time.perf_counter()
+        reason = problem.stop(rnd, best, sol)
+        if reason is None and stall_rounds is not None and stalled >= stall_rounds:
+            reason = "stalled"
+            warnings.warn(
+                f"cutting planes stalled: {stall_rounds} rounds of violated planes "
+                "left the master's point unchanged (numerical tolerance, or a task whose "
+                "planes disagree with its risk); stopping this loop",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        added = reason is None and problem.add(plane, sol)
+        if added:
+            prev, sol = sol, problem.solve()
+            n_solves += 1
+            stalled = stalled + 1 if problem.unchanged(prev, sol) else 0
+        if problem.record(rnd, plane, t1 - t0, time.perf_counter() - t1, sol):
+            reason = reason or "record"
+        elif reason is None and not added:
+            reason = "converged"
+        elif reason is None and max_rounds is not None and n_solves >= max_rounds:
+            reason = "max_rounds"
+        if reason is not None:
+            return sol, best, n_solves, reason
+        rnd += 1
+
+
+class _QPPlanes:
+    """:class:`PlaneProblem` over :class:`OneSlackQPMaster`: planes from ``find_plane``,
+    the gap rule and the history from a :class:`GapMonitor`."""
+
+    def __init__(self, find_plane, master: OneSlackQPMaster, tracker: GapMonitor, tol: float):
+        self.find_plane, self.master, self.tracker, self.tol = find_plane, master, tracker, tol
+        self.bmax = 0.0
+        self.sol = None
+
+    def point(self, sol):
+        return sol
+
+    def mix(self, centre, sol, t):
+        if sol.w is None or centre is None or self.tracker.converged():
+            return None
+        return replace(sol, w=t * centre + (1.0 - t) * sol.w)
+
+    def query(self, point) -> Plane:
+        plane = self.find_plane(point)
+        if plane.primal is not None:
+            self.tracker.n_oracle += 1
+            self.tracker.offer_primal(plane.primal, plane.state)
+        return plane
+
+    def cuts_off(self, plane, sol) -> bool:
+        return plane.a is not None and plane.b - float(plane.a @ sol.w) > sol.xi
+
+    def stop(self, rnd, best, sol):
+        return "converged" if self.tracker.converged() else None
+
+    def add(self, plane, sol) -> bool:
+        master, tracker = self.master, self.tracker
+        master.add_plane(plane.a, plane.b, gram=plane.gram, payload=plane.payload)
+        if np.isfinite(tracker.best_primal):
+            self.bmax = max(self.bmax, abs(plane.b))
+            scale = max(1.0, master.C * self.bmax)
+            # tol = 0 (run max_iter rounds) still solves the master to a relative 1e-10
+            # rather than to an exact 0 (the SMO step limit)
+            rel = max(0.02 * self.tol, MASTER_REL_FLOOR)
+            master.tol = min(1e-9, rel * tracker.best_primal / scale)
+        return True
+
+    def solve(self):
+        sol = self.master.solve()
+        self.tracker.offer_dual(sol.dual)
+        return sol
+
+    def unchanged(self, prev, sol) -> bool:
+        return False
+
+    def record(self, rnd, plane, t_oracle, t_master, sol) -> bool:
+        return self.tracker.record(  # this round's seconds in the oracle and in the master
+            rnd,
+            n_planes=self.master.n_planes,
+            source=plane.source,
+            t_oracle=t_oracle,
+            t_master=t_master,
+            **plane.extra,
+        )
+
+
 def one_slack_cutting_planes(
     find_plane,
     master: OneSlackQPMaster,
@@ -73,59 +255,23 @@ def one_slack_cutting_planes(
     max_iter: int,
     stabilize: bool = False,
 ) -> MasterSolution:
-    """Run the loop until the tracker's rule fires; returns the last master solution.
+    """:func:`kelley_loop` on a QP master until the tracker's rule fires; returns the
+    last master solution.
 
-    ``stabilize``: in-out stabilisation of Kelley's method (Ben-Ameur & Neto,
-    "Acceleration of cutting-plane and column generation algorithms", Networks 49, 2007),
-    as in StructBoost's LP loop: each round also asks for the plane at the mid-point of
-    the best primal point so far and the master's point, and keeps it when it cuts off
-    the master's point.  Both planes are valid, so the master's dual stays a lower bound;
-    on ill-conditioned problems (raw pixel features) it roughly halves the rounds.
+    ``find_plane(sol) -> Plane``: the learner's oracle at the master's solution (or at
+    a copy of it whose ``w`` is the in-out query point).  ``stabilize``: in-out
+    stabilisation with weight 1/2 (on ill-conditioned problems, raw pixel features, it
+    roughly halves the rounds).  The gap rule, ``max_iter``, ``max_time``, callbacks and
+    the history are the tracker's (:class:`~maxmargin.solvers.monitor.GapMonitor`).
 
     The master is solved only as accurately as the outer gap needs (its dual stays a
     valid lower bound at any accuracy): its tolerance follows ``0.02 tol`` times the best
     primal, relative to the planes' scale, and never below :data:`MASTER_REL_FLOOR` of it.
     """
+    problem = _QPPlanes(find_plane, master, tracker, tol)
     sol = master.solve()
-    bmax = 0.0
     with tracker.interruptible():
-        for it in range(max_iter):
-            t0 = time.perf_counter()
-            best = tracker.best_w
-            plane = find_plane(sol)
-            if plane.primal is not None:
-                tracker.n_oracle += 1
-                tracker.offer_primal(plane.primal, plane.state)
-            mid = None
-            if stabilize and best is not None and sol.w is not None and not tracker.converged():
-                wq = 0.5 * (best + sol.w)
-                mid = find_plane(replace(sol, w=wq))
-                if mid.primal is not None:
-                    tracker.n_oracle += 1
-                    tracker.offer_primal(mid.primal, mid.state)
-                if mid.a is None or mid.b - float(mid.a @ sol.w) <= sol.xi:
-                    mid = None  # does not cut off the master's point
-            t1 = time.perf_counter()
-            if not tracker.converged():
-                master.add_plane(plane.a, plane.b, gram=plane.gram, payload=plane.payload)
-                if mid is not None:
-                    master.add_plane(mid.a, mid.b, payload=mid.payload)
-                if np.isfinite(tracker.best_primal):
-                    bmax = max(bmax, abs(plane.b))
-                    scale = max(1.0, master.C * bmax)
-                    # tol = 0 (run max_iter rounds) still solves the master to a
-                    # relative 1e-10 rather than to an exact 0 (the SMO step limit)
-                    rel = max(0.02 * tol, MASTER_REL_FLOOR)
-                    master.tol = min(1e-9, rel * tracker.best_primal / scale)
-                sol = master.solve()
-                tracker.offer_dual(sol.dual)
-            if tracker.record(  # this round's seconds in the oracle and in the master
-                it,
-                n_planes=master.n_planes,
-                source=plane.source,
-                t_oracle=t1 - t0,
-                t_master=time.perf_counter() - t1,
-                **plane.extra,
-            ):
-                break
+        sol, _, _, _ = kelley_loop(
+            problem, sol, stabilize=0.5 if stabilize else None, max_rounds=None
+        )
     return sol

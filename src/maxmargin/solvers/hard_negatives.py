@@ -39,6 +39,7 @@ import numpy as np
 
 from maxmargin._validation import add_intercept
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.solvers.cutting_plane import Plane, kelley_loop
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.svm import fit_dual_cd
 
@@ -102,147 +103,196 @@ def mine_hard_negatives(
     rng = np.random.default_rng(rng)
     scale = float(intercept_scaling) if fit_intercept else None
     Xp = _augment(X_pos, scale)
-    n_pos, d = Xp.shape
-    if n_pos == 0:
+    if Xp.shape[0] == 0:
         raise ValueError("need at least one positive example")
     if max_working_set < 1:
         raise ValueError(f"max_working_set must be >= 1, got {max_working_set}")
-    w = np.zeros(d)
-    ws_ids = np.zeros(0, dtype=np.int64)
-    ws_X = np.zeros((0, d))
-    ws_alpha = np.zeros(0)
-    alpha_pos = np.zeros(n_pos)
     mon = ConvergenceMonitor(
         "mining",
         verbose=verbose,
         callback=callback,
         fields=("iteration", "objective", "n_new", "working_set"),
     )
-    history = mon.history
-    t0 = time.perf_counter()
-    dual = -np.inf
-    converged = False
-    primal = np.inf
-    solved = False  # a restricted solve has completed: there is a model to keep
+    pr = _MiningPlanes(
+        Xp,
+        scan,
+        float(C),
+        scale,
+        int(max_working_set),
+        int(max_rounds),
+        eps,
+        tol,
+        max_iter,
+        rng,
+        mon,
+    )
     try:
-        for rnd in range(int(max_rounds) + 1):
-            # ---- scan every negative with the current w
-            ts = time.perf_counter()
-            ws_set = ws_ids
-            n_hard = 0
-            hinge_neg = 0.0
-            seen = 0
-            cand_ids = np.zeros(0, dtype=np.int64)
-            cand_X = np.zeros((0, d))
-            cand_key = np.zeros(0)
-            n_violating = 0
-            for ids, X in scan():
-                ids = np.asarray(ids, dtype=np.int64).ravel()
-                Xa = _augment(X, scale)
-                if Xa.shape != (len(ids), d):
-                    raise ValueError(
-                        f"scan() gave {Xa.shape[0]} x {Xa.shape[1] - (scale is not None)} "
-                        f"features for {len(ids)} ids; expected {d - (scale is not None)} features"
-                    )
-                seen += len(ids)
-                s = Xa @ w
-                hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
-                n_hard += int((s >= -1.0).sum())
-                new = (s > -1.0 + eps) & ~np.isin(ids, ws_set)
-                n_violating += int(new.sum())
-                if not new.any():
-                    continue
-                # streaming top-k by (score, random tie-break): keep at most max_working_set
-                key = s[new] + 1e-9 * rng.random(int(new.sum()))
-                cand_ids = np.concatenate([cand_ids, ids[new]])
-                cand_X = np.vstack([cand_X, Xa[new]])
-                cand_key = np.concatenate([cand_key, key])
-                if len(cand_key) > 2 * max_working_set:
-                    top = np.argsort(-cand_key, kind="stable")[:max_working_set]
-                    cand_ids, cand_X, cand_key = cand_ids[top], cand_X[top], cand_key[top]
-            if seen == 0:
-                raise ValueError("scan() produced no negatives")
-            t_scan = time.perf_counter() - ts
-            hinge_pos = float(np.maximum(0.0, 1.0 - Xp @ w).sum())
-            primal = 0.5 * float(w @ w) + C * (hinge_pos + hinge_neg)
-            gap = (primal - dual) / max(abs(primal), 1e-12)
-            rec = {
-                "iteration": rnd,
-                "n_hard": n_hard,
-                "n_new": int(min(len(cand_ids), max_working_set)),
-                "n_violating": n_violating,
-                "working_set": len(ws_ids),
-                "n_negatives": seen,
-                "objective": primal,
-                "dual_bound": float(dual),
-                "gap": float(gap),
-                "t_scan": t_scan,
-            }
-            if len(cand_ids) == 0 or rnd == max_rounds:
-                converged = len(cand_ids) == 0
-                rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
-                mon.record(rec)
-                break
-            # ---- update the working set
-            order = np.argsort(-cand_key, kind="stable")
-            cand_ids, cand_X = cand_ids[order], cand_X[order]
-            room = max_working_set - len(ws_ids)
-            if room < len(cand_ids) and len(ws_ids):
-                s_ws = ws_X @ w
-                easy = (ws_alpha <= 0.0) & (s_ws < -1.0)
-                # drop easy members only as far as needed
-                need = min(len(cand_ids) - room, int(easy.sum()))
-                drop = np.flatnonzero(easy)[np.argsort(s_ws[easy])[:need]]
-                keep = np.ones(len(ws_ids), dtype=bool)
-                keep[drop] = False
-                ws_ids, ws_X, ws_alpha = ws_ids[keep], ws_X[keep], ws_alpha[keep]
-                room = max_working_set - len(ws_ids)
-            if room <= 0:
-                warnings.warn(
-                    f"the working set is full of support vectors ({len(ws_ids)}); "
-                    "raise max_working_set to reach the full problem's optimum",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                rec.update(n_new=0, t_solve=0.0, t_total=time.perf_counter() - t0)
-                history.append(rec)
-                break
-            add = slice(0, room)
-            ws_ids = np.concatenate([ws_ids, cand_ids[add]])
-            ws_X = np.vstack([ws_X, cand_X[add]])
-            ws_alpha = np.concatenate([ws_alpha, np.zeros(len(cand_ids[add]))])
-            rec["n_new"] = len(cand_ids[add])
-            # ---- solve the restricted problem, warm-started
-            tv = time.perf_counter()
-            X = np.vstack([Xp, ws_X])
-            y = np.concatenate([np.ones(n_pos), -np.ones(len(ws_ids))])
-            sol = fit_dual_cd(
-                X,
-                y,
-                float(C),
-                tol=tol,
-                max_iter=max_iter,
-                rng=rng,
-                alpha0=np.concatenate([alpha_pos, ws_alpha]),
-            )
-            w = sol.w
-            dual = float(sol.dual)
-            alpha_pos, ws_alpha = sol.alpha[:n_pos], sol.alpha[n_pos:]
-            solved = True
-            rec.update(
-                t_solve=time.perf_counter() - tv,
-                t_total=time.perf_counter() - t0,
-                solve_converged=bool(sol.converged),
-            )
-            mon.record(rec)
+        kelley_loop(pr, None)
+        w, primal, dual = pr.w, pr.primal, pr.dual
     except KeyboardInterrupt:
         # Ctrl-C: keep the SVM of the last completed restricted solve (w is replaced only
         # after a solve returns); before the first solve there is nothing to keep
-        if not solved:
+        if not pr.solved:
             raise
-        converged = False
-        primal = dual = float("nan")  # the last scan may belong to an older w
-        warn_interrupted(len(history))
+        pr.converged = False
+        w, primal, dual = pr.w, float("nan"), float("nan")  # the last scan: an older w
+        warn_interrupted(len(mon.history))
+    out = (pr.ws_ids, mon.history, pr.converged, primal, dual)
     if scale is None:
-        return MiningResult(w, 0.0, ws_ids, history, converged, primal, dual)
-    return MiningResult(w[:-1], float(w[-1] * scale), ws_ids, history, converged, primal, dual)
+        return MiningResult(w, 0.0, *out)
+    return MiningResult(w[:-1], float(w[-1] * scale), *out)
+
+
+class _MiningPlanes:
+    """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` of hard-negative mining: a
+    round's "plane" is the batch of violating negatives found by one scan; adding it
+    updates the working set, solving is a warm-started dual coordinate descent."""
+
+    def __init__(self, Xp, scan, C, scale, max_ws, max_rounds, eps, tol, max_iter, rng, mon):
+        self.Xp, self.scan, self.C, self.scale = Xp, scan, C, scale
+        self.max_ws, self.max_rounds, self.eps = max_ws, max_rounds, eps
+        self.tol, self.max_iter, self.rng, self.mon = tol, max_iter, rng, mon
+        n_pos, d = Xp.shape
+        self.w = np.zeros(d)
+        self.ws_ids = np.zeros(0, dtype=np.int64)
+        self.ws_X = np.zeros((0, d))
+        self.ws_alpha = np.zeros(0)
+        self.alpha_pos = np.zeros(n_pos)
+        self.t0 = time.perf_counter()
+        self.dual = -np.inf
+        self.primal = np.inf
+        self.converged = False
+        self.solved = False  # a restricted solve has completed: there is a model to keep
+        self.rec = {}
+
+    def point(self, sol):
+        return self.w
+
+    def mix(self, centre, sol, t):  # pragma: no cover - mining runs unstabilised
+        return None
+
+    def cuts_off(self, plane, sol) -> bool:  # pragma: no cover - unstabilised
+        return True
+
+    def unchanged(self, prev, sol) -> bool:
+        return False
+
+    def query(self, w) -> Plane:
+        """Scan every negative with ``w``: the full primal, the certificate and the
+        violating negatives outside the working set (the best ``max_working_set``)."""
+        ts = time.perf_counter()
+        d, scale, eps, max_ws = w.shape[0], self.scale, self.eps, self.max_ws
+        n_hard = n_violating = seen = 0
+        hinge_neg = 0.0
+        cand_ids = np.zeros(0, dtype=np.int64)
+        cand_X = np.zeros((0, d))
+        cand_key = np.zeros(0)
+        for ids, X in self.scan():
+            ids = np.asarray(ids, dtype=np.int64).ravel()
+            Xa = _augment(X, scale)
+            if Xa.shape != (len(ids), d):
+                raise ValueError(
+                    f"scan() gave {Xa.shape[0]} x {Xa.shape[1] - (scale is not None)} "
+                    f"features for {len(ids)} ids; expected {d - (scale is not None)} features"
+                )
+            seen += len(ids)
+            s = Xa @ w
+            hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
+            n_hard += int((s >= -1.0).sum())
+            new = (s > -1.0 + eps) & ~np.isin(ids, self.ws_ids)
+            n_violating += int(new.sum())
+            if not new.any():
+                continue
+            # streaming top-k by (score, random tie-break): keep at most max_working_set
+            key = s[new] + 1e-9 * self.rng.random(int(new.sum()))
+            cand_ids = np.concatenate([cand_ids, ids[new]])
+            cand_X = np.vstack([cand_X, Xa[new]])
+            cand_key = np.concatenate([cand_key, key])
+            if len(cand_key) > 2 * max_ws:
+                top = np.argsort(-cand_key, kind="stable")[:max_ws]
+                cand_ids, cand_X, cand_key = cand_ids[top], cand_X[top], cand_key[top]
+        if seen == 0:
+            raise ValueError("scan() produced no negatives")
+        hinge_pos = float(np.maximum(0.0, 1.0 - self.Xp @ w).sum())
+        self.primal = 0.5 * float(w @ w) + self.C * (hinge_pos + hinge_neg)
+        gap = (self.primal - self.dual) / max(abs(self.primal), 1e-12)
+        self.rec = {
+            "n_hard": n_hard,
+            "n_new": int(min(len(cand_ids), max_ws)),
+            "n_violating": n_violating,
+            "working_set": len(self.ws_ids),
+            "n_negatives": seen,
+            "objective": self.primal,
+            "dual_bound": float(self.dual),
+            "gap": float(gap),
+            "t_scan": time.perf_counter() - ts,
+            "t_solve": 0.0,
+        }
+        self.n_cand = len(cand_ids)
+        return Plane(b=0.0, payload=(cand_ids, cand_X, cand_key))
+
+    def stop(self, rnd, best, sol):
+        if self.n_cand == 0 or rnd == self.max_rounds:
+            self.converged = self.n_cand == 0
+            self.rec["n_new"] = 0
+            return "converged" if self.converged else "max_rounds"
+        return None
+
+    def add(self, plane, sol) -> bool:
+        """The highest-scoring new negatives join the working set; easy members (zero
+        multiplier, score < -1) leave it only as far as room is needed."""
+        cand_ids, cand_X, cand_key = plane.payload
+        order = np.argsort(-cand_key, kind="stable")
+        cand_ids, cand_X = cand_ids[order], cand_X[order]
+        room = self.max_ws - len(self.ws_ids)
+        if room < len(cand_ids) and len(self.ws_ids):
+            s_ws = self.ws_X @ self.w
+            easy = (self.ws_alpha <= 0.0) & (s_ws < -1.0)
+            need = min(len(cand_ids) - room, int(easy.sum()))
+            drop = np.flatnonzero(easy)[np.argsort(s_ws[easy])[:need]]
+            keep = np.ones(len(self.ws_ids), dtype=bool)
+            keep[drop] = False
+            self.ws_ids, self.ws_X = self.ws_ids[keep], self.ws_X[keep]
+            self.ws_alpha = self.ws_alpha[keep]
+            room = self.max_ws - len(self.ws_ids)
+        if room <= 0:
+            warnings.warn(
+                f"the working set is full of support vectors ({len(self.ws_ids)}); "
+                "raise max_working_set to reach the full problem's optimum",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            self.rec["n_new"] = 0
+            return False
+        add = slice(0, room)
+        self.ws_ids = np.concatenate([self.ws_ids, cand_ids[add]])
+        self.ws_X = np.vstack([self.ws_X, cand_X[add]])
+        self.ws_alpha = np.concatenate([self.ws_alpha, np.zeros(len(cand_ids[add]))])
+        self.rec["n_new"] = len(cand_ids[add])
+        return True
+
+    def solve(self):
+        """The restricted SVM by dual coordinate descent, warm-started."""
+        tv = time.perf_counter()
+        n_pos = self.Xp.shape[0]
+        X = np.vstack([self.Xp, self.ws_X])
+        y = np.concatenate([np.ones(n_pos), -np.ones(len(self.ws_ids))])
+        sol = fit_dual_cd(
+            X,
+            y,
+            self.C,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            rng=self.rng,
+            alpha0=np.concatenate([self.alpha_pos, self.ws_alpha]),
+        )
+        self.w = sol.w
+        self.dual = float(sol.dual)
+        self.alpha_pos, self.ws_alpha = sol.alpha[:n_pos], sol.alpha[n_pos:]
+        self.solved = True
+        self.rec.update(t_solve=time.perf_counter() - tv, solve_converged=bool(sol.converged))
+        return None
+
+    def record(self, rnd, plane, t_oracle, t_master, sol) -> bool:
+        self.mon.record({"iteration": rnd, **self.rec, "t_total": time.perf_counter() - self.t0})
+        return False

@@ -8,12 +8,11 @@ Output Variables", IEEE TPAMI 36(10), 2014 [Shen14].
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from maxmargin.solvers.columns import ColumnStore
+from maxmargin.solvers.cutting_plane import Plane, kelley_loop
 from maxmargin.solvers.lp_master import LPMaster, LPSolution, NSlackLP
 from maxmargin.solvers.restricted_master import POLISH_TOL, RestrictedMaster
 from maxmargin.solvers.working_set import WorkingSet
@@ -191,65 +190,95 @@ class OneSlackMaster(RestrictedMaster):
         return sol
 
     def _cutting_planes(self, sol: LPSolution, limit: int | None, deadline: float | None):
-        """[Shen2014 Alg. 2] for fixed columns, from the current working set.
+        """[Shen2014 Alg. 2] for fixed columns, from the current working set: the shared
+        :func:`~maxmargin.solvers.cutting_plane.kelley_loop` on the LP master.
 
         Returns the best point seen (lowest true objective) with the LP's duals.  Stops
-        when the LP point passes the test of [Shen2014 Alg. 2 line 10], or when the best point's
-        true objective is within ``C * eps_cp`` of the LP value (a lower bound for the current
-        columns) -- the same accuracy certificate, reached without waiting for the LP
-        point itself to settle.  Each round also queries the oracle at the mid-point
-        between the best point and the LP point (in-out stabilisation of Kelley's method)
-        and keeps that plane when it cuts off the LP point.  Both only add valid planes.
+        when the LP point passes the test of [Shen2014 Alg. 2 line 10] (no plane violated
+        by more than ``eps_cp``), or when the best point's true objective is within
+        ``C * eps_cp`` of the LP value (a lower bound for the current columns) -- the
+        same accuracy certificate, reached without waiting for the LP point itself to
+        settle; in-out stabilised queries and the stall guard are the loop's options.
         """
-        C, eps_cp = self.C, self.eps_cp
-        n_cp = 0
-        best_obj, best_w, best_risk, best_F = np.inf, None, None, None
+        problem = _LPPlanes(self, limit, deadline)
+        best = None
         if self._start is not None:  # a point handed over by seed()
-            best_obj, best_w, best_risk, best_F = self._start
+            obj, w, risk, F = self._start
+            best = Plane(b=risk, primal=obj, state=(w, F), payload=risk)
             self._start = None
-        stalled = 0  # rounds in a row whose new planes left the LP point unchanged
-        while True:
-            F = self.store.scores(self._pad(sol.w))
-            risk, found = self._oracle(F)
-            obj = float(sol.w.sum() + C * risk)
-            if obj < best_obj:
-                best_obj, best_w, best_risk, best_F = obj, sol.w, risk, F
-            query = None
-            if self.stabilize and best_F is not F:
-                Fq = STAB * best_F + (1.0 - STAB) * F
-                risk_q, query = self._oracle(Fq)
-                wq = STAB * best_w + (1.0 - STAB) * sol.w
-                obj_q = float(wq.sum() + C * risk_q)
-                if obj_q < best_obj:
-                    best_obj, best_w, best_risk, best_F = obj_q, wq, risk_q, Fq
-            done = best_obj - sol.objective <= C * eps_cp
-            out_of_time = deadline is not None and time.perf_counter() > deadline
-            added = False
-            truncate = (
-                limit is not None
-                and n_cp >= limit
-                and best_obj - sol.objective <= self.truncate_gap * abs(best_obj)
-            )
-            stuck = stalled >= STALL_ROUNDS
-            if not done and not out_of_time and not truncate and not stuck:
-                if query is not None and self.task.cut_value(F, query) > sol.xi[0] + eps_cp:
-                    added = self._add_cut(query)
-                if found.risk > sol.xi[0] + eps_cp:
-                    added = self._add_cut(found) or added
-            if not added:
-                # nothing added: certified, or the paper's test ([Shen2014 Alg. 2 l. 10]) held
-                self._loop_certified = done or not (out_of_time or truncate or stuck)
-                if stuck:
-                    warnings.warn(
-                        f"cutting planes stalled: {STALL_ROUNDS} rounds of violated planes "
-                        "left the LP point unchanged (numerical tolerance, or a task whose "
-                        "planes disagree with its risk); stopping this loop",
-                        ConvergenceWarning,
-                        stacklevel=5,
-                    )
-                return LPSolution(best_w, sol.xi, sol.row_dual, sol.objective), best_risk, n_cp
-            prev = sol
-            sol = self._solve()
-            same = sol.objective <= prev.objective + 1e-12 * max(1.0, abs(prev.objective))
-            stalled = stalled + 1 if same and np.array_equal(sol.w, prev.w) else 0
-            n_cp += 1
+        sol, best, n_cp, reason = kelley_loop(
+            problem,
+            sol,
+            best=best,
+            stabilize=STAB if self.stabilize else None,
+            stall_rounds=STALL_ROUNDS,
+        )
+        # certified: the best point is within C eps_cp of the LP value, or no plane was
+        # violated at the LP point ([Shen2014 Alg. 2 line 10])
+        self._loop_certified = reason == "converged"
+        (best_w, _), best_risk = best.state, best.payload
+        return LPSolution(best_w, sol.xi, sol.row_dual, sol.objective), best_risk, n_cp
+
+
+class _LPPlanes:
+    """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` over the 1-slack LP of
+    :class:`OneSlackMaster`: points are ``(w, F)``, ``F`` the slot scores of ``w``."""
+
+    def __init__(self, owner: OneSlackMaster, limit: int | None, deadline: float | None):
+        self.o, self.limit, self.deadline = owner, limit, deadline
+        self._at = (None, None)  # (sol, its point): the scores are computed once per solve
+
+    def point(self, sol):
+        if self._at[0] is not sol:
+            self._at = (sol, (sol.w, self.o.store.scores(self.o._pad(sol.w))))
+        return self._at[1]
+
+    def mix(self, centre, sol, t):
+        (wb, Fb), (w, F) = centre, self.point(sol)
+        return t * wb + (1.0 - t) * w, t * Fb + (1.0 - t) * F
+
+    def query(self, point) -> Plane:
+        w, F = point
+        risk, cut = self.o._oracle(F)
+        return Plane(
+            b=risk,
+            primal=float(w.sum() + self.o.C * risk),
+            state=point,
+            payload=risk,
+            extra={"cut": cut, "F": F},
+        )
+
+    def cuts_off(self, plane, sol) -> bool:
+        o = self.o
+        if plane.state is self.point(sol):  # found at the LP point: its value there is its risk
+            return plane.b > sol.xi[0] + o.eps_cp
+        return o.task.cut_value(self.point(sol)[1], plane.extra["cut"]) > sol.xi[0] + o.eps_cp
+
+    def stop(self, rnd, best, sol):
+        o = self.o
+        if best.primal - sol.objective <= o.C * o.eps_cp:
+            return "converged"
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return "time"
+        if (
+            self.limit is not None
+            and rnd >= self.limit
+            and best.primal - sol.objective <= o.truncate_gap * abs(best.primal)
+        ):
+            return "truncated"
+        return None
+
+    def add(self, plane, sol) -> bool:
+        if not self.cuts_off(plane, sol):
+            return False
+        return self.o._add_cut(plane.extra["cut"])
+
+    def solve(self):
+        return self.o._solve()
+
+    def unchanged(self, prev, sol) -> bool:
+        same = sol.objective <= prev.objective + 1e-12 * max(1.0, abs(prev.objective))
+        return same and np.array_equal(sol.w, prev.w)
+
+    def record(self, rnd, plane, t_oracle, t_master, sol) -> bool:
+        return False

@@ -29,6 +29,7 @@ from numba import njit
 
 from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
+from maxmargin.solvers.cutting_plane import Plane, kelley_loop
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.tasks.linear import (
@@ -203,6 +204,109 @@ class _WorkingSets:
         self.alpha[:, :cap] = old[4]
 
 
+class _NSlackPlanes:
+    """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` of the n-slack solver: a
+    round's "plane" is the batch of every example's most violated labelling; adding it
+    grows the per-example working sets where it beats them, and solving runs block
+    passes of the dual until the working-set gap meets its target."""
+
+    def __init__(self, model, C, rescaling, tol, max_passes, complete, rng, L, SG, ws, tr, w):
+        self.model, self.C, self.rescaling, self.tol = model, C, rescaling, tol
+        self.max_passes, self.complete, self.rng = max_passes, complete, rng
+        self.L, self.SG, self.ws, self.tr, self.w = L, SG, ws, tr, w
+        self.slack = rescaling == "slack"
+        self.wsh = np.zeros(model.n_samples)
+        self.t_oracle = self.t_inner = 0.0
+        self.added = 0
+        self.stopped = False
+
+    def point(self, sol):
+        return self.w
+
+    def mix(self, centre, sol, t):  # pragma: no cover - n-slack runs unstabilised
+        return None
+
+    def query(self, w) -> Plane:
+        t0 = time.perf_counter()
+        model, tr = self.model, self.tr
+        labels, loss, margin = model.loss_augmented(w, self.rescaling)
+        tr.n_oracle += 1
+        hinge = rescaled_hinge(loss, margin, self.rescaling)
+        tr.offer_primal(model.objective(w, self.C, hinge), w)
+        tr.offer_dual(float(np.sum(self.ws.alpha * self.ws.b)) - 0.5 * float(w @ w))
+        self.t_oracle += time.perf_counter() - t0
+        return Plane(b=0.0, payload=(labels, loss, hinge))
+
+    def cuts_off(self, plane, sol) -> bool:  # pragma: no cover - unstabilised
+        return True
+
+    def stop(self, rnd, best, sol):
+        self.stopped = self.tr.converged()
+        return "converged" if self.stopped else None
+
+    def add(self, plane, sol) -> bool:
+        # add the most violated labelling where it beats the working set
+        labels, loss, hinge = plane.payload
+        ws, tr = self.ws, self.tr
+        _ws_hinge(self.w, self.L, ws.arrays(), self.wsh)
+        thresh = 0.1 * self.tol * tr.best_primal / self.C
+        idx = np.flatnonzero(hinge > self.wsh + thresh)
+        ws.ensure(1)
+        self.added = _add_constraints(idx, labels, loss, self.slack, self.L, self.SG, ws.arrays())
+        return True  # the inner passes run even when no constraint was new
+
+    def solve(self):
+        t1 = time.perf_counter()
+        ws, tr, w, L, tol = self.ws, self.tr, self.w, self.L, self.tol
+        n = self.model.n_samples
+        Cn = self.C / n
+        target = max(0.25 * tr.gap, 0.05 * tol * tr.best_primal)
+        if self.complete:
+            target = 0.5 * tol * min(tr.best_primal, self.C)
+        everyone = np.flatnonzero(ws.cnt > 0)
+        active = everyone
+        gaps = np.zeros(n)
+        for _ in range(self.max_passes):
+            gaps[active] = 0.0
+            _block_pass(
+                self.rng.permutation(active), w, L, ws.arrays(), Cn, 100, 1e-3 * tol * Cn, gaps
+            )
+            if gaps[active].sum() <= target:
+                if len(active) < len(everyone):  # unshrink and re-check everything
+                    active = everyone
+                    continue
+                _ws_hinge(w, L, ws.arrays(), self.wsh)
+                dual = float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w)
+                ws_primal = 0.5 * float(w @ w) + Cn * float(self.wsh.sum())
+                if self.complete:
+                    target = 0.5 * tol * ws_primal
+                if ws_primal - dual <= target:
+                    break
+            # shrinking: drop examples that are optimal with all multipliers at zero
+            keep = (gaps[active] > 1e-3 * target / max(len(active), 1)) | (
+                ws.alpha[active].sum(axis=1) > 0
+            )
+            active = active[keep]
+            if len(active) == 0:
+                active = everyone
+        tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
+        self.t_inner += time.perf_counter() - t1
+        return None
+
+    def unchanged(self, prev, sol) -> bool:
+        return False
+
+    def record(self, rnd, plane, t_oracle, t_master, sol) -> bool:
+        extra = {} if self.stopped else {"n_added": int(self.added)}
+        return self.tr.record(
+            rnd,
+            n_constraints=int(self.ws.cnt.sum()),
+            **extra,
+            t_oracle=self.t_oracle,
+            t_inner=self.t_inner,
+        )
+
+
 def fit_n_slack(
     model: LinearJointModel,
     C: float,
@@ -220,15 +324,11 @@ def fit_n_slack(
     model.check_rescaling(rescaling)
     rng = as_generator(random_state)
     slack = rescaling == "slack"
-    n = model.n_samples
-    Cn = C / n
     L = model.layout()
     SG = SequenceGram(*model.seq_gram(), np.ascontiguousarray(model.gamma @ model.gamma.T))
     ws = _WorkingSets(model)
     tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="n_slack")
     w = np.zeros(model.dim)
-    wsh = np.zeros(n)
-    t_oracle = t_inner = 0.0
     # optional (max_complete >= K): start flat tasks from the complete working set (all
     # K-1 wrong labels per example), i.e. a sequential dual method on the full QP as in
     # liblinear's Crammer-Singer solver; measured slower than growing the working sets
@@ -236,67 +336,13 @@ def fit_n_slack(
     complete = model.max_length == 1 and model.n_states <= max_complete
     if complete:
         ws.ensure(model.n_states)
-        rows = np.arange(n)
+        rows = np.arange(model.n_samples)
         for k in range(model.n_states):
-            lab = np.full(n, k, dtype=np.int64)
+            lab = np.full(model.n_samples, k, dtype=np.int64)
             loss = model.loss[model.y, k]
             _add_constraints(rows[model.y != k], lab, loss, slack, L, SG, ws.arrays())
+    problem = _NSlackPlanes(model, C, rescaling, tol, max_passes, complete, rng, L, SG, ws, tr, w)
     with tr.interruptible():
-        for it in range(max_iter):
-            t0 = time.perf_counter()
-            labels, loss, margin = model.loss_augmented(w, rescaling)
-            tr.n_oracle += 1
-            hinge = rescaled_hinge(loss, margin, rescaling)
-            tr.offer_primal(model.objective(w, C, hinge), w)
-            tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
-            t1 = time.perf_counter()
-            t_oracle += t1 - t0
-            if tr.converged():
-                tr.record(it, n_constraints=int(ws.cnt.sum()), t_oracle=t_oracle, t_inner=t_inner)
-                break
-            # add the most violated labelling where it beats the working set
-            _ws_hinge(w, L, ws.arrays(), wsh)
-            thresh = 0.1 * tol * tr.best_primal / C
-            idx = np.flatnonzero(hinge > wsh + thresh)
-            ws.ensure(1)
-            added = _add_constraints(idx, labels, loss, slack, L, SG, ws.arrays())
-            target = max(0.25 * tr.gap, 0.05 * tol * tr.best_primal)
-            if complete:
-                target = 0.5 * tol * min(tr.best_primal, C)
-            everyone = np.flatnonzero(ws.cnt > 0)
-            active = everyone
-            gaps = np.zeros(n)
-            for _ in range(max_passes):
-                gaps[active] = 0.0
-                _block_pass(
-                    rng.permutation(active), w, L, ws.arrays(), Cn, 100, 1e-3 * tol * Cn, gaps
-                )
-                if gaps[active].sum() <= target:
-                    if len(active) < len(everyone):  # unshrink and re-check everything
-                        active = everyone
-                        continue
-                    _ws_hinge(w, L, ws.arrays(), wsh)
-                    dual = float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w)
-                    ws_primal = 0.5 * float(w @ w) + Cn * float(wsh.sum())
-                    if complete:
-                        target = 0.5 * tol * ws_primal
-                    if ws_primal - dual <= target:
-                        break
-                # shrinking: drop examples that are optimal with all multipliers at zero
-                keep = (gaps[active] > 1e-3 * target / max(len(active), 1)) | (
-                    ws.alpha[active].sum(axis=1) > 0
-                )
-                active = active[keep]
-                if len(active) == 0:
-                    active = everyone
-            tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
-            t_inner += time.perf_counter() - t1
-            if tr.record(
-                it,
-                n_constraints=int(ws.cnt.sum()),
-                n_added=int(added),
-                t_oracle=t_oracle,
-                t_inner=t_inner,
-            ):
-                break
+        kelley_loop(problem, None)
+    w = problem.w
     return tr.result(w, n_constraints=int(ws.cnt.sum()))

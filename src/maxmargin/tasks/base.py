@@ -350,7 +350,8 @@ class StructuredTask(ABC):
         * ``"exact_polish"`` -- the smoothed master may end with the exact LP;
         * ``"n_slack"`` / ``"one_slack"`` -- the master formulations it supports;
         * ``"sharded_oracle"`` -- the oracle can run on fixed shards of the examples in
-          worker processes (``attach_sharded_oracle``; CRF graph cuts).
+          worker processes (``attach_sharded_oracle``; CRF graph cuts);
+        * ``"linear_ssvm"`` -- a linear structured SVM can train it (``StructSVM``).
         """
         caps = set(self.extra_capabilities)
         if self.dense_outputs:
@@ -363,7 +364,37 @@ class StructuredTask(ABC):
             caps.add("n_slack")
         if "1-slack" in self.formulations:
             caps.add("one_slack")
+        if self.linear_ssvm:
+            caps.add("linear_ssvm")
         return frozenset(caps)
+
+    # -- the linear structured SVM (learners/ssvm.StructSVM) ---------------------------
+    #: the task has linear joint features a structured SVM can train
+    #: (``linear_model()`` after binding, or the label coding for feature matrices)
+    linear_ssvm: bool = False
+    #: SSVM solvers its linear model supports (None: every solver)
+    linear_solvers: tuple[str, ...] | None = None
+    #: inputs are lists of structures (sequences, graphs, candidate sets), not a matrix
+    structured_inputs: bool = False
+
+    @property
+    def n_features_in(self) -> int:
+        """Input features of a bound task with structured inputs (the estimator's
+        ``n_features_in_``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its input features")
+
+    def predict_linear(self, X, w):
+        """Predictions for structured inputs X under linear weights w (bound task)."""
+        raise NotImplementedError(f"{type(self).__name__} has no linear prediction")
+
+    def score_predictions(self, y_true, y_pred) -> float:
+        """The estimator's ``score``: the share of exactly right outputs (tasks whose
+        outputs have parts override it, e.g. 1 - Hamming error)."""
+        return float(np.mean(y_pred == np.asarray(y_true)))
+
+    def linear_slots_ok(self, n_slots: int) -> bool:
+        """Whether a saved linear model's slot count fits this task (model files)."""
+        return n_slots == self.n_slots
 
     def one_slack_cut(self, F: np.ndarray) -> Cut:
         """Most violated 1-slack plane at slot scores F ([Shen2014 eq. 9b], c_i = [hinge_i > 0])."""
@@ -403,6 +434,8 @@ class LabelCodingTask(StructuredTask):
         most ([Shen2014 eq. 18]), enters with one column per slot.  ``"per_class"``: every slot gets
         its own best weak classifier each iteration (as in MultiBoost-cw, [Lin2012]).
     """
+
+    linear_ssvm = True
 
     def __init__(self, sharing: str = "shared") -> None:
         self.sharing = sharing

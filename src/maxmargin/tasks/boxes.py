@@ -322,6 +322,17 @@ class BoxTask(StructuredTask):
         return [c.boxes[np.argmax(f[a:b])] for c, a, b in zip(cs, off[:-1], off[1:])]
 
     # -- the linear joint features for the structured SVM ------------------------------
+    linear_ssvm = True
+
+    @property
+    def n_features_in(self) -> int:
+        return int(self.n_features_)
+
+    def predict_linear(self, X, w) -> list[np.ndarray]:
+        """The best candidate box of every image under linear weights ``w``."""
+        layout, Z = self.prediction_layout(X)
+        return self.predict_from_scores(layout, (Z @ w)[:, None])
+
     def linear_model(self) -> BoxLinearModel:
         return BoxLinearModel(self)
 

@@ -163,6 +163,22 @@ class ChainTask(StructuredTask):
         self.d_ = int(self.X_.shape[1])
         self.n_slots = K + (1 if self.transitions else 0)
 
+    linear_ssvm = True
+
+    @property
+    def n_features_in(self) -> int:
+        return int(self.X_.shape[1])
+
+    def predict_linear(self, X, w):
+        """Viterbi label sequences under the SSVM's weights ``w = [W (d x K), P (K x K)]``."""
+        d, K = self.d_, self.gamma_.shape[1]
+        W = w[: d * K].reshape(d, K)
+        P = w[d * K :].reshape(K, K) if self.transitions else np.zeros((K, K))
+        return self.predict(X, W, P)
+
+    def score_predictions(self, y_true, y_pred) -> float:
+        return 1.0 - self.hamming(y_true, y_pred)
+
     def linear_model(self) -> LinearJointModel:
         return LinearJointModel(
             self.X_,

@@ -361,6 +361,19 @@ class CRFTask(StructuredTask):
     slot_scores_to_label_scores = predict_codes = _no_m_slack
 
     # -- the linear structured SVM on raw potentials -------------------------------
+    linear_ssvm = True
+    linear_solvers = ("1-slack",)  # the graph-cut oracle gives joint planes only
+
+    @property
+    def n_features_in(self) -> int:
+        return int(sum(self.d_))
+
+    def score_predictions(self, y_true, y_pred) -> float:
+        return 1.0 - self.hamming(y_true, y_pred)
+
+    def linear_slots_ok(self, n_slots: int) -> bool:
+        return True  # the linear model's slots are the potentials' ([w_u, w_v])
+
     def linear_model(self) -> CRFLinearModel:
         return CRFLinearModel(self)
 

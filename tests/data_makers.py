@@ -1,0 +1,83 @@
+"""Data makers and independent answers shared by several test modules (``tests/`` is on
+pytest's pythonpath: ``from data_makers import make_chain_data``)."""
+
+import numpy as np
+from scipy.optimize import linprog
+
+from maxmargin.tasks.crf import CRFGraph
+from maxmargin.weak.reference import all_stumps
+
+
+def make_chain_data(n=40, K=3, d=4, noise=1.0, seed=0):
+    """Sequences from a sticky Markov chain with noisy state prototypes."""
+    protos = np.random.default_rng(123).normal(size=(K, d)) * 1.5
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        T = int(rng.integers(2, 7))
+        s = [int(rng.integers(K))]
+        for _ in range(T - 1):
+            s.append(s[-1] if rng.random() < 0.8 else int(rng.integers(K)))
+        s = np.array(s)
+        X.append(protos[s] + noise * rng.normal(size=(T, d)))
+        y.append(s)
+    return X, y
+
+
+def grid_edges(h, w):
+    idx = np.arange(h * w).reshape(h, w)
+    return np.vstack(
+        [
+            np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+            np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1),
+        ]
+    )
+
+
+def make_graphs(rng, n_img, h=4, w=4, noise=1.0):
+    """Blob images on grids: noisy unary evidence, contrast-like pairwise features."""
+    X, Y = [], []
+    for _ in range(n_img):
+        y = np.zeros((h, w), dtype=np.int64)
+        r0, c0 = rng.integers(0, h // 2 + 1), rng.integers(0, w // 2 + 1)
+        y[r0 : r0 + h // 2 + 1, c0 : c0 + w // 2 + 1] = 1
+        y = y.ravel()
+        s = (2 * y - 1)[:, None] + noise * rng.normal(size=(len(y), 2))
+        unary = np.stack([s, -s], axis=1)  # U(l, x_p) = -(2l - 1) F_p (eq. 32)
+        E = grid_edges(h, w)
+        same = (y[E[:, 0]] == y[E[:, 1]]).astype(float)
+        pw = np.stack([np.ones(len(E)), same + 0.3 * rng.random(len(E))], axis=1)
+        X.append(CRFGraph(unary, E, pw, area=rng.integers(1, 5, len(y)).astype(float)))
+        Y.append(y)
+    return X, Y
+
+
+def full_lp_optimum(X, y, C, gamma, delta):
+    """min 1'w + C/m 1'xi  s.t.  w.dPsi_i(y) + xi_i >= Delta(y_i, y), w, xi >= 0."""
+    classes, codes = np.unique(y, return_inverse=True)
+    m, K = len(y), len(classes)
+    S = gamma.shape[1]
+    Phi = all_stumps(X).evaluate(X).T  # (m, n_stumps)
+    n_cols = Phi.shape[1] * S
+    rows, rhs = [], []
+    for i in range(m):
+        for k in range(K):
+            if k == codes[i]:
+                continue
+            dpsi = np.kron(Phi[i], gamma[codes[i]] - gamma[k])  # column (stump, slot)
+            slack = np.zeros(m)
+            slack[i] = 1.0
+            rows.append(np.concatenate([dpsi, slack]))
+            rhs.append(delta[codes[i], k])
+    cost = np.concatenate([np.ones(n_cols), np.full(m, C / m)])
+    res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+def tiny_problem(seed, n_classes):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, size=(14, 2)).astype(float)
+    y = rng.integers(0, n_classes, size=14)
+    y[:n_classes] = np.arange(n_classes)
+    return X, y
