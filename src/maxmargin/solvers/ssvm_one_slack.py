@@ -103,6 +103,8 @@ def fit_one_slack(
     tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="1-slack")
     cache = _OutputCache(model, cache_size) if cache_size > 0 else None
     n_cached = 0
+    hinge_bound = getattr(model, "hinge_upper_bound", None)
+    risk_slack = getattr(model, "risk_slack", None)
 
     def find_plane(sol) -> Plane:
         nonlocal n_cached
@@ -117,8 +119,13 @@ def fit_one_slack(
             if C * violation > 0.5 * max(tr.gap, tol * tr.best_primal):
                 n_cached += 1
                 return Plane(b, a, source="cache")
+        # an oracle that is exact only where the energies are submodular (CRF graph cuts)
+        # gives valid planes everywhere but a hinge that is only a lower bound elsewhere:
+        # the primal value offered to the certificate is then the task's upper bound
         if sharded and cache is None:  # only the plane and the risk leave the workers
             a, b, risk = model.one_slack_plane_only(w, rescaling)
+            if risk_slack is not None:
+                risk += risk_slack(w)
             return Plane(b, a, primal=0.5 * float(w @ w) + C * risk, state=w)
         if sharded:  # per-shard planes, added along a fixed tree (solvers/parallel.py)
             labels, loss, margin, a, b = model.one_slack_plane(w, rescaling)
@@ -129,7 +136,8 @@ def fit_one_slack(
             cache.add(labels)
         if not sharded:
             a, b = _plane(model, labels, loss, margin, rescaling)
-        return Plane(b, a, primal=model.objective(w, C, hinge), state=w)
+        upper = hinge if hinge_bound is None else hinge_bound(w, labels, hinge)
+        return Plane(b, a, primal=model.objective(w, C, upper), state=w)
 
     sol = one_slack_cutting_planes(
         find_plane, master, tr, tol=tol, max_iter=max_iter, stabilize=stabilize

@@ -396,7 +396,9 @@ class CRFLinearModel:
     w_v.V_pq``, ``w.Psi = -E``.  The QP does not constrain ``w_v >= 0``; inference uses
     the cut weights ``max(0, w_v.V_pq)`` (exact whenever they are all non-negative, which
     is the usual outcome for smoothness potentials), and losses and margins are always
-    evaluated with the true energies, so every plane is valid.
+    evaluated with the true energies, so every plane is valid.  Where some cut weight is
+    negative the oracle's hinge is only a lower bound of the true one; the primal value
+    the solver offers to its certificate is then :meth:`hinge_upper_bound`'s.
     """
 
     #: the estimator's layout bookkeeping: (n_features = dim, n_slots = 1, n_states = 2,
@@ -427,6 +429,45 @@ class CRFLinearModel:
 
     def unary(self, w, X=None):
         return self.energies(w)
+
+    def oracle_exact(self, w) -> bool:
+        """Whether the graph-cut oracle's answer at ``w`` is the exact loss-augmented
+        maximum: every cut weight ``c_e = w_v.V_e`` non-negative (submodular energies)."""
+        st = self.st
+        return not st.n_edges or bool(np.all(st.V @ w[self.d_u :] >= 0.0))
+
+    def hinge_upper_bound(self, w, labels, hinge):
+        """Per-image upper bounds of the true hinge at ``w`` from the oracle's answer.
+
+        The oracle maximises ``loss(y) - E'(y)`` with the clipped energies ``E'``
+        (negative cut weights set to 0), exactly.  As ``E = E' + sum_(c_e < 0) c_e
+        [y_p != y_q] >= E' - sum_(c_e < 0) |c_e|``, the true maximum exceeds the value of
+        the oracle's labelling ``y*`` under the true energies by at most the ``|c_e|`` of
+        the negative edges that ``y*`` does not cut: ``hinge_i <= hinge_i(y*) + sum_(e in
+        i, c_e < 0, y*_p == y*_q) |c_e|`` -- equal to the oracle's hinge when every cut
+        weight is non-negative.  A valid primal bound at any ``w``."""
+        st = self.st
+        hinge = np.asarray(hinge, dtype=np.float64)
+        if not st.n_edges:
+            return hinge
+        c = st.V @ w[self.d_u :]
+        neg = c < 0.0
+        if not neg.any():
+            return hinge
+        e = st.edges
+        uncut = labels[e[:, 0]] == labels[e[:, 1]]
+        extra = np.bincount(st.edge_img, np.where(neg & uncut, -c, 0.0), minlength=st.m)
+        return hinge + extra
+
+    def risk_slack(self, w) -> float:
+        """``(1/m) sum_(c_e < 0) |c_e|``: added to the oracle's mean hinge it bounds the
+        true mean hinge from above (:meth:`hinge_upper_bound` without the labelling, for
+        oracles that return only the risk)."""
+        st = self.st
+        if not st.n_edges:
+            return 0.0
+        c = st.V @ w[self.d_u :]
+        return float(-c[c < 0.0].sum()) / st.m
 
     def loss_augmented(self, w, rescaling="margin", U=None):
         t = self.task
