@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq
 
+from maxmargin.solvers.cutting_plane import Plane, kelley_loop
 from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.weak import DecisionStump, RealStump
 from maxmargin.weak.base import EDGE_CAP, edge_weight
@@ -337,6 +338,158 @@ def asymmetric_objective(w, A, ys, *, kind="lacboost", theta=1.0, sigma=1e-4) ->
     return float(0.5 * rho @ _apply_Q(rho, ys, kind) + 0.5 * sigma * rho @ rho - theta * e @ rho)
 
 
+class _AsymmetricColumns:
+    """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` of a LACBoost / FisherBoost
+    stage: a round's "plane" is the priced column (the weak learner's best new stump, or
+    a recycled one), adding it grows the restricted master, solving it is SMO on the
+    capped simplex ``w >= 0, sum w <= 1``."""
+
+    def __init__(
+        self,
+        X,
+        ys,
+        kind,
+        theta,
+        sigma,
+        e,
+        q_rho0,
+        weak,
+        prep,
+        recycle,
+        recycle_lambda,
+        cap,
+        eps,
+        tol,
+        stop,
+        on_round,
+        max_time,
+    ):
+        self.X, self.ys, self.kind, self.theta, self.sigma = X, ys, kind, theta, sigma
+        self.e, self.q_rho0, self.weak, self.prep = e, q_rho0, weak, prep
+        self.recycle, self.recycle_lambda = recycle, recycle_lambda
+        self.cap, self.eps, self.tol = cap, eps, tol
+        self.stop_cb, self.on_round, self.max_time = stop, on_round, max_time
+        n, self.d = X.shape
+        self.pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
+        self.pool_t = [] if recycle is None else [float(v) for v in recycle.threshold]
+        self.pool_out = (
+            2.0 * _sides(X, self.pool_f, self.pool_t) - 1.0 if self.pool_f else np.zeros((0, n))
+        )
+        self.cols_f, self.cols_t, self.cols_p = [], [], []
+        self.Acols = np.zeros((n, 0))
+        self.G = np.zeros((0, 0))
+        self.b = np.zeros(0)
+        self.w = np.zeros(0)
+        self.history, self.n_rec = [], 0
+        self.t0 = time.perf_counter()
+        self.stopped = False
+        self.lam = 0.0
+        self.rec = None
+
+    def point(self, sol):
+        """The pricing weights ``alpha = theta e - (Q + sigma I)(rho0 + A w)``."""
+        rho = self.Acols @ self.w
+        return (
+            self.theta * self.e - _apply_Q(rho, self.ys, self.kind) - self.sigma * rho - self.q_rho0
+        )
+
+    def mix(self, centre, sol, t):  # pragma: no cover - unstabilised
+        return None
+
+    def cuts_off(self, plane, sol) -> bool:  # pragma: no cover - unstabilised
+        return True
+
+    def unchanged(self, prev, sol) -> bool:
+        return False
+
+    def query(self, alpha) -> Plane:
+        """Pricing: the best new stump, and the best recycled split ([Sun2012 Alg. 3])."""
+        h, gain = self.weak.best(self.prep, alpha[:, None])
+        f_new, t_new, p_new = int(h.feature[0]), float(h.threshold[0]), float(h.polarity[0])
+        price_new = float(gain[0])
+        price_rec, k_rec = -np.inf, -1
+        if len(self.pool_f):
+            pr = self.pool_out @ alpha
+            k_rec = int(np.argmax(np.abs(pr)))
+            price_rec = float(abs(pr[k_rec]))
+        price = max(price_new, price_rec)
+        use_rec = k_rec >= 0 and not (price_new - price_rec > self.recycle_lambda * price)
+        if use_rec and price_rec <= self.lam + self.eps:
+            use_rec = False
+        return Plane(b=price, payload=(use_rec, k_rec, f_new, t_new, p_new, alpha))
+
+    def stop(self, rnd, best, sol):
+        return None  # the round's price is tested in add(), which sees the plane
+
+    def add(self, plane, sol) -> bool:
+        price = plane.b
+        if price <= self.lam + self.eps or len(self.cols_f) >= self.cap:
+            return False  # no column prices out: the stage is optimal (or full)
+        use_rec, k_rec, f, t, p, alpha = plane.payload
+        if use_rec:
+            f, t = self.pool_f[k_rec], self.pool_t[k_rec]
+            p = 1.0 if (self.pool_out[k_rec] @ alpha) >= 0 else -1.0
+            col = p * self.pool_out[k_rec]
+            self.n_rec += 1
+        else:
+            col = np.where(_sides(self.X, [f], [t])[0] > 0, p, -p)
+            if self.recycle is not None:
+                self.pool_f.append(f)
+                self.pool_t.append(t)
+                self.pool_out = np.vstack([self.pool_out, (col * p)[None]])
+        self.cols_f.append(f)
+        self.cols_t.append(t)
+        self.cols_p.append(p)
+        qa = _apply_Q(col, self.ys, self.kind) + self.sigma * col
+        g_new = self.Acols.T @ qa
+        G = self.G
+        self.G = np.block([[G, g_new[:, None]], [g_new[None], np.array([[col @ qa]])]])
+        self.Acols = np.hstack([self.Acols, col[:, None]])
+        self.b = np.append(self.b, self.theta * (self.e @ col) - col @ self.q_rho0)
+        self.w = np.append(self.w, 0.0)
+        self.rec = {"price": price, "recycled": bool(use_rec)}
+        return True
+
+    def solve(self):
+        """The restricted master: min 1/2 w'Gw - b'w, w >= 0, sum w <= 1 (capped simplex)."""
+        G, b, w = self.G, self.b, self.w
+        grad = G @ w - b
+        _, qp_gap, _ = smo_steps(G, grad, w, len(w), 1.0, self.tol, 1_000_000)
+        grad = G @ w - b
+        self.lam = max(0.0, -float(grad.min())) if w.sum() >= 1.0 - 1e-9 else 0.0
+        obj = 0.5 * float(w @ G @ w) - float(b @ w)
+        self.rec.update(objective=obj, dual_bound=obj - float(qp_gap))  # exact SMO gap
+        self.rec["gap"] = float(qp_gap) / max(abs(obj), 1e-12)
+        return None
+
+    def record(self, rnd, plane, t_oracle, t_master, sol) -> bool:
+        if self.rec is None:  # nothing was added this round
+            return False
+        rec, self.rec = self.rec, None
+        rec = {
+            "iteration": rnd,
+            "objective": rec["objective"],
+            "dual_bound": rec["dual_bound"],
+            "price": rec["price"],
+            "lambda": self.lam,
+            "recycled": rec["recycled"],
+            "n_weak": len(set(zip(self.cols_f, self.cols_t))),
+            "t_total": time.perf_counter() - self.t0,
+            "gap": rec["gap"],
+        }
+        self.history.append(rec)
+        if self.on_round is not None:
+            self.on_round(rec)
+        if self.stop_cb is not None:
+            st = _Stage(self.d)
+            for ff, tt, pp, ww in zip(self.cols_f, self.cols_t, self.cols_p, self.w):
+                st.add(ff, tt, -pp * ww, pp * ww)
+            if self.stop_cb(st.stumps()):
+                self.stopped = True
+                return True
+        return self.max_time is not None and rec["t_total"] >= self.max_time
+
+
 def fit_asymmetric_stage(
     X,
     ys,
@@ -382,86 +535,29 @@ def fit_asymmetric_stage(
     q_rho0 = _apply_Q(rho0, ys, kind) + sigma * rho0
     weak = DecisionStump()
     prep = weak.prepare(X) if prepared is None else prepared
-    pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
-    pool_t = [] if recycle is None else [float(v) for v in recycle.threshold]
-    pool_out = 2.0 * _sides(X, pool_f, pool_t) - 1.0 if pool_f else np.zeros((0, n))
-    cols_f, cols_t, cols_p = [], [], []
-    Acols = np.zeros((n, 0))
-    G = np.zeros((0, 0))
-    b = np.zeros(0)
-    w = np.zeros(0)
-    history, n_rec = [], 0
-    t0 = time.perf_counter()
-    stopped = False
-    cap = max(int(max_weak), 1)
-    lam = 0.0
-    for it in range(cap + 1):
-        rho = Acols @ w
-        alpha = theta * e - _apply_Q(rho, ys, kind) - sigma * rho - q_rho0
-        h, gain = weak.best(prep, alpha[:, None])
-        f_new, t_new, p_new = int(h.feature[0]), float(h.threshold[0]), float(h.polarity[0])
-        price_new = float(gain[0])
-        price_rec, k_rec = -np.inf, -1
-        if len(pool_f):
-            pr = pool_out @ alpha
-            k_rec = int(np.argmax(np.abs(pr)))
-            price_rec = float(abs(pr[k_rec]))
-        price = max(price_new, price_rec)
-        if price <= lam + eps or len(cols_f) >= cap:
-            break
-        use_rec = k_rec >= 0 and not (price_new - price_rec > recycle_lambda * price)
-        if use_rec and price_rec <= lam + eps:
-            use_rec = False
-        if use_rec:
-            f, t = pool_f[k_rec], pool_t[k_rec]
-            p = 1.0 if (pool_out[k_rec] @ alpha) >= 0 else -1.0
-            col = p * pool_out[k_rec]
-            n_rec += 1
-        else:
-            f, t, p = f_new, t_new, p_new
-            col = np.where(_sides(X, [f], [t])[0] > 0, p, -p)
-            if recycle is not None:
-                pool_f.append(f)
-                pool_t.append(t)
-                pool_out = np.vstack([pool_out, (col * p)[None]])
-        cols_f.append(f)
-        cols_t.append(t)
-        cols_p.append(p)
-        qa = _apply_Q(col, ys, kind) + sigma * col
-        g_new = Acols.T @ qa
-        G = np.block([[G, g_new[:, None]], [g_new[None], np.array([[col @ qa]])]])
-        Acols = np.hstack([Acols, col[:, None]])
-        b = np.append(b, theta * (e @ col) - col @ q_rho0)
-        w = np.append(w, 0.0)
-        # restricted master: min 1/2 w'Gw - b'w, w >= 0, sum w <= 1 (capped simplex)
-        grad = G @ w - b
-        _, qp_gap, _ = smo_steps(G, grad, w, len(w), 1.0, tol, 1_000_000)
-        grad = G @ w - b
-        lam = max(0.0, -float(grad.min())) if w.sum() >= 1.0 - 1e-9 else 0.0
-        obj = 0.5 * float(w @ G @ w) - float(b @ w)
-        rec = {
-            "iteration": it,
-            "objective": obj,
-            "dual_bound": obj - float(qp_gap),  # of the restricted master (exact SMO gap)
-            "price": price,
-            "lambda": lam,
-            "recycled": bool(use_rec),
-            "n_weak": len(set(zip(cols_f, cols_t))),
-            "t_total": time.perf_counter() - t0,
-        }
-        rec["gap"] = float(qp_gap) / max(abs(obj), 1e-12)
-        history.append(rec)
-        if on_round is not None:
-            on_round(rec)
-        if stop is not None:
-            st = _Stage(d)
-            for ff, tt, pp, ww in zip(cols_f, cols_t, cols_p, w):
-                st.add(ff, tt, -pp * ww, pp * ww)
-            if stop(st.stumps()):
-                stopped = True
-                break
-        if max_time is not None and rec["t_total"] >= max_time:
-            break
+    cg = _AsymmetricColumns(
+        X,
+        ys,
+        kind,
+        theta,
+        sigma,
+        e,
+        q_rho0,
+        weak,
+        prep,
+        recycle,
+        recycle_lambda,
+        max(int(max_weak), 1),
+        eps,
+        tol,
+        stop,
+        on_round,
+        max_time,
+    )
+    # column generation is Kelley's method on the dual: the shared loop, unstabilised
+    kelley_loop(cg, None)
+    cols_f, cols_t, cols_p, w = cg.cols_f, cg.cols_t, cg.cols_p, cg.w
+    history, n_rec, stopped = cg.history, cg.n_rec, cg.stopped
     st = _Stage(d)
     for ff, tt, pp, ww in zip(cols_f, cols_t, cols_p, w):
         if ww > 0:
