@@ -309,7 +309,9 @@ class SmoothedMaster(RestrictedMaster):
         ``certify="gap"`` uses the same continuation for every task, to ``gap_tol``.
         The steps move a screened working set -- columns with positive weight or a gain
         within ``SCREEN`` of 1 at the start --, every round's bound takes every column's
-        float64 gain, and a column outside the set whose gain exceeds 1 joins it."""
+        float64 gain, and a column outside the set whose gain exceeds 1 joins it.  The
+        bound is also the best conic combination of the rounds' dual points
+        (:func:`aggregated_dual_bound`), on the schedule of ``AGGREGATE_ROUNDS``."""
         s = self.smooth
         target = self.gap_tol if self.mode == "gap" else CONTINUATION_GAP
         best_lb = max(s.dual_bound, self._pricing_bound)
