@@ -22,6 +22,7 @@ from data_makers import full_lp_optimum, tiny_problem
 from maxmargin import StructBoost
 from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.column_generation import fit_structboost
+from maxmargin.solvers.smoothed_master import aggregated_dual_bound
 from maxmargin.tasks import MultiClassTask
 from maxmargin.weak import DecisionStump
 
@@ -147,3 +148,65 @@ def test_estimator_defaults_certify_gap_and_warns_only_above_it():
         clf.n_iter_ != exact.n_iter_
     )
     assert exact.gap_ <= 1e-9
+
+
+def _best_combination(values, gains):
+    """max sum_r nu_r values[r] s.t. nu >= 0, sum nu <= 1, sum_r nu_r gains[r, j] <= 1 for
+    every column j, by scipy (every constraint written out)."""
+    A = np.vstack([gains.T, np.ones((1, len(values)))])
+    res = linprog(-values, A_ub=A, b_ub=np.ones(len(A)), bounds=(0, None), method="highs")
+    assert res.status == 0
+    return -res.fun
+
+
+def _random_dual_points(H, col_hyp, col_slot, codes, C, K, n_points, rng):
+    """Box-feasible points of the m-slack dual (``mu >= 0``, ``sum_y mu_iy <= C/m``) of
+    a one-hot task: their values ``sum mu Delta`` and every column's gain."""
+    m = len(codes)
+    values, gains = [], []
+    for _ in range(n_points):
+        mu = rng.exponential(size=(m, K)) ** 3  # uneven: columns of very different gains
+        mu[np.arange(m), codes] = 0.0
+        mu *= (C / m) * rng.uniform(0.2, 1.0, size=(m, 1)) / mu.sum(axis=1, keepdims=True)
+        values.append(float(mu.sum()))  # Delta = 1 off the true label
+        # gain of column (h, s): sum_(i, y) mu_iy H[h, i] ([s = y_i] - [s = y])
+        own = np.zeros((m, K))
+        own[np.arange(m), codes] = mu.sum(axis=1)
+        gains.append(np.einsum("ci,ic->c", H[col_hyp], (own - mu)[:, col_slot]))
+    return np.array(values), np.array(gains)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_aggregated_dual_bound_is_a_lower_bound(seed):
+    """The certificate's combination of dual points of a real restricted master: below
+    its LP optimum (weak duality), at least every single point's scaled bound, and the
+    best conic combination (checked against scipy with every column's constraint, not
+    only those the bound keeps)."""
+    rng = np.random.default_rng(seed)
+    X, y = tiny_problem(seed, 3)
+    task, res = fit(X, y, 30.0, certify="none")
+    H = res.hypotheses.evaluate(X)
+    C, K = 30.0, 3
+    opt = restricted_lp_optimum(H, res.column_hyp, res.column_slot, task.y_, C, K)
+    values, gains = _random_dual_points(H, res.column_hyp, res.column_slot, task.y_, C, K, 8, rng)
+    single = np.max(values / np.maximum(1.0, gains.max(axis=1)))
+    bound = aggregated_dual_bound(values, gains)
+    assert single <= bound * (1 + 1e-12)
+    assert bound <= opt + LP_TOL * max(1.0, opt)
+    np.testing.assert_allclose(bound, _best_combination(values, gains), rtol=1e-7)
+    assert bound > single * (1 + 1e-3)  # the combination is what certifies here
+
+
+def test_aggregated_dual_bound_keeps_the_box():
+    """A combination may not leave the box (``sum nu <= 1``) even where no column's
+    gain would stop it: two points of value 1, the second below every gain limit."""
+    values = np.array([1.0, 1.0])
+    gains = np.array([[2.0, 0.5], [0.2, 0.5]])
+    assert aggregated_dual_bound(values, gains) == pytest.approx(1.0, rel=1e-9)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        values = rng.uniform(0.5, 1.0, size=5)
+        gains = rng.uniform(-0.5, 1.5, size=(5, 12)) * rng.choice([0.3, 1.0, 2.0], size=(5, 1))
+        np.testing.assert_allclose(
+            aggregated_dual_bound(values, gains), _best_combination(values, gains), rtol=1e-7
+        )

@@ -146,6 +146,43 @@ def _picked_columns(store: ColumnStore, picks, new_cols) -> np.ndarray:
     return np.setdiff1d(cols[cols >= 0], new_cols)
 
 
+#: at most this many further candidates are priced when the best one is already moving
+#: in the master (see :func:`_enter`)
+MAX_ALTERNATIVES = 64
+
+
+def _enter(task, mst, store, Z, cand, gains, picks, threshold):
+    """Store the picked columns; returns ``(new_cols, old_cols)``: the columns created and
+    the stored columns that price again but sit outside the master's working set (their
+    weights were held: they re-enter it).
+
+    When the picked classifier is already a column the master moves (its gain exceeds 1
+    only because the master is solved to ``tol``, not exactly), the candidates of the
+    other slots are tried in decreasing order of gain, as long as theirs exceeds
+    ``threshold``: any column of reduced cost ``1 - gain < -eps_cg`` is a valid entering
+    column of [Shen2014 Alg. 1], and entering one saves the master's extra steps (the
+    ``tighten`` below) that the best candidate would otherwise need before re-pricing."""
+    empty = np.zeros(0, dtype=np.int64)
+    gains = np.array(gains, dtype=np.float64, copy=True)
+    for k in range(MAX_ALTERNATIVES + 1):
+        if not picks:
+            return empty, empty
+        new_hyps = cand.take(np.array([p[0] for p in picks]))
+        new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
+        if len(new_cols):
+            return new_cols, mst.priced_again(_picked_columns(store, picks, new_cols))
+        if k == 0:
+            # the best candidate is stored: re-open it if its weights were held (an
+            # alternative is taken only if it is a new classifier: re-opening held
+            # columns in its place would cycle through a small working set)
+            old_cols = mst.priced_again(_picked_columns(store, picks, new_cols))
+            if len(old_cols):
+                return new_cols, old_cols
+        gains[[p[0] for p in picks]] = -np.inf  # every pick is already stored
+        picks = task.select_columns(gains, threshold)
+    return empty, empty
+
+
 def _seed_columns(
     mst: RestrictedMaster, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline
 ) -> None:
@@ -427,13 +464,7 @@ def _run(
             best_gain = float(np.max(gains)) if len(gains) else 0.0
             if exact_search:
                 mst.note_pricing(best_gain)
-            new_cols = old_cols = np.zeros(0, dtype=np.int64)
-            if picks:
-                new_hyps = cand.take(np.array([p[0] for p in picks]))
-                new_cols = store.add(new_hyps, new_hyps.evaluate(Z), [p[1] for p in picks])
-                # stored columns that price again but sit outside a working set (their
-                # weights were held): they re-enter it
-                old_cols = mst.priced_again(_picked_columns(store, picks, new_cols))
+            new_cols, old_cols = _enter(task, mst, store, Z, cand, gains, picks, threshold)
             t_weak += time.perf_counter() - t0
             if len(new_cols) == 0 and len(old_cols) == 0:
                 if mst.stalled:

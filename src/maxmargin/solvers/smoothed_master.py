@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.optimize import linprog
 
 from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.columns import ColumnStore
@@ -22,7 +23,7 @@ from maxmargin.solvers.one_slack_master import OneSlackMaster
 from maxmargin.solvers.restricted_master import POLISH_TOL, RestrictedMaster
 from maxmargin.solvers.smoothed_problem import SmoothedProblem
 
-__all__ = ["CERTIFY", "GAP_TOL", "SmoothedMaster"]
+__all__ = ["CERTIFY", "GAP_TOL", "SmoothedMaster", "aggregated_dual_bound"]
 
 #: what ends a fit of the fast master: ``"gap"`` -- smoothing continuation until the
 #: certified relative gap is at most ``gap_tol`` (no LP); ``"exact"`` -- the exact LP
@@ -49,6 +50,43 @@ TIGHTEN_STEPS = 20
 CONTINUATION_ROUND = 10
 #: the continuation's working set: columns with positive weight or a gain above 1 - SCREEN
 SCREEN = 0.1
+#: dual points (their dual value and every column's gain) kept for the aggregated bound
+AGGREGATE_POINTS = 32
+#: the aggregated bound's LP runs after each of the continuation's first rounds, then
+#: after rounds 32, 64, 128, ... only (a deterministic schedule: with many columns and
+#: points one LP costs more than a round of steps; glass at C = 1000 ran 330 rounds)
+AGGREGATE_ROUNDS = 16
+
+
+def aggregated_dual_bound(values, gains) -> float:
+    """Best lower bound on the restricted master from a conic combination of dual points.
+
+    ``values[r] = sum mu_r Delta`` and ``gains[r]`` (every column's float64 gain) of
+    box-feasible points ``mu_r`` (``mu >= 0``, ``sum_y mu_iy <= C/m``) of the m-slack
+    dual.  Any ``mu = sum_r nu_r mu_r`` with ``nu >= 0``, ``sum nu <= 1`` is again in the
+    box (a convex set holding 0), its gains are ``sum_r nu_r gains[r]`` (linear in mu),
+    so ``sum nu_r values[r] / max(1, max_j sum_r nu_r gains[r, j])`` is a lower bound
+    (weak duality, as for one point).  The best ``nu`` is a small LP -- only columns with
+    some gain above 1 can bind, since ``sum nu <= 1`` --, solved by HiGHS; its answer is
+    then re-scaled by the *exact* largest combined gain (and ``sum nu``), so the bound
+    does not rest on the LP solver's tolerances.  The smoothed iterates' duals oscillate
+    around the optimum (the column of largest gain changes from round to round), and
+    combining them certifies a gap the single points reach only many steps later."""
+    d = np.asarray(values, dtype=np.float64)
+    G = np.asarray(gains, dtype=np.float64)
+    if len(d) == 0 or G.shape[1] == 0:
+        return float(np.max(d, initial=-np.inf))
+    single = float(np.max(d / np.maximum(1.0, G.max(axis=1))))
+    bind = np.flatnonzero(G.max(axis=0) > 1.0)
+    if len(d) < 2 or len(bind) == 0:
+        return single
+    A_ub = np.vstack([G[:, bind].T, np.ones((1, len(d)))])
+    res = linprog(-d, A_ub=A_ub, b_ub=np.ones(A_ub.shape[0]), bounds=(0, None), method="highs")
+    if res.status != 0 or res.x is None:
+        return single
+    nu = np.maximum(res.x, 0.0)
+    scale = max(1.0, float((nu @ G).max()), float(nu.sum()))
+    return max(single, float(nu @ d) / scale)
 
 
 class SmoothedMaster(RestrictedMaster):
@@ -156,6 +194,10 @@ class SmoothedMaster(RestrictedMaster):
         return self.mode == "gap" and not self.certified and not self.tightened
 
     def priced_again(self, cols: np.ndarray) -> np.ndarray:
+        if self.certified and self._by_continuation:
+            # the certificate's bound took every stored column's gain: re-opening one
+            # would return to the base smoothing and certify the same columns again
+            return np.zeros(0, dtype=np.int64)
         return self.smooth.outside_working_set(cols)
 
     def reopen(self, cols: np.ndarray) -> None:
@@ -267,15 +309,20 @@ class SmoothedMaster(RestrictedMaster):
         ``certify="gap"`` uses the same continuation for every task, to ``gap_tol``.
         The steps move a screened working set -- columns with positive weight or a gain
         within ``SCREEN`` of 1 at the start --, every round's bound takes every column's
-        float64 gain, and a column outside the set whose gain exceeds 1 joins it."""
+        float64 gain, and a column outside the set whose gain exceeds 1 joins it.  The
+        bound is also the best conic combination of the rounds' dual points
+        (:func:`aggregated_dual_bound`), on the schedule of ``AGGREGATE_ROUNDS``."""
         s = self.smooth
         target = self.gap_tol if self.mode == "gap" else CONTINUATION_GAP
         best_lb = max(s.dual_bound, self._pricing_bound)
         best = (s.objective, s.w.copy())
         s.pin_working_set(np.flatnonzero((s.w > 0) | (s.gains >= 1.0 - SCREEN)))
+        # dual points of these columns, from the start point on
+        points: list[tuple[float, np.ndarray]] = [(s.C * s.risk.dual, s.store.gains(s.A))]
+        n_rounds = 0
 
         def tight_solve():
-            nonlocal best_lb, best
+            nonlocal best_lb, best, n_rounds
             tol, max_steps = s.tol, s.max_steps
             # short rounds: the bound is checked every CONTINUATION_ROUND steps, and the
             # solve ends as soon as the target gap is certified
@@ -289,6 +336,14 @@ class SmoothedMaster(RestrictedMaster):
                     if len(out) and not np.all(np.isin(out, s.ws)):
                         s.pin_working_set(np.union1d(s.ws, out))
                     best_lb = max(best_lb, s.C * s.risk.dual / max(1.0, g))  # = s.dual_bound
+                    points.append((s.C * s.risk.dual, gains))
+                    del points[:-AGGREGATE_POINTS]
+                    n_rounds += 1
+                    scheduled = n_rounds <= AGGREGATE_ROUNDS or n_rounds & (n_rounds - 1) == 0
+                    if gap() > target and len(points) > 1 and scheduled:
+                        # the combination of the points met so far (same columns)
+                        pv, pg = zip(*points)
+                        best_lb = max(best_lb, aggregated_dual_bound(pv, np.vstack(pg)))
                     if s.objective < best[0]:
                         best = (s.objective, s.w.copy())
                     if steps == 0 or g <= 1.0 + CONTINUATION_GAIN_TOL or gap() <= target:
