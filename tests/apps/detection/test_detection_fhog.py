@@ -148,8 +148,7 @@ def _all_psi(model, e):
     """Joint features of every output of example e, gathered one window at a time."""
     pyr, lv, r, c, _ = model.wins[model.img[e]]
     rows = [
-        np.concatenate([pyr.descriptors([lv[i]], [r[i]], [c[i]])[0], [1.0]])
-        for i in range(len(lv))
+        np.concatenate([pyr.descriptors([lv[i]], [r[i]], [c[i]])[0], [1.0]]) for i in range(len(lv))
     ]
     return np.array(rows, dtype=np.float64)
 

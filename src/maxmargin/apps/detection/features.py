@@ -41,7 +41,6 @@ sub-grid, so the compiled correlation scans it like the HOG block grid.
 from __future__ import annotations
 
 import numpy as np
-
 from numba import njit
 
 from maxmargin.apps._image import to_grey
