@@ -128,7 +128,7 @@ def test_fhog_filter_scan_equals_window_dot_products(aspect):
 
 
 # ------------------------------------------------------------------ structural SVM
-def _tiny_problem(null_loss=1.0, n=3):
+def _tiny_problem(null_loss=1.0, n=3, false_alarm_loss=None):
     imgs, boxes = make_detection_scenes(n, size=(40, 48), side=18, random_state=1)
     det = HOGSVMDetector(
         window=(2, 2),
@@ -140,82 +140,87 @@ def _tiny_problem(null_loss=1.0, n=3):
         scale_step=1.2,
     )
     wins = det._windows(imgs, boxes)
-    model = WindowSSVMModel(wins, boxes, [None] * len(wins), null_loss=null_loss)
+    model = WindowSSVMModel(
+        wins, boxes, [None] * len(wins), null_loss=null_loss, false_alarm_loss=false_alarm_loss
+    )
     return det, imgs, boxes, wins, model
 
 
-def _all_psi(model, e):
-    """Joint features of every output of example e, gathered one window at a time."""
-    pyr, lv, r, c, _ = model.wins[model.img[e]]
+def _all_psi(model, k):
+    """Joint features of every window of image k, gathered one window at a time, and
+    the empty output's (zeros) as the last row."""
+    pyr, lv, r, c, _ = model.wins[k]
     rows = [
         np.concatenate([pyr.descriptors([lv[i]], [r[i]], [c[i]])[0], [1.0]]) for i in range(len(lv))
     ]
-    return np.array(rows, dtype=np.float64)
+    return np.array([*rows, np.zeros(model.dim)], dtype=np.float64)
 
 
-def _all_losses(model, boxes, e):
-    """``o* - o`` of every window, from the overlaps computed here; -inf for the windows
-    that overlap another box of the image by >= 0.5 (not outputs of this example)."""
-    pyr, lv, r, c, _ = model.wins[model.img[e]]
-    b = np.asarray(boxes[model.img[e]]).reshape(-1, 4)
-    # the example's box: examples are numbered image by image, box by box
-    j = int(np.sum(model.img[:e] == model.img[e]))
-    wb = pyr.boxes(lv, r, c)
-    ov = np.array([[box_overlap(w, bb)[0] for bb in b] for w in wb])
-    t = int(np.argmax(ov[:, j]))
-    L = ov[t, j] - ov[:, j]
-    for i in range(len(wb)):
-        if i != t and any(ov[i, q] >= 0.5 for q in range(len(b)) if q != j):
-            L[i] = -np.inf
-    return L, t
+def _examples(model, boxes, null_loss, fa):
+    """Per example, written out here: (image, true output, loss of every window then
+    of the empty output), from overlaps computed one pair at a time.  Per image the
+    false-alarm example first (with ``fa``), then one per box; windows that overlap
+    another box by >= 0.5 are not outputs of a box's example (loss -inf)."""
+    out = []
+    for k, b in enumerate(boxes):
+        pyr, lv, r, c, _ = model.wins[k]
+        b = np.asarray(b).reshape(-1, 4)
+        wb = pyr.boxes(lv, r, c)
+        ov = np.array([[box_overlap(w, bb)[0] for bb in b] for w in wb])
+        n = len(wb)
+        if fa is not None:
+            L = np.array([fa if ov[i].max() < 0.3 else -np.inf for i in range(n)])
+            out.append((k, n, np.append(L, 0.0)))
+        for j in range(len(b)):
+            t = int(np.argmax(ov[:, j]))
+            L = ov[t, j] - ov[:, j]
+            for i in range(n):
+                if i != t and any(ov[i, q] >= 0.5 for q in range(len(b)) if q != j):
+                    L[i] = -np.inf
+            out.append((k, t, np.append(L, -np.inf if null_loss is None else null_loss)))
+    return out
 
 
-@pytest.mark.parametrize("null_loss", [1.0, None])
-def test_loss_augmented_oracle_equals_enumeration(null_loss):
-    _, _, boxes, _, model = _tiny_problem(null_loss)
+@pytest.mark.parametrize("null_loss, fa", [(1.0, None), (None, None), (1.0, 1.0), (0.5, 2.0)])
+def test_loss_augmented_oracle_equals_enumeration(null_loss, fa):
+    _, _, boxes, _, model = _tiny_problem(null_loss, false_alarm_loss=fa)
+    assert any(len(b) > 1 for b in boxes)  # the exclusion of the other box is exercised
+    ex = _examples(model, boxes, null_loss, fa)
+    assert model.n_samples == len(ex)
+    np.testing.assert_array_equal(model.img, [e[0] for e in ex])
+    np.testing.assert_array_equal(model.true, [e[1] for e in ex])
     rng = np.random.default_rng(0)
     for _ in range(4):
         w = rng.normal(size=model.dim) * 0.3
         lab, loss, margin = model.loss_augmented(w)
-        for e in range(model.n_samples):
-            P = _all_psi(model, e)
-            L, t = _all_losses(model, boxes, e)
-            assert model.true[e] == t
+        ref_plane = np.zeros(model.dim)
+        coef = rng.random(model.n_samples)
+        for e, (k, t, L) in enumerate(ex):
+            P = _all_psi(model, k)
             s = P @ w
-            vals = L + s
-            if null_loss is not None:
-                vals = np.append(vals, null_loss)
-                s = np.append(s, 0.0)
-                L = np.append(L, null_loss)
-            best = int(np.argmax(vals))
+            best = int(np.argmax(L + s))
             assert lab[e] == best
             np.testing.assert_allclose(loss[e], L[best], rtol=0, atol=1e-12)
             np.testing.assert_allclose(margin[e], s[t] - s[best], rtol=1e-9, atol=1e-9)
-        # the plane: sum_e coef_e (Psi(true) - Psi(label)) by enumeration
-        coef = rng.random(model.n_samples)
-        ref = np.zeros(model.dim)
-        for e in range(model.n_samples):
-            P = _all_psi(model, e)
-            Pl = np.zeros(model.dim) if lab[e] >= len(P) else P[lab[e]]
-            ref += coef[e] * (P[model.true[e]] - Pl)
-        np.testing.assert_allclose(model.plane(lab, coef), ref, rtol=1e-9, atol=1e-9)
+            ref_plane += coef[e] * (P[t] - P[best])
+        np.testing.assert_allclose(model.plane(lab, coef), ref_plane, rtol=1e-9, atol=1e-9)
 
 
-def test_structural_svm_reaches_the_primal_qp_optimum():
+@pytest.mark.parametrize("fa", [None, 1.0])
+def test_structural_svm_reaches_the_primal_qp_optimum(fa):
     """1-slack cutting planes on the window model against the n-slack primal QP with
     every window of every image as a constraint, solved by scipy's SLSQP."""
-    _, _, boxes, _, model = _tiny_problem(1.0, n=2)
+    _, _, boxes, _, model = _tiny_problem(1.0, n=2, false_alarm_loss=fa)
     C, tol = 1.0, 1e-6
     res = solve_ssvm(model, C, "1-slack", tol=tol, max_iter=500)
     assert res.converged
     m, d = model.n_samples, model.dim
     G, h = [], []  # constraints w.(Psi_t - Psi_y) + xi_e >= L_y
-    for e in range(m):
-        P = _all_psi(model, e)
-        L, t = _all_losses(model, boxes, e)
-        D = np.vstack([P[t] - P, P[t][None]])  # every window, then the empty output
-        L = np.append(L, 1.0)
-        for row, lv in zip(D, L):
+    for e, (k, t, L) in enumerate(_examples(model, boxes, 1.0, fa)):
+        P = _all_psi(model, k)
+        for row, lv in zip(P[t] - P, L):
+            if not np.isfinite(lv):
+                continue
             g = np.zeros(d + m)
             g[:d], g[d + e] = row, 1.0
             G.append(g)

@@ -312,21 +312,49 @@ class WindowSSVMModel:
 
     The loss-augmented argmax runs over *all* windows of the image: the score maps are
     the compiled filter correlation (:meth:`HOGPyramid.scan_scores`), no descriptor is
-    gathered except the argmax's."""
+    gathered except the argmax's.
+
+    ``false_alarm_loss``: every image also gets a false-alarm example, whose true output
+    is "no detection" and whose other outputs are the windows overlapping every box by
+    less than ``neg_overlap``, each with this loss: its most violating window must score
+    below ``-false_alarm_loss`` -- King's false-alarm loss restricted to one window per
+    image (the negative side of the hard-negative SVM, one slack per image).  Images
+    without boxes give only this example."""
 
     pairwise = False
 
-    def __init__(self, wins, boxes, priors, *, pos_overlap=0.5, null_loss=1.0):
+    def __init__(
+        self,
+        wins,
+        boxes,
+        priors,
+        *,
+        pos_overlap=0.5,
+        null_loss=1.0,
+        false_alarm_loss=None,
+        neg_overlap=0.3,
+    ):
         self.wins, self.priors = wins, priors
         self.null_loss = None if null_loss is None else float(null_loss)
         self.nf = wins[0][0].n_features
         self.has_prior = priors[0] is not None
         self.dim = self.nf + int(self.has_prior) + 1
-        img, true, losses = [], [], []
+        img, true, losses, nulls = [], [], [], []
         for k, ((pyr, lv, r, c, _), b) in enumerate(zip(wins, boxes)):
-            if not len(b) or not len(lv):
+            if not len(lv):
                 continue
-            ov = pairwise_overlap(pyr.boxes(lv, r, c), b)  # (n_windows, n_boxes)
+            if len(b):
+                ov = pairwise_overlap(pyr.boxes(lv, r, c), b)  # (n_windows, n_boxes)
+            else:
+                ov = np.zeros((len(lv), 0))
+            if false_alarm_loss is not None:
+                # the image's false-alarm example: the empty output is true, a window
+                # overlapping every box by less than neg_overlap costs false_alarm_loss
+                far = ov.max(axis=1) < neg_overlap if len(b) else np.ones(len(lv), bool)
+                img.append(k)
+                true.append(len(lv))
+                losses.append(np.where(far, float(false_alarm_loss), -np.inf))
+                nulls.append(0.0)
             for j in range(len(b)):
                 t = int(np.argmax(ov[:, j]))
                 L = np.maximum(ov[t, j] - ov[:, j], 0.0)
@@ -336,11 +364,13 @@ class WindowSSVMModel:
                 img.append(k)
                 true.append(t)
                 losses.append(L)
+                nulls.append(self.null_loss)
         if not img:
             raise ValueError("no training image has a ground-truth box and a window")
         self.img = np.asarray(img)
         self.true = np.asarray(true)
         self.losses = losses
+        self.null_losses = nulls
         self.n_samples = self.n_positions = len(img)
         self.y = self.true.copy()
         self.n_features, self.n_slots, self.n_states = self.dim, 1, 0
@@ -395,9 +425,10 @@ class WindowSSVMModel:
             v = self.losses[e] + s
             j = int(np.argmax(v))
             lab[e], loss[e] = j, self.losses[e][j]
-            if self.null_loss is not None and self.null_loss > v[j]:
-                lab[e], loss[e] = len(s), self.null_loss
-            margin[e] = s[self.true[e]] - self._score(S, e, lab[e])
+            nl = self.null_losses[e]
+            if nl is not None and nl > v[j]:
+                lab[e], loss[e] = len(s), nl
+            margin[e] = self._score(S, e, self.true[e]) - self._score(S, e, lab[e])
         return lab, loss, margin
 
     def evaluate(self, w, labels, U=None):
@@ -406,8 +437,8 @@ class WindowSSVMModel:
         loss, margin = np.empty(self.n_samples), np.empty(self.n_samples)
         for e in range(self.n_samples):
             n = len(S[self.img[e]])
-            loss[e] = self.null_loss if labels[e] >= n else self.losses[e][labels[e]]
-            margin[e] = S[self.img[e]][self.true[e]] - self._score(S, e, labels[e])
+            loss[e] = self.null_losses[e] if labels[e] >= n else self.losses[e][labels[e]]
+            margin[e] = self._score(S, e, self.true[e]) - self._score(S, e, labels[e])
         return loss, margin
 
     def plane(self, labels, coef):
@@ -452,12 +483,16 @@ class HOGSVMDetector(_WindowDetector):
         detection", loss ``null_loss``), loss ``o* - o`` from the window overlaps
         (:class:`WindowSSVMModel`; King's max-margin object detection with one window
         per output), 1-slack cutting planes over the compiled scan; ``mirror`` adds the
-        mirrored images as examples; ``max_working_set``, ``max_rounds`` and
-        ``neg_overlap`` are unused.
+        mirrored images as examples; ``max_working_set`` and ``max_rounds`` are
+        unused.
     null_loss : float or None, default=1.0
         ``training="structured"``: the loss of reporting no detection (the true window
         must score at least this); None: no empty output (only the ranking inside each
         image).
+    false_alarm_loss : float or None, default=None
+        ``training="structured"``: also one false-alarm example per image -- its windows
+        overlapping every box by less than ``neg_overlap`` must score below minus this
+        (its most violating one; :class:`WindowSSVMModel`); None: none.
     max_iter : int, default=300
         ``training="structured"``: cutting-plane iterations.
     nms_threshold : float, default=0.3
@@ -506,6 +541,7 @@ class HOGSVMDetector(_WindowDetector):
         "features": [Options("hog", "fhog")],
         "training": [Options("mining", "structured")],
         "null_loss": [None, Interval(float, 0, None, closed="neither")],
+        "false_alarm_loss": [None, Interval(float, 0, None, closed="neither")],
         "max_iter": [POSITIVE_INT],
     }
 
@@ -537,6 +573,7 @@ class HOGSVMDetector(_WindowDetector):
         features="hog",
         training="mining",
         null_loss=1.0,
+        false_alarm_loss=None,
         max_iter=300,
         random_state=None,
         verbose=0,
@@ -544,6 +581,7 @@ class HOGSVMDetector(_WindowDetector):
         self.features = features
         self.training = training
         self.null_loss = null_loss
+        self.false_alarm_loss = false_alarm_loss
         self.max_iter = max_iter
         self.aspect_ratios = aspect_ratios
         self.colour = colour
@@ -630,6 +668,10 @@ class HOGSVMDetector(_WindowDetector):
             priors,
             pos_overlap=float(self.pos_overlap),
             null_loss=None if self.null_loss is None else float(self.null_loss),
+            false_alarm_loss=(
+                None if self.false_alarm_loss is None else float(self.false_alarm_loss)
+            ),
+            neg_overlap=float(self.neg_overlap),
         )
         res = solve_ssvm(
             model,
