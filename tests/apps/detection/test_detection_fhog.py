@@ -128,7 +128,7 @@ def test_fhog_filter_scan_equals_window_dot_products(aspect):
 
 
 # ------------------------------------------------------------------ structural SVM
-def _tiny_problem(null_loss=1.0, n=3, false_alarm_loss=None):
+def _tiny_problem(null_loss=1.0, n=3, false_alarm_loss=None, loss_threshold=None):
     imgs, boxes = make_detection_scenes(n, size=(40, 48), side=18, random_state=1)
     det = HOGSVMDetector(
         window=(2, 2),
@@ -141,7 +141,12 @@ def _tiny_problem(null_loss=1.0, n=3, false_alarm_loss=None):
     )
     wins = det._windows(imgs, boxes)
     model = WindowSSVMModel(
-        wins, boxes, [None] * len(wins), null_loss=null_loss, false_alarm_loss=false_alarm_loss
+        wins,
+        boxes,
+        [None] * len(wins),
+        null_loss=null_loss,
+        false_alarm_loss=false_alarm_loss,
+        loss_threshold=loss_threshold,
     )
     return det, imgs, boxes, wins, model
 
@@ -156,7 +161,7 @@ def _all_psi(model, k):
     return np.array([*rows, np.zeros(model.dim)], dtype=np.float64)
 
 
-def _examples(model, boxes, null_loss, fa):
+def _examples(model, boxes, null_loss, fa, thr=None):
     """Per example, written out here: (image, true output, loss of every window then
     of the empty output), from overlaps computed one pair at a time.  Per image the
     false-alarm example first (with ``fa``), then one per box; windows that overlap
@@ -174,6 +179,8 @@ def _examples(model, boxes, null_loss, fa):
         for j in range(len(b)):
             t = int(np.argmax(ov[:, j]))
             L = ov[t, j] - ov[:, j]
+            if thr is not None:
+                L = np.array([0.0 if i == t or ov[i, j] >= thr else 1.0 for i in range(n)])
             for i in range(n):
                 if i != t and any(ov[i, q] >= 0.5 for q in range(len(b)) if q != j):
                     L[i] = -np.inf
@@ -181,11 +188,13 @@ def _examples(model, boxes, null_loss, fa):
     return out
 
 
-@pytest.mark.parametrize("null_loss, fa", [(1.0, None), (None, None), (1.0, 1.0), (0.5, 2.0)])
-def test_loss_augmented_oracle_equals_enumeration(null_loss, fa):
-    _, _, boxes, _, model = _tiny_problem(null_loss, false_alarm_loss=fa)
+@pytest.mark.parametrize(
+    "null_loss, fa, thr", [(1.0, None, None), (None, None, None), (1.0, 1.0, None), (0.5, 2.0, 0.5)]
+)
+def test_loss_augmented_oracle_equals_enumeration(null_loss, fa, thr):
+    _, _, boxes, _, model = _tiny_problem(null_loss, false_alarm_loss=fa, loss_threshold=thr)
     assert any(len(b) > 1 for b in boxes)  # the exclusion of the other box is exercised
-    ex = _examples(model, boxes, null_loss, fa)
+    ex = _examples(model, boxes, null_loss, fa, thr)
     assert model.n_samples == len(ex)
     np.testing.assert_array_equal(model.img, [e[0] for e in ex])
     np.testing.assert_array_equal(model.true, [e[1] for e in ex])

@@ -319,7 +319,11 @@ class WindowSSVMModel:
     less than ``neg_overlap``, each with this loss: its most violating window must score
     below ``-false_alarm_loss`` -- King's false-alarm loss restricted to one window per
     image (the negative side of the hard-negative SVM, one slack per image).  Images
-    without boxes give only this example."""
+    without boxes give only this example.
+
+    ``loss_threshold``: the 0/1 loss of detection instead of ``o* - o``: a window
+    overlapping the box by at least this costs nothing, any other 1 (what AP at that
+    overlap counts)."""
 
     pairwise = False
 
@@ -333,6 +337,7 @@ class WindowSSVMModel:
         null_loss=1.0,
         false_alarm_loss=None,
         neg_overlap=0.3,
+        loss_threshold=None,
     ):
         self.wins, self.priors = wins, priors
         self.null_loss = None if null_loss is None else float(null_loss)
@@ -357,7 +362,11 @@ class WindowSSVMModel:
                 nulls.append(0.0)
             for j in range(len(b)):
                 t = int(np.argmax(ov[:, j]))
-                L = np.maximum(ov[t, j] - ov[:, j], 0.0)
+                if loss_threshold is None:
+                    L = np.maximum(ov[t, j] - ov[:, j], 0.0)
+                else:
+                    L = np.where(ov[:, j] >= loss_threshold, 0.0, 1.0)
+                    L[t] = 0.0
                 if len(b) > 1:
                     other = np.delete(ov, j, axis=1).max(axis=1) >= pos_overlap
                     L[other & (np.arange(len(L)) != t)] = -np.inf  # not an output
@@ -493,6 +502,9 @@ class HOGSVMDetector(_WindowDetector):
         ``training="structured"``: also one false-alarm example per image -- its windows
         overlapping every box by less than ``neg_overlap`` must score below minus this
         (its most violating one; :class:`WindowSSVMModel`); None: none.
+    loss_threshold : float or None, default=None
+        ``training="structured"``: a window's loss is 0 when it overlaps the box by at
+        least this, else 1 (the 0/1 loss AP counts); None: ``o* - o``.
     max_iter : int, default=300
         ``training="structured"``: cutting-plane iterations.
     nms_threshold : float, default=0.3
@@ -542,6 +554,7 @@ class HOGSVMDetector(_WindowDetector):
         "training": [Options("mining", "structured")],
         "null_loss": [None, Interval(float, 0, None, closed="neither")],
         "false_alarm_loss": [None, Interval(float, 0, None, closed="neither")],
+        "loss_threshold": [None, _UNIT],
         "max_iter": [POSITIVE_INT],
     }
 
@@ -574,6 +587,7 @@ class HOGSVMDetector(_WindowDetector):
         training="mining",
         null_loss=1.0,
         false_alarm_loss=None,
+        loss_threshold=None,
         max_iter=300,
         random_state=None,
         verbose=0,
@@ -582,6 +596,7 @@ class HOGSVMDetector(_WindowDetector):
         self.training = training
         self.null_loss = null_loss
         self.false_alarm_loss = false_alarm_loss
+        self.loss_threshold = loss_threshold
         self.max_iter = max_iter
         self.aspect_ratios = aspect_ratios
         self.colour = colour
@@ -672,6 +687,7 @@ class HOGSVMDetector(_WindowDetector):
                 None if self.false_alarm_loss is None else float(self.false_alarm_loss)
             ),
             neg_overlap=float(self.neg_overlap),
+            loss_threshold=None if self.loss_threshold is None else float(self.loss_threshold),
         )
         res = solve_ssvm(
             model,
