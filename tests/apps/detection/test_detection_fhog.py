@@ -293,3 +293,23 @@ def test_structured_detector_saves_and_loads(tmp_path):
     assert back.features == "fhog" and back.training == "structured"
     for a, b in zip(det.detect(imgs[0]), back.detect(imgs[0])):
         np.testing.assert_array_equal(a, b)
+
+
+def test_mirror_all_mines_the_negatives_of_the_mirrored_images_too():
+    imgs, boxes = make_detection_scenes(4, size=(48, 64), side=24, random_state=0)
+    kw = dict(window=(3, 3), location_prior=False, features="fhog", max_rounds=1)
+    n = {
+        m: HOGSVMDetector(mirror=m, **kw).fit(imgs, boxes).mining_history_[0]["n_negatives"]
+        for m in (False, True, "all")
+    }
+    # the negatives of the mirrored images, counted here: every pyramid window of the
+    # flipped image overlapping each flipped box by less than neg_overlap = 0.3
+    extra = 0
+    for im, b in zip(imgs, boxes):
+        fb = np.asarray(b, dtype=np.float64).reshape(-1, 4).copy()
+        fb[:, 0] = im.shape[1] - fb[:, 0] - fb[:, 2]
+        pyr = HOGPyramid(im[:, ::-1], window=(3, 3), features="fhog", aspect_ratios=(0.7, 1, 1.4))
+        wb = pyr.boxes(*pyr.windows())
+        extra += int(np.sum(pairwise_overlap(wb, fb).max(axis=1) < 0.3))
+    assert n[True] == n[False]
+    assert n["all"] == n[False] + extra

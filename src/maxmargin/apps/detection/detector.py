@@ -473,9 +473,11 @@ class HOGSVMDetector(_WindowDetector):
     scale_step : float, default=sqrt(2)
     pos_overlap, neg_overlap : float, default=0.6, 0.3
     C : float, default=0.01
-    mirror : bool, default=False
+    mirror : bool or "all", default=False
         Also train on the positive windows of the left-right mirrored training images
-        (their boxes mirrored), as Dalal & Triggs do.
+        (their boxes mirrored), as Dalal & Triggs do; ``"all"``: their negative windows
+        too (the mined negatives of twice the images).  With ``training="structured"``
+        True and ``"all"`` both add the mirrored images as examples.
     max_working_set : int, default=10000
     max_rounds : int, default=10
     tol : float, default=1e-4
@@ -546,7 +548,7 @@ class HOGSVMDetector(_WindowDetector):
     _parameter_constraints = {
         **_WindowDetector._hog_constraints,
         "C": [POSITIVE],
-        "mirror": [bool],
+        "mirror": [bool, Options("all")],
         "max_working_set": [POSITIVE_INT],
         "max_rounds": [POSITIVE_INT],
         "tol": [POSITIVE],
@@ -634,7 +636,10 @@ class HOGSVMDetector(_WindowDetector):
         if getattr(self, "mirror", False):
             # the positives of the left-right mirrored images too (Dalal & Triggs)
             fimgs, fboxes = _mirrored(images, boxes)
-            Xp = np.vstack([Xp, self._positives(self._windows(fimgs, fboxes), fboxes)])
+            fwins = self._windows(fimgs, fboxes)
+            Xp = np.vstack([Xp, self._positives(fwins, fboxes)])
+            if self.mirror == "all":  # and their negatives
+                wins = wins + fwins
         offsets = np.cumsum([0] + [len(w[1]) for w in wins])
         # the prior of every negative window, once (the scan repeats every round)
         negs = [np.flatnonzero(w[4] < self.neg_overlap) for w in wins]
