@@ -233,7 +233,8 @@ def main(argv=None):
         "--validate",
         action="store_true",
         help="model selection: train on the first n_train - n_val images, test on the "
-        "last n_val training images (the test images are not read); no dlib",
+        "last n_val training images (the test images are not read); no dlib (its "
+        "validation APs on the same split are in the main run's dlib.validation)",
     )
     ap.add_argument(
         "--models",
@@ -248,8 +249,17 @@ def main(argv=None):
         "timing is added to the --out file of the run that trained them (its provenance "
         "kept as ap_run_provenance). Run this one under the CPU lock.",
     )
-    ap.add_argument("--out", default="benchmarks/results/detection_dlib.json")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="result file (default benchmarks/results/detection_dlib.json, with "
+        "--validate benchmarks/results/detection_dlib_validation.json)",
+    )
     args = ap.parse_args(argv)
+    if args.out is None:
+        args.out = "benchmarks/results/detection_dlib" + (
+            "_validation.json" if args.validate else ".json"
+        )
     if args.time_only:
         return time_only(args)
     variants = [parse_variant(s) for s in (args.svm or ["default:"])]

@@ -42,6 +42,7 @@ from maxmargin.learners.cascade import STAGE_LEARNERS, BoostedCascade
 from maxmargin.learners.ranksvm import RankSVM
 from maxmargin.solvers.hard_negatives import mine_hard_negatives
 from maxmargin.solvers.operating_point import RULES
+from maxmargin.solvers.ssvm import solve_ssvm
 from maxmargin.tasks.boxes import pairwise_overlap
 
 __all__ = ["CascadeDetector", "HOGSVMDetector", "ProposalRanker", "check_images_boxes"]
@@ -135,6 +136,7 @@ class _WindowDetector(BaseEstimator):
     def _pyramid(self, image) -> HOGPyramid:
         return HOGPyramid(
             image,
+            features=getattr(self, "features", "hog"),
             window=tuple(self.window),
             cell=self.cell,
             block=self.block,
@@ -258,6 +260,9 @@ class _WindowDetector(BaseEstimator):
         p.setdefault("channels", False)
         p["channel_cells"] = tuple(p.get("channel_cells", (1,)))
         p.setdefault("location_prior", False)
+        if "C" in p and "stage_learner" not in p:  # an SVM detector from before FHOG
+            p.setdefault("features", "hog")
+            p.setdefault("training", "mining")
         # files from before the compiled pyramid: scikit-image's resampling and HOG
         p.setdefault("hog_engine", "skimage")
         if "stage_learner" in p:  # a cascade detector: files from before stage chaining
@@ -288,6 +293,175 @@ class _WindowDetector(BaseEstimator):
             self.distribution_ = d
 
 
+class WindowSSVMModel:
+    """The per-image structural SVM of a sliding-window detector, as a linear joint
+    model for :func:`~maxmargin.solvers.ssvm.solve_ssvm` (max-margin object detection,
+    D. E. King, "Max-margin object detection", arXiv:1502.00046, 2015, with one window
+    per output; the structured SVM of Tsochantaridis et al., JMLR 2005).
+
+    One example per ground-truth box ``b`` of a training image.  Its outputs are every
+    window of the image's pyramid and, with ``null_loss``, the empty output "no
+    detection" (joint features 0); ``Psi(window) = (descriptor, location prior, 1)``, so
+    the last weight is the detector's intercept.  The true output is the window with
+    the largest overlap ``o*`` with ``b``; the loss of a window with overlap ``o`` is
+    ``o* - o`` and of the empty output ``null_loss``; windows overlapping another box of
+    the image by at least ``pos_overlap`` are not outputs of this example (they are
+    correct detections of the other box).  Margin rescaling: the true window must
+    outscore every other window of its image by its loss, and score at least
+    ``null_loss`` (above the detection threshold 0).
+
+    The loss-augmented argmax runs over *all* windows of the image: the score maps are
+    the compiled filter correlation (:meth:`HOGPyramid.scan_scores`), no descriptor is
+    gathered except the argmax's.
+
+    ``false_alarm_loss``: every image also gets a false-alarm example, whose true output
+    is "no detection" and whose other outputs are the windows overlapping every box by
+    less than ``neg_overlap``, each with this loss: its most violating window must score
+    below ``-false_alarm_loss`` -- King's false-alarm loss restricted to one window per
+    image (the negative side of the hard-negative SVM, one slack per image).  Images
+    without boxes give only this example.
+
+    ``loss_threshold``: the 0/1 loss of detection instead of ``o* - o``: a window
+    overlapping the box by at least this costs nothing, any other 1 (what AP at that
+    overlap counts)."""
+
+    pairwise = False
+
+    def __init__(
+        self,
+        wins,
+        boxes,
+        priors,
+        *,
+        pos_overlap=0.5,
+        null_loss=1.0,
+        false_alarm_loss=None,
+        neg_overlap=0.3,
+        loss_threshold=None,
+    ):
+        self.wins, self.priors = wins, priors
+        self.null_loss = None if null_loss is None else float(null_loss)
+        self.nf = wins[0][0].n_features
+        self.has_prior = priors[0] is not None
+        self.dim = self.nf + int(self.has_prior) + 1
+        img, true, losses, nulls = [], [], [], []
+        for k, ((pyr, lv, r, c, _), b) in enumerate(zip(wins, boxes)):
+            if not len(lv):
+                continue
+            if len(b):
+                ov = pairwise_overlap(pyr.boxes(lv, r, c), b)  # (n_windows, n_boxes)
+            else:
+                ov = np.zeros((len(lv), 0))
+            if false_alarm_loss is not None:
+                # the image's false-alarm example: the empty output is true, a window
+                # overlapping every box by less than neg_overlap costs false_alarm_loss
+                far = ov.max(axis=1) < neg_overlap if len(b) else np.ones(len(lv), bool)
+                img.append(k)
+                true.append(len(lv))
+                losses.append(np.where(far, float(false_alarm_loss), -np.inf))
+                nulls.append(0.0)
+            for j in range(len(b)):
+                t = int(np.argmax(ov[:, j]))
+                if loss_threshold is None:
+                    L = np.maximum(ov[t, j] - ov[:, j], 0.0)
+                else:
+                    L = np.where(ov[:, j] >= loss_threshold, 0.0, 1.0)
+                    L[t] = 0.0
+                if len(b) > 1:
+                    other = np.delete(ov, j, axis=1).max(axis=1) >= pos_overlap
+                    L[other & (np.arange(len(L)) != t)] = -np.inf  # not an output
+                img.append(k)
+                true.append(t)
+                losses.append(L)
+                nulls.append(self.null_loss)
+        if not img:
+            raise ValueError("no training image has a ground-truth box and a window")
+        self.img = np.asarray(img)
+        self.true = np.asarray(true)
+        self.losses = losses
+        self.null_losses = nulls
+        self.n_samples = self.n_positions = len(img)
+        self.y = self.true.copy()
+        self.n_features, self.n_slots, self.n_states = self.dim, 1, 0
+        self.max_length = 1
+        self.psi_true = np.vstack(
+            [self._psi(int(k), np.array([t])) for k, t in zip(self.img, self.true)]
+        )
+
+    def _psi(self, k, idx):
+        """Joint features of windows ``idx`` of image ``k`` (rows; the empty output is
+        index ``n_windows`` and gives a zero row)."""
+        pyr, lv, r, c, _ = self.wins[k]
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.zeros((len(idx), self.dim))
+        ok = idx < len(lv)
+        if np.any(ok):
+            i = idx[ok]
+            out[ok, : self.nf] = pyr.descriptors(lv[i], r[i], c[i])
+            if self.has_prior:
+                out[ok, self.nf] = self.priors[k][i]
+            out[ok, -1] = 1.0
+        return out
+
+    def check_rescaling(self, rescaling):
+        if rescaling != "margin":
+            raise ValueError("the window structural SVM supports only rescaling='margin'")
+
+    def unary(self, w, X=None):
+        """Scores of every window of every training image (one array per image)."""
+        w = np.asarray(w, dtype=np.float64)
+        out = []
+        for k, (pyr, lv, *_) in enumerate(self.wins):
+            if not len(lv):
+                out.append(np.zeros(0))
+                continue
+            s = pyr.scan_scores(w[: self.nf]) + w[-1]
+            if self.has_prior:
+                s = s + self.priors[k].astype(np.float64) * w[self.nf]
+            out.append(s)
+        return out
+
+    def _score(self, S, e, idx):
+        k = self.img[e]
+        return 0.0 if idx >= len(S[k]) else float(S[k][idx])
+
+    def loss_augmented(self, w, rescaling="margin", U=None):
+        S = self.unary(w) if U is None else U
+        lab = np.empty(self.n_samples, dtype=np.int64)
+        loss, margin = np.empty(self.n_samples), np.empty(self.n_samples)
+        for e in range(self.n_samples):  # one argmax over the windows of each image
+            s = S[self.img[e]]
+            v = self.losses[e] + s
+            j = int(np.argmax(v))
+            lab[e], loss[e] = j, self.losses[e][j]
+            nl = self.null_losses[e]
+            if nl is not None and nl > v[j]:
+                lab[e], loss[e] = len(s), nl
+            margin[e] = self._score(S, e, self.true[e]) - self._score(S, e, lab[e])
+        return lab, loss, margin
+
+    def evaluate(self, w, labels, U=None):
+        S = self.unary(w) if U is None else U
+        labels = np.asarray(labels, dtype=np.int64)
+        loss, margin = np.empty(self.n_samples), np.empty(self.n_samples)
+        for e in range(self.n_samples):
+            n = len(S[self.img[e]])
+            loss[e] = self.null_losses[e] if labels[e] >= n else self.losses[e][labels[e]]
+            margin[e] = self._score(S, e, self.true[e]) - self._score(S, e, labels[e])
+        return loss, margin
+
+    def plane(self, labels, coef):
+        """``sum_e coef_e (Psi(true_e) - Psi(labels_e))``."""
+        coef = np.asarray(coef, dtype=np.float64)
+        a = coef @ self.psi_true
+        for e in np.flatnonzero(coef):
+            a -= coef[e] * self._psi(int(self.img[e]), np.array([labels[e]]))[0]
+        return a
+
+    def objective(self, w, C, hinge):
+        return 0.5 * float(w @ w) + C * float(np.mean(hinge))
+
+
 @register
 class HOGSVMDetector(_WindowDetector):
     """HOG + linear SVM, trained by hard-negative mining over every negative window.
@@ -299,13 +473,42 @@ class HOGSVMDetector(_WindowDetector):
     scale_step : float, default=sqrt(2)
     pos_overlap, neg_overlap : float, default=0.6, 0.3
     C : float, default=0.01
-    mirror : bool, default=False
+    mirror : bool or "all", default=False
         Also train on the positive windows of the left-right mirrored training images
-        (their boxes mirrored), as Dalal & Triggs do.
+        (their boxes mirrored), as Dalal & Triggs do; ``"all"``: their negative windows
+        too (the mined negatives of twice the images).  With ``training="structured"``
+        True and ``"all"`` both add the mirrored images as examples.
     max_working_set : int, default=10000
     max_rounds : int, default=10
     tol : float, default=1e-4
-        Relative duality gap of each restricted SVM solve (dual CD).
+        Relative duality gap of each restricted SVM solve (dual CD); with
+        ``training="structured"`` the cutting planes' relative gap.
+    features : {"hog", "fhog"}, default="hog"
+        Window features: Dalal & Triggs' L2-Hys blocks, or FHOG's 31 features per cell
+        (18 signed and 9 unsigned orientations, 4 gradient energies; Felzenszwalb et al.,
+        TPAMI 2010 -- :func:`~maxmargin.apps.detection.features.fhog_cells`).
+    training : {"mining", "structured"}, default="mining"
+        ``"mining"``: the linear SVM of positive windows against every negative window,
+        by hard-negative mining.  ``"structured"``: a structural SVM with one example
+        per ground-truth box whose outputs are all windows of its image (and "no
+        detection", loss ``null_loss``), loss ``o* - o`` from the window overlaps
+        (:class:`WindowSSVMModel`; King's max-margin object detection with one window
+        per output), 1-slack cutting planes over the compiled scan; ``mirror`` adds the
+        mirrored images as examples; ``max_working_set`` and ``max_rounds`` are
+        unused.
+    null_loss : float or None, default=1.0
+        ``training="structured"``: the loss of reporting no detection (the true window
+        must score at least this); None: no empty output (only the ranking inside each
+        image).
+    false_alarm_loss : float or None, default=None
+        ``training="structured"``: also one false-alarm example per image -- its windows
+        overlapping every box by less than ``neg_overlap`` must score below minus this
+        (its most violating one; :class:`WindowSSVMModel`); None: none.
+    loss_threshold : float or None, default=None
+        ``training="structured"``: a window's loss is 0 when it overlaps the box by at
+        least this, else 1 (the 0/1 loss AP counts); None: ``o* - o``.
+    max_iter : int, default=300
+        ``training="structured"``: cutting-plane iterations.
     nms_threshold : float, default=0.3
     nms_cover : float or None, default=None
         Also suppress a box whose intersection with a better-scoring kept box exceeds
@@ -345,10 +548,16 @@ class HOGSVMDetector(_WindowDetector):
     _parameter_constraints = {
         **_WindowDetector._hog_constraints,
         "C": [POSITIVE],
-        "mirror": [bool],
+        "mirror": [bool, Options("all")],
         "max_working_set": [POSITIVE_INT],
         "max_rounds": [POSITIVE_INT],
         "tol": [POSITIVE],
+        "features": [Options("hog", "fhog")],
+        "training": [Options("mining", "structured")],
+        "null_loss": [None, Interval(float, 0, None, closed="neither")],
+        "false_alarm_loss": [None, Interval(float, 0, None, closed="neither")],
+        "loss_threshold": [None, _UNIT],
+        "max_iter": [POSITIVE_INT],
     }
 
     def __init__(
@@ -376,9 +585,21 @@ class HOGSVMDetector(_WindowDetector):
         channel_cells=(1,),
         location_prior=True,
         hog_engine="numba",
+        features="hog",
+        training="mining",
+        null_loss=1.0,
+        false_alarm_loss=None,
+        loss_threshold=None,
+        max_iter=300,
         random_state=None,
         verbose=0,
     ):
+        self.features = features
+        self.training = training
+        self.null_loss = null_loss
+        self.false_alarm_loss = false_alarm_loss
+        self.loss_threshold = loss_threshold
+        self.max_iter = max_iter
         self.aspect_ratios = aspect_ratios
         self.colour = colour
         self.channels = channels
@@ -409,11 +630,16 @@ class HOGSVMDetector(_WindowDetector):
         images, boxes = check_images_boxes(images, boxes)
         self._fit_prior(images, boxes)
         wins = self._windows(images, boxes)
+        if self.training == "structured":
+            return self._fit_structured(images, boxes, wins)
         Xp = self._positives(wins, boxes)
         if getattr(self, "mirror", False):
             # the positives of the left-right mirrored images too (Dalal & Triggs)
             fimgs, fboxes = _mirrored(images, boxes)
-            Xp = np.vstack([Xp, self._positives(self._windows(fimgs, fboxes), fboxes)])
+            fwins = self._windows(fimgs, fboxes)
+            Xp = np.vstack([Xp, self._positives(fwins, fboxes)])
+            if self.mirror == "all":  # and their negatives
+                wins = wins + fwins
         offsets = np.cumsum([0] + [len(w[1]) for w in wins])
         # the prior of every negative window, once (the scan repeats every round)
         negs = [np.flatnonzero(w[4] < self.neg_overlap) for w in wins]
@@ -444,6 +670,46 @@ class HOGSVMDetector(_WindowDetector):
         self.mining_history_ = res.history
         self.converged_ = bool(res.converged)
         self.n_positives_ = len(Xp)
+        self.n_train_images_ = len(images)
+        return self
+
+    def _fit_structured(self, images, boxes, wins):
+        """``training="structured"``: :class:`WindowSSVMModel` (one example per
+        ground-truth box, all windows of its image as outputs) by 1-slack cutting
+        planes (:func:`~maxmargin.solvers.ssvm.solve_ssvm`)."""
+        if getattr(self, "mirror", False):
+            fimgs, fboxes = _mirrored(images, boxes)
+            wins = wins + self._windows(fimgs, fboxes)
+            boxes = list(boxes) + fboxes
+        priors = [self._prior(pyr, pyr.boxes(lv, r, c)) for pyr, lv, r, c, _ in wins]
+        model = WindowSSVMModel(
+            wins,
+            boxes,
+            priors,
+            pos_overlap=float(self.pos_overlap),
+            null_loss=None if self.null_loss is None else float(self.null_loss),
+            false_alarm_loss=(
+                None if self.false_alarm_loss is None else float(self.false_alarm_loss)
+            ),
+            neg_overlap=float(self.neg_overlap),
+            loss_threshold=None if self.loss_threshold is None else float(self.loss_threshold),
+        )
+        res = solve_ssvm(
+            model,
+            float(self.C),
+            "1-slack",
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
+            verbose=self.verbose,
+        )
+        self.coef_ = np.asarray(res.w[:-1], dtype=np.float64)
+        self.intercept_ = float(res.w[-1])
+        self.mining_history_ = [
+            {k: v for k, v in h.items() if isinstance(v, (int, float, str, bool))}
+            for h in res.history
+        ]
+        self.converged_ = bool(res.converged)
+        self.n_positives_ = int(model.n_samples)
         self.n_train_images_ = len(images)
         return self
 

@@ -28,15 +28,141 @@ cell), from a box filter of the cell grid computed once per level (cumulative su
 integral image of each channel), gathered per window like the cells -- the
 multi-size box sums of integral channel features, more robust single values than one
 cell's.
+
+**FHOG cells** (``features="fhog"``): the 31 features per cell of Felzenszwalb, Girshick,
+McAllester & Ramanan, "Object detection with discriminatively trained part-based
+models", IEEE TPAMI 32(9), 2010, Sec. 6 (the features dlib's ``scan_fhog_pyramid``
+scans): 18 contrast-sensitive (signed) orientations, 9 contrast-insensitive ones and 4
+gradient energies, each cell normalised by the energies of the four 2 x 2-cell blocks
+around it (:func:`fhog_cells`).  A window of ``w x h`` cells is the ``h x w x 31``
+sub-grid, so the compiled correlation scans it like the HOG block grid.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from maxmargin.apps._image import to_grey
 
-__all__ = ["HOGPyramid", "box_means", "channel_grid", "to_float", "to_grey"]
+__all__ = ["HOGPyramid", "box_means", "channel_grid", "fhog_cells", "to_float", "to_grey"]
+
+#: FHOG: features per cell (18 signed + 9 unsigned orientations + 4 energies)
+FHOG_DIM = 31
+#: FHOG's truncation of the normalised histogram entries [Felzenszwalb2010, Sec. 6.1]
+FHOG_CLIP = 0.2
+#: FHOG's energy-normaliser epsilon, 1e-4 for intensities in [0, 255] (Felzenszwalb et
+#: al.'s code), i.e. 1e-4 / 255^2 for our [0, 1] images (energies are squared gradients)
+FHOG_EPS = 1e-4 / 255.0**2
+
+
+def fhog_directions():
+    """The 9 unit vectors ``(cos, sin)`` of the orientations ``o pi / 9``; a gradient's
+    signed bin is the nearest of them or of their opposites (bins ``o + 9``)."""
+    a = np.arange(9) * np.pi / 9
+    return np.cos(a), np.sin(a)
+
+
+@njit(cache=True)
+def _fhog_kernel(img, cell, uu, vv, eps):  # pragma: no cover - compiled
+    H, W, C = img.shape
+    Hc, Wc = H // cell, W // cell
+    hist = np.zeros((Hc, Wc, 18))
+    for y in range(1, H - 1):
+        for x in range(1, W - 1):
+            best, dx, dy = -1.0, 0.0, 0.0
+            for ch in range(C):  # the channel with the strongest gradient
+                gx = float(img[y, x + 1, ch]) - float(img[y, x - 1, ch])
+                gy = float(img[y + 1, x, ch]) - float(img[y - 1, x, ch])
+                m2 = gx * gx + gy * gy
+                if m2 > best:
+                    best, dx, dy = m2, gx, gy
+            mag = np.sqrt(best)
+            bo, bd = 0, 0.0
+            for o in range(9):  # nearest of the 18 signed directions
+                d = uu[o] * dx + vv[o] * dy
+                if d > bd:
+                    bd, bo = d, o
+                if -d > bd:
+                    bd, bo = -d, o + 9
+            # bilinear spatial weights to the four nearest cell centres
+            xp = (x + 0.5) / cell - 0.5
+            yp = (y + 0.5) / cell - 0.5
+            ix, iy = int(np.floor(xp)), int(np.floor(yp))
+            vx1, vy1 = xp - ix, yp - iy
+            for a in range(2):
+                r = iy + a
+                if r < 0 or r >= Hc:
+                    continue
+                wy = vy1 if a == 1 else 1.0 - vy1
+                for b in range(2):
+                    c = ix + b
+                    if c < 0 or c >= Wc:
+                        continue
+                    wx = vx1 if b == 1 else 1.0 - vx1
+                    hist[r, c, bo] += wy * wx * mag
+    # energy of every cell (unsigned histogram squared), zero outside the grid
+    E = np.zeros((Hc + 2, Wc + 2))
+    for r in range(Hc):
+        for c in range(Wc):
+            e = 0.0
+            for o in range(9):
+                t = hist[r, c, o] + hist[r, c, o + 9]
+                e += t * t
+            E[r + 1, c + 1] = e
+    out = np.zeros((Hc, Wc, 31), dtype=np.float32)
+    for r in range(Hc):
+        for c in range(Wc):
+            for k in range(4):  # the 2 x 2 blocks with this cell at a corner
+                dr, dc = k // 2, k % 2
+                s = (
+                    E[r + dr, c + dc]
+                    + E[r + dr + 1, c + dc]
+                    + E[r + dr, c + dc + 1]
+                    + E[r + dr + 1, c + dc + 1]
+                )
+                n = 1.0 / np.sqrt(s + eps)
+                t = 0.0
+                for o in range(18):
+                    h = min(hist[r, c, o] * n, 0.2)
+                    out[r, c, o] += 0.5 * h
+                    t += h
+                for o in range(9):
+                    h = min((hist[r, c, o] + hist[r, c, o + 9]) * n, 0.2)
+                    out[r, c, 18 + o] += 0.5 * h
+                out[r, c, 27 + k] = 0.2357 * t
+    return out
+
+
+def fhog_cells(image, cell: int = 8) -> np.ndarray:
+    """FHOG features of one image, shape ``(H // cell, W // cell, 31)`` float32
+    [Felzenszwalb2010, Sec. 6]: per cell the 18 contrast-sensitive orientation bins,
+    the 9 contrast-insensitive ones and 4 gradient energies.
+
+    Gradients by centred differences (none on the 1-pixel image border), of the colour
+    channel with the largest magnitude per pixel; a pixel's magnitude goes to the
+    nearest of 18 directions ``o pi / 9`` (``|g| cos`` largest) and, bilinearly, to the
+    four cells whose centres surround it.  Cell ``(r, c)`` is normalised four times,
+    by ``1 / sqrt(e + eps)`` with ``e`` the summed energies (squared unsigned
+    histograms) of each 2 x 2-cell block that has it at a corner (cells outside the
+    grid count 0); the normalised entries are clipped at 0.2.  Features: the signed
+    and the unsigned bins each averaged over the four normalisations (``0.5 sum``),
+    and per normalisation ``0.2357`` times the sum of its clipped signed bins.
+
+    ``image``: float (H, W) or (H, W, C) in [0, 1] (or uint8: divided by 255)."""
+    a = np.asarray(image)
+    if a.ndim not in (2, 3) or a.size == 0:
+        raise ValueError(f"images must be non-empty (H, W) or (H, W, C), got shape {a.shape}")
+    img = a.astype(np.float32) / (255.0 if a.dtype == np.uint8 else 1.0)
+    if img.ndim == 2:
+        img = img[..., None]
+    if not np.all(np.isfinite(img)):
+        raise ValueError("the image contains NaN or inf")
+    cell = int(cell)
+    if cell < 1:
+        raise ValueError(f"cell must be positive, got {cell}")
+    uu, vv = fhog_directions()
+    return _fhog_kernel(np.ascontiguousarray(img, dtype=np.float32), cell, uu, vv, FHOG_EPS)
 
 
 def to_float(image, *, colour: bool = True) -> np.ndarray:
@@ -152,6 +278,10 @@ class HOGPyramid:
         :func:`~maxmargin.apps.detection.scan.hog_blocks` (scikit-image's HOG, compiled:
         a test checks them equal); ``"skimage"`` -- ``skimage.transform.rescale`` and
         ``skimage.feature.hog``, what detectors saved before the compiled scan used.
+    features : {"hog", "fhog"}, default "hog"
+        ``"hog"``: Dalal & Triggs' L2-Hys block grid (``block``, ``orientations``);
+        ``"fhog"``: the 31 FHOG features per cell (:func:`fhog_cells`; ``block`` and
+        ``orientations`` unused), a window being its ``h x w`` cells.
     """
 
     def __init__(
@@ -171,6 +301,7 @@ class HOGPyramid:
         channel_orientations: int = 6,
         channel_cells=(1,),
         engine: str = "numba",
+        features: str = "hog",
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
@@ -178,6 +309,9 @@ class HOGPyramid:
         if engine not in ("numba", "skimage"):
             raise ValueError(f"engine must be 'numba' or 'skimage', got {engine!r}")
         self.engine = engine
+        if features not in ("hog", "fhog"):
+            raise ValueError(f"features must be 'hog' or 'fhog', got {features!r}")
+        self.features = features
         if engine == "numba":
             from maxmargin.apps.detection.scan import hog_blocks, resize
 
@@ -190,6 +324,10 @@ class HOGPyramid:
 
         else:
             resize = None
+        if features == "fhog":
+
+            def hog(img, orientations, pixels_per_cell, **_):
+                return fhog_cells(img, pixels_per_cell[0])
 
         img0 = to_float(image, colour=colour)
         self.image_shape = img0.shape[:2]
@@ -216,7 +354,7 @@ class HOGPyramid:
         self.grids = []  # per level: {size: box means of its channel_grid} (channels=True)
         self.window = (int(window[0]), int(window[1]))
         self.cell, self.block, self.orientations = int(cell), int(block), int(orientations)
-        if min(self.window) < self.block:
+        if features == "hog" and min(self.window) < self.block:
             raise ValueError(f"window {self.window} cells is smaller than a block ({block})")
         ratios = [float(a) for a in np.atleast_1d(np.asarray(aspect_ratios, dtype=np.float64))]
         if not ratios or any(not np.isfinite(a) or a <= 0 for a in ratios):
@@ -285,7 +423,12 @@ class HOGPyramid:
             prev, prev_a = img, a
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
             self.levels.append(g)
-        self.n_blocks = (self.window[1] - self.block + 1, self.window[0] - self.block + 1)
+        if features == "fhog":
+            self.n_blocks = (self.window[1], self.window[0])
+            self.cell_dim = FHOG_DIM
+        else:
+            self.n_blocks = (self.window[1] - self.block + 1, self.window[0] - self.block + 1)
+            self.cell_dim = self.block**2 * self.orientations
         self.n_channels = (1 + self.channel_orientations + 3) if self.channels else 0
         w, h = self.window
         self.n_channel_features = self.n_channels * sum(
@@ -294,7 +437,7 @@ class HOGPyramid:
 
     @property
     def n_hog_features(self) -> int:
-        return int(self.n_blocks[0] * self.n_blocks[1] * self.block**2 * self.orientations)
+        return int(self.n_blocks[0] * self.n_blocks[1] * self.cell_dim)
 
     @property
     def n_features(self) -> int:
