@@ -381,15 +381,15 @@ def test_warm_updates_skip_the_polish():
 
 
 def test_polish_initial_off_keeps_the_smoothed_first_model():
-    """``polish_initial=False`` (the default): the first training is StructBoost with
-    ``certify="none"`` (the smoothed master's solution, no certificate); True
+    """``polish_initial=False``: the first training is StructBoost with
+    ``certify="none"`` (the smoothed master's solution, no certificate); the default
     certifies it."""
     frames, boxes = synthetic_video(n=3)
     kw = dict(max_iter=30, update_iter=5, random_state=0, **FAST)
-    tr = make_tracker("structboost", **kw).init(frames[0], boxes[0])
+    tr = make_tracker("structboost", polish_initial=False, **kw).init(frames[0], boxes[0])
     assert tr.model_.certify == "none"
     assert not tr.model_.history_[-1]["certified"]
-    ref = make_tracker("structboost", polish_initial=True, **kw).init(frames[0], boxes[0])
+    ref = make_tracker("structboost", **kw).init(frames[0], boxes[0])
     assert ref.model_.certify == "gap" and ref.model_.history_[-1]["certified"]
     assert tr.update(frames[1]) is not None
     with pytest.raises(ValueError, match="polish_initial"):
