@@ -362,7 +362,9 @@ def test_structboost_tracker_other_weak_learners(weak):
 
 def test_warm_updates_skip_the_polish():
     frames, boxes = synthetic_video(n=5)
-    tr = make_tracker("structboost", max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr = make_tracker(
+        "structboost", max_iter=30, update_iter=5, polish_initial=True, random_state=0, **FAST
+    )
     tr.init(frames[0], boxes[0])
     assert tr.model_.history_[-1]["certified"]  # the initial training is polished
     tr.update(frames[1])
@@ -376,6 +378,22 @@ def test_warm_updates_skip_the_polish():
     tr2.update(frames[1])
     tr2.update(frames[2])
     assert tr2.model_.history_[-1]["certified"]
+
+
+def test_polish_initial_off_keeps_the_smoothed_first_model():
+    """``polish_initial=False``: the first training is StructBoost with
+    ``certify="none"`` (the smoothed master's solution, no certificate); the default
+    certifies it."""
+    frames, boxes = synthetic_video(n=3)
+    kw = dict(max_iter=30, update_iter=5, random_state=0, **FAST)
+    tr = make_tracker("structboost", polish_initial=False, **kw).init(frames[0], boxes[0])
+    assert tr.model_.certify == "none"
+    assert not tr.model_.history_[-1]["certified"]
+    ref = make_tracker("structboost", **kw).init(frames[0], boxes[0])
+    assert ref.model_.certify == "gap" and ref.model_.history_[-1]["certified"]
+    assert tr.update(frames[1]) is not None
+    with pytest.raises(ValueError, match="polish_initial"):
+        make_tracker("structboost", polish_initial="no", **FAST).init(frames[0], boxes[0])
 
 
 # -- drift remedies: anchor model, constant-velocity search centre, top-k box -------------
