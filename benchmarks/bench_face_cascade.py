@@ -67,9 +67,11 @@ from maxmargin.apps.detection.data import load_image
 from maxmargin.apps.detection.haar import (
     HaarCascadeDetector,
     HaarFeatures,
+    _crop_std,
     _integral,
     compile_cascade,
     haar_cascade_scan,
+    window_std_map,
 )
 from maxmargin.solvers.asymmetric_boost import (
     ASYM_VARIANTS,
@@ -127,7 +129,9 @@ def test_cascade(det, faces_te, photos_te):
     n_win, n_eval = 0, 0
     for img in photos_te:
         for _, _, lvl in det._levels(img):
-            depth, _, ne = haar_cascade_scan(_integral(lvl), det.features_, stages, det.stride)
+            depth, _, ne = haar_cascade_scan(
+                _integral(lvl), det.features_, stages, det.stride, det.min_std_
+            )
             hist += np.bincount(depth.ravel(), minlength=K + 1)
             n_win += depth.size
             n_eval += ne
@@ -248,7 +252,10 @@ def flat_booster(det, learner, faces_tr, faces_te, photos_te, args, rng, target)
         out = np.where(Z[:, inv] > st.threshold[None, :], st.v_hi[None, :], st.v_lo[None, :])
         return np.cumsum(out, axis=1)  # (n, T): score after t + 1 weak classifiers
 
+    # the detector's contrast pre-filter applies to the flat booster as well: a face or a
+    # window it rejects is rejected whatever the score
     Sp = prefix_scores(sub.transform(faces_te).astype(np.float64))
+    Sp[_crop_std(faces_te) < det.min_std_] = -np.inf
     # the threshold of each prefix that keeps the cascade's test recall
     k = max(int(np.floor((1.0 - target["test_recall"]) * len(Sp))), 0)
     thr = np.sort(Sp, axis=0)[k] - 1e-12  # accept score > thr: at least recall of faces
@@ -265,6 +272,7 @@ def flat_booster(det, learner, faces_tr, faces_te, photos_te, args, rng, target)
             ids = rng.choice(nr * nc, m, replace=False)
             II = _integral(lvl)
             S = prefix_scores(sub.windows(II, (ids // nc) * stride, (ids % nc) * stride))
+            S[window_std_map(II, det.window, stride).ravel()[ids] < det.min_std_] = -np.inf
             fa += (S > thr[None, :]).sum(axis=0)
             n_win += m
     far = fa / n_win
@@ -320,6 +328,7 @@ def main(argv=None):
     ap.add_argument("--tune-negatives", type=int, default=2000)
     ap.add_argument("--theta", type=float, default=1.0)
     ap.add_argument("--sigma", type=float, default=1e-4)
+    ap.add_argument("--contrast-quantile", type=float, default=0.001)
     ap.add_argument("--save-dir", type=Path, default=None, help="save the fitted detectors")
     ap.add_argument("--out", default="benchmarks/results/face_cascade.json")
     args = ap.parse_args(argv)
@@ -371,6 +380,7 @@ def main(argv=None):
                         feature_step=args.feature_step,
                         n_negatives=args.n_negatives,
                         keep_negatives=args.flat,
+                        contrast_quantile=args.contrast_quantile,
                         random_state=seed,
                         verbose=1,
                     )
@@ -393,8 +403,19 @@ def main(argv=None):
                         "n_test_photos": len(ph_te),
                         "n_features": det.features_.n_features,
                         "n_bootstrapped": det.n_bootstrapped_,
+                        "min_std": det.min_std_,
                         "stages": [
-                            {k: s[k] for k in ("n_weak", "recall", "far", "n_neg", "attained")}
+                            {
+                                k: s[k]
+                                for k in (
+                                    "n_weak",
+                                    "recall",
+                                    "far",
+                                    "n_neg",
+                                    "n_bootstrapped",
+                                    "attained",
+                                )
+                            }
                             for s in det.cascade_.stages_
                         ],
                     }
