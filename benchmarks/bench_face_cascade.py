@@ -31,6 +31,10 @@ Per run (stage learner x rule x recycling / chaining x seed):
   most the cascade's test FAR.  Ratio = cascade's mean weak classifiers per window / that
   number (goal <= 0.1).
 
+* ``--contrast-quantile q``: the detector's contrast pre-filter (windows flatter than the
+  ``q`` quantile of the training faces' grey-level std are rejected before the first
+  stage; 0: off); ``--evaluate-saved DIR``: no fitting, the detectors saved by
+  ``--save-dir`` with that pre-filter on the test set (runs named ``...+prefilter``).
 * ``--tune`` (LACBoost / FisherBoost): ``theta`` and ``sigma`` chosen on a validation
   split of the training data (:func:`tune_asymmetric`; ``--tune-only``: just that search,
   recorded under ``tuning``); otherwise ``--theta`` / ``--sigma``.
@@ -329,6 +333,13 @@ def main(argv=None):
     ap.add_argument("--theta", type=float, default=1.0)
     ap.add_argument("--sigma", type=float, default=1e-4)
     ap.add_argument("--contrast-quantile", type=float, default=0.001)
+    ap.add_argument(
+        "--evaluate-saved",
+        type=Path,
+        default=None,
+        help="no fitting: the detectors saved in DIR by --save-dir, with the contrast "
+        "pre-filter of --contrast-quantile set from their training faces, on the test set",
+    )
     ap.add_argument("--save-dir", type=Path, default=None, help="save the fitted detectors")
     ap.add_argument("--out", default="benchmarks/results/face_cascade.json")
     args = ap.parse_args(argv)
@@ -349,6 +360,28 @@ def main(argv=None):
             faces_fit, g_fit = faces_tr[pick], g_tr[pick]
         else:
             faces_fit, g_fit = faces_tr, g_tr
+        if args.evaluate_saved is not None:
+            from maxmargin.io import load
+
+            for learner in args.learners.split(","):
+                for rule in args.rules.split(","):
+                    for variant in args.variants.split(","):
+                        name = f"{learner}/{rule}/{variant}"
+                        tag = name.replace("/", "_")
+                        det = load(args.evaluate_saved / f"face_{tag}_seed{seed}.npz")
+                        q = args.contrast_quantile
+                        det.min_std_ = float(np.quantile(_crop_std(faces_fit), q)) if q else 0.0
+                        out = {"seed": seed, "saved": True, "contrast_quantile": q}
+                        out["min_std"] = det.min_std_
+                        out["stages"] = [
+                            {k: s[k] for k in ("n_weak", "recall", "far", "n_neg", "attained")}
+                            for s in det.cascade_.stages_
+                        ]
+                        out.update(test_cascade(det, faces_te, ph_te))
+                        print(name, seed, {k: v for k, v in out.items() if k != "stages"})
+                        runs.setdefault(f"{name}+prefilter", {})[str(seed)] = out
+                        write_result(args.out, res)
+            continue
         for learner in args.learners.split(","):
             theta, sigma, tuned = args.theta, args.sigma, None
             if (args.tune or args.tune_only) and learner in ASYM_VARIANTS:
@@ -430,11 +463,14 @@ def main(argv=None):
                         out.update(
                             flat_booster(det, learner, faces_fit, faces_te, ph_te, args, rng, out)
                         )
+                    # the ratio, or its bound when the flat booster needs more than it has
+                    r = out.get("ratio")
+                    r = out.get("ratio_bound") if r is None else r
                     out["goal_a_met"] = bool(
                         out["test_recall"] >= 0.9
                         and out["test_far"] <= 1e-4
-                        and out.get("ratio") is not None
-                        and out["ratio"] <= 0.1
+                        and r is not None
+                        and r <= 0.1
                     )
                     print(name, seed, {k: v for k, v in out.items() if k != "stages"}, flush=True)
                     runs.setdefault(name, {})[str(seed)] = out
