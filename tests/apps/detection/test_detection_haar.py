@@ -14,6 +14,7 @@ from maxmargin.apps.detection.haar import (
     haar_cascade_scan,
     haar_table,
     integral_images,
+    window_std_map,
 )
 from maxmargin.apps.detection.scan import resize
 from maxmargin.tasks.boxes import pairwise_overlap
@@ -140,6 +141,51 @@ def test_figure_of_merit_equals_direct_count(fitted):
     np.testing.assert_array_equal(margin.ravel(), m2)
 
 
+def test_contrast_prefilter_rejects_flat_windows_for_free(fitted):
+    import copy
+
+    fit0, rng = fitted
+    assert fit0.min_std_ == 0.0  # off by default
+    faces = np.stack([_face(np.random.default_rng(0)) for _ in range(300)])
+    fs = faces.reshape(300, -1).astype(np.float64).std(axis=1)
+    small = HaarCascadeDetector(
+        contrast_quantile=0.01, n_features=20, n_negatives=40,
+        cascade=BoostedCascade(n_stages=1, max_weak=2),
+    ).fit(faces, [_scene(rng)])  # fmt: skip
+    # min_std_ is the contrast_quantile of the training faces' std
+    assert small.min_std_ == pytest.approx(np.quantile(fs, 0.01), rel=1e-9)
+    assert (fs < small.min_std_).sum() <= 3
+    det = copy.copy(fit0)
+    det.min_std_ = float(np.quantile(fs, 0.01))
+    cas = det.cascade_
+    img = _scene(rng, 70, 90)
+    img[5:50, 10:60] = 0.5 + rng.normal(0, 0.002, (45, 50)).astype(np.float32)  # flat wall
+    II = integral_images(img)
+    sd = window_std_map(II, 24, 3)
+    r, c = np.mgrid[0 : sd.shape[0], 0 : sd.shape[1]]
+    brute = np.array([img[y : y + 24, x : x + 24].astype(np.float64).std() for y, x in
+                      zip(r.ravel() * 3, c.ravel() * 3)])  # fmt: skip
+    np.testing.assert_allclose(sd.ravel(), brute, atol=1e-9)
+    flat = sd < det.min_std_
+    assert flat.any() and (~flat).any()
+    stages = compile_cascade(cas)
+    d0, m0, n0 = haar_cascade_scan(II, det.features_, stages, 3)
+    d1, m1, n1 = haar_cascade_scan(II, det.features_, stages, 3, det.min_std_)
+    # filtered windows: depth 0, margin -inf, nothing evaluated; the others unchanged
+    assert (d1[flat] == 0).all() and np.isneginf(m1[flat]).all()
+    np.testing.assert_array_equal(d1[~flat], d0[~flat])
+    np.testing.assert_array_equal(m1[~flat], m0[~flat])
+    ptr = stages[4]
+    per_window = ptr[np.minimum(d0 + 1, cas.n_stages_)]  # weak classifiers each evaluates
+    assert n0 == per_window.sum() and n1 == per_window[~flat].sum()
+    # the crop scores apply the same filter
+    crops = np.stack([np.full((24, 24), 0.4, np.float32), faces[0]])
+    sc = det.decision_function(crops)
+    assert sc[0] == -cas.n_stages_ and sc[1] > -cas.n_stages_
+    with pytest.raises(ValueError, match="min_std"):
+        haar_cascade_scan(II, det.features_, stages, 3, -1.0)
+
+
 def test_detector_finds_the_planted_face(fitted):
     det, rng = fitted
     img = _scene(rng, 120, 130)
@@ -201,6 +247,7 @@ def test_save_load_and_cli_draw_boxes(fitted, tmp_path, capsys):
     b1, s1 = back.detect(img)
     np.testing.assert_array_equal(b0, b1)
     np.testing.assert_array_equal(s0, s1)
+    assert back.min_std_ == det.min_std_
     # maxmargin detect predict draws a saved face cascade's boxes
     iio.imwrite(tmp_path / "photo.png", (img * 255).round().astype(np.uint8))
     out = tmp_path / "out"

@@ -62,6 +62,7 @@ __all__ = [
     "HaarFeatures",
     "haar_cascade_scan",
     "integral_images",
+    "window_std_map",
 ]
 
 # type: (base width, base height, rectangles as (x, y, w, h, weight) in base units)
@@ -129,6 +130,34 @@ def _window_norm(II, y, x, win):  # pragma: no cover - compiled
     if sd < 1.0 / 255.0:
         sd = 1.0 / 255.0
     return 1.0 / (a * sd)
+
+
+@njit(cache=True, inline="always")
+def _window_std(II, y, x, win):  # pragma: no cover - compiled
+    """Standard deviation of the grey levels of the window at (y, x) (not floored)."""
+    a = float(win * win)
+    m = _box_sum(II, y, y + win, x, x + win, 0) / a
+    v = _box_sum(II, y, y + win, x, x + win, 1) / a - m * m
+    return np.sqrt(v) if v > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _std_map_kernel(II, win, stride):  # pragma: no cover - compiled
+    H, W = II.shape[0] - 1, II.shape[1] - 1
+    nr = (H - win) // stride + 1 if H >= win else 0
+    nc = (W - win) // stride + 1 if W >= win else 0
+    out = np.empty((nr, nc), dtype=np.float64)
+    for r in range(nr):
+        for c in range(nc):
+            out[r, c] = _window_std(II, r * stride, c * stride, win)
+    return out
+
+
+def window_std_map(II, window: int, stride: int) -> np.ndarray:
+    """Grey-level standard deviation of every window (corners every ``stride`` px) of the
+    image whose :func:`integral_images` are ``II``: ``(rows, cols)``, as
+    :func:`haar_cascade_scan` lays its windows out."""
+    return _std_map_kernel(np.ascontiguousarray(II, dtype=np.float64), int(window), int(stride))
 
 
 @njit(cache=True, inline="always")
@@ -250,7 +279,7 @@ class HaarFeatures:
 # ---------------------------------------------------------------------- compiled cascade
 @njit(cache=True)
 def _cascade_kernel(
-    II, win, stride, rects, feat, thr, v_lo, v_hi, ptr, stage_thr, chain
+    II, win, stride, rects, feat, thr, v_lo, v_hi, ptr, stage_thr, chain, min_std
 ):  # pragma: no cover - compiled
     H, W = II.shape[0] - 1, II.shape[1] - 1
     nr = (H - win) // stride + 1 if H >= win else 0
@@ -263,6 +292,12 @@ def _cascade_kernel(
         y = r * stride
         for c in range(nc):
             x = c * stride
+            if min_std > 0.0 and _window_std(II, y, x, win) < min_std:
+                # the contrast pre-filter: rejected before the first stage, no weak
+                # classifier evaluated
+                depth[r, c] = 0
+                margin[r, c] = -np.inf
+                continue
             nrm = _window_norm(II, y, x, win)
             F = 0.0
             d = 0
@@ -304,13 +339,18 @@ def compile_cascade(cascade: BoostedCascade) -> tuple:
     )
 
 
-def haar_cascade_scan(II, features: HaarFeatures, stages, stride: int = 1):
+def haar_cascade_scan(II, features: HaarFeatures, stages, stride: int = 1, min_std=0.0):
     """Every window of one image (top-left corners every ``stride`` pixels) through a
     compiled cascade (``stages``: :func:`compile_cascade`), each only as far as it passes.
     ``II``: the image's :func:`integral_images`.  Returns ``(depth, margin,
     n_evaluated)``: per window ``(rows, cols)`` the stages passed and ``F - threshold`` at
     the last stage evaluated (as :meth:`BoostedCascade._walk`), and the number of weak
-    classifiers evaluated in all."""
+    classifiers evaluated in all.  ``min_std > 0``: a window whose grey-level standard
+    deviation is below it is rejected before the first stage (depth 0, margin ``-inf``,
+    nothing evaluated)."""
+    min_std = float(min_std)
+    if not (np.isfinite(min_std) and min_std >= 0.0):
+        raise ValueError(f"min_std must be a finite number >= 0, got {min_std}")
     feat, split, v_lo, v_hi, ptr, sthr, chain = stages
     if len(feat) and (feat.min() < 0 or feat.max() >= features.n_features):
         raise ValueError("the cascade uses a feature outside the Haar feature set")
@@ -326,6 +366,7 @@ def haar_cascade_scan(II, features: HaarFeatures, stages, stride: int = 1):
         ptr,
         sthr,
         bool(chain),
+        min_std,
     )
 
 
@@ -364,6 +405,15 @@ class HaarCascadeDetector(BaseEstimator):
         Window stride in pixels at every level.
     nms_threshold : float, default=0.3
     max_detections : int, default=100
+    contrast_quantile : float in [0, 1), default=0.0
+        The contrast pre-filter: a window whose grey-level standard deviation is below
+        ``min_std_``, this quantile of the training faces' (so that at most this share of
+        them falls below), is rejected before the first stage, evaluating no weak
+        classifier.  Near-flat windows (sky, walls) are a large share of a cascade's false
+        accepts, because the variance normalisation of the features turns their noise into
+        full-contrast patterns, while no face is that flat (Viola & Jones, IJCV 2004, Sec.
+        5.1, normalise by the variance for the same reason).  Such windows are never
+        drawn as negatives either.  0 (the default): off; the face benchmark uses 0.001.
     keep_negatives : bool, default=False
         Keep every negative row the stages saw in ``negatives_``.
     random_state, verbose
@@ -373,7 +423,8 @@ class HaarCascadeDetector(BaseEstimator):
     features_ (:class:`HaarFeatures`), cascade_ (the fitted cascade), n_positives_,
     n_bootstrapped_, negatives_ (every negative row the stages were trained or validated
     on, when ``keep_negatives``; for comparing a flat booster on the same data),
-    last_scan_ (windows and weak classifiers evaluated by the last :meth:`detect`).
+    last_scan_ (windows and weak classifiers evaluated by the last :meth:`detect`),
+    min_std_ (the contrast pre-filter's threshold; 0: off).
     """
 
     _parameter_constraints = {
@@ -387,6 +438,7 @@ class HaarCascadeDetector(BaseEstimator):
         "stride": [POSITIVE_INT],
         "nms_threshold": [Interval(float, 0, 1, closed="both")],
         "max_detections": [POSITIVE_INT],
+        "contrast_quantile": [Interval(float, 0, 1, closed="left")],
         "keep_negatives": [bool],
         "random_state": RANDOM_STATE,
         "verbose": VERBOSE,
@@ -405,6 +457,7 @@ class HaarCascadeDetector(BaseEstimator):
         stride=2,
         nms_threshold=0.3,
         max_detections=100,
+        contrast_quantile=0.0,
         keep_negatives=False,
         random_state=None,
         verbose=0,
@@ -419,6 +472,7 @@ class HaarCascadeDetector(BaseEstimator):
         self.stride = stride
         self.nms_threshold = nms_threshold
         self.max_detections = max_detections
+        self.contrast_quantile = contrast_quantile
         self.keep_negatives = keep_negatives
         self.random_state = random_state
         self.verbose = verbose
@@ -470,6 +524,9 @@ class HaarCascadeDetector(BaseEstimator):
             win, step=int(self.feature_step), n_features=self.n_features, random_state=seed
         )
         feats = self.features_
+        q = float(self.contrast_quantile)
+        self.min_std_ = float(np.quantile(_crop_std(faces), q)) if q > 0 else 0.0
+        min_std = self.min_std_
         pyrs = [self._levels(img) for img in negative_images]
         # every window of every (image, level) pair has a global id: offs[pair] + r * ncol + c
         pair_img = np.array([i for i, p in enumerate(pyrs) for _ in p], dtype=np.int64)
@@ -489,6 +546,11 @@ class HaarCascadeDetector(BaseEstimator):
         n_tr_neg = int(self.n_negatives) - n_val_neg
         st = int(self.stride)
         used = np.zeros(int(offs[-1]), dtype=bool)  # windows drawn already
+        if min_std > 0:  # windows the contrast pre-filter rejects are never negatives
+            for q in range(len(pair_img)):
+                II = _integral(pyrs[pair_img[q]][pair_lv[q]][2])
+                flat = window_std_map(II, win, st).ravel() < min_std
+                used[offs[q] : offs[q + 1]] = flat
 
         def rows(ids):
             """Features of the windows with global ids ``ids``, one batch per level."""
@@ -549,7 +611,7 @@ class HaarCascadeDetector(BaseEstimator):
             found = []
             for q in range(len(pair_img)):
                 II = _integral(pyrs[pair_img[q]][pair_lv[q]][2])
-                depth, _, _ = haar_cascade_scan(II, feats, stages, st)
+                depth, _, _ = haar_cascade_scan(II, feats, stages, st, min_std)
                 found.append(offs[q] + np.flatnonzero(depth.ravel() == K))
             found = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
             on_val = val_img[pair_img[np.searchsorted(offs, found, side="right") - 1]]
@@ -586,7 +648,10 @@ class HaarCascadeDetector(BaseEstimator):
     def decision_function(self, crops) -> np.ndarray:
         """Cascade scores of window-size crops (positive iff accepted)."""
         self._check()
-        return self.cascade_.decision_function(self.features_.transform(crops).astype(np.float64))
+        s = self.cascade_.decision_function(self.features_.transform(crops).astype(np.float64))
+        if self.min_std_ > 0:  # the contrast pre-filter, as the scan applies it
+            s[_crop_std(np.asarray(crops)) < self.min_std_] = -float(self.cascade_.n_stages_)
+        return s
 
     def scan(self, image):
         """Every window of every pyramid level of ``image``: ``(boxes (n, 4), scores (n,),
@@ -598,7 +663,9 @@ class HaarCascadeDetector(BaseEstimator):
         B, S, D, ne = [], [], [], 0
         win, st = int(self.window), int(self.stride)
         for sx, sy, img in self._levels(image):
-            depth, margin, n = haar_cascade_scan(_integral(img), self.features_, stages, st)
+            depth, margin, n = haar_cascade_scan(
+                _integral(img), self.features_, stages, st, self.min_std_
+            )
             ne += n
             rr, cc = np.mgrid[0 : depth.shape[0], 0 : depth.shape[1]]
             b = np.stack(
@@ -641,6 +708,7 @@ class HaarCascadeDetector(BaseEstimator):
             "cascade": cmeta,
             "n_positives": int(self.n_positives_),
             "n_bootstrapped": int(self.n_bootstrapped_),
+            "min_std": float(self.min_std_),
         }
         arrays = {f"cascade.{k}": v for k, v in carrays.items()}
         arrays["rects"] = self.features_.rects
@@ -661,8 +729,19 @@ class HaarCascadeDetector(BaseEstimator):
         est.converged_ = bool(cas.converged_)
         est.n_positives_ = int(meta["n_positives"])
         est.n_bootstrapped_ = int(meta["n_bootstrapped"])
+        est.min_std_ = float(meta.get("min_std", 0.0))  # files from before the pre-filter
+        if not (np.isfinite(est.min_std_) and est.min_std_ >= 0):
+            raise ValueError("model file is inconsistent: min_std must be finite and >= 0")
         est.negatives_ = None
         return est
+
+
+def _crop_std(crops) -> np.ndarray:
+    """Grey-level standard deviation of each window-size crop (uint8 in 0..255 or float
+    in [0, 1]), in the units of :func:`window_std_map`."""
+    a = np.asarray(crops)
+    g = a.astype(np.float64) / (255.0 if a.dtype == np.uint8 else 1.0)
+    return g.reshape(len(g), -1).std(axis=1)
 
 
 class _Partial:
