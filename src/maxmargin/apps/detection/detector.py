@@ -235,7 +235,7 @@ class _WindowDetector(BaseEstimator):
         ``score_threshold`` kept, their boxes, then NMS over all levels."""
         self._check_fitted()
         pyr = self._pyramid(image)
-        lvs, idx, scores = [], [], []
+        lvs, idx, ncs, scores = [], [], [], []
         thr = self.score_threshold
         for k in range(len(pyr.levels)):
             nr, nc = pyr.positions(k)
@@ -248,12 +248,13 @@ class _WindowDetector(BaseEstimator):
                 keep = np.flatnonzero(s > thr)
                 s = s[keep]
             lvs.append(np.full(len(keep), k))
-            idx.append(np.stack([keep // nc, keep % nc]))
+            idx.append(keep)
+            ncs.append(np.full(len(keep), nc))
             scores.append(s)
         if not scores or sum(len(s) for s in scores) == 0:
             return np.zeros((0, 4)), np.zeros(0)
-        rc = np.concatenate(idx, axis=1)
-        b = pyr.boxes(np.concatenate(lvs), rc[0], rc[1])
+        idx, ncs = np.concatenate(idx), np.concatenate(ncs)
+        b = pyr.boxes(np.concatenate(lvs), idx // ncs, idx % ncs)
         s = np.concatenate(scores)
         k = nms(
             b,

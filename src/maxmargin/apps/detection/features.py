@@ -264,7 +264,7 @@ class HOGPyramid:
                 cells_per_block=(self.block, self.block),
                 feature_vector=False,
                 channel_axis=-1 if img.ndim == 3 else None,
-            ).astype(np.float32)
+            ).astype(np.float32, copy=False)
             # the level's true scale after rounding to whole pixels
             prev, prev_a = img, a
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
