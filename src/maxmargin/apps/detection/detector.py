@@ -222,8 +222,17 @@ class _WindowDetector(BaseEstimator):
             return None
         nr, nc = pyr.positions(level)
         sx, sy = pyr.scales[level]
-        ld = d.grid_log_density(pyr.image_shape, pyr.cell, sx, sy, pyr.window, nr, nc)
-        return (np.maximum(ld, -30.0) / 10.0).astype(np.float32)
+        # it depends on the geometry alone: kept for the last images' shapes (frames of
+        # a video, a photo collection) with the distribution (whose fit empties it),
+        # keyed by everything else it is computed from
+        key = (tuple(pyr.image_shape), pyr.cell, sx, sy, pyr.window, nr, nc)
+        cache = d.__dict__.setdefault("_grid_cache", {})
+        if key not in cache:
+            if len(cache) >= 256:
+                cache.clear()
+            ld = d.grid_log_density(pyr.image_shape, pyr.cell, sx, sy, pyr.window, nr, nc)
+            cache[key] = (np.maximum(ld, -30.0) / 10.0).astype(np.float32)
+        return cache[key]
 
     def _level_scores(self, pyr, level, prior):  # pragma: no cover - abstract
         """Scores ``positions(level)`` of every window of one pyramid level."""
@@ -858,7 +867,14 @@ class CascadeDetector(_WindowDetector):
         else:  # {-1, +1} stumps: polarity p gives -p below the split, p above
             pol = cat("polarity")
             v_lo, v_hi = -pol, pol
-        stages = (cat("threshold"), v_lo, v_hi, ptr, cas.thresholds_, bool(cas.chain_))
+        stages = (
+            cat("threshold"),
+            np.ascontiguousarray(v_lo, dtype=np.float64),
+            np.ascontiguousarray(v_hi, dtype=np.float64),
+            np.ascontiguousarray(ptr, dtype=np.int64),
+            np.ascontiguousarray(cas.thresholds_, dtype=np.float64),
+            bool(cas.chain_),
+        )
         nh = pyr.n_hog_features
         br, bc = pyr.n_blocks
         Fh = nh // (br * bc)
@@ -892,17 +908,10 @@ class CascadeDetector(_WindowDetector):
         grids = list(pyr.grids[level].values()) if pyr.channels else []
         return cascade_scan(pyr.levels[level], grids, prior, layout, stages, pyr.positions(level))
 
-    def _walk_scores(self, depth, margin):
-        from maxmargin.learners.cascade import _sigmoid
-
-        K = len(self.cascade_.thresholds_)
-        d, m = depth.ravel(), margin.ravel()
-        return np.where(d == K, _sigmoid(m) - 0.5, d - K + _sigmoid(m))
-
     def _level_scores(self, pyr, level, prior):
-        depth, margin, ne = self._level_walk(pyr, level, prior)
+        _, _, ne, score = self._level_walk(pyr, level, prior)
         self._n_eval += int(ne)
-        return self._walk_scores(depth, margin).reshape(depth.shape)
+        return score
 
     def detect(self, image):
         """``(boxes, scores)`` of one image after NMS (see :class:`_WindowDetector`);
@@ -926,9 +935,9 @@ class CascadeDetector(_WindowDetector):
             if prior is not None:
                 pk = np.asarray(prior[at : at + nr * nc]).reshape(nr, nc)
             at += nr * nc
-            depth, margin, ne = self._level_walk(pyr, k, pk)
+            _, _, ne, score = self._level_walk(pyr, k, pk)
             n_eval += ne
-            out.append(self._walk_scores(depth, margin))
+            out.append(score.ravel())
         self.last_scan_weak_ = int(n_eval)
         return np.concatenate(out) if out else np.zeros(0)
 

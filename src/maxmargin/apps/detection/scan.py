@@ -287,6 +287,7 @@ def _cascade_kernel(U, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # 
     Uf = U.reshape(-1)
     depth = np.zeros((nr, nc), dtype=np.int64)
     margin = np.zeros((nr, nc), dtype=np.float64)
+    score = np.zeros((nr, nc), dtype=np.float64)
     n_eval = 0
     for r in range(nr):
         for c in range(nc):
@@ -308,7 +309,11 @@ def _cascade_kernel(U, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # 
                     break
             depth[r, c] = d
             margin[r, c] = m
-    return depth, margin, n_eval
+            # the cascade's score (BoostedCascade.decision_function): sigmoid(m) - 1/2
+            # past the last stage, d - K + sigmoid(m) when rejected at stage d
+            sg = 0.5 * (1.0 + math.tanh(0.5 * m))
+            score[r, c] = sg - 0.5 if d == K else d - K + sg
+    return depth, margin, n_eval, score
 
 
 def cascade_scan(grid, channel_grids, prior, layout, stages, positions):
@@ -323,40 +328,32 @@ def cascade_scan(grid, channel_grids, prior, layout, stages, positions):
     are stacked cell by cell into one array, so a stump reads its feature at one flat
     offset from the window's first cell.  Returns ``(depth, margin, n_evaluated)``:
     stages passed, ``F - threshold`` at the last stage evaluated (as
-    :meth:`BoostedCascade._walk`), and the weak classifiers evaluated."""
+    :meth:`BoostedCascade._walk`), the weak classifiers evaluated and the cascade's
+    score of every window (:meth:`BoostedCascade.decision_function`)."""
     G = np.asarray(grid, dtype=np.float32)
     G = G.reshape(G.shape[0], G.shape[1], -1)
-    parts = [G, *(np.asarray(g, dtype=np.float32) for g in channel_grids)]
+    parts = [G, *channel_grids]
     if prior is not None:
-        pr = np.asarray(prior, dtype=np.float32)
-        parts.append(pr.reshape(pr.shape[0], pr.shape[1], 1))
+        parts.append(np.asarray(prior, dtype=np.float32)[..., None])
     R = max(p.shape[0] for p in parts)
     Cc = max(p.shape[1] for p in parts)
-    width = [p.shape[2] for p in parts]
-    start = np.concatenate([[0], np.cumsum(width)])
-    U = np.zeros((R, Cc, int(start[-1])), dtype=np.float32)
+    start = [0]
+    for p in parts:
+        start.append(start[-1] + p.shape[2])
+    U = np.empty((R, Cc, start[-1]), dtype=np.float32)
     for p, a in zip(parts, start):
+        if p.shape[0] < R or p.shape[1] < Cc:
+            U[:, :, a : a + p.shape[2]] = 0.0
         U[: p.shape[0], : p.shape[1], a : a + p.shape[2]] = p
-    src, fi, fj, fq = (np.asarray(a, dtype=np.int64) for a in layout)
-    n_src = len(channel_grids) + 1
+    src, fi, fj, fq = layout
     # which part each stump reads: 0 HOG, s channel grid s - 1, the prior last
-    part = np.where(src < 0, n_src, src)
-    if np.any(part > len(parts) - 1):
+    part = np.where(src < 0, len(channel_grids) + 1, src)
+    if part.max(initial=0) > len(parts) - 1:
         raise ValueError("cascade_scan: a stump reads the prior but none was given")
-    off = (fi * Cc + fj) * U.shape[2] + start[part] + fq
+    off = (fi * Cc + fj) * U.shape[2] + np.asarray(start)[part] + fq
     split, v_lo, v_hi, ptr, sthr, chain = stages
-    nr, nc = int(positions[0]), int(positions[1])
     return _cascade_kernel(
-        U,
-        np.ascontiguousarray(off, dtype=np.int64),
-        np.ascontiguousarray(split, dtype=np.float64),
-        np.ascontiguousarray(v_lo, dtype=np.float64),
-        np.ascontiguousarray(v_hi, dtype=np.float64),
-        np.ascontiguousarray(ptr, dtype=np.int64),
-        np.ascontiguousarray(sthr, dtype=np.float64),
-        bool(chain),
-        nr,
-        nc,
+        U, off, split, v_lo, v_hi, ptr, sthr, bool(chain), int(positions[0]), int(positions[1])
     )
 
 

@@ -100,6 +100,7 @@ class BoxDistribution:
         if np.any(allb[:, 2:] <= 0):
             raise ValueError("training boxes must have positive width and height")
         self.params_ = _params(allb, shapes)
+        self.__dict__.pop("_grid_cache", None)  # the detectors' prior maps of the old fit
         n = len(allb)
         h = n ** (-1.0 / 8.0) if self.bandwidth is None else float(self.bandwidth)
         self.scale_ = h * np.maximum(self.params_.std(axis=0), 1e-6)
