@@ -241,3 +241,106 @@ def test_files_from_before_the_compiled_pyramid_load_with_scikit_image(tmp_path)
     ]
     flipped = HOGSVMDetector(**kw).fit(fimgs, fboxes)
     assert m.n_positives_ == plain.n_positives_ + flipped.n_positives_
+
+
+def _channels_reference(img, cell, n_or):
+    """channel_grid in NumPy and scikit-image, float64 throughout: numpy.gradient of the
+    BT.601 grey image, arctan2 binning, skimage.color.rgb2luv, reshape-mean per cell."""
+    from skimage.color import rgb2luv
+
+    img = np.asarray(img, np.float64)
+    grey = img @ np.array([0.299, 0.587, 0.114]) if img.ndim == 3 else img
+    H, W = grey.shape
+    Hc, Wc = H // cell, W // cell
+    gy, gx = np.gradient(grey)
+    mag = np.hypot(gx, gy)
+    ang = np.mod(np.arctan2(gy, gx), np.pi)
+    b = np.minimum((ang * (n_or / np.pi)).astype(np.int64), n_or - 1)
+    ch = np.zeros((H, W, n_or))
+    np.put_along_axis(ch, b[..., None], mag[..., None], axis=2)
+    rgb = img if img.ndim == 3 else np.repeat(img[..., None], 3, axis=2)
+    luv = rgb2luv(np.clip(rgb, 0, 1))
+    col = luv * np.array([1 / 100, 1 / 270, 1 / 270]) + np.array([0, 100 / 270, 140 / 270])
+    allc = np.concatenate([mag[..., None], ch, col], axis=2)[: Hc * cell, : Wc * cell]
+    return allc.reshape(Hc, cell, Wc, cell, -1).mean(axis=(1, 3))
+
+
+@pytest.mark.parametrize("which", ["random colour", "random grey", "photo"])
+def test_compiled_channels_equal_numpy_and_skimage(which):
+    from maxmargin.apps.detection.features import channel_grid
+    from maxmargin.apps.detection.scan import channel_cells
+
+    rng = np.random.default_rng(4)
+    img = {
+        "random colour": rng.random((37, 53, 3)),
+        "random grey": rng.random((40, 30)),
+        "photo": skdata.astronaut()[::3, ::3] / 255.0,
+    }[which].astype(np.float32)
+    ref = _channels_reference(img, 8, 6)
+    for got in (channel_cells(img, 8, 6), channel_grid(img, 8, 6)):
+        assert got.shape == ref.shape and got.dtype == np.float32
+        # the same float64 formulas summed in another order (differences ~1e-15), then
+        # rounded to float32 (relative error <= 2^-24): within 2^-23 relative
+        np.testing.assert_allclose(got, ref, rtol=2.0**-23, atol=1e-12)
+
+
+def test_grid_prior_equals_the_log_density_of_the_window_boxes():
+    images, boxes = make_detection_scenes(6, random_state=0)
+    det = HOGSVMDetector(window=(3, 3), C=0.1, location_prior=True, max_rounds=2).fit(images, boxes)
+    pyr = det._pyramid(images[0])
+    for k in range(len(pyr.levels)):
+        nr, nc = pyr.positions(k)
+        r, c = np.meshgrid(np.arange(nr), np.arange(nc), indexing="ij")
+        b = pyr.boxes(np.full(r.size, k), r.ravel(), c.ravel())
+        ref = det.distribution_.log_density(b, pyr.image_shape).reshape(nr, nc)
+        got = det.distribution_.grid_log_density(
+            pyr.image_shape, pyr.cell, *pyr.scales[k], pyr.window, nr, nc
+        )
+        # sums of <= 60 positive terms in another order, then a log: float64 rounding
+        # relative to the density, absolute after the log
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+        # the prior feature (clipped, / 10, float32): at most one float32 rounding apart
+        pm = det._prior_map(pyr, k)
+        np.testing.assert_allclose(pm, det._prior(pyr, b).reshape(nr, nc), rtol=2.0**-23, atol=0)
+
+
+@pytest.mark.parametrize("prior", [False, True])
+def test_detect_equals_nms_of_the_gathered_window_scores(prior):
+    from maxmargin.apps.detection.metrics import nms
+
+    images, boxes = make_detection_scenes(6, random_state=2)
+    det = HOGSVMDetector(
+        window=(3, 3), C=0.1, location_prior=prior, random_state=0, max_rounds=3
+    ).fit(images, boxes)
+    for im in images[:3]:
+        pyr = det._pyramid(im)
+        lv, r, c = pyr.windows()
+        b = pyr.boxes(lv, r, c)
+        s = det._score_windows(pyr, lv, r, c, prior=det._prior(pyr, b))
+        keep = nms(b, s, det.nms_threshold, max_keep=det.max_detections)
+        got_b, got_s = det.detect(im)
+        np.testing.assert_array_equal(got_b, b[keep])
+        # gathered descriptors against the correlation: float64 sums in another order
+        np.testing.assert_allclose(got_s, s[keep], rtol=0, atol=1e-9)
+
+
+def test_cascade_detect_counts_the_weak_classifiers_it_evaluates():
+    from maxmargin.apps.detection import CascadeDetector
+
+    images, boxes = make_detection_scenes(8, random_state=1)
+    det = CascadeDetector(
+        window=(3, 3), n_stages=3, max_weak=(2, 4), n_negatives=1000, random_state=0
+    ).fit(images, boxes)  # the defaults: channels and the location prior
+    for im in images[:3]:
+        _, got_s = det.detect(im)
+        pyr = det._pyramid(im)
+        lv, r, c = pyr.windows()
+        b = pyr.boxes(lv, r, c)
+        X = det._describe(pyr, lv, r, c, prior=det._prior(pyr, b)).astype(np.float64)
+        # a direct count: the weak classifiers of every stage each window entered
+        fom = det.cascade_.figure_of_merit(X)
+        assert det.last_scan_weak_ == round(fom["expected_weak"] * len(X))
+        s = det.cascade_.decision_function(X)
+        keep = s > det.score_threshold
+        assert len(got_s) <= keep.sum()
+        np.testing.assert_array_equal(np.sort(got_s)[::-1], got_s)

@@ -215,18 +215,58 @@ class _WindowDetector(BaseEstimator):
         """Scores of all windows ``pyr.windows()`` (``lv, r, c``) of one image."""
         return self._score_windows(pyr, lv, r, c, prior=prior)
 
+    def _prior_map(self, pyr, level):
+        """:meth:`_prior` of every window of a pyramid level as a ``positions(level)``
+        map (None without ``location_prior``), from the factorised kernel density
+        (:meth:`BoxDistribution.grid_log_density`) -- no box is listed."""
+        d = getattr(self, "distribution_", None)
+        if d is None:
+            return None
+        nr, nc = pyr.positions(level)
+        sx, sy = pyr.scales[level]
+        # it depends on the geometry alone: kept for the last images' shapes (frames of
+        # a video, a photo collection) with the distribution (whose fit empties it),
+        # keyed by everything else it is computed from
+        key = (tuple(pyr.image_shape), pyr.cell, sx, sy, pyr.window, nr, nc)
+        cache = d.__dict__.setdefault("_grid_cache", {})
+        if key not in cache:
+            if len(cache) >= 256:
+                cache.clear()
+            ld = d.grid_log_density(pyr.image_shape, pyr.cell, sx, sy, pyr.window, nr, nc)
+            cache[key] = (np.maximum(ld, -30.0) / 10.0).astype(np.float32)
+        return cache[key]
+
+    def _level_scores(self, pyr, level, prior):  # pragma: no cover - abstract
+        """Scores ``positions(level)`` of every window of one pyramid level."""
+        raise NotImplementedError
+
     def detect(self, image):
-        """``(boxes, scores)`` of one image after NMS, best first."""
+        """``(boxes, scores)`` of one image after NMS, best first.  Level by level: the
+        score map of every window (:meth:`_level_scores`, compiled), the windows above
+        ``score_threshold`` kept, their boxes, then NMS over all levels."""
         self._check_fitted()
         pyr = self._pyramid(image)
-        lv, r, c = pyr.windows()
-        if len(lv) == 0:
+        lvs, idx, ncs, scores = [], [], [], []
+        thr = self.score_threshold
+        for k in range(len(pyr.levels)):
+            nr, nc = pyr.positions(k)
+            if nr <= 0 or nc <= 0:
+                continue
+            s = self._level_scores(pyr, k, self._prior_map(pyr, k)).ravel()
+            if thr is None:
+                keep = np.arange(len(s))
+            else:
+                keep = np.flatnonzero(s > thr)
+                s = s[keep]
+            lvs.append(np.full(len(keep), k))
+            idx.append(keep)
+            ncs.append(np.full(len(keep), nc))
+            scores.append(s)
+        if not scores or sum(len(s) for s in scores) == 0:
             return np.zeros((0, 4)), np.zeros(0)
-        b = pyr.boxes(lv, r, c)
-        s = self._scan(pyr, lv, r, c, prior=self._prior(pyr, b))
-        if self.score_threshold is not None:
-            keep = s > self.score_threshold
-            b, s = b[keep], s[keep]
+        idx, ncs = np.concatenate(idx), np.concatenate(ncs)
+        b = pyr.boxes(np.concatenate(lvs), idx // ncs, idx % ncs)
+        s = np.concatenate(scores)
         k = nms(
             b,
             s,
@@ -727,6 +767,14 @@ class HOGSVMDetector(_WindowDetector):
             s += prior.astype(np.float64) * self.coef_[nf]
         return s
 
+    def _level_scores(self, pyr, level, prior):
+        """One level of :meth:`_scan`: the filter correlated with the level's grids."""
+        nf = pyr.n_features
+        s = pyr.filter_scores(level, self.coef_[:nf]) + self.intercept_
+        if prior is not None:
+            s += prior.astype(np.float64) * self.coef_[nf]
+        return s
+
     def _get_state(self):
         self._check_fitted()
         meta = {
@@ -1085,7 +1133,14 @@ class CascadeDetector(_WindowDetector):
         else:  # {-1, +1} stumps: polarity p gives -p below the split, p above
             pol = cat("polarity")
             v_lo, v_hi = -pol, pol
-        stages = (cat("threshold"), v_lo, v_hi, ptr, cas.thresholds_, bool(cas.chain_))
+        stages = (
+            cat("threshold"),
+            np.ascontiguousarray(v_lo, dtype=np.float64),
+            np.ascontiguousarray(v_hi, dtype=np.float64),
+            np.ascontiguousarray(ptr, dtype=np.int64),
+            np.ascontiguousarray(cas.thresholds_, dtype=np.float64),
+            bool(cas.chain_),
+        )
         nh = pyr.n_hog_features
         br, bc = pyr.n_blocks
         Fh = nh // (br * bc)
@@ -1110,37 +1165,45 @@ class CascadeDetector(_WindowDetector):
         self._compiled = (key, layout, stages)
         return layout, stages
 
+    def _level_walk(self, pyr, level, prior):
+        """``(depth, margin, n_evaluated)`` of every window of one level through the
+        compiled cascade (:func:`~maxmargin.apps.detection.scan.cascade_scan`)."""
+        from maxmargin.apps.detection.scan import cascade_scan
+
+        layout, stages = self._compiled_cascade(pyr)
+        grids = list(pyr.grids[level].values()) if pyr.channels else []
+        return cascade_scan(pyr.levels[level], grids, prior, layout, stages, pyr.positions(level))
+
+    def _level_scores(self, pyr, level, prior):
+        _, _, ne, score = self._level_walk(pyr, level, prior)
+        self._n_eval += int(ne)
+        return score
+
+    def detect(self, image):
+        """``(boxes, scores)`` of one image after NMS (see :class:`_WindowDetector`);
+        the number of weak classifiers evaluated is left in ``last_scan_weak_``."""
+        self._n_eval = 0
+        out = super().detect(image)
+        self.last_scan_weak_ = int(self._n_eval)
+        return out
+
     def _scan(self, pyr, lv, r, c, prior=None):
         """All windows, level by level, through the compiled cascade with early exit
         (:func:`~maxmargin.apps.detection.scan.cascade_scan`); equals
         :meth:`_score_windows` (a test).  The number of weak classifiers evaluated is
         left in ``last_scan_weak_``."""
-        from maxmargin.apps.detection.scan import cascade_scan
-        from maxmargin.learners.cascade import _sigmoid
-
-        layout, stages = self._compiled_cascade(pyr)
-        K = len(stages[4])
         out, n_eval, at = [], 0, 0
         for k in range(len(pyr.levels)):
             nr, nc = pyr.positions(k)
             if nr <= 0 or nc <= 0:
                 continue
-            if prior is None:
-                pk = np.zeros((nr, nc))
-            else:
-                pk = np.asarray(prior[at : at + nr * nc], dtype=np.float64).reshape(nr, nc)
+            pk = None
+            if prior is not None:
+                pk = np.asarray(prior[at : at + nr * nc]).reshape(nr, nc)
             at += nr * nc
-            if pyr.channels:
-                grids = list(pyr.grids[k].values())
-                CG = np.zeros((len(grids), *grids[0].shape), dtype=np.float32)
-                for q, g in enumerate(grids):
-                    CG[q, : g.shape[0], : g.shape[1]] = g
-            else:
-                CG = np.zeros((0, 1, 1, 1), dtype=np.float32)
-            depth, margin, ne = cascade_scan(pyr.levels[k], CG, pk, layout, stages)
+            _, _, ne, score = self._level_walk(pyr, k, pk)
             n_eval += ne
-            d, m = depth.ravel(), margin.ravel()
-            out.append(np.where(d == K, _sigmoid(m) - 0.5, d - K + _sigmoid(m)))
+            out.append(score.ravel())
         self.last_scan_weak_ = int(n_eval)
         return np.concatenate(out) if out else np.zeros(0)
 

@@ -187,33 +187,17 @@ def channel_grid(image, cell: int, orientations: int = 6) -> np.ndarray:
     image has the same channels: ``1 + orientations + 3``).
 
     ``image``: float (H, W) grey or (H, W, 3) RGB in [0, 1].  Gradients by central
-    differences (one-sided at the border) of the grey image.  Everything is a whole-image
-    array operation; the cell means are one reshape-sum."""
-    from skimage.color import rgb2luv
+    differences (one-sided at the border) of the grey image (BT.601 luma); CIE LUV by
+    scikit-image's ``rgb2luv`` formulas (D65 white).  One compiled pass over the pixels
+    in float64 (:func:`~maxmargin.apps.detection.scan.channel_cells`; a test checks it
+    against NumPy's gradient and scikit-image's ``rgb2luv``)."""
+    from maxmargin.apps.detection.scan import channel_cells
 
     img = np.asarray(image, dtype=np.float32)
     cell, orientations = int(cell), int(orientations)
     if cell < 1 or orientations < 1:
         raise ValueError("cell and orientations must be positive")
-    grey = to_grey(img) if img.ndim == 3 else img
-    H, W = grey.shape
-    Hc, Wc = H // cell, W // cell
-    if Hc == 0 or Wc == 0:
-        return np.zeros((Hc, Wc, 1 + orientations + 3), np.float32)
-    gy, gx = np.gradient(grey) if min(H, W) > 1 else (np.zeros_like(grey),) * 2
-    mag = np.hypot(gx, gy).astype(np.float32)
-    ang = np.mod(np.arctan2(gy, gx), np.pi)
-    b = np.minimum((ang * (orientations / np.pi)).astype(np.int64), orientations - 1)
-    chans = np.zeros((H, W, orientations), np.float32)
-    np.put_along_axis(chans, b[..., None], mag[..., None], axis=2)
-    rgb = img if img.ndim == 3 else np.repeat(img[..., None], 3, axis=2)
-    luv = rgb2luv(np.clip(rgb, 0.0, 1.0)).astype(np.float32)
-    # L in [0, 100], u and v in about [-100, 180]: bring all to about unit range
-    colour = luv * np.array([1 / 100, 1 / 270, 1 / 270], np.float32) + np.array(
-        [0, 100 / 270, 140 / 270], np.float32
-    )
-    allc = np.concatenate([mag[..., None], chans, colour], axis=2)[: Hc * cell, : Wc * cell]
-    return allc.reshape(Hc, cell, Wc, cell, -1).mean(axis=(1, 3)).astype(np.float32)
+    return channel_cells(img, cell, orientations)
 
 
 def box_means(grid, size: int) -> np.ndarray:
@@ -418,7 +402,7 @@ class HOGPyramid:
                 cells_per_block=(self.block, self.block),
                 feature_vector=False,
                 channel_axis=-1 if img.ndim == 3 else None,
-            ).astype(np.float32)
+            ).astype(np.float32, copy=False)
             # the level's true scale after rounding to whole pixels
             prev, prev_a = img, a
             self.scales.append((img.shape[1] / W, img.shape[0] / H))

@@ -30,73 +30,78 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["cascade_scan", "correlate", "hog_blocks", "resize"]
+__all__ = ["cascade_scan", "channel_cells", "correlate", "hog_blocks", "resize"]
 
 
 @njit(cache=True)
 def _tent_weights(n_in, n_out):  # pragma: no cover - compiled
-    """Per output index: the first input index and the normalised tent weights."""
+    """Per output index: the first input index, the number of taps and the normalised
+    tent weights (only the taps with a non-zero weight)."""
     f = n_in / n_out
     support = max(1.0, f)
     m = int(math.ceil(support)) * 2 + 1  # noqa: RUF046 (explicit for numba)
     first = np.empty(n_out, dtype=np.int64)
+    count = np.zeros(n_out, dtype=np.int64)
     wts = np.zeros((n_out, m), dtype=np.float64)
     for i in range(n_out):
         centre = (i + 0.5) * f - 0.5
         lo = int(math.floor(centre - support)) + 1  # noqa: RUF046
         lo = max(lo, 0)
-        first[i] = lo
         tot = 0.0
+        n = 0
         for k in range(m):
             j = lo + k
             if j >= n_in:
                 break
             t = abs(j - centre) / support
             if t < 1.0:
-                wts[i, k] = 1.0 - t
+                if n == 0:
+                    first[i] = j
+                wts[i, n] = 1.0 - t
                 tot += 1.0 - t
+                n += 1
         if tot > 0:
-            for k in range(m):
+            for k in range(n):
                 wts[i, k] /= tot
+            count[i] = n
         else:  # no input pixel within reach (cannot happen for n_out >= 1): nearest
             first[i] = min(max(int(round(centre)), 0), n_in - 1)  # noqa: RUF046
             wts[i, 0] = 1.0
-    return first, wts
+            count[i] = 1
+    return first, count, wts
 
 
 @njit(cache=True)
 def _resize_kernel(img, out_h, out_w):  # pragma: no cover - compiled
-    # img: (C, H, W); separable: rows first (float64), then columns
+    # img: (C, H, W); separable: rows first (float64), then columns.  Taps of zero
+    # weight are skipped (adding 0 * x changes no sum of finite values).
     C, H, W = img.shape
-    fx, wx = _tent_weights(W, out_w)
-    fy, wy = _tent_weights(H, out_h)
-    mx, my = wx.shape[1], wy.shape[1]
+    fx, nx, wx = _tent_weights(W, out_w)
+    fy, ny, wy = _tent_weights(H, out_h)
     out = np.empty((C, out_h, out_w), dtype=np.float32)
     tmp = np.empty((H, out_w), dtype=np.float64)
     acc = np.empty(out_w, dtype=np.float64)
     for ch in range(C):
         for y in range(H):
             src = img[ch, y]
+            t_ = tmp[y]
             for i in range(out_w):
                 s = 0.0
                 f0 = fx[i]
-                for k in range(mx):
-                    j = f0 + k
-                    if j < W:
-                        s += wx[i, k] * src[j]
-                tmp[y, i] = s
+                for k in range(nx[i]):
+                    s += wx[i, k] * src[f0 + k]
+                t_[i] = s
         for i in range(out_h):
             acc[:] = 0.0
             f0 = fy[i]
-            for k in range(my):
-                y = f0 + k
-                if y < H:
-                    w = wy[i, k]
-                    row = tmp[y]
-                    for x in range(out_w):
-                        acc[x] += w * row[x]
+            for k in range(ny[i]):
+                w = wy[i, k]
+                row = tmp[f0 + k]
+                for x in range(out_w):
+                    acc[x] += w * row[x]
+            o_ = out[ch, i]
             for x in range(out_w):
-                out[ch, i, x] = acc[x]
+                o_[x] = acc[x]
     return out
 
 
@@ -125,23 +130,31 @@ def _hog_kernel(img, cell, block, orientations):  # pragma: no cover - compiled
     for k in range(orientations):
         cs[k] = math.cos(math.pi * k / orientations)
         sn[k] = math.sin(math.pi * k / orientations)
+    Wu = ncc * cell  # the columns that fall into whole cells
     grow = np.zeros(W, dtype=np.float32)
     gcol = np.zeros(W, dtype=np.float32)
+    gr = np.empty(Wu, dtype=np.float64)
+    gc = np.empty(Wu, dtype=np.float64)
+    mag = np.empty(Wu, dtype=np.float64)
+    bins = np.empty(Wu, dtype=np.int64)
     for y in range(ncr * cell):
         cr = y // cell
         # centred differences of row y (float32, as scikit-image computes them), 0 at
         # the image border; colour: the channel of largest magnitude (the first of ties)
-        for x in range(W):
-            grow[x] = 0.0
-            gcol[x] = 0.0
         if C == 1:
             if 0 < y < H - 1:
                 for x in range(W):
                     grow[x] = img[y + 1, x, 0] - img[y - 1, x, 0]
+            else:
+                grow[:] = 0.0
+            gcol[0] = 0.0
+            gcol[W - 1] = 0.0
             for x in range(1, W - 1):
                 gcol[x] = img[y, x + 1, 0] - img[y, x - 1, 0]
         else:
             for x in range(W):
+                grow[x] = 0.0
+                gcol[x] = 0.0
                 best = np.float32(-1.0)
                 for ch in range(C):
                     r_ = np.float32(0.0)
@@ -155,22 +168,35 @@ def _hog_kernel(img, cell, block, orientations):  # pragma: no cover - compiled
                         best = m_
                         grow[x] = r_
                         gcol[x] = c_
-        for x in range(ncc * cell):
+        # per pixel (branch-free, so the loops vectorise): the magnitude and the
+        # gradient turned into the upper half plane (the orientation modulo 180 degrees)
+        for x in range(Wu):
             grd = np.float64(grow[x])
             gcd = np.float64(gcol[x])
-            mag = math.sqrt(grd * grd + gcd * gcd)
-            # turn into the upper half plane: the orientation modulo 180 degrees
-            flip = grd < 0.0 or (grd == 0.0 and gcd < 0.0)
-            if flip:
-                grd = -grd
-                gcd = -gcd
-            # bins are ordered, so the bin is the number of boundaries at or before the
-            # gradient (no branch per boundary)
-            b = 0
-            for k in range(1, orientations):
-                b += cs[k] * grd - sn[k] * gcd >= 0.0
-            hist[cr, x // cell, b] += mag
+            mag[x] = math.sqrt(grd * grd + gcd * gcd)
+            flip = (grd < 0.0) | ((grd == 0.0) & (gcd < 0.0))
+            s = -1.0 if flip else 1.0
+            gr[x] = s * grd
+            gc[x] = s * gcd
+            bins[x] = 0
+        # bins are ordered, so the bin is the number of boundaries at or before the
+        # gradient: one pass per boundary over the row
+        for k in range(1, orientations):
+            ck, sk = cs[k], sn[k]
+            for x in range(Wu):
+                bins[x] += ck * gr[x] - sk * gc[x] >= 0.0
+        # cell histograms, pixels added in row-major order
+        h = hist[cr]
+        for cc in range(ncc):
+            hc = h[cc]
+            x0 = cc * cell
+            for t in range(cell):
+                hc[bins[x0 + t]] += mag[x0 + t]
     area = float(cell * cell)
+    for r in range(ncr):
+        for c in range(ncc):
+            for o in range(orientations):
+                hist[r, c, o] = hist[r, c, o] / area
     nbr, nbc = ncr - block + 1, ncc - block + 1
     out = np.zeros((max(nbr, 0), max(nbc, 0), block, block, orientations), dtype=np.float32)
     eps2 = 1e-10
@@ -181,7 +207,7 @@ def _hog_kernel(img, cell, block, orientations):  # pragma: no cover - compiled
             for i in range(block):
                 for j in range(block):
                     for o in range(orientations):
-                        v = hist[r + i, c + j, o] / area
+                        v = hist[r + i, c + j, o]
                         tmp[i, j, o] = v
                         s += v * v
             d = math.sqrt(s + eps2)
@@ -252,28 +278,27 @@ def correlate(grid, filt) -> np.ndarray:
 
 
 @njit(cache=True)
-def _cascade_kernel(
-    G, CG, prior, src, fi, fj, fq, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc
-):  # pragma: no cover - compiled
+def _cascade_kernel(U, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # pragma: no cover
+    # U: a level's grids stacked per cell, (rows, cols, F) float32; off[t]: where stump
+    # t's feature lies relative to the window's first cell (flat index).  Each window
+    # enters the stages in turn and leaves at the first it fails (early exit).
     K = stage_thr.shape[0]
+    Cc, Ft = U.shape[1], U.shape[2]
+    Uf = U.reshape(-1)
     depth = np.zeros((nr, nc), dtype=np.int64)
     margin = np.zeros((nr, nc), dtype=np.float64)
+    score = np.zeros((nr, nc), dtype=np.float64)
     n_eval = 0
     for r in range(nr):
         for c in range(nc):
+            base = (r * Cc + c) * Ft
             F = 0.0
             d = 0
             m = 0.0
             for k in range(K):
                 s = 0.0
                 for t in range(ptr[k], ptr[k + 1]):
-                    a = src[t]
-                    if a == 0:
-                        x = np.float64(G[r + fi[t], c + fj[t], fq[t]])
-                    elif a > 0:
-                        x = np.float64(CG[a - 1, r + fi[t], c + fj[t], fq[t]])
-                    else:
-                        x = np.float64(prior[r, c])
+                    x = np.float64(Uf[base + off[t]])
                     s += v_hi[t] if x > thr[t] else v_lo[t]
                 n_eval += ptr[k + 1] - ptr[k]
                 F = s + F if chain else s
@@ -284,39 +309,147 @@ def _cascade_kernel(
                     break
             depth[r, c] = d
             margin[r, c] = m
-    return depth, margin, n_eval
+            # the cascade's score (BoostedCascade.decision_function): sigmoid(m) - 1/2
+            # past the last stage, d - K + sigmoid(m) when rejected at stage d
+            sg = 0.5 * (1.0 + math.tanh(0.5 * m))
+            score[r, c] = sg - 0.5 if d == K else d - K + sg
+    return depth, margin, n_eval, score
 
 
-def cascade_scan(grid, channel_grids, prior, layout, stages):
+def cascade_scan(grid, channel_grids, prior, layout, stages, positions):
     """Send every window of one pyramid level through a boosted cascade, each only as far
     as it passes (early exit, compiled), reading each stump's feature straight from the
     level's grids.  ``grid``: the HOG block grid ``(rows, cols, F)``; ``channel_grids``:
-    ``(S, rows', cols', channels)`` (S may be 0); ``prior``: ``(nr, nc)`` or None;
-    ``layout``: per stump ``(src, i, j, q)`` -- 0 the HOG grid, ``s > 0`` channel grid
-    ``s - 1``, ``-1`` the prior -- at window offset ``(i, j)``, feature ``q``;
-    ``stages``: ``(split, v_lo, v_hi, ptr, stage_thresholds, chain)``.  Returns
-    ``(depth, margin, n_evaluated)``: stages passed, ``F - threshold`` at the last stage
-    evaluated (as :meth:`BoostedCascade._walk`), and the weak classifiers evaluated."""
-    G = np.ascontiguousarray(grid, dtype=np.float32)
+    a list of ``(rows', cols', channels)`` grids (may be empty); ``prior``: ``(nr, nc)``
+    or None; ``layout``: per stump ``(src, i, j, q)`` -- 0 the HOG grid, ``s > 0``
+    channel grid ``s - 1``, ``-1`` the prior -- at window offset ``(i, j)``, feature
+    ``q``; ``stages``: ``(split, v_lo, v_hi, ptr, stage_thresholds, chain)``; ``positions``:
+    the window offsets ``(nr, nc)`` of the level.  The grids
+    are stacked cell by cell into one array, so a stump reads its feature at one flat
+    offset from the window's first cell.  Returns ``(depth, margin, n_evaluated)``:
+    stages passed, ``F - threshold`` at the last stage evaluated (as
+    :meth:`BoostedCascade._walk`), the weak classifiers evaluated and the cascade's
+    score of every window (:meth:`BoostedCascade.decision_function`)."""
+    G = np.asarray(grid, dtype=np.float32)
     G = G.reshape(G.shape[0], G.shape[1], -1)
-    CG = np.ascontiguousarray(channel_grids, dtype=np.float32)
-    src, fi, fj, fq = (np.ascontiguousarray(a, dtype=np.int64) for a in layout)
+    parts = [G, *channel_grids]
+    if prior is not None:
+        parts.append(np.asarray(prior, dtype=np.float32)[..., None])
+    R = max(p.shape[0] for p in parts)
+    Cc = max(p.shape[1] for p in parts)
+    start = [0]
+    for p in parts:
+        start.append(start[-1] + p.shape[2])
+    U = np.empty((R, Cc, start[-1]), dtype=np.float32)
+    for p, a in zip(parts, start):
+        if p.shape[0] < R or p.shape[1] < Cc:
+            U[:, :, a : a + p.shape[2]] = 0.0
+        U[: p.shape[0], : p.shape[1], a : a + p.shape[2]] = p
+    src, fi, fj, fq = layout
+    # which part each stump reads: 0 HOG, s channel grid s - 1, the prior last
+    part = np.where(src < 0, len(channel_grids) + 1, src)
+    if part.max(initial=0) > len(parts) - 1:
+        raise ValueError("cascade_scan: a stump reads the prior but none was given")
+    off = (fi * Cc + fj) * U.shape[2] + np.asarray(start)[part] + fq
     split, v_lo, v_hi, ptr, sthr, chain = stages
-    nr, nc = int(prior.shape[0]), int(prior.shape[1])
     return _cascade_kernel(
-        G,
-        CG,
-        np.ascontiguousarray(prior, dtype=np.float64),
-        src,
-        fi,
-        fj,
-        fq,
-        np.ascontiguousarray(split, dtype=np.float64),
-        np.ascontiguousarray(v_lo, dtype=np.float64),
-        np.ascontiguousarray(v_hi, dtype=np.float64),
-        np.ascontiguousarray(ptr, dtype=np.int64),
-        np.ascontiguousarray(sthr, dtype=np.float64),
-        bool(chain),
-        nr,
-        nc,
+        U, off, split, v_lo, v_hi, ptr, sthr, bool(chain), int(positions[0]), int(positions[1])
+    )
+
+
+# CIE XYZ of linear sRGB (the matrix scikit-image's ``rgb2xyz`` uses) and the D65 / 2
+# degree white point of its ``xyz2luv``
+_XYZ_FROM_RGB = np.array(
+    [
+        [0.412453, 0.357580, 0.180423],
+        [0.212671, 0.715160, 0.072169],
+        [0.019334, 0.119193, 0.950227],
+    ]
+)
+_WHITE = np.array([0.95047, 1.0, 1.08883])
+
+
+@njit(cache=True)
+def _channel_kernel(img, cell, orientations, M, white):  # pragma: no cover - compiled
+    # img: (H, W, C), C = 1 (grey: R = G = B) or 3 (RGB).  Per pixel in float64: grey
+    # gradient by central differences (one-sided at the border, as numpy.gradient), its
+    # magnitude and unsigned orientation bin, the CIE LUV colour of the clipped RGB;
+    # summed per cell in row-major pixel order, divided by the cell area.
+    H, W, C = img.shape
+    Hc, Wc = H // cell, W // cell
+    D = 1 + orientations + 3
+    acc = np.zeros((Hc, Wc, D), dtype=np.float64)
+    eps = np.finfo(np.float64).eps
+    den_w = white[0] + 15.0 * white[1] + 3.0 * white[2]
+    u0 = 4.0 * white[0] / den_w
+    v0 = 9.0 * white[1] / den_w
+    grey = np.empty((H, W), dtype=np.float64)
+    for y in range(H):
+        for x in range(W):
+            if C == 3:
+                grey[y, x] = (
+                    0.299 * np.float64(img[y, x, 0])
+                    + 0.587 * np.float64(img[y, x, 1])
+                    + 0.114 * np.float64(img[y, x, 2])
+                )
+            else:
+                grey[y, x] = img[y, x, 0]
+    lin = np.empty(3, dtype=np.float64)
+    for y in range(Hc * cell):
+        y0, y1 = max(y - 1, 0), min(y + 1, H - 1)
+        cy = y // cell
+        for x in range(Wc * cell):
+            x0, x1 = max(x - 1, 0), min(x + 1, W - 1)
+            gy = (grey[y1, x] - grey[y0, x]) / (y1 - y0) if y1 > y0 else 0.0
+            gx = (grey[y, x1] - grey[y, x0]) / (x1 - x0) if x1 > x0 else 0.0
+            mag = math.sqrt(gx * gx + gy * gy)
+            a = math.atan2(gy, gx)
+            if a < 0.0:
+                a += math.pi
+            if a >= math.pi:
+                a -= math.pi
+            b = min(int(a * (orientations / math.pi)), orientations - 1)
+            h = acc[cy, x // cell]
+            h[0] += mag
+            h[1 + b] += mag
+            for ch in range(3):
+                v = np.float64(img[y, x, ch if C == 3 else 0])
+                v = min(max(v, 0.0), 1.0)
+                if v > 0.04045:
+                    lin[ch] = ((v + 0.055) / 1.055) ** 2.4
+                else:
+                    lin[ch] = v / 12.92
+            X = M[0, 0] * lin[0] + M[0, 1] * lin[1] + M[0, 2] * lin[2]
+            Y = M[1, 0] * lin[0] + M[1, 1] * lin[1] + M[1, 2] * lin[2]
+            Z = M[2, 0] * lin[0] + M[2, 1] * lin[1] + M[2, 2] * lin[2]
+            yr = Y / white[1]
+            L = 116.0 * np.cbrt(yr) - 16.0 if yr > 0.008856 else 903.3 * yr
+            den = X + 15.0 * Y + 3.0 * Z + eps
+            u = 13.0 * L * (4.0 * X / den - u0)
+            v_ = 13.0 * L * (9.0 * Y / den - v0)
+            # L in [0, 100], u and v in about [-100, 180]: about unit range
+            h[1 + orientations] += L / 100.0
+            h[2 + orientations] += (u + 100.0) / 270.0
+            h[3 + orientations] += (v_ + 140.0) / 270.0
+    out = np.empty((Hc, Wc, D), dtype=np.float32)
+    area = float(cell * cell)
+    for r in range(Hc):
+        for c in range(Wc):
+            for d in range(D):
+                out[r, c, d] = acc[r, c, d] / area
+    return out
+
+
+def channel_cells(image, cell: int, orientations: int = 6) -> np.ndarray:
+    """The aggregated channels of :func:`~maxmargin.apps.detection.features.channel_grid`
+    (per cell: mean gradient magnitude, mean magnitude per unsigned orientation bin,
+    mean CIE LUV colour scaled to about [0, 1]), one compiled pass over the pixels in
+    float64 (scikit-image's ``rgb2luv`` formulas, D65 white)."""
+    a = np.asarray(image, dtype=np.float32)
+    if a.ndim == 2:
+        a = a[..., None]
+    if a.ndim != 3 or a.shape[2] not in (1, 3):
+        raise ValueError(f"channel_cells: expected (H, W) or (H, W, 3), got shape {a.shape}")
+    return _channel_kernel(
+        np.ascontiguousarray(a), int(cell), int(orientations), _XYZ_FROM_RGB, _WHITE
     )

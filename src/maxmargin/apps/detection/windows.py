@@ -100,6 +100,7 @@ class BoxDistribution:
         if np.any(allb[:, 2:] <= 0):
             raise ValueError("training boxes must have positive width and height")
         self.params_ = _params(allb, shapes)
+        self.__dict__.pop("_grid_cache", None)  # the detectors' prior maps of the old fit
         n = len(allb)
         h = n ** (-1.0 / 8.0) if self.bandwidth is None else float(self.bandwidth)
         self.scale_ = h * np.maximum(self.params_.std(axis=0), 1e-6)
@@ -116,6 +117,29 @@ class BoxDistribution:
         x = np.clip(p[:, 0] * W - w / 2, 0.0, W - w)
         y = np.clip(p[:, 1] * H - h / 2, 0.0, H - h)
         return np.stack([x, y, w, h], axis=1)
+
+    def grid_log_density(self, image_shape, cell, sx, sy, window, n_rows, n_cols):
+        """:meth:`log_density` of the sliding windows of one pyramid level, shape
+        ``(n_rows, n_cols)``: entry ``[r, c]`` is the box ``(c cell / sx, r cell / sy,
+        window[0] cell / sx, window[1] cell / sy)`` (:meth:`HOGPyramid.boxes`).  The
+        kernel factorises over the grid (every box of a level has the same size, its
+        centre moves along rows and columns), so the density is one product of a
+        (rows x boxes) and a (boxes x columns) matrix of exponentials; sums of positive
+        terms, so it equals :meth:`log_density` to float64 rounding wherever the log
+        density is above -700 (below, both are far under any clipping of it)."""
+        return _grid_log_kde(
+            np.ascontiguousarray(self.params_, dtype=np.float64),
+            np.ascontiguousarray(self.scale_, dtype=np.float64),
+            float(image_shape[0]),
+            float(image_shape[1]),
+            int(cell),
+            float(sx),
+            float(sy),
+            int(window[0]),
+            int(window[1]),
+            int(n_rows),
+            int(n_cols),
+        )
 
     def log_density(self, boxes, image_shape) -> np.ndarray:
         """Log kernel density of boxes in an image of ``image_shape`` (up to a constant)."""
@@ -149,4 +173,39 @@ def _log_kde(q, params, scale):  # pragma: no cover - compiled
         for j in range(m):
             tot += math.exp(e[j] - top)
         out[i] = top + math.log(tot / m)
+    return out
+
+
+@njit(cache=True)
+def _grid_log_kde(params, scale, H, W, cell, sx, sy, win_w, win_h, nr, nc):  # pragma: no cover
+    """log mean_j exp(-|(q_rc - params_j) / scale|^2 / 2) for the boxes q_rc of one
+    pyramid level (see :meth:`BoxDistribution.grid_log_density`): exp(e) factorises into
+    a column, a row and a size factor per training box."""
+    m = params.shape[0]
+    w = win_w * cell / sx
+    h = win_h * cell / sy
+    A = np.empty((m, nr))
+    B = np.empty((m, nc))
+    for j in range(m):
+        zw = (math.log(w / W) - params[j, 2]) / scale[2]
+        zh = (math.log(h / H) - params[j, 3]) / scale[3]
+        size = zw * zw + zh * zh
+        for r in range(nr):
+            z = ((r * cell / sy + h / 2) / H - params[j, 1]) / scale[1]
+            A[j, r] = math.exp(-0.5 * (z * z + size))
+        for c in range(nc):
+            z = ((c * cell / sx + w / 2) / W - params[j, 0]) / scale[0]
+            B[j, c] = math.exp(-0.5 * z * z)
+    D = np.zeros((nr, nc))
+    for r in range(nr):
+        d = D[r]
+        for j in range(m):
+            a = A[j, r]
+            b = B[j]
+            for c in range(nc):
+                d[c] += a * b[c]
+    out = np.empty((nr, nc))
+    for r in range(nr):
+        for c in range(nc):
+            out[r, c] = math.log(D[r, c] / m) if D[r, c] > 0.0 else -np.inf
     return out
