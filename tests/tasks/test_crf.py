@@ -205,10 +205,9 @@ def test_ssvm_certificate_on_raw_potentials_is_an_upper_bound():
         c = g.pairwise @ w[d_u:]
         area = np.ones(len(y))
 
-        def energy(lab):
+        def energy(lab, Eu=Eu, c=c, edges=g.edges):
             return (
-                Eu[np.arange(len(lab)), lab].sum()
-                + c[lab[g.edges[:, 0]] != lab[g.edges[:, 1]]].sum()
+                Eu[np.arange(len(lab)), lab].sum() + c[lab[edges[:, 0]] != lab[edges[:, 1]]].sum()
             )
 
         e_true = energy(y)
