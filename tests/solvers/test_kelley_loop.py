@@ -1,0 +1,89 @@
+"""The one cutting-plane loop (``solvers.cutting_plane.kelley_loop``) on a problem small
+enough to check by hand: Kelley's method for ``min_x f(x) = max(x^2, (x - 2)^2)`` on one
+variable (optimum x* = 1, f* = 1), planes are tangents, the master an LP on a grid."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from maxmargin.solvers.cutting_plane import Plane, kelley_loop
+
+GRID = np.linspace(-5.0, 5.0, 20001)
+
+
+def f(x):
+    return max(x * x, (x - 2.0) ** 2)
+
+
+def grad(x):
+    return 2.0 * x if x * x >= (x - 2.0) ** 2 else 2.0 * (x - 2.0)
+
+
+class Tangents:
+    """Master: min over the grid of the max of the tangents (a lower model of f)."""
+
+    def __init__(self, stuck=False, tol=1e-6):
+        self.cuts, self.queries, self.stuck, self.tol = [], [], stuck, tol
+
+    def point(self, sol):
+        return sol[0]
+
+    def mix(self, centre, sol, t):
+        return t * centre + (1.0 - t) * sol[0]
+
+    def query(self, x):
+        self.queries.append(x)
+        return Plane(b=f(x) - grad(x) * x, a=np.array([grad(x)]), primal=f(x), state=x)
+
+    def cuts_off(self, plane, sol):
+        x, lower = sol
+        return plane.b + plane.a[0] * x > lower + 1e-12
+
+    def stop(self, rnd, best, sol):
+        return "converged" if best.primal - sol[1] <= self.tol else None
+
+    def add(self, plane, sol):
+        self.cuts.append((plane.a[0], plane.b))
+        return True
+
+    def solve(self):
+        if self.stuck:
+            return (0.0, -1.0)
+        model = np.max([a * GRID + b for a, b in self.cuts], axis=0)
+        k = int(np.argmin(model))
+        return (float(GRID[k]), float(model[k]))
+
+    def unchanged(self, prev, sol):
+        return prev == sol
+
+    def record(self, rnd, plane, t_oracle, t_master, sol):
+        return False
+
+
+@pytest.mark.parametrize("stabilize", [None, 0.5])
+def test_kelley_loop_reaches_the_optimum(stabilize):
+    p = Tangents()
+    sol, best, n, reason = kelley_loop(p, (-5.0, -np.inf), stabilize=stabilize)
+    assert reason == "converged"
+    # the grid step bounds how close the master's minimiser can get
+    assert abs(best.state - 1.0) <= 1e-3 and best.primal - 1.0 <= 2e-3
+    assert sol[1] <= 1.0 + 1e-12  # the master's value is a lower bound of f*
+    assert n == len(p.cuts)
+
+
+def test_stabilised_rounds_query_once_unless_mispriced():
+    p = Tangents()
+    _, _, n, _ = kelley_loop(p, (-5.0, -np.inf), stabilize=0.5)
+    # mid-point first: a round asks the oracle a second time only on a mis-price (a round
+    # that always asked at both points would make 2 (n + 1) queries)
+    assert len(p.queries) <= 1.5 * (n + 1)
+
+
+def test_max_rounds_and_the_stall_guard():
+    p = Tangents(tol=0.0)
+    _, _, n, reason = kelley_loop(p, (-5.0, -np.inf), max_rounds=3)
+    assert (n, reason) == (3, "max_rounds")
+    stuck = Tangents(stuck=True, tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        _, _, n, reason = kelley_loop(stuck, (0.0, -1.0), stall_rounds=4)
+    assert reason == "stalled" and n == 4
