@@ -85,5 +85,5 @@ def test_max_rounds_and_the_stall_guard():
     assert (n, reason) == (3, "max_rounds")
     stuck = Tangents(stuck=True, tol=0.0)
     with pytest.warns(ConvergenceWarning, match="stalled"):
-        _, _, n, reason = kelley_loop(stuck, (0.0, -1.0), stall_rounds=4)
+        _, _, n, reason = kelley_loop(stuck, (0.0, -1.0), stall_rounds=4, max_rounds=50)
     assert reason == "stalled" and n == 4
