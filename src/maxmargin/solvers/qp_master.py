@@ -178,19 +178,26 @@ def _active_set(G, b, C, lam, max_iter=200):
 
 
 @njit(cache=True)
+def _forward_sub(L, n, rhs, out):
+    """``out[:n] = L[:n, :n]^{-1} rhs[:n]`` (lower triangular); ``out`` may be a row of
+    ``L`` below the block (read only through entries already written)."""
+    for i in range(n):
+        v = rhs[i]
+        for k in range(i):
+            v -= L[i, k] * out[k]
+        out[i] = v / L[i, i]
+
+
+@njit(cache=True)
 def _chol_append(L, n, col, diag, tiny):
     """Grow the Cholesky factor ``L[:n, :n]`` of ``G_FF`` by one row/column (``col`` =
     the new column's entries against F, ``diag`` its diagonal): O(n^2).  False when the
     new pivot is not positive beyond ``tiny`` (the grown matrix is numerically
     singular)."""
+    _forward_sub(L, n, col, L[n])
     ss = 0.0
     for i in range(n):
-        v = col[i]
-        for k in range(i):
-            v -= L[i, k] * L[n, k]
-        v /= L[i, i]
-        L[n, i] = v
-        ss += v * v
+        ss += L[n, i] * L[n, i]
     d2 = diag - ss
     if not (d2 > tiny):
         return False
@@ -229,11 +236,7 @@ def _chol_delete(L, n, k):
 @njit(cache=True)
 def _chol_solve(L, n, rhs, out):
     """``out = (L L^T)^{-1} rhs`` on the leading ``n`` block: two triangular solves."""
-    for i in range(n):
-        v = rhs[i]
-        for k in range(i):
-            v -= L[i, k] * out[k]
-        out[i] = v / L[i, i]
+    _forward_sub(L, n, rhs, out)
     for i in range(n - 1, -1, -1):
         v = out[i]
         for k in range(i + 1, n):

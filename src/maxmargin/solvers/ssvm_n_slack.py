@@ -210,15 +210,32 @@ class _NSlackPlanes:
     grows the per-example working sets where it beats them, and solving runs block
     passes of the dual until the working-set gap meets its target."""
 
-    def __init__(self, model, C, rescaling, tol, max_passes, complete, rng, L, SG, ws, tr, w):
+    def __init__(self, model, C, rescaling, tol, max_passes, max_complete, rng, tr):
         self.model, self.C, self.rescaling, self.tol = model, C, rescaling, tol
-        self.max_passes, self.complete, self.rng = max_passes, complete, rng
-        self.L, self.SG, self.ws, self.tr, self.w = L, SG, ws, tr, w
+        self.max_passes, self.rng, self.tr = max_passes, rng, tr
         self.slack = rescaling == "slack"
+        self.L = L = model.layout()
+        self.SG = SequenceGram(*model.seq_gram(), np.ascontiguousarray(model.gamma @ model.gamma.T))
+        self.ws = _WorkingSets(model)
+        self.w = np.zeros(model.dim)
         self.wsh = np.zeros(model.n_samples)
         self.t_oracle = self.t_inner = 0.0
         self.added = 0
         self.stopped = False
+        # optional (max_complete >= K): start flat tasks from the complete working set
+        # (all K-1 wrong labels per example), i.e. a sequential dual method on the full QP
+        # as in liblinear's Crammer-Singer solver; measured slower than growing the
+        # working sets on digits (docs/ssvm.md), hence off by default
+        self.complete = model.max_length == 1 and model.n_states <= max_complete
+        if self.complete:
+            self.ws.ensure(model.n_states)
+            rows = np.arange(model.n_samples)
+            for k in range(model.n_states):
+                lab = np.full(model.n_samples, k, dtype=np.int64)
+                loss = model.loss[model.y, k]
+                _add_constraints(
+                    rows[model.y != k], lab, loss, self.slack, L, self.SG, self.ws.arrays()
+                )
 
     def point(self, sol):
         return self.w
@@ -322,27 +339,10 @@ def fit_n_slack(
 ) -> SSVMResult:
     """Train ``w`` by n-slack working sets; see the module docstring."""
     model.check_rescaling(rescaling)
-    rng = as_generator(random_state)
-    slack = rescaling == "slack"
-    L = model.layout()
-    SG = SequenceGram(*model.seq_gram(), np.ascontiguousarray(model.gamma @ model.gamma.T))
-    ws = _WorkingSets(model)
     tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="n_slack")
-    w = np.zeros(model.dim)
-    # optional (max_complete >= K): start flat tasks from the complete working set (all
-    # K-1 wrong labels per example), i.e. a sequential dual method on the full QP as in
-    # liblinear's Crammer-Singer solver; measured slower than growing the working sets
-    # on digits (docs/ssvm.md), hence off by default
-    complete = model.max_length == 1 and model.n_states <= max_complete
-    if complete:
-        ws.ensure(model.n_states)
-        rows = np.arange(model.n_samples)
-        for k in range(model.n_states):
-            lab = np.full(model.n_samples, k, dtype=np.int64)
-            loss = model.loss[model.y, k]
-            _add_constraints(rows[model.y != k], lab, loss, slack, L, SG, ws.arrays())
-    problem = _NSlackPlanes(model, C, rescaling, tol, max_passes, complete, rng, L, SG, ws, tr, w)
+    problem = _NSlackPlanes(
+        model, C, rescaling, tol, max_passes, max_complete, as_generator(random_state), tr
+    )
     with tr.interruptible():
         kelley_loop(problem, None)
-    w = problem.w
-    return tr.result(w, n_constraints=int(ws.cnt.sum()))
+    return tr.result(problem.w, n_constraints=int(problem.ws.cnt.sum()))
