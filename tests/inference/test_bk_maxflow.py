@@ -172,8 +172,7 @@ def test_components_and_node_ranges_are_independent():
     out = np.full(n, -7, dtype=np.int64)
     k = 11
     lo, hi = int(offs[k]), int(offs[k + 1])
-    maxflow_range(first, head, sister, rcap, tr, lo, hi, w.parent, w.tree, w.ts, w.dist,
-                  w.queue, w.inq, w.orphans, out)  # fmt: skip
+    maxflow_range(first, head, sister, rcap, tr, lo, hi, w.arrays, out)
     assert np.array_equal(out[lo:hi], labels[lo:hi])
     assert np.all(out[:lo] == -7) and np.all(out[hi:] == -7)
 

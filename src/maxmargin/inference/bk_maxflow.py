@@ -93,13 +93,12 @@ def arc_capacities(arc_edge, cap_pq, cap_qp, rcap):  # pragma: no cover - compil
 
 
 @njit(cache=True, nogil=True)
-def maxflow_range(
-    first, head, sister, rcap, tr, lo, hi, parent, tree, ts, dist, queue, inq, orphans, labels
-):  # pragma: no cover - compiled
+def maxflow_range(first, head, sister, rcap, tr, lo, hi, work, labels):  # pragma: no cover
     """Maximum flow of the nodes ``lo:hi`` (closed under the arcs) by Boykov-Kolmogorov;
     ``rcap`` and ``tr`` become the residual capacities.  Writes the min-cut labels (1 =
     sink side) into ``labels[lo:hi]`` and returns the flow pushed through paths of
     non-terminal arcs (the caller adds what went straight through the terminals)."""
+    parent, tree, ts, dist, queue, inq, orphans = work  # BKWork.arrays
     m = hi - lo
     flow = 0.0
     if m <= 0:
@@ -302,9 +301,7 @@ def maxflow_range(
 
 
 @njit(cache=True, nogil=True)
-def maxflow_edges(
-    tr, p, q, cap_pq, cap_qp, parent, tree, ts, dist, queue, inq, orphans, labels
-):  # pragma: no cover - compiled
+def maxflow_edges(tr, p, q, cap_pq, cap_qp, work, labels):  # pragma: no cover - compiled
     """:func:`maxflow_range` of a whole graph given as an edge list: the arcs (CSR) and
     their capacities are built here (edges of zero capacity both ways left out), ``tr``
     is copied; returns the flow through non-terminal arcs."""
@@ -334,10 +331,7 @@ def maxflow_edges(
     build_csr(n, p, q, first, head, sister, arc_edge)
     rcap = np.empty(2 * E)
     arc_capacities(arc_edge, cap_pq, cap_qp, rcap)
-    return maxflow_range(
-        first, head, sister, rcap, tr.copy(), 0, n,
-        parent, tree, ts, dist, queue, inq, orphans, labels,
-    )  # fmt: skip
+    return maxflow_range(first, head, sister, rcap, tr.copy(), 0, n, work, labels)
 
 
 class BKWork:
@@ -360,6 +354,12 @@ class BKWork:
             self.inq = np.empty(n, dtype=np.int8)
             self.orphans = np.empty(n, dtype=np.int64)
         return self
+
+    @property
+    def arrays(self) -> tuple:
+        """The work arrays as the one tuple the compiled max-flow takes: ``(parent, tree,
+        ts, dist, queue, inq, orphans)``."""
+        return (self.parent, self.tree, self.ts, self.dist, self.queue, self.inq, self.orphans)
 
 
 def maxflow(cap_source, cap_sink, edges, cap_pq, cap_qp, work: BKWork | None = None):
@@ -388,8 +388,6 @@ def maxflow(cap_source, cap_sink, edges, cap_pq, cap_qp, work: BKWork | None = N
     q = np.ascontiguousarray(edges[:, 1])
     w = (work or BKWork()).ensure(n)
     labels = np.empty(n, dtype=np.int64)
-    f = maxflow_edges(
-        cs - ct, p, q, c1, c2, w.parent, w.tree, w.ts, w.dist, w.queue, w.inq, w.orphans, labels
-    )
+    f = maxflow_edges(cs - ct, p, q, c1, c2, w.arrays, labels)
     direct = np.minimum(cs, ct)
     return labels, float(direct.sum()) + f

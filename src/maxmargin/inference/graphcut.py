@@ -150,8 +150,7 @@ def _numba_cut(n, u1, p, q, lam, back):
     c = np.ascontiguousarray
     maxflow_edges(
         c(u1, dtype=np.float64), c(p, dtype=np.int64), c(q, dtype=np.int64),
-        c(lam, dtype=np.float64), c(back, dtype=np.float64),
-        w.parent, w.tree, w.ts, w.dist, w.queue, w.inq, w.orphans, labels,
+        c(lam, dtype=np.float64), c(back, dtype=np.float64), w.arrays, labels,
     )  # fmt: skip
     return labels
 

@@ -550,17 +550,23 @@ class CRFShard(NamedTuple):
 
 @njit(cache=True, nogil=True)
 def _crf_shard_core(
-    U, V, w, use_w, Eu, Ep, edges, y, lw, node_img, edge_img, cut_true,
-    first, head, sister, arc_edge, i0, i1, n0, n1, e0, e1,
-    rcap, tr, parent, tree, ts, dist, queue, inq, orphans, lab, loss, margin, plane,
-):  # fmt: skip  # pragma: no cover - compiled
+    data, w, use_w, Eu, Ep, graph, span, rcap, tr, work, lab, loss, margin, plane
+):  # pragma: no cover - compiled
     """The loss-augmented oracle of images ``i0:i1`` (nodes ``n0:n1``, edges ``e0:e1``)
     in one pass: the energies (from ``w`` if ``use_w``, in a fixed order, no BLAS), the
     graph cut of [Shen2014 eq. 30] (cut weights clipped at 0; Boykov-Kolmogorov, which releases the
     GIL), then per image the loss and the margin ``E(y') - E(y_i)`` under the true
     energies, and if ``plane`` is not empty the shard's 1-slack sums over the violators:
     ``plane[:d] = sum_i dPsi_i``, ``plane[d] = sum_i Delta_i``, ``plane[d + 1]`` the
-    sum of the hinges.  Writes only the ranges given, so shards run side by side."""
+    sum of the hinges.  Writes only the ranges given, so shards run side by side.
+
+    The arguments come bundled: ``data`` the stacked images ``(U, V, edges, y, lw,
+    node_img, edge_img, cut_true)`` (:class:`CRFShardedCuts`), ``graph`` their arc lists
+    ``(first, head, sister, arc_edge)``, ``span = (i0, i1, n0, n1, e0, e1)``, ``work``
+    the max-flow's work arrays (:attr:`BKWork.arrays`)."""
+    U, V, edges, y, lw, node_img, edge_img, cut_true = data
+    first, head, sister, arc_edge = graph
+    i0, i1, n0, n1, e0, e1 = span
     du = U.shape[2]
     dv = V.shape[1]
     if use_w:
@@ -583,9 +589,7 @@ def _crf_shard_core(
     for a in range(first[n0], first[n1]):
         c = Ep[arc_edge[a] >> 1]
         rcap[a] = c if c > 0.0 else 0.0  # Potts: the cut weight in both directions
-    maxflow_range(
-        first, head, sister, rcap, tr, n0, n1, parent, tree, ts, dist, queue, inq, orphans, lab
-    )
+    maxflow_range(first, head, sister, rcap, tr, n0, n1, work, lab)
     m = i1 - i0
     e_lab = np.zeros(m)
     e_true = np.zeros(m)
@@ -637,21 +641,19 @@ def _crf_shard_core(
 
 @njit(cache=True, nogil=True, parallel=True)
 def _crf_shards(
-    U, V, w, use_w, Eu, Ep, edges, y, lw, node_img, edge_img, cut_true,
-    first, head, sister, arc_edge, img_b, node_b, edge_b,
-    rcap, tr, parent, tree, ts, dist, queue, inq, orphans, lab, loss, margin, planes,
-):  # fmt: skip  # pragma: no cover - compiled
+    data, w, use_w, Eu, Ep, graph, bounds, rcap, tr, work, lab, loss, margin, planes
+):  # pragma: no cover - compiled
     """:func:`_crf_shard_core` for every shard ``c`` (images ``img_b[c]:img_b[c+1]``) on
     numba's threads; shard ``c``'s plane goes to ``planes[c]`` (``planes`` with 0 columns:
     no planes).  A shard writes only its own rows, so the answers do not depend on the
-    number of threads."""
+    number of threads.  ``bounds = (img_b, node_b, edge_b)``: the shards' first image,
+    node and edge."""
+    img_b, node_b, edge_b = bounds
     for c in prange(img_b.shape[0] - 1):
+        span = (img_b[c], img_b[c + 1], node_b[c], node_b[c + 1], edge_b[c], edge_b[c + 1])
         _crf_shard_core(
-            U, V, w, use_w, Eu, Ep, edges, y, lw, node_img, edge_img, cut_true,
-            first, head, sister, arc_edge, img_b[c], img_b[c + 1], node_b[c], node_b[c + 1],
-            edge_b[c], edge_b[c + 1], rcap, tr, parent, tree, ts, dist, queue, inq, orphans,
-            lab, loss, margin, planes[c],
-        )  # fmt: skip
+            data, w, use_w, Eu, Ep, graph, span, rcap, tr, work, lab, loss, margin, planes[c]
+        )
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -713,6 +715,10 @@ class CRFShardedCuts:
         self.tr = np.empty(N)
         self.Eu = np.empty((N, 2))
         self.Ep = np.empty(E)
+        self.data = (self.U, self.V, self.edges, self.y, self.lw, self.node_img,
+                     self.edge_img, self.cut_true)  # fmt: skip
+        self.graph = (self.first, self.head, self.sister, self.arc_edge)
+        self.bounds = (self.img_b, self.node_b, self.edge_b)
 
     @classmethod
     def from_shard(cls, sh: CRFShard) -> CRFShardedCuts:
@@ -740,11 +746,8 @@ class CRFShardedCuts:
         k = self.work
         with shard_threads(threads):  # images of uneven cost: shards to the next free thread
             _crf_shards(
-                self.U, self.V, w, use_w, Eu, Ep, self.edges, self.y, self.lw,
-                self.node_img, self.edge_img, self.cut_true, self.first, self.head,
-                self.sister, self.arc_edge, self.img_b, self.node_b, self.edge_b,
-                self.rcap, self.tr, k.parent, k.tree, k.ts, k.dist, k.queue, k.inq,
-                k.orphans, lab, loss, margin, planes,
+                self.data, w, use_w, Eu, Ep, self.graph, self.bounds,
+                self.rcap, self.tr, k.arrays, lab, loss, margin, planes,
             )  # fmt: skip
         return lab, loss, margin, planes
 
