@@ -22,9 +22,10 @@ $(DOCS_STAMP): $(STAMP)
 	touch $(DOCS_STAMP)
 
 # host CPU target, numba's default thread count (the machine's cores); the tests marked
-# slow (end-to-end runs of several minutes) are `make test-slow`, which CI runs too
+# slow (end-to-end runs of several minutes) are `make test-slow`, which CI runs too; the 25
+# slowest tests are listed at the end, so a test that outgrows the 10-minute budget is seen
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(JOBS) -m "not slow"
+	$(PY) -m pytest -q -n $(JOBS) -m "not slow" --durations=25
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -n $(JOBS) -m slow
