@@ -65,7 +65,7 @@ def test_cascade_detector_with_channels_and_a_stage_schedule(scenes, tmp_path):
 
 
 def test_cascade_detector_ctrl_c_keeps_the_completed_stages(scenes, monkeypatch):
-    from test_detection_cascade import interrupt_in_stage
+    from detection_makers import interrupt_in_stage
 
     from maxmargin.exceptions import FitInterruptedWarning
 

@@ -3,6 +3,7 @@ recycling, persistence."""
 
 import numpy as np
 import pytest
+from detection_makers import interrupt_in_stage
 
 import maxmargin
 from maxmargin import BoostedCascade
@@ -113,33 +114,6 @@ def test_recall_fallback_keeps_the_recall_of_weak_stages():
     rk = (keep.predict(X[:200]) == 1).mean()
     rd = (drop.predict(X[:200]) == 1).mean()
     assert rk >= 0.85 and rd < rk
-
-
-def interrupt_in_stage(monkeypatch, stage, at_round=2):
-    """Make a Ctrl-C arrive inside the booster of ``stage`` (0-based), at its round
-    ``at_round``: raised from the booster's own per-round hook (both stage learners), not
-    from the cascade's ``callback``."""
-    import maxmargin.learners.cascade as casc
-
-    calls = {"n": 0}
-
-    def wrap(real):
-        def booster(*args, on_round, **kwargs):
-            k = calls["n"]
-            calls["n"] += 1
-
-            def hook(rec):
-                on_round(rec)
-                if k == stage and rec["iteration"] >= at_round:
-                    raise KeyboardInterrupt
-
-            return real(*args, on_round=hook, **kwargs)
-
-        return booster
-
-    for name in ("fit_cost_sensitive_stage", "fit_asymmetric_stage"):
-        monkeypatch.setattr(casc, name, wrap(getattr(casc, name)))
-    return calls
 
 
 @pytest.mark.parametrize("learner", ["gentle", "lacboost"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from detection_makers import _face, _scene
 from sklearn.base import clone
 
 from maxmargin import BoostedCascade
@@ -30,20 +31,6 @@ def _brute(win, rects):
             if wt:
                 out[f] += wt * w[y : y + rh, x : x + rw].sum()
     return out / (w.size * sd)
-
-
-def _face(rng):
-    f = np.full((24, 24), 0.7)
-    f[6:10, 4:10] = 0.15  # eyes
-    f[6:10, 14:20] = 0.15
-    f[16:19, 8:16] = 0.3  # mouth
-    f += rng.normal(0, 0.08, (24, 24))
-    return np.clip(f * rng.uniform(0.6, 1.2) + rng.uniform(-0.1, 0.1), 0, 1).astype(np.float32)
-
-
-def _scene(rng, H=80, W=80):
-    a = rng.random((H // 8 + 1, W // 8 + 1)).astype(np.float32)
-    return np.clip(resize(a, (H, W)) + rng.normal(0, 0.1, (H, W)), 0, 1).astype(np.float32)
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ FIT = textwrap.dedent(
     import numpy as np
     from maxmargin import BoostedCascade
     from maxmargin.apps.detection import HaarCascadeDetector
-    from test_detection_haar import _face, _scene
+    from detection_makers import _face, _scene
 
     out = sys.argv[1]
     rng = np.random.default_rng(0)

@@ -1,0 +1,49 @@
+"""Shared makers for the detection tests: synthetic faces and scenes, and a Ctrl-C injected
+inside a cascade stage (imported by several test files, so kept out of any one of them)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maxmargin.apps.detection.scan import resize
+
+
+def _face(rng):
+    f = np.full((24, 24), 0.7)
+    f[6:10, 4:10] = 0.15  # eyes
+    f[6:10, 14:20] = 0.15
+    f[16:19, 8:16] = 0.3  # mouth
+    f += rng.normal(0, 0.08, (24, 24))
+    return np.clip(f * rng.uniform(0.6, 1.2) + rng.uniform(-0.1, 0.1), 0, 1).astype(np.float32)
+
+
+def _scene(rng, H=80, W=80):
+    a = rng.random((H // 8 + 1, W // 8 + 1)).astype(np.float32)
+    return np.clip(resize(a, (H, W)) + rng.normal(0, 0.1, (H, W)), 0, 1).astype(np.float32)
+
+
+def interrupt_in_stage(monkeypatch, stage, at_round=2):
+    """Make a Ctrl-C arrive inside the booster of ``stage`` (0-based), at its round
+    ``at_round``: raised from the booster's own per-round hook (both stage learners), not
+    from the cascade's ``callback``."""
+    import maxmargin.learners.cascade as casc
+
+    calls = {"n": 0}
+
+    def wrap(real):
+        def booster(*args, on_round, **kwargs):
+            k = calls["n"]
+            calls["n"] += 1
+
+            def hook(rec):
+                on_round(rec)
+                if k == stage and rec["iteration"] >= at_round:
+                    raise KeyboardInterrupt
+
+            return real(*args, on_round=hook, **kwargs)
+
+        return booster
+
+    for name in ("fit_cost_sensitive_stage", "fit_asymmetric_stage"):
+        monkeypatch.setattr(casc, name, wrap(getattr(casc, name)))
+    return calls
