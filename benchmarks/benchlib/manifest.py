@@ -397,7 +397,14 @@ def check(entries) -> list[str]:
         for key, ok in zip(blocks(text), known, strict=True):
             if not ok:
                 problems.append(f"{rel}: generated table {key!r} has no renderer or no entry")
-        if all(known) and render_blocks(text, entries) != text:
+        if not all(known):
+            continue
+        try:
+            stale = render_blocks(text, entries) != text
+        except (KeyError, TypeError, ValueError, IndexError) as exc:  # a renderer's schema
+            problems.append(f"{rel}: a generated table failed to render: {exc!r}")
+            continue
+        if stale:
             problems.append(f"{rel}: generated tables are stale (manifest.py render)")
     for key in tables.TABLES:
         if tables.entry_of(key) not in (*entries, tables.WHOLE):

@@ -521,3 +521,153 @@ def machines(results, _load):
         + ".",
     ]
     return out
+
+
+# ----------------------------------------------------------------------------- the guides
+# (issue 33: tables of docs/structboost.md, docs/thesis_learners.md and docs/ranking.md that
+# were copied by hand from these result files)
+
+
+@table("truncate_gap:iterations")
+def truncate_gap_iterations(data, _load):
+    """Equal iterations: per data set and truncation gap, wall seconds / objective / test
+    error after ``protocol.iters`` iterations (the default gap marked)."""
+    gaps = data["protocol"]["gaps"]
+    default = data.get("default_gap")
+    out = _head(
+        [
+            f"data: wall s / objective / test error after {data['protocol']['iters']} iterations",
+            *(f"gap {g:g}" + (" (default)" if g == default else "") for g in gaps),
+        ]
+    )
+    for name, d in data["datasets"].items():
+        by = {r["gap"]: r for r in d["equal_iterations"]}
+        out.append(
+            _row(
+                [
+                    name,
+                    *(
+                        f"{by[g]['wall_s']:.1f} / {by[g]['objective']:.3f} / "
+                        f"{by[g]['test_error']:.3f}"
+                        if g in by
+                        else "-"
+                        for g in gaps
+                    ),
+                ]
+            )
+        )
+    return out
+
+
+@table("truncate_gap:time")
+def truncate_gap_time(data, _load):
+    """Equal time: per data set and gap, wall seconds / iterations / objective / test error
+    of the runs whose ``max_time`` makes them end together."""
+    gaps = data["protocol"]["gaps"]
+    out = _head(
+        ["data", *(f"gap {g:g}: wall s / iterations / objective / test error" for g in gaps)]
+    )
+    for name, d in data["datasets"].items():
+        by = {r["gap"]: r for r in d["equal_time"]}
+        out.append(
+            _row(
+                [
+                    name,
+                    *(
+                        f"{by[g]['wall_s']:.1f} / {by[g]['iterations']} / "
+                        f"{by[g]['objective']:.3f} / {by[g]['test_error']:.3f}"
+                        if g in by
+                        else "-"
+                        for g in gaps
+                    ),
+                ]
+            )
+        )
+    return out
+
+
+@table("truncate_gap:summary")
+def truncate_gap_summary(data, _load):
+    """One sentence: the larger gap's time saving at equal iterations, its objective against
+    the smaller gap's at equal iterations and at equal time."""
+    lo, hi = min(data["protocol"]["gaps"]), max(data["protocol"]["gaps"])
+    saving, rel_it, rel_t = [], [], []
+    for d in data["datasets"].values():
+        it = {r["gap"]: r for r in d["equal_iterations"]}
+        tm = {r["gap"]: r for r in d["equal_time"]}
+        saving.append(1 - it[hi]["wall_s"] / it[lo]["wall_s"])
+        rel_it.append(it[hi]["objective"] / it[lo]["objective"] - 1)
+        rel_t.append(tm[hi]["objective"] / tm[lo]["objective"] - 1)
+    n = len(saving)
+    return [
+        f"At equal iterations gap {hi:g} takes {100 * min(saving):.0f}-{100 * max(saving):.0f} % "
+        f"less time than gap {lo:g}, for an objective {100 * min(rel_it):+.1f} % to "
+        f"{100 * max(rel_it):+.1f} % away from gap {lo:g}'s; at equal time its objective is "
+        f"lower on {sum(r < 0 for r in rel_t)} of {n} sets ({100 * min(rel_t):+.1f} % to "
+        f"{100 * max(rel_t):+.1f} %)."
+    ]
+
+
+@table("exemplar_refinement")
+def exemplar_refinement(data, _load):
+    """Test AUC and training hinge before / after refining the exemplars, per M (mean over
+    the seeds)."""
+    out = _head(["exemplars M", "test AUC before", "after", "training hinge before", "after"])
+    for r in data["rows"]:
+        out.append(
+            _row(
+                [
+                    r["n_exemplars"],
+                    f"{r['test_auc_before']:.3f}",
+                    f"**{r['test_auc_after']:.3f}**",
+                    f"{r['train_hinge_before']:.1f}",
+                    f"{r['train_hinge_after']:.1f}",
+                ]
+            )
+        )
+    return out + ["", f"(mean of {data['seeds']} seeds)"]
+
+
+@table("formulations")
+def formulations(data, _load):
+    """Per case and master: fit seconds, objective (and its distance from the exact m-slack
+    run's), certified gap, cutting-plane rounds and test error."""
+    ref = "exact:m-slack"
+    out = _head(
+        [
+            "data (train rows)",
+            "C",
+            "iterations",
+            "master",
+            "fit s",
+            "objective (vs exact m-slack)",
+            "gap",
+            "cutting-plane rounds",
+            "test error",
+        ]
+    )
+    for r in data["cases"]:
+        masters = [k for k, v in r.items() if isinstance(v, dict)]
+        for i, spec in enumerate(masters):
+            v = r[spec]
+            rel = (
+                f" ({100 * (v['objective'] / r[ref]['objective'] - 1):+.2f} %)"
+                if ref in r and spec != ref
+                else ""
+            )
+            out.append(
+                _row(
+                    [
+                        f"{r['data']} ({r['n_train']})" if i == 0 else "",
+                        f"{r['C']:g}" if i == 0 else "",
+                        r["max_iter"] if i == 0 else "",
+                        spec,
+                        f"{v['fit_s']:.2f}",
+                        f"{v['objective']:.3f}{rel}",
+                        f"{v['gap']:.0e}",
+                        v["n_cp"],
+                        f"{v['test_error']:.4f}",
+                    ]
+                )
+            )
+    return out
