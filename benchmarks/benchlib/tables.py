@@ -625,7 +625,7 @@ def exemplar_refinement(data, _load):
                 ]
             )
         )
-    return out + ["", f"(mean of {data['seeds']} seeds)"]
+    return [*out, "", f"(mean of {data['seeds']} seeds)"]
 
 
 @table("formulations")
