@@ -683,3 +683,49 @@ def segmentation_headline(data, _load):
         f"{iou['SSVM-CRF']:.1f} % for the structured SVM on the same potentials and "
         f"{iou['AdaBoost (unary only)']:.1f} % for the unary classifier."
     ]
+
+
+@table("ssvm_multiclass")
+def ssvm_multiclass(data, _load):
+    """Seconds to a relative duality gap of ``tol`` per solver (a run stopped by the time
+    limit shows its gap), liblinear's first run that certifies the gap, and the ratio of
+    n-slack's time to liblinear's."""
+    argv = data.get("argv") or []
+    tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-3  # the default
+    names = {"n_slack": "n-slack", "one_slack": "1-slack", "frank_wolfe": "Frank-Wolfe"}
+    solvers = [s for s in names if any(s in r["solvers"] for r in data["results"])]
+    out = _head(
+        [
+            "data (train rows x features, classes)",
+            *(f"{names[s]} s" for s in solvers),
+            "liblinear s (its tol)",
+            "n-slack / liblinear",
+            "test error n-slack / liblinear",
+        ]
+    )
+    for r in data["results"]:
+        cells = []
+        for s in solvers:
+            v = r["solvers"].get(s)
+            if v is None:
+                cells.append("-")
+            elif v["converged"]:
+                cells.append(f"{v['time']:.2f}")
+            else:
+                cells.append(f"{v['time']:.0f} (stopped at gap {v['rel_gap']:.1e})")
+        lib = r.get("liblinear") or []
+        ok = [x for x in lib if x.get("time") is not None and x["rel_gap"] <= tol]
+        first = ok[0] if ok else None
+        ns = r["solvers"].get("n_slack")
+        out.append(
+            _row(
+                [
+                    f"{r['dataset']} ({r['n_train']} x {r['d']}, {r['classes']})",
+                    *cells,
+                    f"{first['time']:.2f} ({first['tol']:g})" if first else "not reached",
+                    f"{ns['time'] / first['time']:.1f}x" if first and ns else "-",
+                    f"{ns['test_error']:.4f} / {first['test_error']:.4f}" if first and ns else "-",
+                ]
+            )
+        )
+    return out
