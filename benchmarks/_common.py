@@ -133,7 +133,19 @@ def provenance() -> dict:
     return {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "commit": git("rev-parse", "--short", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        # uncommitted changes to the code; the outputs benchmark runs write (result files,
+        # plots) do not count, so a checkout that has already run an entry stays clean
+        "dirty": bool(
+            git(
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!benchmarks/results",
+                ":!docs/img",
+            )
+        ),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "python": platform.python_version(),
         "packages": versions,

@@ -44,8 +44,12 @@ def main(argv=None) -> int:
     elif args.cmd == "render":
         Path(args.out).write_text(manifest.render(entries))
         print(f"wrote {args.out}")
-        for p in manifest.write_pages(entries):
+        errors: list[str] = []
+        for p in manifest.write_pages(entries, errors):
             print(f"rewrote the generated tables of {p.relative_to(manifest.ROOT)}")
+        for e in errors:
+            print("error:", e, file=sys.stderr)
+        return 1 if errors else 0
     else:
         problems = manifest.check(entries)
         for p in problems:

@@ -56,7 +56,10 @@ def test_docs_tables_are_generated(entries):
 @pytest.mark.parametrize("key", sorted(tables.TABLES))
 def test_every_table_renders_from_its_result(entries, key):
     lines = manifest.render_table(entries, key)
-    assert lines[0].startswith(("| ", "- "))
+    # a table, a list, or (``:headline`` / ``:summary``) one sentence of a paragraph
+    assert lines[0].startswith(("| ", "- ")) or (
+        key.endswith((":headline", ":summary")) and lines[0][:1].isupper()
+    )
     name = tables.entry_of(key)
     assert (entries[name]["result"] if name != tables.WHOLE else "manifest.toml") in lines[-1]
 
@@ -101,6 +104,41 @@ def test_a_block_is_rewritten_from_the_result_and_stale_text_is_replaced(tmp_pat
     row["structboost"]["test_error"] = 0.5
     entries = _entries_with(tmp_path, {"rows": [row]})
     assert manifest.render_blocks(new, entries) != new
+
+
+def test_a_renderer_that_fails_on_its_result_leaves_the_block_and_is_reported(tmp_path):
+    entries = _entries_with(tmp_path, {"rows": [{"data": "digits"}]})  # fields missing
+    text = "<!-- table: fit_vs_lightgbm -->\n| old |\n<!-- /table -->\n"
+    with pytest.raises(KeyError):
+        manifest.render_blocks(text, entries)
+    errors = []
+    assert manifest.render_blocks(text, entries, errors) == text
+    assert len(errors) == 1 and "fit_vs_lightgbm" in errors[0]
+
+
+def _truncate_gap(it, tm):
+    """A truncate_gap.json payload: per gap (wall s, objective) at equal iterations / time."""
+    rows = lambda d: [  # noqa: E731
+        {"gap": g, "wall_s": w, "iterations": 60, "objective": o, "test_error": 0.1}
+        for g, (w, o) in d.items()
+    ]
+    return {
+        "protocol": {"gaps": [0.05, 0.1], "iters": 60},
+        "default_gap": 0.1,
+        "datasets": {"a": {"equal_iterations": rows(it), "equal_time": rows(tm)}},
+    }
+
+
+def test_the_truncate_gap_tables_read_their_file():
+    data = _truncate_gap({0.05: (10.0, 40.0), 0.1: (6.0, 40.4)}, {0.05: (9, 39.0), 0.1: (9, 38.61)})
+    it = tables.TABLES["truncate_gap:iterations"](data, None)
+    head = "| data: wall s / objective / test error after 60 iterations | gap 0.05 |"
+    assert it[0] == head + " gap 0.1 (default) |"
+    assert it[2] == "| a | 10.0 / 40.000 / 0.100 | 6.0 / 40.400 / 0.100 |"
+    (line,) = tables.TABLES["truncate_gap:summary"](data, None)
+    assert "gap 0.1 takes 40-40 % less time" in line
+    assert "+1.0 % to +1.0 %" in line
+    assert "lower on 1 of 1 sets (-1.0 % to -1.0 %)" in line
 
 
 def test_a_block_of_an_unknown_table_is_an_error(entries):

@@ -240,10 +240,22 @@ def render(entries) -> str:
             out += ["*No provenance recorded in this result file: regenerate it.*", ""]
         out += [f"Results (`{e['result']}`):", ""]
         keys = tables.for_entry(name)
-        if keys:
-            for key in keys:
-                out += [f"`{key}` (also in the docs pages as a generated table):", ""]
-                out += [*render_table(entries, key), ""]
+        try:
+            generated = [
+                [
+                    f"`{key}` (also in the docs pages as a generated table):",
+                    "",
+                    *render_table(entries, key),
+                    "",
+                ]
+                for key in keys
+            ]
+        except RENDER_ERRORS as exc:
+            # the result file no longer has the schema its renderer reads: show it raw
+            out += [f"*The renderer of `{name}` failed on this file ({exc!r}).*", ""]
+            generated = []
+        if generated:
+            out += [line for block in generated for line in block]
             continue
         body: list[str] = []
         _render_payload(data, "", 0, body)
@@ -290,11 +302,22 @@ def render_table(entries, key: str) -> list[str]:
     ]
 
 
-def render_blocks(text: str, entries) -> str:
-    """``text`` with every ``<!-- table: KEY -->`` ... ``<!-- /table -->`` block rewritten."""
+RENDER_ERRORS = (KeyError, TypeError, ValueError, IndexError)
+
+
+def render_blocks(text: str, entries, errors: list[str] | None = None) -> str:
+    """``text`` with every ``<!-- table: KEY -->`` ... ``<!-- /table -->`` block rewritten.
+    With ``errors`` given, a block whose renderer fails on its result file (a changed
+    schema) is left as it was and the failure appended to ``errors``; without, it raises."""
 
     def sub(m: re.Match) -> str:
-        body = "\n".join(render_table(entries, m["key"]))
+        try:
+            body = "\n".join(render_table(entries, m["key"]))
+        except RENDER_ERRORS as exc:
+            if errors is None:
+                raise
+            errors.append(f"table {m['key']!r} failed to render: {exc!r}")
+            return m[0]
         return f"{m['open']}{body}\n{m['close']}"
 
     return BLOCK.sub(sub, text)
@@ -314,12 +337,13 @@ def stale_pages(entries) -> list[str]:
     ]
 
 
-def write_pages(entries) -> list[Path]:
-    """Rewrite the generated tables of every docs page; the pages changed."""
+def write_pages(entries, errors: list[str] | None = None) -> list[Path]:
+    """Rewrite the generated tables of every docs page; the pages changed.  Blocks whose
+    renderer fails are left as they were and reported in ``errors`` (see render_blocks)."""
     changed = []
     for p in pages():
         text = p.read_text()
-        new = render_blocks(text, entries)
+        new = render_blocks(text, entries, errors)
         if new != text:
             p.write_text(new)
             changed.append(p)
@@ -397,7 +421,12 @@ def check(entries) -> list[str]:
         for key, ok in zip(blocks(text), known, strict=True):
             if not ok:
                 problems.append(f"{rel}: generated table {key!r} has no renderer or no entry")
-        if all(known) and render_blocks(text, entries) != text:
+        if not all(known):
+            continue
+        errors: list[str] = []
+        stale = render_blocks(text, entries, errors) != text
+        problems += [f"{rel}: {e}" for e in errors]
+        if stale:
             problems.append(f"{rel}: generated tables are stale (manifest.py render)")
     for key in tables.TABLES:
         if tables.entry_of(key) not in (*entries, tables.WHOLE):

@@ -521,3 +521,211 @@ def machines(results, _load):
         + ".",
     ]
     return out
+
+
+# ----------------------------------------------------------------------------- the guides
+# (issue 33: tables of docs/structboost.md, docs/thesis_learners.md and docs/ranking.md that
+# were copied by hand from these result files)
+
+
+@table("truncate_gap:iterations")
+def truncate_gap_iterations(data, _load):
+    """Equal iterations: per data set and truncation gap, wall seconds / objective / test
+    error after ``protocol.iters`` iterations (the default gap marked)."""
+    gaps = data["protocol"]["gaps"]
+    default = data.get("default_gap")
+    out = _head(
+        [
+            f"data: wall s / objective / test error after {data['protocol']['iters']} iterations",
+            *(f"gap {g:g}" + (" (default)" if g == default else "") for g in gaps),
+        ]
+    )
+    for name, d in data["datasets"].items():
+        by = {r["gap"]: r for r in d["equal_iterations"]}
+        out.append(
+            _row(
+                [
+                    name,
+                    *(
+                        f"{by[g]['wall_s']:.1f} / {by[g]['objective']:.3f} / "
+                        f"{by[g]['test_error']:.3f}"
+                        if g in by
+                        else "-"
+                        for g in gaps
+                    ),
+                ]
+            )
+        )
+    return out
+
+
+@table("truncate_gap:time")
+def truncate_gap_time(data, _load):
+    """Equal time: per data set and gap, wall seconds / iterations / objective / test error
+    of the runs whose ``max_time`` makes them end together."""
+    gaps = data["protocol"]["gaps"]
+    out = _head(
+        ["data", *(f"gap {g:g}: wall s / iterations / objective / test error" for g in gaps)]
+    )
+    for name, d in data["datasets"].items():
+        by = {r["gap"]: r for r in d["equal_time"]}
+        out.append(
+            _row(
+                [
+                    name,
+                    *(
+                        f"{by[g]['wall_s']:.1f} / {by[g]['iterations']} / "
+                        f"{by[g]['objective']:.3f} / {by[g]['test_error']:.3f}"
+                        if g in by
+                        else "-"
+                        for g in gaps
+                    ),
+                ]
+            )
+        )
+    return out
+
+
+@table("truncate_gap:summary")
+def truncate_gap_summary(data, _load):
+    """One sentence: the larger gap's time saving at equal iterations, its objective against
+    the smaller gap's at equal iterations and at equal time."""
+    lo, hi = min(data["protocol"]["gaps"]), max(data["protocol"]["gaps"])
+    saving, rel_it, rel_t = [], [], []
+    for d in data["datasets"].values():
+        it = {r["gap"]: r for r in d["equal_iterations"]}
+        tm = {r["gap"]: r for r in d["equal_time"]}
+        saving.append(1 - it[hi]["wall_s"] / it[lo]["wall_s"])
+        rel_it.append(it[hi]["objective"] / it[lo]["objective"] - 1)
+        rel_t.append(tm[hi]["objective"] / tm[lo]["objective"] - 1)
+    n = len(saving)
+    return [
+        f"At equal iterations gap {hi:g} takes {100 * min(saving):.0f}-{100 * max(saving):.0f} % "
+        f"less time than gap {lo:g}, for an objective {100 * min(rel_it):+.1f} % to "
+        f"{100 * max(rel_it):+.1f} % away from gap {lo:g}'s; at equal time its objective is "
+        f"lower on {sum(r < 0 for r in rel_t)} of {n} sets ({100 * min(rel_t):+.1f} % to "
+        f"{100 * max(rel_t):+.1f} %)."
+    ]
+
+
+@table("exemplar_refinement")
+def exemplar_refinement(data, _load):
+    """Test AUC and training hinge before / after refining the exemplars, per M (mean over
+    the seeds)."""
+    out = _head(["exemplars M", "test AUC before", "after", "training hinge before", "after"])
+    for r in data["rows"]:
+        out.append(
+            _row(
+                [
+                    r["n_exemplars"],
+                    f"{r['test_auc_before']:.3f}",
+                    f"**{r['test_auc_after']:.3f}**",
+                    f"{r['train_hinge_before']:.1f}",
+                    f"{r['train_hinge_after']:.1f}",
+                ]
+            )
+        )
+    return [*out, "", f"(mean of {data['seeds']} seeds)"]
+
+
+@table("formulations")
+def formulations(data, _load):
+    """Per case and master: fit seconds, objective (and its distance from the exact m-slack
+    run's), certified gap, cutting-plane rounds and test error."""
+    ref = "exact:m-slack"
+    out = _head(
+        [
+            "data (train rows)",
+            "C",
+            "iterations",
+            "master",
+            "fit s",
+            "objective (vs exact m-slack)",
+            "gap",
+            "cutting-plane rounds",
+            "test error",
+        ]
+    )
+    for r in data["cases"]:
+        masters = [k for k, v in r.items() if isinstance(v, dict)]
+        for i, spec in enumerate(masters):
+            v = r[spec]
+            rel = (
+                f" ({100 * (v['objective'] / r[ref]['objective'] - 1):+.2f} %)"
+                if ref in r and spec != ref
+                else ""
+            )
+            out.append(
+                _row(
+                    [
+                        f"{r['data']} ({r['n_train']})" if i == 0 else "",
+                        f"{r['C']:g}" if i == 0 else "",
+                        r["max_iter"] if i == 0 else "",
+                        spec,
+                        f"{v['fit_s']:.2f}",
+                        f"{v['objective']:.3f}{rel}",
+                        f"{v['gap']:.0e}",
+                        v["n_cp"],
+                        f"{v['test_error']:.4f}",
+                    ]
+                )
+            )
+    return out
+
+
+@table("segmentation_full:headline")
+def segmentation_headline(data, _load):
+    """README's sentence on the Weizmann horses: mean IoU of the three methods."""
+    iou = {r["method"]: 100 * r["mean_iou"] for r in data["rows"]}
+    return [
+        f"On the Weizmann horses ({data['n_train']} training / {data['n_test']} test images) "
+        f"StructBoost-CRF reaches {iou['StructBoost-CRF']:.1f} % mean IoU against "
+        f"{iou['SSVM-CRF']:.1f} % for the structured SVM on the same potentials and "
+        f"{iou['AdaBoost (unary only)']:.1f} % for the unary classifier."
+    ]
+
+
+@table("ssvm_multiclass")
+def ssvm_multiclass(data, _load):
+    """Seconds to a relative duality gap of ``tol`` per solver (a run stopped by the time
+    limit shows its gap), liblinear's first run that certifies the gap, and the ratio of
+    n-slack's time to liblinear's."""
+    argv = data.get("argv") or []
+    tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-3  # the default
+    names = {"n_slack": "n-slack", "one_slack": "1-slack", "frank_wolfe": "Frank-Wolfe"}
+    solvers = [s for s in names if any(s in r["solvers"] for r in data["results"])]
+    out = _head(
+        [
+            "data (train rows x features, classes)",
+            *(f"{names[s]} s" for s in solvers),
+            "liblinear s (its tol)",
+            "n-slack / liblinear",
+            "test error n-slack / liblinear",
+        ]
+    )
+    for r in data["results"]:
+        cells = []
+        for s in solvers:
+            v = r["solvers"].get(s)
+            if v is None:
+                cells.append("-")
+            elif v["converged"]:
+                cells.append(f"{v['time']:.2f}")
+            else:
+                cells.append(f"{v['time']:.0f} (stopped at gap {v['rel_gap']:.1e})")
+        lib = r.get("liblinear") or []
+        ok = [x for x in lib if x.get("time") is not None and x["rel_gap"] <= tol]
+        first = ok[0] if ok else None
+        ns = r["solvers"].get("n_slack")
+        out.append(
+            _row(
+                [
+                    f"{r['dataset']} ({r['n_train']} x {r['d']}, {r['classes']})",
+                    *cells,
+                    f"{first['time']:.2f} ({first['tol']:g})" if first else "not reached",
+                    f"{ns['time'] / first['time']:.1f}x" if first and ns else "-",
+                    f"{ns['test_error']:.4f} / {first['test_error']:.4f}" if first and ns else "-",
+                ]
+            )
+        )
+    return out
