@@ -690,9 +690,10 @@ def ssvm_multiclass(data, _load):
     """Seconds to a relative duality gap of ``tol`` per solver (a run stopped by the time
     limit shows its gap), liblinear's first run that certifies the gap, and the ratio of
     n-slack's time to liblinear's."""
-    argv = data.get("argv") or []
+    argv = data.get("argv") or (data.get("provenance") or {}).get("command", "").split()
     tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-3  # the default
-    names = {"n_slack": "n-slack", "one_slack": "1-slack", "frank_wolfe": "Frank-Wolfe"}
+    names = {"n-slack": "n-slack", "1-slack": "1-slack", "frank-wolfe": "Frank-Wolfe"}
+    names |= {"n_slack": "n-slack", "one_slack": "1-slack", "frank_wolfe": "Frank-Wolfe"}
     solvers = [s for s in names if any(s in r["solvers"] for r in data["results"])]
     out = _head(
         [
@@ -716,7 +717,7 @@ def ssvm_multiclass(data, _load):
         lib = r.get("liblinear") or []
         ok = [x for x in lib if x.get("time") is not None and x["rel_gap"] <= tol]
         first = ok[0] if ok else None
-        ns = r["solvers"].get("n_slack")
+        ns = r["solvers"].get("n-slack", r["solvers"].get("n_slack"))
         out.append(
             _row(
                 [
