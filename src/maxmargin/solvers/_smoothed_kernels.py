@@ -152,6 +152,7 @@ def coded_smoothed_steps(
     n_pairs,
     f0,
     gains_ws,
+    stats,
 ):  # pragma: no cover - compiled
     """Up to ``n_steps`` projected L-BFGS steps on the working set ``ws`` (see
     ``SmoothedProblem.solve``).  ``w_all``, ``g_ws`` (the working set's gradient ``1 -
@@ -159,7 +160,8 @@ def coded_smoothed_steps(
     place.  ``HwsT`` / ``Hws``: float32 outputs of the working set's classifiers (n_z,
     n_rows) / (n_rows, n_z); column ``ws[j]`` is classifier ``row[j]`` of them in slot
     ``slot[j]``.  ``f0``: the current smoothed objective.  ``gains_ws`` gets the working
-    set's gains at the last accepted point.
+    set's gains at the last accepted point.  ``stats`` (int64, 2) counts the line
+    search's trial points and its failures (added to what it holds).
 
     Returns ``(steps, n_pairs, stop, F, P, hinge, lse, f)``: ``stop`` is 1 when the
     solve is over (no free coordinate, line search failed, or relative decrease below
@@ -202,6 +204,7 @@ def coded_smoothed_steps(
         wt = w
         dw = w
         for _ in range(40):
+            stats[0] += 1
             wt = np.maximum(w + t * d, 0.0)
             dw = wt - w
             dW[:] = 0
@@ -218,6 +221,7 @@ def coded_smoothed_steps(
                 break
             t *= 0.5
         if not accepted:
+            stats[1] += 1
             stop = 1
             break
         for j in range(n):

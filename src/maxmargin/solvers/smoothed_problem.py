@@ -109,6 +109,8 @@ class SmoothedProblem:
         self._accept(self.w, self.F, self._evaluate(self.F))
         self._steps_since_exact = 0
         self.n_steps_total = 0
+        #: the compiled steps' line search: trial points, failures (diagnostics)
+        self.ls_stats = np.zeros(2, dtype=np.int64)
         #: take the steps in the compiled kernel when the task allows it (False: always
         #: the Python steps, e.g. to compare the two)
         self.compiled = True
@@ -362,7 +364,7 @@ class SmoothedProblem:
             k, n_pairs, stop, F, Pk, hinge, lse, f0 = coded_smoothed_steps(
                 w_all, ws, F, g_ws, HwsT, Hws, row, slot, len(hs), gamma, gamma_true,
                 bool(task._identity_coding), y, delta, self.beta, self.C, self.tol, chunk,
-                S, Y, n_pairs, f0, gains_ws,
+                S, Y, n_pairs, f0, gains_ws, self.ls_stats,
             )  # fmt: skip
             self.t_oracle += time.perf_counter() - t0
             if k:
