@@ -22,6 +22,23 @@ ARMIJO = 1e-4
 
 
 @njit(cache=True)
+def backtrack(t, f0, ft, gdw):  # pragma: no cover - compiled
+    """Next trial step of the Armijo line search after ``t`` failed: ``t / 2^k``, with
+    ``k`` (1 to 4) the halvings down to the minimiser of the parabola through ``f(0) =
+    f0`` with slope ``gdw / t`` (``gdw = g.dw`` along the projected path, negative) and
+    ``f(t) = ft`` -- plain halving when the parabola is not convex.  Steps stay powers
+    of two (the compiled and Python paths then take the same step, not one a rounding
+    apart).  Shared by the Python steps."""
+    curv = ft - f0 - gdw
+    k = 1
+    if gdw < 0.0 and curv > 0.0:
+        ratio = -gdw / (2.0 * curv)  # parabola minimiser / t
+        while k < 4 and 0.5**k > ratio:
+            k += 1
+    return t * 0.5**k
+
+
+@njit(cache=True)
 def _label_scores(F, gamma, identity):  # pragma: no cover - compiled
     if identity:
         return F
@@ -203,23 +220,43 @@ def coded_smoothed_steps(
         Ft = F
         wt = w
         dw = w
+        # the product along the direction, once per step: a trial t moves the scores by
+        # t H'd, corrected on the (few) coordinates the projection clips
+        dW[:] = 0
+        for j in range(n):
+            if d[j] != 0.0:
+                dW[row[j], slot[j]] = np.float32(d[j])
+        D = np.dot(HwsT, dW)
         for _ in range(40):
             stats[0] += 1
             wt = np.maximum(w + t * d, 0.0)
             dw = wt - w
-            dW[:] = 0
+            n_clip = 0
             for j in range(n):
-                if dw[j] != 0.0:
-                    dW[row[j], slot[j]] = np.float32(dw[j])
-            change = np.dot(HwsT, dW)
-            Ft = F + change
+                if dw[j] != t * d[j]:
+                    n_clip += 1
+            if 4 * n_clip > n:  # many clipped: the product of the clipped step
+                dW[:] = 0
+                for j in range(n):
+                    if dw[j] != 0.0:
+                        dW[row[j], slot[j]] = np.float32(dw[j])
+                Ft = F + np.dot(HwsT, dW)
+            else:
+                Ft = F + t * D
+                for j in range(n):
+                    c = dw[j] - t * d[j]
+                    if c != 0.0:
+                        r, sl = row[j], slot[j]
+                        for i in range(m):
+                            Ft[i, sl] += c * Hws[r, i]
             h_t, lse_t = _lse_value(Ft, gamma, identity, y, delta, beta, Pt)
             ft = (w_sum + dw.sum()) + C * (lse_t / m)
-            if ft <= f0 + ARMIJO * np.dot(g_ws, dw):
+            gdw = np.dot(g_ws, dw)
+            if ft <= f0 + ARMIJO * gdw:
                 accepted = True
                 hinge, lse = h_t, lse_t
                 break
-            t *= 0.5
+            t = backtrack(t, f0, ft, gdw)
         if not accepted:
             stats[1] += 1
             stop = 1
