@@ -220,13 +220,11 @@ def coded_smoothed_steps(
         Ft = F
         wt = w
         dw = w
-        # the product along the direction, once per step: a trial t moves the scores by
-        # t H'd, corrected on the (few) coordinates the projection clips
-        dW[:] = 0
-        for j in range(n):
-            if d[j] != 0.0:
-                dW[row[j], slot[j]] = np.float32(d[j])
-        D = np.dot(HwsT, dW)
+        # the product along the direction, at most once per step: a trial t moves the
+        # scores by t H'd, corrected on the coordinates the projection clips when they
+        # are few (a strided pass over the rows each); with many clipped, the product
+        # of the clipped step itself
+        D = np.empty((0, n_slots), dtype=np.float32)
         for _ in range(40):
             stats[0] += 1
             wt = np.maximum(w + t * d, 0.0)
@@ -235,13 +233,19 @@ def coded_smoothed_steps(
             for j in range(n):
                 if dw[j] != t * d[j]:
                     n_clip += 1
-            if 4 * n_clip > n:  # many clipped: the product of the clipped step
+            if 8 * n_clip > n_rows:
                 dW[:] = 0
                 for j in range(n):
                     if dw[j] != 0.0:
                         dW[row[j], slot[j]] = np.float32(dw[j])
                 Ft = F + np.dot(HwsT, dW)
             else:
+                if D.shape[0] == 0:
+                    dW[:] = 0
+                    for j in range(n):
+                        if d[j] != 0.0:
+                            dW[row[j], slot[j]] = np.float32(d[j])
+                    D = np.dot(HwsT, dW)
                 Ft = F + t * D
                 for j in range(n):
                     c = dw[j] - t * d[j]
