@@ -277,6 +277,8 @@ class SmoothedMaster(RestrictedMaster):
             # problem (so against this restricted master): no continuation needed
             self.certified = True
             return True
+        if deadline is not None and time.perf_counter() >= deadline:
+            return False  # max_time is spent: the last iterate keeps its certified gap
         self.smooth.refresh()  # every column's gain at the current point
         if self._by_continuation:
             return self._certify_by_continuation(deadline)
