@@ -237,14 +237,26 @@ def _scan_sorted(order, bin_end, start, nb, A, total, f, gain, split, pol):  # p
     pos = 0
     for b in range(nb - 1):
         end = bin_end[start + b]
-        for s in range(S):
-            binsum[s] = 0.0
-        for j in range(pos, end):
-            k = order[j]
+        k = order[pos]
+        if end - pos == 1:  # one sample in the bin (most bins of a continuous feature)
             for s in range(S):
-                binsum[s] += A[k, s]
+                c = cum[s] + (0.0 + A[k, s])
+                cum[s] = c
+                g = total[s] - 2.0 * c
+                ag = abs(g)
+                up = ag > best[s]
+                best[s] = ag if up else best[s]
+                sg[s] = g if up else sg[s]
+                bb[s] = b if up else bb[s]
+        else:
+            for s in range(S):
+                binsum[s] = 0.0 + A[k, s]
+            for j in range(pos + 1, end):
+                k = order[j]
+                for s in range(S):
+                    binsum[s] += A[k, s]
+            _step(b, cum, binsum, total, best, sg, bb)
         pos = end
-        _step(b, cum, binsum, total, best, sg, bb)
     _finish(f, best, sg, bb, gain, split, pol)
 
 
