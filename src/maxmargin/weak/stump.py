@@ -7,9 +7,14 @@ For signed weights ``a`` the gain of the split after bin ``b`` of a feature is
 ``p * (sum(a) - 2 * sum_{bins <= b} a)``.  Each feature is sorted once per fit into
 integer codes (:mod:`maxmargin.weak.binning`); a search is then, per feature and in
 parallel over features (numba ``prange``), one sequential pass accumulating the weights
-of every column of ``A`` into a histogram over the codes, followed by a scan over the
-bins.  Ties go to the first feature, the first threshold and polarity +1, the constant
-stump (feature 0) coming first, as in :func:`maxmargin.weak.reference.all_stumps`.
+of every column of ``A`` (all K class slots together) into a histogram over the codes,
+followed by a prefix-sum scan over the bins.  A feature with more than
+``binning.SORTED_MIN_BINS`` distinct values (exact mode) is walked in its sorted order
+instead, adding every bin's samples and scanning at once, which gives the same sums bit
+for bit without a (bins x columns) histogram.  Features are independent, so any number
+of threads gives the same answer.  Ties go to the first feature, the first threshold and
+polarity +1, the constant stump (feature 0) coming first, as in
+:func:`maxmargin.weak.reference.all_stumps`.
 """
 
 from __future__ import annotations
