@@ -17,15 +17,16 @@ on the same validation split (0.05, 0.1, 0.3).
 Time: every (data set, repeat) unit -- StructBoost at every C, then the peers -- runs in
 one of ``--jobs`` processes (one thread each: numba, BLAS, OpenMP); the wall-clock time of
 the run and, per unit, the StructBoost seconds at every C with their split (weak-learner
-search, master, certificate) are recorded.  ``--merge`` adds the data sets of this run to
-an earlier result file (a long protocol run in pieces, each piece's wall time and machine
-load recorded under ``pieces``).
+search, master, certificate) are recorded.  The result file is written after every unit;
+``--resume`` keeps the units already in it and runs only the missing ones, so a long
+protocol can run in pieces (each piece's wall time up to its last finished unit, its
+units and the machine load are recorded under ``pieces``).
 
 Usage (from the repository root):
     .venv/bin/python benchmarks/bench_multiclass_table2.py [--data-dir ../shared/data]
         [--datasets glass vowel ...] [--repeats 5] [--max-iter 200] [--C 10 25 63 158 398 1000]
         [--master auto|fast|exact] [--formulation auto|1-slack|m-slack]
-        [--weak-learner auto] [--jobs 2] [--merge]
+        [--weak-learner auto] [--jobs 2] [--resume]
 Writes benchmarks/results/multiclass_table2.json and prints a markdown table.
 """
 
@@ -37,7 +38,7 @@ import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -206,23 +207,24 @@ def main(argv=None):
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--datasets", nargs="+", default=list(PAPER))
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument(
-        "--first-repeat", type=int, default=0, help="run repeats first .. first + repeats - 1"
-    )
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--C", type=float, nargs="+", default=[10, 25, 63, 158, 398, 1000])
     ap.add_argument("--master", default="auto")
     ap.add_argument("--formulation", default="auto")
     ap.add_argument("--weak-learner", default="auto")
     ap.add_argument("--jobs", type=int, default=1, help="processes for the (set, repeat) units")
-    ap.add_argument("--merge", action="store_true", help="add these sets to --out's result")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep --out's units and run only the missing ones (a protocol in pieces)",
+    )
     ap.add_argument("--out", default="benchmarks/results/multiclass_table2.json")
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
-    results = read_result(args.out) if args.merge else {}
+    results = read_result(args.out) if args.resume else {}
     protocol = vars(args) | {"data_dir": str(args.data_dir)}
-    for piece_only in ("merge", "first_repeat", "jobs"):  # recorded per piece
+    for piece_only in ("resume", "jobs"):  # recorded per piece
         protocol.pop(piece_only)
     if results.get("protocol", {}).get("datasets"):
         protocol["datasets"] = list(
@@ -231,25 +233,49 @@ def main(argv=None):
     results["protocol"] = protocol
     results.setdefault("datasets", {})
     results.setdefault("pieces", [])
-    reps = list(range(args.first_repeat, args.first_repeat + args.repeats))
-    units = [(name, rep) for name in args.datasets for rep in reps]
+    have = {(name, r.get("repeat")) for name, d in results["datasets"].items() for r in d["runs"]}
+    units = [
+        (name, rep)
+        for name in args.datasets
+        for rep in range(args.repeats)
+        if (name, rep) not in have
+    ]
     # the longest sets first, so the last unit does not run alone
     order = {n: i for i, n in enumerate(reversed(list(PAPER)))}
     units.sort(key=lambda u: (order.get(u[0], -1), u[1]))
-    if args.jobs > 1:  # spawned workers (OpenMP, numba's pool: no fork)
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=_one_thread) as pool:
-            done = list(pool.map(run_unit, [args] * len(units), *zip(*units, strict=True)))
-    else:
-        _one_thread()
-        done = [run_unit(args, name, rep) for name, rep in units]
-    for name, rep, (n, d, K), row in sorted(done, key=lambda u: (u[0], u[1])):
+    piece = {
+        "datasets": list(args.datasets),
+        "jobs": args.jobs,
+        "units": [],
+        "wall_s": 0.0,
+        "structboost_s": 0.0,
+        "peers_s": 0.0,
+        "load_average_start": list(os.getloadavg()),
+        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+    }
+    results["pieces"].append(piece)
+
+    def record(unit):
+        """Store one finished unit and write the file (a piece stopped by a timeout
+        keeps every unit it finished; its wall time counts up to the last of them)."""
+        name, rep, (n, d, K), row = unit
         entry = results["datasets"].setdefault(name, {"n": n, "d": d, "K": K, "runs": []})
-        entry["runs"] = [r for r in entry["runs"] if r.get("repeat") != rep]  # replaced
+        entry["runs"] = [r for r in entry["runs"] if r.get("repeat") != rep]
         entry["runs"].append({"repeat": rep, **row})
         entry["runs"].sort(key=lambda r: r.get("repeat", 0))
+        piece["units"].append([name, rep])
+        piece["wall_s"] = time.perf_counter() - t_start
+        piece["structboost_s"] += row["structboost"]["fit_s_all_C"]
+        piece["peers_s"] += row["peers_s"]
+        piece["load_average_end"] = list(os.getloadavg())
+        protocol["repeats"] = max(len(e["runs"]) for e in results["datasets"].values())
+        results["structboost_protocol_seconds"] = sum(
+            r["structboost"]["fit_s_all_C"] for e in results["datasets"].values() for r in e["runs"]
+        )
+        results["protocol_wall_seconds"] = sum(p["wall_s"] for p in results["pieces"])
+        write_result(args.out, results)
         print(
-            f"{name} rep {rep}: "
+            f"{name} rep {rep} ({piece['wall_s']:.0f} s): "
             + ", ".join(
                 f"{k} {v['test_error']:.3f} ({v['fit_s']:.1f}s)"
                 for k, v in row.items()
@@ -257,35 +283,23 @@ def main(argv=None):
             ),
             flush=True,
         )
-    wall = time.perf_counter() - t_start
-    protocol["repeats"] = max(len(d["runs"]) for d in results["datasets"].values())
-    results["pieces"] = [  # pieces this run replaces are dropped
-        p
-        for p in results["pieces"]
-        if set(p["datasets"]) - set(args.datasets) or set(p.get("repeats", [])) - set(reps)
-    ]
-    results["pieces"].append(
-        {
-            "datasets": list(args.datasets),
-            "repeats": reps,
-            "jobs": args.jobs,
-            "wall_s": wall,
-            "structboost_s": sum(r["structboost"]["fit_s_all_C"] for *_, r in done),
-            "peers_s": sum(r["peers_s"] for *_, r in done),
-            "load_average": list(os.getloadavg()),
-            "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
-        }
-    )
-    results["structboost_protocol_seconds"] = sum(
-        r["structboost"]["fit_s_all_C"] for d in results["datasets"].values() for r in d["runs"]
-    )
-    results["protocol_wall_seconds"] = sum(p["wall_s"] for p in results["pieces"])
-    write_result(args.out, results)
+
+    if args.jobs > 1 and units:  # spawned workers (OpenMP, numba's pool: no fork)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=_one_thread) as pool:
+            futures = [pool.submit(run_unit, args, name, rep) for name, rep in units]
+            for fut in as_completed(futures):
+                record(fut.result())
+    else:
+        _one_thread()
+        for name, rep in units:
+            record(run_unit(args, name, rep))
     print(table(results))
     print(
-        f"this run: {wall:.0f} s wall on {args.jobs} process(es); StructBoost fits, whole "
-        f"protocol: {results['structboost_protocol_seconds']:.0f} s (serial seconds); "
-        f"wall time of the pieces: {results['protocol_wall_seconds']:.0f} s"
+        f"this run: {time.perf_counter() - t_start:.0f} s wall on {args.jobs} process(es), "
+        f"{len(units)} units; StructBoost fits, whole protocol so far: "
+        f"{results.get('structboost_protocol_seconds', 0):.0f} s (serial seconds); "
+        f"wall time of the pieces: {results.get('protocol_wall_seconds', 0):.0f} s"
     )
 
 
