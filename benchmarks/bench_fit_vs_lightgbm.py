@@ -140,8 +140,13 @@ def main():
     numba.set_num_threads(args.threads)
     # compile the numba kernels outside the timings
     Xw, yw, _, _ = load_digits_split(0)
+    Xc = np.random.default_rng(0).standard_normal((400, 4))  # > 256 values: sorted path
     for certify in ("gap", "exact"):
-        StructBoostClassifier(max_iter=3, certify=certify).fit(Xw[:200], yw[:200])
+        for weak in ("stump", "hist_stump"):
+            StructBoostClassifier(max_iter=3, certify=certify, weak_learner=weak).fit(
+                Xw[:200], yw[:200]
+            )
+            StructBoostClassifier(max_iter=3, certify=certify, weak_learner=weak).fit(Xc, yw[:400])
     rows = []
     for name in args.datasets:
         Xtr, ytr, Xte, yte = load(Path(args.data_dir), name)
