@@ -255,3 +255,36 @@ def test_ctrl_c_in_the_weak_learner_search(iris, master):
     np.testing.assert_allclose(clf.objective_, full.history_[2]["objective"], rtol=1e-9)
     staged = list(full.staged_predict(X))[2]
     np.testing.assert_array_equal(clf.predict(X), staged)
+
+
+def test_auto_weak_learner_is_exact_up_to_the_row_limit_then_binned(monkeypatch, tmp_path):
+    """weak_learner="auto" (the classifier's default): exact stumps up to
+    AUTO_EXACT_ROWS rows, histogram stumps above -- the same fit as naming them."""
+    from maxmargin import load, save
+    from maxmargin.learners import structboost
+
+    assert StructBoostClassifier().weak_learner == "auto"
+    assert structboost.resolve_weak_learner("auto", structboost.AUTO_EXACT_ROWS) == "stump"
+    assert structboost.resolve_weak_learner("auto", structboost.AUTO_EXACT_ROWS + 1) == (
+        "hist_stump"
+    )
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 3))  # 400 distinct values per feature: binning matters
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.5)
+    kw = {"C": 100.0, "max_iter": 15, "random_state": 0}
+    for limit, named in ((400, "stump"), (399, "hist_stump")):
+        monkeypatch.setattr(structboost, "AUTO_EXACT_ROWS", limit)
+        auto = StructBoostClassifier(**kw).fit(X, y)
+        ref = StructBoostClassifier(weak_learner=named, **kw).fit(X, y)
+        assert auto.weak_learner_ == named
+        np.testing.assert_array_equal(auto.hypotheses_.threshold, ref.hypotheses_.threshold)
+        np.testing.assert_array_equal(auto.slot_weights_, ref.slot_weights_)
+    thresholds = {
+        named: StructBoostClassifier(weak_learner=named, **kw).fit(X, y).hypotheses_.threshold
+        for named in ("stump", "hist_stump")
+    }
+    assert not np.array_equal(thresholds["stump"], thresholds["hist_stump"])  # they differ
+    path = tmp_path / "auto.npz"
+    save(auto, path)
+    back = load(path)
+    assert back.weak_learner == "auto" and back.weak_learner_ == "hist_stump"

@@ -54,6 +54,25 @@ __all__ = ["StructBoost", "StructBoostClassifier"]
 #: largest C accepted (the master LP's costs span 1 to C/m; see _validate_hyperparameters)
 MAX_C = 1e12
 
+#: ``weak_learner="auto"``: the exact stump up to this many rows of weak inputs, the
+#: histogram stump (<= 255 bins per feature, as LightGBM) above (docs/structboost.md,
+#: "Exact or binned stumps")
+AUTO_EXACT_ROWS = 5000
+
+
+def resolve_weak_learner(spec, n_rows: int):
+    """``spec`` with ``"auto"`` replaced by ``"stump"`` (at most ``AUTO_EXACT_ROWS`` rows)
+    or ``"hist_stump"``."""
+    if isinstance(spec, str) and spec == "auto":
+        return "stump" if n_rows <= AUTO_EXACT_ROWS else "hist_stump"
+    return spec
+
+
+def _weak_name(spec) -> str:
+    """A resolved weak learner as stored in model files: its name, or its class name."""
+    return spec if isinstance(spec, str) else type(spec).__name__
+
+
 _TASKS = {
     "BoxTask": BoxTask,  # Pascal-overlap boxes (tracking)
     "BinaryTask": BinaryTask,
@@ -83,7 +102,9 @@ class StructBoost(Persistent, BaseEstimator):
         Required: ``fit`` raises ``ValueError`` without one.
     weak_learner : str or WeakLearner, default="stump"
         Name in :data:`maxmargin.weak.WEAK_LEARNERS` (or "hist_tree:D" for a histogram
-        tree of depth D, see docs/weak_learners.md) or an instance.
+        tree of depth D, see docs/weak_learners.md), ``"auto"`` (the exact stump up to
+        ``AUTO_EXACT_ROWS`` = 5000 rows of weak inputs, the histogram stump above), or
+        an instance.
     C : float, default=100.0
         Weight of the average hinge loss.  No weak learner can enter the model unless
         ``C > 1`` for 0/1-type losses (a column's gain is at most ``C`` times its range).
@@ -167,6 +188,8 @@ class StructBoost(Persistent, BaseEstimator):
         ``slot_weights_`` after every iteration (for :meth:`staged_predict`).
     master_, formulation_ : str
         The master and LP formulation used ("auto" resolved).
+    weak_learner_ : str or WeakLearner
+        The weak learner used (``"auto"`` resolved).
     history_ : list of dict
         Per iteration: ``objective`` (primal at the iteration's w), ``dual_bound`` (a
         certified lower bound on the restricted master), ``gap`` (relative),
@@ -281,7 +304,7 @@ class StructBoost(Persistent, BaseEstimator):
                 f"use C <= {MAX_C:g}; beyond about 1e9 the training hinge is already at "
                 "its minimum on most data, so larger C changes nothing"
             )
-        make_weak_learner(self.weak_learner)  # raises on unknown names
+        make_weak_learner(resolve_weak_learner(self.weak_learner, 0))  # unknown names raise
 
     def _search_n_jobs(self):
         """``n_jobs`` of the parallel stump search (subclasses may use ``n_jobs`` for
@@ -336,7 +359,10 @@ class StructBoost(Persistent, BaseEstimator):
             callback=self.callback,
             fields=("iteration", "objective", "xi", "n_weak", "n_planes", "gain", "t_total"),
         )
-        weak = make_weak_learner(self.weak_learner)
+        self.weak_learner_ = resolve_weak_learner(
+            self.weak_learner, self.task_.weak_inputs().shape[0]
+        )
+        weak = make_weak_learner(self.weak_learner_)
         init = {}
         prev = getattr(self, "hypotheses_", None)
         if (
@@ -499,6 +525,7 @@ class StructBoost(Persistent, BaseEstimator):
     _saved_meta = (
         *fitted("n_features_in_", "history_", "objective_", "n_iter_", "converged_"),
         ("gap_", float, np.nan),
+        ("weak_learner_", _weak_name, None),  # (files written before it: None)
     )
     _saved_arrays = (("slot_weights_", np.float64), ("weight_path_", np.float64))
     _saved_hypotheses = "hypotheses_"
@@ -507,7 +534,8 @@ class StructBoost(Persistent, BaseEstimator):
 
     @classmethod
     def _loaded_params(cls, params, task):
-        if not is_weak_learner_name(params.get("weak_learner")):  # an instance, stored by name
+        spec = params.get("weak_learner")
+        if spec != "auto" and not is_weak_learner_name(spec):  # an instance, stored by name
             params["weak_learner"] = "stump"
         if params.get("formulation") == "m-slack":
             params["formulation"] = "n-slack"
@@ -551,9 +579,14 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         enter (the paper uses 10 to 1000).
     max_iter : int, default=200
         Maximum column-generation (boosting) iterations.
-    weak_learner : str or WeakLearner, default="stump"
-        Name in :data:`maxmargin.weak.WEAK_LEARNERS` (or "hist_tree:D" for a histogram
-        tree of depth D, see docs/weak_learners.md) or an instance.
+    weak_learner : str or WeakLearner, default="auto"
+        ``"auto"``: exact decision stumps (``"stump"``) up to ``AUTO_EXACT_ROWS`` = 5000
+        training rows, histogram stumps (``"hist_stump"``, <= 255 bins per feature, as
+        LightGBM) above -- the same stumps wherever a feature has at most 255 distinct
+        values, and a search whose cost does not grow with the distinct values (see
+        docs/structboost.md, "Exact or binned stumps").  Otherwise a name in
+        :data:`maxmargin.weak.WEAK_LEARNERS` (or "hist_tree:D" for a histogram tree of
+        depth D, see docs/weak_learners.md) or an instance.
     sharing : {"shared", "per_class"}, default="shared"
         "shared": one weak classifier per iteration shared by all classes with one
         weight per class ([Shen2014 eq. 18]); "per_class": one new weak classifier per class per
@@ -605,7 +638,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels.
-    task_, hypotheses_, slot_weights_, weight_path_, master_, formulation_
+    task_, hypotheses_, slot_weights_, weight_path_, master_, formulation_, weak_learner_
         The fitted model, as in :class:`StructBoost`.
     history_ : list of dict
         Per-iteration records, as in :class:`StructBoost`.
@@ -641,7 +674,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         *,
         C: float = 100.0,
         max_iter: int = 200,
-        weak_learner="stump",
+        weak_learner="auto",
         sharing: str = "shared",
         taxonomy=None,
         tree_loss: str = "height",

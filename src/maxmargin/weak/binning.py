@@ -16,6 +16,12 @@ StructBoost Sec. 4.2), so histogram mode is exact whenever a feature has at most
 Sparse input (CSR/CSC) is coded column by column without densifying: only the stored
 entries get codes; the implicit zeros form one bin (``zero_bin``) whose weight is the
 column total minus the stored entries' weights.
+
+With ``keep_order=True`` (the exact stump) a dense feature with more than
+``SORTED_MIN_BINS`` bins also keeps its samples in sorted order (``order``, a stable sort:
+equal values in increasing sample index) and the end of every bin in that order
+(``bin_end``): its search then walks the samples in order instead of filling a histogram
+with one row per distinct value (``maxmargin.weak.stump``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,14 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["FeatureCodes", "code_features", "dense_columns", "midpoint"]
+__all__ = ["SORTED_MIN_BINS", "FeatureCodes", "code_features", "dense_columns", "midpoint"]
+
+#: a feature with more bins than this is searched in sorted order (``keep_order``): its
+#: histogram (bins x weight columns) would no longer fit the CPU's cache
+SORTED_MIN_BINS = 256
+#: largest memory (bytes) the sorted orders of a fit may take; features beyond it keep
+#: the histogram search
+ORDER_BUDGET = 1 << 30
 
 
 def midpoint(lo, hi):
@@ -53,6 +66,10 @@ class FeatureCodes:
     indptr: np.ndarray | None = None  # CSC structure (sparse only)
     indices: np.ndarray | None = None
     zero_bin: np.ndarray | None = None  # (d,) bin of the implicit zeros, -1 if none
+    # keep_order (dense only): sorted samples of the features with many bins
+    order: np.ndarray | None = None  # (n_sorted, n) int32, stable sort of each such feature
+    order_row: np.ndarray | None = None  # (d,) row of ``order`` of each feature, -1 if none
+    bin_end: np.ndarray | None = None  # (offsets[-1],) end of each bin in its feature's order
 
     @property
     def sparse(self) -> bool:
@@ -87,11 +104,13 @@ def _code_dtype(max_bins_used: int):
     return np.uint32
 
 
-def _rank_column(col):
-    """Distinct values of ``col`` (sorted), their counts, and each entry's rank.  NumPy's
-    sort (vectorised, releases the GIL) and a numba pass without the GIL: features can
-    be ranked by several threads at once."""
-    return _ranks_from_order(col, np.argsort(col))
+def _rank_column(col, stable: bool = False):
+    """Distinct values of ``col`` (sorted), their counts, each entry's rank and the sort
+    order.  NumPy's sort (vectorised, releases the GIL) and a numba pass without the GIL:
+    features can be ranked by several threads at once.  ``stable``: equal values keep
+    their sample order."""
+    order = np.argsort(col, kind="stable" if stable else None)
+    return (*_ranks_from_order(col, order), order)
 
 
 @njit(nogil=True, cache=True)
@@ -118,8 +137,11 @@ def _presort_threads(work: int) -> int:
     return 1 if work < 200_000 else max(1, min(os.cpu_count() or 1, 8))
 
 
-def code_features(Z, max_bins: int | None = None) -> FeatureCodes:
-    """Sort every feature once and replace values by bin codes (see module docstring)."""
+def code_features(Z, max_bins: int | None = None, keep_order: bool = False) -> FeatureCodes:
+    """Sort every feature once and replace values by bin codes (see module docstring).
+
+    ``keep_order``: also keep the sorted order of the dense features with more than
+    ``SORTED_MIN_BINS`` bins (within ``ORDER_BUDGET`` bytes), for the exact stump search."""
     if max_bins is not None and not 2 <= int(max_bins) <= 65536:
         raise ValueError(f"max_bins must be in [2, 65536] or None, got {max_bins!r}")
     if sp.issparse(Z):
@@ -129,10 +151,10 @@ def code_features(Z, max_bins: int | None = None) -> FeatureCodes:
         raise ValueError(f"expected a 2-d array, got shape {Z.shape}")
     n, d = Z.shape
     n_bins, los, his = np.zeros(d, dtype=np.int64), [None] * d, [None] * d
-    ranks = [None] * d
+    ranks, orders, ends = [None] * d, [None] * d, [None] * d
 
     def one(f):  # one sort per feature per fit (numba, without the GIL)
-        inv, uniq, counts = _rank_column(np.ascontiguousarray(Z[:, f]))
+        inv, uniq, counts, order = _rank_column(np.ascontiguousarray(Z[:, f]), keep_order)
         grp = _group(counts, n, max_bins)
         nb = int(grp[-1]) + 1 if len(grp) else 1
         ranks[f] = grp[inv] if nb < len(uniq) else inv
@@ -141,6 +163,9 @@ def code_features(Z, max_bins: int | None = None) -> FeatureCodes:
         los[f] = uniq[first] if n else np.zeros(1)
         his[f] = uniq[last] if n else np.zeros(1)
         n_bins[f] = nb
+        if keep_order and nb > SORTED_MIN_BINS:
+            orders[f] = order.astype(np.int32)
+            ends[f] = np.cumsum(counts)[last]  # end of every bin in the sorted order
 
     threads = _presort_threads(n * d)
     if threads > 1:
@@ -152,9 +177,25 @@ def code_features(Z, max_bins: int | None = None) -> FeatureCodes:
     codes = np.empty((d, n), dtype=_code_dtype(int(n_bins.max()) if d else 1))
     for f in range(d):
         codes[f] = ranks[f]
-    return FeatureCodes(
-        codes, n_bins, np.concatenate([[0], np.cumsum(n_bins)]), _cat(los), _cat(his), n, d
-    )
+    offsets = np.concatenate([[0], np.cumsum(n_bins)])
+    fc = FeatureCodes(codes, n_bins, offsets, _cat(los), _cat(his), n, d)
+    if keep_order:
+        _attach_order(fc, orders, ends)
+    return fc
+
+
+def _attach_order(fc: FeatureCodes, orders, ends) -> None:
+    """Store the kept sorted orders (at most ``ORDER_BUDGET`` bytes, first features first)."""
+    fc.order_row = np.full(fc.n_features, -1, dtype=np.int64)
+    fc.bin_end = np.zeros(int(fc.offsets[-1]), dtype=np.int64)
+    rows = []
+    for f in range(fc.n_features):
+        if orders[f] is None or (len(rows) + 1) * 4 * fc.n_samples > ORDER_BUDGET:
+            continue
+        fc.order_row[f] = len(rows)
+        rows.append(orders[f])
+        fc.bin_end[fc.offsets[f] : fc.offsets[f + 1]] = ends[f]
+    fc.order = np.stack(rows) if rows else np.zeros((0, fc.n_samples), dtype=np.int32)
 
 
 def _cat(parts):

@@ -7,9 +7,14 @@ For signed weights ``a`` the gain of the split after bin ``b`` of a feature is
 ``p * (sum(a) - 2 * sum_{bins <= b} a)``.  Each feature is sorted once per fit into
 integer codes (:mod:`maxmargin.weak.binning`); a search is then, per feature and in
 parallel over features (numba ``prange``), one sequential pass accumulating the weights
-of every column of ``A`` into a histogram over the codes, followed by a scan over the
-bins.  Ties go to the first feature, the first threshold and polarity +1, the constant
-stump (feature 0) coming first, as in :func:`maxmargin.weak.reference.all_stumps`.
+of every column of ``A`` (all K class slots together) into a histogram over the codes,
+followed by a prefix-sum scan over the bins.  A feature with more than
+``binning.SORTED_MIN_BINS`` distinct values (exact mode) is walked in its sorted order
+instead, adding every bin's samples and scanning at once, which gives the same sums bit
+for bit without a (bins x columns) histogram.  Features are independent, so any number
+of threads gives the same answer.  Ties go to the first feature, the first threshold and
+polarity +1, the constant stump (feature 0) coming first, as in
+:func:`maxmargin.weak.reference.all_stumps`.
 """
 
 from __future__ import annotations
@@ -179,34 +184,89 @@ def _hist_sparse(indptr, indices, codes, zero_bin, f, A, total, hist):  # pragma
 
 
 @njit(cache=True)
+def _start(total, best, sg, bb):  # pragma: no cover - compiled
+    """The constant stump of every column: gain |total|, polarity sign(total) (+1 at 0)."""
+    for s in range(len(total)):
+        best[s] = abs(total[s])
+        sg[s] = total[s]
+        bb[s] = -1
+
+
+@njit(cache=True)
+def _finish(f, best, sg, bb, gain, split, pol):  # pragma: no cover - compiled
+    for s in range(len(best)):
+        gain[f, s] = best[s]
+        split[f, s] = bb[s]
+        pol[f, s] = 1.0 if sg[s] >= 0.0 else -1.0
+
+
+@njit(cache=True)
+def _step(b, cum, binsum, total, best, sg, bb):  # pragma: no cover - compiled
+    """Add bin ``b``'s sums and keep, per column, the first split of largest gain.
+
+    ``|g| > best`` is the rule ``g > best or -g > best`` (polarity +1 first) written
+    without branches, so the loop over the columns vectorises."""
+    for s in range(len(total)):
+        c = cum[s] + binsum[s]
+        cum[s] = c
+        g = total[s] - 2.0 * c
+        ag = abs(g)
+        up = ag > best[s]
+        best[s] = ag if up else best[s]
+        sg[s] = g if up else sg[s]
+        bb[s] = b if up else bb[s]
+
+
+@njit(cache=True)
 def _scan(hist, nb, total, f, gain, split, pol):  # pragma: no cover - compiled
     """Best split of one feature for every column: constant first, then bins in order."""
     S = len(total)
-    cum = np.zeros(S)
-    for s in range(S):
-        split[f, s] = -1
-        if total[s] >= 0.0:
-            gain[f, s] = total[s]
-            pol[f, s] = 1.0
-        else:
-            gain[f, s] = -total[s]
-            pol[f, s] = -1.0
+    best, sg, bb, cum = np.empty(S), np.empty(S), np.empty(S, dtype=np.int64), np.zeros(S)
+    _start(total, best, sg, bb)
     for b in range(nb - 1):
-        for s in range(S):
-            cum[s] += hist[b, s]
-            g = total[s] - 2.0 * cum[s]
-            if g > gain[f, s]:
-                gain[f, s] = g
-                split[f, s] = b
-                pol[f, s] = 1.0
-            elif -g > gain[f, s]:
-                gain[f, s] = -g
-                split[f, s] = b
-                pol[f, s] = -1.0
+        _step(b, cum, hist[b], total, best, sg, bb)
+    _finish(f, best, sg, bb, gain, split, pol)
+
+
+@njit(cache=True)
+def _scan_sorted(order, bin_end, start, nb, A, total, f, gain, split, pol):  # pragma: no cover
+    """``_scan`` of a feature with many bins, walking its samples in sorted order.
+
+    Every bin's sums start at 0 and add its samples in increasing index (the order is a
+    stable sort), the additions of the histogram pass: the result is the same bit for
+    bit, without a (bins x columns) histogram to clear and scatter into."""
+    S = len(total)
+    best, sg, bb, cum = np.empty(S), np.empty(S), np.empty(S, dtype=np.int64), np.zeros(S)
+    binsum = np.empty(S)
+    _start(total, best, sg, bb)
+    pos = 0
+    for b in range(nb - 1):
+        end = bin_end[start + b]
+        k = order[pos]
+        if end - pos == 1:  # one sample in the bin (most bins of a continuous feature)
+            for s in range(S):
+                c = cum[s] + (0.0 + A[k, s])
+                cum[s] = c
+                g = total[s] - 2.0 * c
+                ag = abs(g)
+                up = ag > best[s]
+                best[s] = ag if up else best[s]
+                sg[s] = g if up else sg[s]
+                bb[s] = b if up else bb[s]
+        else:
+            for s in range(S):
+                binsum[s] = 0.0 + A[k, s]
+            for j in range(pos + 1, end):
+                k = order[j]
+                for s in range(S):
+                    binsum[s] += A[k, s]
+            _step(b, cum, binsum, total, best, sg, bb)
+        pos = end
+    _finish(f, best, sg, bb, gain, split, pol)
 
 
 @njit(parallel=True, cache=True)
-def _search_dense(codes, n_bins, A, total):  # pragma: no cover - compiled
+def _search_dense(codes, n_bins, order, order_row, bin_end, offsets, A, total):  # pragma: no cover
     d = codes.shape[0]
     S = A.shape[1]
     gain = np.empty((d, S))
@@ -214,11 +274,25 @@ def _search_dense(codes, n_bins, A, total):  # pragma: no cover - compiled
     pol = np.empty((d, S))
     for f in prange(d):
         nb = n_bins[f]
+        r = order_row[f]
+        if r >= 0:
+            _scan_sorted(order[r], bin_end, offsets[f], nb, A, total, f, gain, split, pol)
+            continue
         hist = np.zeros((nb, S))
         if nb > 1:
             _hist_dense(codes, f, nb, A, hist)
         _scan(hist, nb, total, f, gain, split, pol)
     return gain, split, pol
+
+
+_NO_ORDER = np.zeros((0, 1), dtype=np.int32)
+
+
+def _dense_args(fc: FeatureCodes):
+    """The sorted-order arrays of ``fc`` for ``_search_dense`` (empty when none kept)."""
+    if fc.order_row is None:
+        return _NO_ORDER, np.full(fc.n_features, -1, dtype=np.int64), fc.offsets
+    return fc.order, fc.order_row, fc.bin_end
 
 
 @njit(parallel=True, cache=True)
@@ -270,7 +344,8 @@ class DecisionStump(WeakLearner):
         self.max_bins = max_bins
 
     def prepare(self, Z) -> FeatureCodes:
-        return code_features(Z, self.max_bins)
+        # features with many distinct values are searched in sorted order (exact mode)
+        return code_features(Z, self.max_bins, keep_order=self.max_bins is None)
 
     def search(self, fc: FeatureCodes, A, total=None):
         """Per-feature results: gain, split, polarity, each (d, S).  ``total`` (the
@@ -285,7 +360,10 @@ class DecisionStump(WeakLearner):
                 return _search_sparse(
                     fc.indptr, fc.indices, fc.codes, fc.zero_bin, fc.n_bins, A, total
                 )
-            return _search_dense(fc.codes, fc.n_bins, A, total)
+            order, order_row, bin_end = _dense_args(fc)
+            return _search_dense(
+                fc.codes, fc.n_bins, order, order_row, bin_end, fc.offsets, A, total
+            )
 
     def best(self, prepared: FeatureCodes, A):
         A = check_weights(prepared, A)
