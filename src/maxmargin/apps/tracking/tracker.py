@@ -7,8 +7,8 @@ Sec. 4.4: the box of each frame is the best-scoring of about 2000 candidate boxe
 sampled around the previous one ([Shen2014 eq. 2] over the candidates), the frame then becomes a
 training example of the Pascal-overlap box task (:class:`~maxmargin.tasks.boxes.BoxTask`,
 about 200 candidate boxes around the new box, the box itself the truth), and StructBoost
-with decision stumps is re-trained every 2 frames on the recent frames (the paper's 60;
-the default window is 30), warm-started from the previous model.  The baselines share the same sampling and features:
+with decision stumps is re-trained every 2 frames on the last 60 frames, warm-started
+from the previous model.  The baselines share the same sampling and features:
 
 * :class:`AdaBoostTracker` -- the paper's binary AdaBoost tracker: candidates with
   overlap > 0.8 with the frame's box are positives, <= 0.3 negatives, discrete AdaBoost
