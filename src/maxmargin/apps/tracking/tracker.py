@@ -540,14 +540,10 @@ class StructBoostTracker(_OnlineBoxTracker):
     relabel : float or None, default=None
         Re-label each self-labelled frame of the window by the current model among the
         candidates overlapping its box by at least ``relabel`` (off when None).
-    sampling : Sampling, default=Sampling(features="hog+haar", augment=8, window=30)
+    sampling : Sampling, default=Sampling(features="hog+haar", augment=8)
         The protocol (:class:`Sampling`): candidates, search and training radii, window,
         re-training period, scales and the drift remedies.  This tracker's default
-        differs from :class:`Sampling`'s in three fields.  ``window=30``: the last 30
-        frames train (the paper's 60 is ``window=60``); from one labelled frame, on the
-        first 120 frames of Tiger1 and tiger2 (seeds 0-4) success AUC 0.597 / 0.627
-        against 0.525 / 0.496 with 60, and the re-training costs about half
-        (docs/tracking.md, "Issue 30: the drift").  ``features="hog+haar"``: the
+        differs from :class:`Sampling`'s in two fields.  ``features="hog+haar"``: the
         paper uses raw pixels and HOG ("raw+hog"); with stumps the raw grey cells made
         the tracker drift on Coke and Tiger1 (overlap 0.35 against 0.56-0.57 with HOG
         only), and HOG with Struck's Haar-like features (229 values) tracked better than
@@ -597,7 +593,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         anchor_weight: float = 0.0,
         relabel: float | None = None,
         polish_initial: bool = True,
-        sampling: Sampling = Sampling(features="hog+haar", augment=8, window=30),
+        sampling: Sampling = Sampling(features="hog+haar", augment=8),
         random_state=None,
     ) -> None:
         self.polish_initial = polish_initial
