@@ -253,6 +253,12 @@ def main(argv=None):
         help="extra NMS settings to score every SVM variant with, after fitting: "
         "'THRESHOLD/COVER;...' (COVER 'none' for the overlap alone)",
     )
+    ap.add_argument(
+        "--regress",
+        default="",
+        help="box regressions to score every SVM variant with, after fitting (the SVM "
+        "kept): 'PENALTY/OVERLAP;...' (HOGSVMDetector box_regression / regression_overlap)",
+    )
     ap.add_argument("--cascade", action="store_true", help="also time the default cascade")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-dlib", action="store_true")
@@ -410,6 +416,23 @@ def main(argv=None):
             print(f"  nms {spec}: AP {nms_ap[spec]:.3f}", flush=True)
         if nms_ap:
             out["svm"][name]["ap50_by_nms"] = nms_ap
+        reg_ap = {}
+        for spec in filter(None, args.regress.split(";")):
+            pen, _, ov = spec.partition("/")
+            d2 = HOGSVMDetector(
+                **{
+                    **det.get_params(),
+                    "box_regression": float(pen),
+                    "regression_overlap": float(ov or 0.5),
+                }
+            )
+            for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
+                setattr(d2, a, getattr(det, a))
+            d2._fit_regression(tri, trb)
+            reg_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
+            print(f"  box regression {spec}: AP {reg_ap[spec]:.3f}", flush=True)
+        if reg_ap:
+            out["svm"][name]["ap50_by_box_regression"] = reg_ap
         # what the top detection of each image is: its overlap with the truth and its
         # area relative to the best-matching truth box
         top = []
