@@ -192,9 +192,18 @@ def fhog_cells(image, cell: int = 8) -> np.ndarray:
     cell = int(cell)
     if cell < 1:
         raise ValueError(f"cell must be positive, got {cell}")
-    uu, vv = fhog_directions()
-    planar = np.ascontiguousarray(np.moveaxis(img, -1, 0), dtype=np.float32)
-    return _fhog_kernel(planar, cell, uu, vv, FHOG_EPS)
+    return _fhog_checked(img, cell)
+
+
+_FHOG_UU, _FHOG_VV = fhog_directions()
+
+
+def _fhog_checked(img, cell):
+    """:func:`fhog_cells` of a float32 (H, W, C) or (H, W) image already checked (the
+    pyramid's levels: the input image is checked once)."""
+    planar = img[None] if img.ndim == 2 else np.moveaxis(img, -1, 0)
+    planar = np.ascontiguousarray(planar, dtype=np.float32)
+    return _fhog_kernel(planar, cell, _FHOG_UU, _FHOG_VV, FHOG_EPS)
 
 
 def to_float(image, *, colour: bool = True) -> np.ndarray:
@@ -343,9 +352,11 @@ class HOGPyramid:
         if features == "fhog":
 
             def hog(img, orientations, pixels_per_cell, **_):
-                return fhog_cells(img, pixels_per_cell[0])
+                return _fhog_checked(img, int(pixels_per_cell[0]))
 
         img0 = to_float(image, colour=colour)
+        if features == "fhog" and not np.all(np.isfinite(img0)):
+            raise ValueError("the image contains NaN or inf")
         self.image_shape = img0.shape[:2]
         self.channels = bool(channels)
         self.channel_orientations = int(channel_orientations)
