@@ -421,7 +421,7 @@ def tracking_one_frame(data, load):
 
 def _svm_label(name, p):
     """``name``: features, prior, aspect ratios, mirror, box regression, C."""
-    feats = "FHOG" if p.get("features") == "fhog" else "HOG"
+    feats = "FHOG" if p.get("features") == "fhog" else "L2-Hys HOG"
     bits = [
         "prior" if p.get("location_prior", True) else "no prior",
         f"{len(p.get('aspect_ratios', (0.7, 1.0, 1.4)))} aspect ratio(s)",
@@ -450,7 +450,7 @@ def detection_dlib_ap(data, _load):
         rows.append(("boosted cascade, HOG, no prior", data["cascade"], "cascade"))
     if "cascade_hogprior" in data:
         rows.append(("boosted cascade, HOG + prior", data["cascade_hogprior"], "cascade_hogprior"))
-    out = _head([f"detector (test AP@0.5, {n} images)", "AP", "s / image", "time / dlib's"])
+    out = _head([f"detector (test AP@0.5, {n} images)", "AP", "ms / image", "time / dlib's"])
     for label, r, key in rows:
         s = sec.get(key) if key else None
         q = ratio.get(key) if key else None
@@ -459,7 +459,7 @@ def detection_dlib_ap(data, _load):
                 [
                     label,
                     f"{r['ap50']:.3f}",
-                    "-" if s is None else f"{s:.3f}",
+                    "-" if s is None else f"{s * 1e3:.2f}",
                     "-" if q is None else f"{q:.2f}",
                 ]
             )
