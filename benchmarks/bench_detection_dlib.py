@@ -253,7 +253,22 @@ def main(argv=None):
         help="extra NMS settings to score every SVM variant with, after fitting: "
         "'THRESHOLD/COVER;...' (COVER 'none' for the overlap alone)",
     )
-    ap.add_argument("--cascade", action="store_true", help="also time the default cascade")
+    ap.add_argument(
+        "--regress",
+        default="",
+        help="box regressions to score every SVM variant with, after fitting (the SVM "
+        "kept): 'PENALTY/OVERLAP;...' (HOGSVMDetector box_regression / regression_overlap)",
+    )
+    ap.add_argument(
+        "--cascade",
+        action="store_true",
+        help="also train and time the HOG-only cascade without the location prior",
+    )
+    ap.add_argument(
+        "--cascade-prior",
+        action="store_true",
+        help="also train and time the HOG cascade with the location prior (cascade_hogprior)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-dlib", action="store_true")
     ap.add_argument(
@@ -410,6 +425,23 @@ def main(argv=None):
             print(f"  nms {spec}: AP {nms_ap[spec]:.3f}", flush=True)
         if nms_ap:
             out["svm"][name]["ap50_by_nms"] = nms_ap
+        reg_ap = {}
+        for spec in filter(None, args.regress.split(";")):
+            pen, _, ov = spec.partition("/")
+            d2 = HOGSVMDetector(
+                **{
+                    **det.get_params(),
+                    "box_regression": float(pen),
+                    "regression_overlap": float(ov or 0.5),
+                }
+            )
+            for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
+                setattr(d2, a, getattr(det, a))
+            d2._fit_regression(tri, trb)
+            reg_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
+            print(f"  box regression {spec}: AP {reg_ap[spec]:.3f}", flush=True)
+        if reg_ap:
+            out["svm"][name]["ap50_by_box_regression"] = reg_ap
         # what the top detection of each image is: its overlap with the truth and its
         # area relative to the best-matching truth box
         top = []
@@ -444,6 +476,23 @@ def main(argv=None):
         out["cascade"] = {"ap50": ap_of([cas.detect(im) for im in tei], teb)}
         out["cascade"]["fit_seconds"] = time.perf_counter() - t
         print(f"cascade: AP {out['cascade']['ap50']:.3f}", flush=True)
+    cas_p = None
+    if args.cascade_prior:
+        t = time.perf_counter()
+        # the same with the location prior among the features (its first stage rejects
+        # most windows by the prior alone)
+        cas_p = CascadeDetector(
+            window=(7, 7),
+            n_stages=10,
+            target_far=1e-3,
+            n_negatives=40000,
+            channels=False,
+            location_prior=True,
+            random_state=0,
+        ).fit(tri, trb)
+        out["cascade_hogprior"] = {"ap50": ap_of([cas_p.detect(im) for im in tei], teb)}
+        out["cascade_hogprior"]["fit_seconds"] = time.perf_counter() - t
+        print(f"cascade_hogprior: AP {out['cascade_hogprior']['ap50']:.3f}", flush=True)
 
     if args.models is not None:
         import maxmargin
@@ -453,6 +502,8 @@ def main(argv=None):
             maxmargin.save(det, args.models / f"svm_{name}.npz")
         if cas is not None:
             maxmargin.save(cas, args.models / "cascade.npz")
+        if cas_p is not None:
+            maxmargin.save(cas_p, args.models / "cascade_hogprior.npz")
 
     # ---- scanning time, one after the other in this process
     timing = {}
@@ -464,6 +515,8 @@ def main(argv=None):
         timing[f"svm {name}"] = time_per_image(det.detect, tei, args.repeat)
     if cas is not None:
         timing["cascade"] = time_per_image(cas.detect, tei, args.repeat)
+    if cas_p is not None:
+        timing["cascade_hogprior"] = time_per_image(cas_p.detect, tei, args.repeat)
     out["seconds_per_image"] = timing
     if "dlib" in timing:
         out["time_ratio_to_dlib"] = {k: v / timing["dlib"] for k, v in timing.items()}

@@ -419,6 +419,23 @@ def tracking_one_frame(data, load):
 # ----------------------------------------------------------------------------- detection
 
 
+def _svm_label(name, p):
+    """``name``: features, prior, aspect ratios, mirror, box regression, C."""
+    feats = "FHOG" if p.get("features") == "fhog" else "L2-Hys HOG"
+    bits = [
+        "prior" if p.get("location_prior", True) else "no prior",
+        f"{len(p.get('aspect_ratios', (0.7, 1.0, 1.4)))} aspect ratio(s)",
+    ]
+    if p.get("mirror"):
+        bits.append("mirrored")
+    if p.get("box_regression") is not None:
+        bits.append(
+            f"box regression {p['box_regression']:g} / {p.get('regression_overlap', 0.5):g}"
+        )
+    bits.append(f"C = {p['C']:g}")
+    return f"`{name}`: {feats} + SVM, " + ", ".join(bits)
+
+
 @table("detection_dlib:ap")
 def detection_dlib_ap(data, _load):
     """Test AP@0.5 of each detector, with its seconds per image and ratio to dlib's."""
@@ -428,10 +445,12 @@ def detection_dlib_ap(data, _load):
     if "dlib" in data:
         rows.append((f"dlib (C = {data['dlib']['C']:g})", data["dlib"], "dlib"))
     for name, r in data.get("svm", {}).items():
-        rows.append((f"HOG + SVM, {name} (C = {r['params']['C']:g})", r, f"svm {name}"))
+        rows.append((_svm_label(name, r["params"]), r, f"svm {name}"))
     if "cascade" in data:
-        rows.append(("boosted cascade", data["cascade"], "cascade"))
-    out = _head([f"detector (test AP@0.5, {n} images)", "AP", "s / image", "time / dlib's"])
+        rows.append(("boosted cascade, HOG, no prior", data["cascade"], "cascade"))
+    if "cascade_hogprior" in data:
+        rows.append(("boosted cascade, HOG + prior", data["cascade_hogprior"], "cascade_hogprior"))
+    out = _head([f"detector (test AP@0.5, {n} images)", "AP", "ms / image", "time / dlib's"])
     for label, r, key in rows:
         s = sec.get(key) if key else None
         q = ratio.get(key) if key else None
@@ -440,7 +459,7 @@ def detection_dlib_ap(data, _load):
                 [
                     label,
                     f"{r['ap50']:.3f}",
-                    "-" if s is None else f"{s:.3f}",
+                    "-" if s is None else f"{s * 1e3:.2f}",
                     "-" if q is None else f"{q:.2f}",
                 ]
             )

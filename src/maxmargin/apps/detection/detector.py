@@ -108,6 +108,27 @@ def _mirrored(images, boxes):
     return fimgs, fboxes
 
 
+def _box_offsets(windows, boxes):
+    """Regression targets from ``windows`` to ``boxes`` (n, 4 each): the centre shift
+    relative to the window size and the log size ratios [Girshick2014, App. C]."""
+    w, b = np.asarray(windows, dtype=np.float64), np.asarray(boxes, dtype=np.float64)
+    cw, cb = w[:, :2] + w[:, 2:] / 2, b[:, :2] + b[:, 2:] / 2
+    return np.hstack([(cb - cw) / w[:, 2:], np.log(b[:, 2:] / w[:, 2:])])
+
+
+def _apply_offsets(windows, t, shape):
+    """The boxes :func:`_box_offsets` maps ``windows`` to, clipped to an image of
+    ``shape`` (H, W, ...)."""
+    w = np.asarray(windows, dtype=np.float64)
+    size = w[:, 2:] * np.exp(np.clip(t[:, 2:], -3.0, 3.0))
+    centre = w[:, :2] + w[:, 2:] / 2 + t[:, :2] * w[:, 2:]
+    dims = np.array([shape[1], shape[0]], dtype=np.float64)
+    # at least one pixel inside the image (a box moved out of it keeps its border pixel)
+    lo = np.clip(centre - size / 2, 0.0, dims - 1.0)
+    hi = np.clip(centre + size / 2, lo + 1.0, dims)
+    return np.hstack([lo, hi - lo])
+
+
 class _WindowDetector(BaseEstimator):
     """Shared HOG-pyramid machinery of the sliding-window detectors."""
 
@@ -265,7 +286,8 @@ class _WindowDetector(BaseEstimator):
         if not scores or sum(len(s) for s in scores) == 0:
             return np.zeros((0, 4)), np.zeros(0)
         idx, ncs = np.concatenate(idx), np.concatenate(ncs)
-        b = pyr.boxes(np.concatenate(lvs), idx // ncs, idx % ncs)
+        lv, r, c = np.concatenate(lvs), idx // ncs, idx % ncs
+        b = pyr.boxes(lv, r, c)
         s = np.concatenate(scores)
         k = nms(
             b,
@@ -274,7 +296,12 @@ class _WindowDetector(BaseEstimator):
             max_keep=int(self.max_detections),
             cover=getattr(self, "nms_cover", None),
         )
-        return b[k], s[k]
+        return self._refine(pyr, lv[k], r[k], c[k], b[k], s[k])
+
+    def _refine(self, pyr, lv, r, c, b, s):
+        """The detections ``(b, s)`` of the windows ``(lv, r, c)`` after NMS, refined
+        (:class:`HOGSVMDetector`'s ``box_regression``); here unchanged."""
+        return b, s
 
     def predict(self, images):
         """List of ``(boxes, scores)``, one per image."""
@@ -549,6 +576,19 @@ class HOGSVMDetector(_WindowDetector):
         least this, else 1 (the 0/1 loss AP counts); None: ``o* - o``.
     max_iter : int, default=300
         ``training="structured"``: cutting-plane iterations.
+    box_regression : float or None, default=None
+        Refine every detection's box from its window's descriptor by ridge regression
+        (the bounding-box regression of Girshick, Donahue, Darrell & Malik, CVPR 2014,
+        App. C; Felzenszwalb et al., TPAMI 2010, Sec. 5.4 predict the box similarly):
+        the offsets ``((x_b - x_w) / w_w, (y_b - y_w) / h_w, log(w_b / w_w), log(h_b /
+        h_w))`` of box centre and size from the window to its best-overlapping training
+        box, fitted on the training windows that overlap a box by at least
+        ``regression_overlap`` (their mirror images too with ``mirror``; at most 20,000
+        drawn at random); this value is the ridge penalty per window (``min 1/n ||X A -
+        T||^2 + value ||A||^2``, intercept unpenalised).  Detections are refined after
+        NMS, clipped to the image and suppressed again.  None: the window is the box.
+    regression_overlap : float, default=0.5
+        ``box_regression``: the training windows' minimum overlap with a box.
     nms_threshold : float, default=0.3
     nms_cover : float or None, default=None
         Also suppress a box whose intersection with a better-scoring kept box exceeds
@@ -582,7 +622,9 @@ class HOGSVMDetector(_WindowDetector):
     Attributes
     ----------
     coef_, intercept_, mining_history_ (Table 2.1 per round), converged_, n_train_images_,
-    distribution_ (the location prior's :class:`BoxDistribution`, or None)
+    distribution_ (the location prior's :class:`BoxDistribution`, or None),
+    regression_coef_ ((n_features + 1, 4) with ``box_regression``: the last row the
+    intercept; else None)
     """
 
     _parameter_constraints = {
@@ -598,6 +640,8 @@ class HOGSVMDetector(_WindowDetector):
         "false_alarm_loss": [None, Interval(float, 0, None, closed="neither")],
         "loss_threshold": [None, _UNIT],
         "max_iter": [POSITIVE_INT],
+        "box_regression": [None, Interval(float, 0, None, closed="neither")],
+        "regression_overlap": [_UNIT],
     }
 
     def __init__(
@@ -631,9 +675,13 @@ class HOGSVMDetector(_WindowDetector):
         false_alarm_loss=None,
         loss_threshold=None,
         max_iter=300,
+        box_regression=None,
+        regression_overlap=0.5,
         random_state=None,
         verbose=0,
     ):
+        self.box_regression = box_regression
+        self.regression_overlap = regression_overlap
         self.features = features
         self.training = training
         self.null_loss = null_loss
@@ -673,6 +721,7 @@ class HOGSVMDetector(_WindowDetector):
         if self.training == "structured":
             return self._fit_structured(images, boxes, wins)
         Xp = self._positives(wins, boxes)
+        fwins = None
         if getattr(self, "mirror", False):
             # the positives of the left-right mirrored images too (Dalal & Triggs)
             fimgs, fboxes = _mirrored(images, boxes)
@@ -711,7 +760,66 @@ class HOGSVMDetector(_WindowDetector):
         self.converged_ = bool(res.converged)
         self.n_positives_ = len(Xp)
         self.n_train_images_ = len(images)
+        self._fit_regression(images, boxes, wins[: len(images)], fwins)
         return self
+
+    def _fit_regression(self, images, boxes, wins=None, fwins=None):
+        """``box_regression``: the ridge regression from a window's descriptor to the
+        offsets of its best-overlapping box (see the class docstring); ``wins`` /
+        ``fwins``: :meth:`_windows` of the images / of their mirror images when the
+        caller has them."""
+        self.regression_coef_ = None
+        if self.box_regression is None:
+            return
+        wins = list(self._windows(images, boxes) if wins is None else wins)
+        boxes = list(boxes)
+        if getattr(self, "mirror", False):
+            fimgs, fboxes = _mirrored(images, boxes)
+            fwins = self._windows(fimgs, fboxes) if fwins is None else fwins
+            wins, boxes = wins + list(fwins), boxes + fboxes
+        rng = as_generator(self.random_state)
+        sel = [np.flatnonzero(w[4] >= self.regression_overlap) for w in wins]
+        n = sum(len(q) for q in sel)
+        if n == 0:
+            raise ValueError("box_regression: no training window overlaps a box enough")
+        cap = 20000
+        if n > cap:  # a random subset, drawn over all images at once
+            keep = np.zeros(n, dtype=bool)
+            keep[rng.choice(n, cap, replace=False)] = True
+            at = np.cumsum([0] + [len(q) for q in sel])
+            sel = [q[keep[at[i] : at[i + 1]]] for i, q in enumerate(sel)]
+        X, T = [], []
+        for (pyr, lv, r, c, _), q, b in zip(wins, sel, boxes):
+            if not len(q):
+                continue
+            wb = pyr.boxes(lv[q], r[q], c[q])
+            gt = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+            g = gt[np.argmax(pairwise_overlap(wb, gt), axis=1)]
+            X.append(self._describe(pyr, lv[q], r[q], c[q]).astype(np.float64))
+            T.append(_box_offsets(wb, g))
+        X, T = np.vstack(X), np.vstack(T)
+        mx, mt = X.mean(axis=0), T.mean(axis=0)
+        Xc = X - mx
+        G = Xc.T @ Xc / len(X)
+        G[np.diag_indices_from(G)] += float(self.box_regression)
+        A = np.linalg.solve(G, Xc.T @ (T - mt) / len(X))
+        self.regression_coef_ = np.vstack([A, mt - mx @ A])
+        self.n_regression_windows_ = len(X)
+
+    def _refine(self, pyr, lv, r, c, b, s):
+        A = getattr(self, "regression_coef_", None)
+        if A is None or len(b) == 0:
+            return b, s
+        X = self._describe(pyr, lv, r, c).astype(np.float64)
+        out = _apply_offsets(b, X @ A[:-1] + A[-1], pyr.image_shape)
+        k = nms(
+            out,
+            s,
+            self.nms_threshold,
+            max_keep=int(self.max_detections),
+            cover=getattr(self, "nms_cover", None),
+        )
+        return out[k], s[k]
 
     def _fit_structured(self, images, boxes, wins):
         """``training="structured"``: :class:`WindowSSVMModel` (one example per
@@ -751,6 +859,8 @@ class HOGSVMDetector(_WindowDetector):
         self.converged_ = bool(res.converged)
         self.n_positives_ = int(model.n_samples)
         self.n_train_images_ = len(images)
+        n = len(images)
+        self._fit_regression(images, boxes[:n], wins[:n], wins[n:] or None)
         return self
 
     def _score_windows(self, pyr, lv, r, c, prior=None):
@@ -785,7 +895,10 @@ class HOGSVMDetector(_WindowDetector):
             "n_positives": int(self.n_positives_),
             "n_train_images": int(self.n_train_images_),
         }
-        return meta, self._prior_state({"coef": self.coef_})
+        arrays = {"coef": self.coef_}
+        if getattr(self, "regression_coef_", None) is not None:
+            arrays["regression_coef"] = self.regression_coef_
+        return meta, self._prior_state(arrays)
 
     @classmethod
     def _from_state(cls, meta, arrays):
@@ -797,6 +910,13 @@ class HOGSVMDetector(_WindowDetector):
         est.converged_ = bool(meta["converged"])
         est.n_positives_ = int(meta["n_positives"])
         est.n_train_images_ = int(meta["n_train_images"])
+        # files from before box regression: none
+        est.regression_coef_ = None
+        if est.box_regression is not None:
+            A = np.asarray(arrays.get("regression_coef", np.zeros(0)), dtype=np.float64)
+            if A.shape != (len(est.coef_) + 1, 4) or not np.all(np.isfinite(A)):
+                raise ValueError("model file: the box regression is missing or corrupt")
+            est.regression_coef_ = A
         return est
 
 

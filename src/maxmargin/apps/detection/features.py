@@ -65,42 +65,73 @@ def fhog_directions():
 
 @njit(cache=True)
 def _fhog_kernel(img, cell, uu, vv, eps):  # pragma: no cover - compiled
-    H, W, C = img.shape
+    # img: planar (C, H, W), so every per-pixel loop below runs over a contiguous row
+    # with the same operations for every x (vectorisable); the per-pixel arithmetic and
+    # its order are those of the definition, so the output does not depend on the layout
+    C, H, W = img.shape
     Hc, Wc = H // cell, W // cell
     hist = np.zeros((Hc, Wc, 18))
+    # the horizontal bilinear weights depend on the column only: cell ix[x] gets
+    # 1 - fx[x], cell ix[x] + 1 gets fx[x]
+    ix = np.empty(W, np.int64)
+    fx = np.empty(W)
+    for x in range(W):
+        xp = (x + 0.5) / cell - 0.5
+        ix[x] = int(np.floor(xp))
+        fx[x] = xp - ix[x]
+    dx = np.zeros(W)
+    dy = np.zeros(W)
+    best = np.zeros(W)
+    bd = np.zeros(W)
+    bo = np.zeros(W, np.int64)
+    row = np.zeros((Wc + 3, 18))  # one pixel row's votes; slots 0, Wc + 1, Wc + 2 spill
     for y in range(1, H - 1):
-        for x in range(1, W - 1):
-            best, dx, dy = -1.0, 0.0, 0.0
-            for ch in range(C):  # the channel with the strongest gradient
-                gx = float(img[y, x + 1, ch]) - float(img[y, x - 1, ch])
-                gy = float(img[y + 1, x, ch]) - float(img[y - 1, x, ch])
+        yp = (y + 0.5) / cell - 0.5
+        iy = int(np.floor(yp))
+        fy = yp - iy
+        if iy + 1 < 0 or iy >= Hc:
+            continue
+        # centred gradient of the channel with the largest magnitude (the first on ties)
+        for ch in range(C):
+            p0, p1, p2 = img[ch, y - 1], img[ch, y], img[ch, y + 1]
+            for x in range(1, W - 1):
+                gx = float(p1[x + 1]) - float(p1[x - 1])
+                gy = float(p2[x]) - float(p0[x])
                 m2 = gx * gx + gy * gy
-                if m2 > best:
-                    best, dx, dy = m2, gx, gy
-            mag = np.sqrt(best)
-            bo, bd = 0, 0.0
-            for o in range(9):  # nearest of the 18 signed directions
-                d = uu[o] * dx + vv[o] * dy
-                if d > bd:
-                    bd, bo = d, o
-                if -d > bd:
-                    bd, bo = -d, o + 9
-            # bilinear spatial weights to the four nearest cell centres
-            xp = (x + 0.5) / cell - 0.5
-            yp = (y + 0.5) / cell - 0.5
-            ix, iy = int(np.floor(xp)), int(np.floor(yp))
-            vx1, vy1 = xp - ix, yp - iy
-            for a in range(2):
-                r = iy + a
-                if r < 0 or r >= Hc:
-                    continue
-                wy = vy1 if a == 1 else 1.0 - vy1
-                for b in range(2):
-                    c = ix + b
-                    if c < 0 or c >= Wc:
-                        continue
-                    wx = vx1 if b == 1 else 1.0 - vx1
-                    hist[r, c, bo] += wy * wx * mag
+                up = ch == 0 or m2 > best[x]
+                dx[x] = gx if up else dx[x]
+                dy[x] = gy if up else dy[x]
+                best[x] = m2 if up else best[x]
+        # nearest of the 18 signed directions: the largest |u.g| over the 9 axes, the
+        # first on ties, its sign choosing o or o + 9 (as "if d > b ... if -d > b" would)
+        for x in range(1, W - 1):
+            bd[x] = 0.0
+            bo[x] = 0
+        for o in range(9):
+            u, v = uu[o], vv[o]
+            for x in range(1, W - 1):
+                d = u * dx[x] + v * dy[x]
+                ad = abs(d)
+                up = ad > bd[x]
+                bo[x] = (o if d > 0 else o + 9) if up else bo[x]
+                bd[x] = ad if up else bd[x]
+        # bilinear votes to the four surrounding cells: horizontally into one row of
+        # cells, then that row into the two cell rows around y
+        row[:] = 0.0
+        for x in range(1, W - 1):
+            m = np.sqrt(best[x])
+            c = ix[x] + 1
+            row[c, bo[x]] += (1.0 - fx[x]) * m
+            row[c + 1, bo[x]] += fx[x] * m
+        if iy >= 0:
+            wy = 1.0 - fy
+            for c in range(Wc):
+                for o in range(18):
+                    hist[iy, c, o] += wy * row[c + 1, o]
+        if iy + 1 < Hc:
+            for c in range(Wc):
+                for o in range(18):
+                    hist[iy + 1, c, o] += fy * row[c + 1, o]
     # energy of every cell (unsigned histogram squared), zero outside the grid
     E = np.zeros((Hc + 2, Wc + 2))
     for r in range(Hc):
@@ -161,8 +192,18 @@ def fhog_cells(image, cell: int = 8) -> np.ndarray:
     cell = int(cell)
     if cell < 1:
         raise ValueError(f"cell must be positive, got {cell}")
-    uu, vv = fhog_directions()
-    return _fhog_kernel(np.ascontiguousarray(img, dtype=np.float32), cell, uu, vv, FHOG_EPS)
+    return _fhog_checked(img, cell)
+
+
+_FHOG_UU, _FHOG_VV = fhog_directions()
+
+
+def _fhog_checked(img, cell):
+    """:func:`fhog_cells` of a float32 (H, W, C) or (H, W) image already checked (the
+    pyramid's levels: the input image is checked once)."""
+    planar = img[None] if img.ndim == 2 else np.moveaxis(img, -1, 0)
+    planar = np.ascontiguousarray(planar, dtype=np.float32)
+    return _fhog_kernel(planar, cell, _FHOG_UU, _FHOG_VV, FHOG_EPS)
 
 
 def to_float(image, *, colour: bool = True) -> np.ndarray:
@@ -311,9 +352,11 @@ class HOGPyramid:
         if features == "fhog":
 
             def hog(img, orientations, pixels_per_cell, **_):
-                return fhog_cells(img, pixels_per_cell[0])
+                return _fhog_checked(img, int(pixels_per_cell[0]))
 
         img0 = to_float(image, colour=colour)
+        if features == "fhog" and not np.all(np.isfinite(img0)):
+            raise ValueError("the image contains NaN or inf")
         self.image_shape = img0.shape[:2]
         self.channels = bool(channels)
         self.channel_orientations = int(channel_orientations)
