@@ -239,9 +239,13 @@ def flat_booster(det, learner, faces_tr, faces_te, photos_te, args, rng, target)
     X = np.vstack([Xp, Xn]).astype(np.float64)
     ys = np.concatenate([np.ones(len(Xp)), -np.ones(len(Xn))])
     if learner in ASYM_VARIANTS:
-        res = fit_asymmetric_stage(X, ys, kind=learner, max_weak=args.flat_max_weak)
+        res = fit_asymmetric_stage(
+            X, ys, kind=learner, max_weak=args.flat_max_weak, max_bins=args.max_bins or None
+        )
     else:
-        res = fit_cost_sensitive_stage(X, ys, variant="gentle", max_weak=args.flat_max_weak)
+        res = fit_cost_sensitive_stage(
+            X, ys, variant="gentle", max_weak=args.flat_max_weak, max_bins=args.max_bins or None
+        )
     del X
     t_fit = time.perf_counter() - t0
     # weak classifiers in the order they were added (a stump's split can come back: its
@@ -306,6 +310,9 @@ def main(argv=None):
     ap.add_argument("--cost-ratio", type=float, default=2.0, help="cost-sensitive AdaBoost")
     ap.add_argument("--n-stages", type=int, default=15)
     ap.add_argument("--max-weak", type=int, default=200)
+    ap.add_argument(
+        "--max-bins", type=int, default=256, help="weak learner bins per feature (0: exact)"
+    )
     ap.add_argument("--target-recall", type=float, default=0.9)
     ap.add_argument("--target-far", type=float, default=1e-4)
     ap.add_argument("--n-features", type=int, default=3000)
@@ -406,6 +413,7 @@ def main(argv=None):
                         chain=variant == "chain",
                         theta=theta,
                         sigma=sigma,
+                        max_bins=args.max_bins or None,
                     )
                     det = HaarCascadeDetector(
                         cascade=casc,
