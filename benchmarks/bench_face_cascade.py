@@ -38,6 +38,12 @@ Per run (stage learner x rule x recycling / chaining x seed):
 * ``--tune`` (LACBoost / FisherBoost): ``theta`` and ``sigma`` chosen on a validation
   split of the training data (:func:`tune_asymmetric`; ``--tune-only``: just that search,
   recorded under ``tuning``); otherwise ``--theta`` / ``--sigma``.
+* ``--cpu-lock held|not-held`` is recorded with every run: its seconds (``fit_seconds``,
+  ``scan_seconds``, ``flat_*seconds``) are a timing result only when held
+  (``fit_cpu_seconds``, the process's CPU time -- one thread: numba, BLAS and OpenMP are
+  pinned to one -- is less sensitive to other jobs, but not immune); accuracy
+  (recall, FAR, weak classifiers per window, the flat booster's count) does not depend on
+  it.
 * ``--target-recall`` / ``--target-far`` are the goal the stages *plan* for; the test
   is always judged against recall 0.9 and FAR 1e-4 (``goal_a_met``), so a plan
   stricter than the goal is a safety margin for the optimism of choosing fifteen
@@ -349,7 +355,15 @@ def main(argv=None):
     )
     ap.add_argument("--save-dir", type=Path, default=None, help="save the fitted detectors")
     ap.add_argument("--out", default="benchmarks/results/face_cascade.json")
+    ap.add_argument(
+        "--cpu-lock",
+        choices=("held", "not-held"),
+        default="held",
+        help="whether this run holds /tmp/maxmargin-cpu.lock (recorded with every run: "
+        "seconds are a timing result only when held)",
+    )
     args = ap.parse_args(argv)
+    invocation = " ".join(["python", "benchmarks/bench_face_cascade.py", *(argv or sys.argv[1:])])
 
     res = read_result(args.out)
     runs = res.setdefault("runs", {})
@@ -379,6 +393,7 @@ def main(argv=None):
                         q = args.contrast_quantile
                         det.min_std_ = float(np.quantile(_crop_std(faces_fit), q)) if q else 0.0
                         out = {"seed": seed, "saved": True, "contrast_quantile": q}
+                        out["invocation"], out["cpu_lock"] = invocation, args.cpu_lock
                         out["min_std"] = det.min_std_
                         out["stages"] = [
                             {k: s[k] for k in ("n_weak", "recall", "far", "n_neg", "attained")}
@@ -425,11 +440,13 @@ def main(argv=None):
                         random_state=seed,
                         verbose=1,
                     )
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     det.fit(faces_fit, ph_tr, groups=g_fit)
-                    t_fit = time.perf_counter() - t
+                    t_fit, c_fit = time.perf_counter() - t, time.process_time() - c
                     out = {
                         "seed": seed,
+                        "invocation": invocation,
+                        "cpu_lock": args.cpu_lock,
                         "learner": learner,
                         "rule": rule,
                         "variant": variant,
@@ -438,12 +455,14 @@ def main(argv=None):
                         "target_recall": args.target_recall,
                         "target_far": args.target_far,
                         "fit_seconds": t_fit,
+                        "fit_cpu_seconds": c_fit,
                         "n_train_faces": len(faces_fit),
                         "n_test_faces": len(faces_te),
                         "n_train_photos": len(ph_tr),
                         "n_test_photos": len(ph_te),
                         "n_features": det.features_.n_features,
                         "n_bootstrapped": det.n_bootstrapped_,
+                        "bootstrap_scan": det.bootstrap_scan_,
                         "min_std": det.min_std_,
                         "stages": [
                             {

@@ -35,6 +35,8 @@ a rectangle sum is four look-ups (:func:`maxmargin.apps.tracking.features._box_s
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator, clone
@@ -513,7 +515,10 @@ class HaarCascadeDetector(BaseEstimator):
     n_bootstrapped_, negatives_ (every negative row the stages were trained or validated
     on, when ``keep_negatives``; for comparing a flat booster on the same data),
     last_scan_ (windows and weak classifiers evaluated by the last :meth:`detect`),
-    min_std_ (the contrast pre-filter's threshold; 0: off).
+    min_std_ (the contrast pre-filter's threshold; 0: off), bootstrap_scan_ (the
+    bootstrapping's scans of the negative images over the whole fit: ``seconds``,
+    ``weak_evaluated`` and ``windows`` scanned -- each stage runs only on the windows
+    that passed the ones before, so the fit's scanning costs about one full scan).
     """
 
     _parameter_constraints = {
@@ -690,7 +695,7 @@ class HaarCascadeDetector(BaseEstimator):
         y = np.concatenate([np.ones(len(Xp)), np.zeros(len(Xn[0]) + len(Xn[1]))])
         hold = np.concatenate([hold_p, np.zeros(len(Xn[0]), bool), np.ones(len(Xn[1]), bool)])
         kept = [X[y == 0]] if self.keep_negatives else None
-        state = {"n_boot": 0}
+        state = {"n_boot": 0, "scan_seconds": 0.0}
 
         scanner = _IncrementalScan(
             lambda q: _integral(pyrs[pair_img[q]][pair_lv[q]][2]), shapes, feats, st, min_std
@@ -700,7 +705,9 @@ class HaarCascadeDetector(BaseEstimator):
             # the windows of the negative images passing the cascade so far (compiled,
             # early exit; only the new stage on the windows alive after the previous
             # ones), then draw the requested counts from them
+            t0 = time.perf_counter()
             alive = scanner.update(compile_cascade(_Partial(*passes.stages)))
+            state["scan_seconds"] += time.perf_counter() - t0
             found = np.concatenate([offs[q] + ids for q, ids in enumerate(alive)])
             on_val = val_img[pair_img[np.searchsorted(offs, found, side="right") - 1]]
             take = [draw(found[~on_val], n_train), draw(found[on_val], n_val)]
@@ -725,6 +732,11 @@ class HaarCascadeDetector(BaseEstimator):
         self.cascade_ = casc.fit(X.astype(np.float64), y, validation_mask=mask, negatives=negatives)
         self.n_positives_ = len(faces)
         self.n_bootstrapped_ = int(state["n_boot"])
+        self.bootstrap_scan_ = {
+            "seconds": float(state["scan_seconds"]),
+            "weak_evaluated": int(scanner.n_evaluated),
+            "windows": int(offs[-1]),
+        }
         self.negatives_ = np.vstack(kept) if kept is not None else None
         self.converged_ = bool(self.cascade_.converged_)
         return self
