@@ -38,6 +38,12 @@ Per run (stage learner x rule x recycling / chaining x seed):
 * ``--tune`` (LACBoost / FisherBoost): ``theta`` and ``sigma`` chosen on a validation
   split of the training data (:func:`tune_asymmetric`; ``--tune-only``: just that search,
   recorded under ``tuning``); otherwise ``--theta`` / ``--sigma``.
+* ``--cpu-lock held|not-held`` is recorded with every run: its seconds (``fit_seconds``,
+  ``scan_seconds``, ``flat_*seconds``) are a timing result only when held
+  (``fit_cpu_seconds``, the process's CPU time -- one thread: numba, BLAS and OpenMP are
+  pinned to one -- is less sensitive to other jobs, but not immune); accuracy
+  (recall, FAR, weak classifiers per window, the flat booster's count) does not depend on
+  it.
 * ``--target-recall`` / ``--target-far`` are the goal the stages *plan* for; the test
   is always judged against recall 0.9 and FAR 1e-4 (``goal_a_met``), so a plan
   stricter than the goal is a safety margin for the optimism of choosing fifteen
@@ -239,9 +245,13 @@ def flat_booster(det, learner, faces_tr, faces_te, photos_te, args, rng, target)
     X = np.vstack([Xp, Xn]).astype(np.float64)
     ys = np.concatenate([np.ones(len(Xp)), -np.ones(len(Xn))])
     if learner in ASYM_VARIANTS:
-        res = fit_asymmetric_stage(X, ys, kind=learner, max_weak=args.flat_max_weak)
+        res = fit_asymmetric_stage(
+            X, ys, kind=learner, max_weak=args.flat_max_weak, max_bins=args.max_bins or None
+        )
     else:
-        res = fit_cost_sensitive_stage(X, ys, variant="gentle", max_weak=args.flat_max_weak)
+        res = fit_cost_sensitive_stage(
+            X, ys, variant="gentle", max_weak=args.flat_max_weak, max_bins=args.max_bins or None
+        )
     del X
     t_fit = time.perf_counter() - t0
     # weak classifiers in the order they were added (a stump's split can come back: its
@@ -306,6 +316,9 @@ def main(argv=None):
     ap.add_argument("--cost-ratio", type=float, default=2.0, help="cost-sensitive AdaBoost")
     ap.add_argument("--n-stages", type=int, default=15)
     ap.add_argument("--max-weak", type=int, default=200)
+    ap.add_argument(
+        "--max-bins", type=int, default=256, help="weak learner bins per feature (0: exact)"
+    )
     ap.add_argument("--target-recall", type=float, default=0.9)
     ap.add_argument("--target-far", type=float, default=1e-4)
     ap.add_argument("--n-features", type=int, default=3000)
@@ -342,7 +355,15 @@ def main(argv=None):
     )
     ap.add_argument("--save-dir", type=Path, default=None, help="save the fitted detectors")
     ap.add_argument("--out", default="benchmarks/results/face_cascade.json")
+    ap.add_argument(
+        "--cpu-lock",
+        choices=("held", "not-held"),
+        default="held",
+        help="whether this run holds /tmp/maxmargin-cpu.lock (recorded with every run: "
+        "seconds are a timing result only when held)",
+    )
     args = ap.parse_args(argv)
+    invocation = " ".join(["python", "benchmarks/bench_face_cascade.py", *(argv or sys.argv[1:])])
 
     res = read_result(args.out)
     runs = res.setdefault("runs", {})
@@ -372,6 +393,7 @@ def main(argv=None):
                         q = args.contrast_quantile
                         det.min_std_ = float(np.quantile(_crop_std(faces_fit), q)) if q else 0.0
                         out = {"seed": seed, "saved": True, "contrast_quantile": q}
+                        out["invocation"], out["cpu_lock"] = invocation, args.cpu_lock
                         out["min_std"] = det.min_std_
                         out["stages"] = [
                             {k: s[k] for k in ("n_weak", "recall", "far", "n_neg", "attained")}
@@ -406,6 +428,7 @@ def main(argv=None):
                         chain=variant == "chain",
                         theta=theta,
                         sigma=sigma,
+                        max_bins=args.max_bins or None,
                     )
                     det = HaarCascadeDetector(
                         cascade=casc,
@@ -417,11 +440,13 @@ def main(argv=None):
                         random_state=seed,
                         verbose=1,
                     )
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     det.fit(faces_fit, ph_tr, groups=g_fit)
-                    t_fit = time.perf_counter() - t
+                    t_fit, c_fit = time.perf_counter() - t, time.process_time() - c
                     out = {
                         "seed": seed,
+                        "invocation": invocation,
+                        "cpu_lock": args.cpu_lock,
                         "learner": learner,
                         "rule": rule,
                         "variant": variant,
@@ -430,12 +455,14 @@ def main(argv=None):
                         "target_recall": args.target_recall,
                         "target_far": args.target_far,
                         "fit_seconds": t_fit,
+                        "fit_cpu_seconds": c_fit,
                         "n_train_faces": len(faces_fit),
                         "n_test_faces": len(faces_te),
                         "n_train_photos": len(ph_tr),
                         "n_test_photos": len(ph_te),
                         "n_features": det.features_.n_features,
                         "n_bootstrapped": det.n_bootstrapped_,
+                        "bootstrap_scan": det.bootstrap_scan_,
                         "min_std": det.min_std_,
                         "stages": [
                             {

@@ -467,36 +467,92 @@ def detection_dlib_ap(data, _load):
     return out
 
 
-@table("face_cascade:runs")
-def face_cascade_runs(data, _load):
-    """One row per cascade run: stages, weak classifiers, test recall and FAR, weak
-    classifiers evaluated per window."""
-    out = _head(
-        [
-            "run",
-            "seed",
-            "stages",
-            "weak (total)",
-            "test recall",
-            "test FAR (false / windows)",
-            "weak per window",
-        ]
-    )
+def _face_rows(data, with_flat: bool) -> list[str]:
+    cols = ["run", "seed", "stages", "weak (total)", "test recall",
+            "test FAR (false / windows)", "weak per window"]  # fmt: skip
+    if with_flat:
+        cols += ["flat: weak needed", "ratio", "goal (a)"]
+    cols += ["fit s (CPU s)", "CPU lock"]
+    out = _head(cols)
     for name, seeds in data["runs"].items():
         for seed, r in seeds.items():
             weak = sum(st.get("n_weak", 0) for st in r["stages"]) if r.get("stages") else "-"
+            row = [
+                name,
+                seed,
+                len(r.get("stages", [])),
+                weak,
+                f"{r['test_recall']:.3f}",
+                f"{r['test_far']:.2e} ({r['test_false_accepts']:,} / {r['test_windows']:,})",
+                f"{r['weak_per_window']:.2f}",
+            ]
+            if with_flat:
+                need, tot = r.get("flat_weak_needed"), r.get("flat_weak_total")
+                if need is not None:
+                    flat, ratio = f"{need} (of {tot})", f"{r['ratio']:.3f}"
+                elif tot is not None:
+                    flat, ratio = f"> {tot}", f"< {r['ratio_bound']:.3f}"
+                else:
+                    flat, ratio = "-", "-"
+                met = r.get("goal_a_met")
+                row += [flat, ratio, "-" if met is None else ("met" if met else "not met")]
+            fs, cs = r.get("fit_seconds"), r.get("fit_cpu_seconds")
+            row += [
+                "-" if fs is None else f"{fs:.0f}" + ("" if cs is None else f" ({cs:.0f})"),
+                r.get("cpu_lock", "not recorded"),
+            ]
+            out.append(_row(row))
+    return out
+
+
+@table("face_cascade:runs")
+def face_cascade_runs(data, _load):
+    """One row per cascade run: stages, weak classifiers, test recall and FAR (every window
+    of the test photos), weak classifiers evaluated per window, the flat booster's weak
+    classifiers at the cascade's test recall and FAR, the ratio (goal <= 0.1) and the fit
+    time with the run's CPU-lock state."""
+    return _face_rows(data, with_flat=True)
+
+
+@table("face_cascade:table41")
+def face_cascade_table41(data, _load):
+    """Table 4.1 of seed 002 (two-point planning: weak classifiers and window ratio per
+    stage, the thesis's constants as the result file records them) beside each seed's
+    cascade (its stage sizes and the share of the test windows entering each stage)."""
+    thesis_wc, thesis_wr = data["table_4_1"]["two-point"]
+    runs = data["runs"].get("gentle/two-point/plain", {})
+    seeds = sorted(runs, key=int)
+    cols = ["stage", "thesis #WC", "thesis win ratio"]
+    for sd in seeds:
+        cols += [f"seed {sd} #WC", f"seed {sd} win ratio"]
+    out = _head(cols)
+    n = max([len(thesis_wc)] + [len(runs[sd]["stages"]) for sd in seeds])
+    for k in range(n):
+        row = [k + 1]
+        row += [thesis_wc[k], f"{thesis_wr[k]:.3g}"] if k < len(thesis_wc) else ["-", "-"]
+        for sd in seeds:
+            r = runs[sd]
+            if k < len(r["stages"]):
+                row += [r["stages"][k]["n_weak"], f"{r['window_ratio'][k]:.3g}"]
+            else:
+                row += ["-", "-"]
+        out.append(_row(row))
+    return out
+
+
+@table("face_cascade_variants:runs")
+def face_cascade_variants_runs(data, _load):
+    """Stage learners, planning rules, recycling and chaining on one seed: stages, weak
+    classifiers, test recall / FAR and weak classifiers per window (accuracy only)."""
+    out = _face_rows(data, with_flat=False)
+    tun = data.get("tuning") or {}
+    for learner, by_seed in tun.items():
+        for seed, t in by_seed.items():
+            out.append("")
             out.append(
-                _row(
-                    [
-                        name,
-                        seed,
-                        len(r.get("stages", [])),
-                        weak,
-                        f"{r['test_recall']:.3f}",
-                        f"{r['test_far']:.2e} ({r['test_false_accepts']} / {r['test_windows']:,})",
-                        f"{r['weak_per_window']:.2f}",
-                    ]
-                )
+                f"{learner} (seed {seed}): theta = {t['theta']:g}, sigma = {t['sigma']:g} "
+                f"chosen on a validation split of the training data (held-out FAR at "
+                f"recall {t['per_stage_recall']:.4f} over {len(t['grid'])} grid points)."
             )
     return out
 

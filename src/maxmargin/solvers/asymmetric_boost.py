@@ -57,10 +57,12 @@ pricing is [Sun2012 eq. 4.44]: with ``alpha = theta e - (Q + sigma I) rho`` the 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 from scipy.optimize import brentq
 
 from maxmargin.solvers.cutting_plane import Plane, kelley_loop
@@ -80,6 +82,108 @@ __all__ = [
 
 CS_VARIANTS = ("discrete", "real", "gentle")
 ASYM_VARIANTS = ("lacboost", "fisherboost")
+
+
+# ------------------------------------------------------------ CPU-independent arithmetic
+# A stage must come out the same on every CPU (issue 31): BLAS dot products (OpenBLAS picks
+# its kernels -- and so its summation order -- by CPU) and NumPy's float64 exp / log (own
+# AVX-512 versions, libm elsewhere) round differently from machine to machine, and a
+# last-bit difference in the weights can flip the choice between two near-equal stumps
+# several rounds later.  So the boosting's sums are element-wise products reduced by
+# NumPy's pairwise sum (a fixed order), and exp / log are the functions below: only
+# IEEE-754 +, -, *, / (numba never fuses them without fastmath) and ldexp, hence the same
+# bits on every target.
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 with its low bits cleared: k * _LN2_HI is exact
+_LN2_LO = 1.90821492927058770002e-10
+_INV_LN2 = 1.44269504088896338700e00
+
+
+@njit(cache=True)
+def _exp1(x):  # pragma: no cover - compiled
+    """exp(x) to a few ulps: ``2^k exp(r)``, ``|r| <= ln2 / 2``, exp(r) by its Taylor
+    series to degree 13 (truncation below 1e-17 relative) in Horner form."""
+    if x != x:
+        return x
+    if x > 709.78:
+        return np.inf
+    if x < -745.2:
+        return 0.0
+    k = np.floor(x * _INV_LN2 + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = 1.0
+    for j in range(13, 0, -1):
+        p = 1.0 + p * r / j
+    return math.ldexp(p, int(k))
+
+
+@njit(cache=True)
+def _log1(x):  # pragma: no cover - compiled
+    """log(x) to a few ulps (x > 0 normal): ``x = 2^k m``, ``m`` in [sqrt(1/2), sqrt(2)),
+    ``log m = 2 atanh(s)``, ``s = (m - 1) / (m + 1)``, ``|s| <= 0.172``, its series to
+    ``s^25`` (truncation below 1e-20)."""
+    if x != x or x < 0.0:
+        return np.nan
+    if x == 0.0:
+        return -np.inf
+    if x == np.inf:
+        return x
+    m, k = math.frexp(x)  # x = m 2^k, m in [0.5, 1)
+    if m < 0.7071067811865476:
+        m *= 2.0
+        k -= 1
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    p = 0.0
+    for j in range(25, 0, -2):
+        p = 1.0 / j + s2 * p
+    return k * _LN2_HI + (2.0 * s * p + k * _LN2_LO)
+
+
+@njit(cache=True)
+def _exp_array(x):  # pragma: no cover - compiled
+    out = np.empty(x.size)
+    xf = x.ravel()
+    for i in range(x.size):
+        out[i] = _exp1(xf[i])
+    return out.reshape(x.shape)
+
+
+@njit(cache=True)
+def _log_array(x):  # pragma: no cover - compiled
+    out = np.empty(x.size)
+    xf = x.ravel()
+    for i in range(x.size):
+        out[i] = _log1(xf[i])
+    return out.reshape(x.shape)
+
+
+def _exp(x):
+    """Element-wise exp, the same bits on every CPU (see above)."""
+    a = np.asarray(x, dtype=np.float64)
+    out = _exp_array(np.ascontiguousarray(a).reshape(-1)).reshape(a.shape)
+    return out if a.ndim else float(out)
+
+
+def _log(x):
+    """Element-wise log, the same bits on every CPU (see above)."""
+    a = np.asarray(x, dtype=np.float64)
+    out = _log_array(np.ascontiguousarray(a).reshape(-1)).reshape(a.shape)
+    return out if a.ndim else float(out)
+
+
+def _mv(M, v):
+    """``M @ v`` for ``M`` (k, n): products reduced in a fixed order (no BLAS)."""
+    return (np.asarray(M, dtype=np.float64) * v).sum(axis=-1)
+
+
+def _tmv(M, v):
+    """``M.T @ v`` for ``M`` (n, k): rows added in order (no BLAS)."""
+    return (np.asarray(M, dtype=np.float64) * np.asarray(v)[:, None]).sum(axis=0)
+
+
+def _dot(a, b):
+    """``a @ b`` of two vectors in a fixed order (no BLAS)."""
+    return float((np.asarray(a, dtype=np.float64) * b).sum())
 
 
 @dataclass
@@ -140,10 +244,10 @@ def _discrete_step(u, ys, h, c1, c0):
 
     def g(a):  # derivative of the loss along a, increasing in a
         return (
-            -c1 * Upc * np.exp(-c1 * a)
-            + c1 * Upw * np.exp(c1 * a)
-            - c0 * Unc * np.exp(-c0 * a)
-            + c0 * Unw * np.exp(c0 * a)
+            -c1 * Upc * _exp(-c1 * a)
+            + c1 * Upw * _exp(c1 * a)
+            - c0 * Unc * _exp(-c0 * a)
+            + c0 * Unw * _exp(c0 * a)
         )
 
     cap = edge_weight(EDGE_CAP) / min(c1, c0)
@@ -160,14 +264,14 @@ def _leaf_values(u, ys, side, c1, c0, variant, n):
     Z = om.sum()
     om = om / Z
     pos = ys > 0
-    P_hi = side @ (om * pos)
-    N_hi = side @ (om * ~pos)
+    P_hi = _mv(side, om * pos)
+    N_hi = _mv(side, om * ~pos)
     P_lo = (om * pos).sum() - P_hi
     N_lo = (om * ~pos).sum() - N_hi
     if variant == "real":
         eps = 1.0 / (2.0 * n)
-        lo = np.log((P_lo + eps) / (N_lo + eps)) / (c1 + c0)
-        hi = np.log((P_hi + eps) / (N_hi + eps)) / (c1 + c0)
+        lo = _log((P_lo + eps) / (N_lo + eps)) / (c1 + c0)
+        hi = _log((P_hi + eps) / (N_hi + eps)) / (c1 + c0)
     else:  # gentle, [Sun2012 eq. 4.17]
         T_lo, T_hi = c1 * P_lo + c0 * N_lo, c1 * P_hi + c0 * N_hi
         lo = np.divide(P_lo - N_lo, T_lo, out=np.zeros_like(T_lo), where=T_lo > 0)
@@ -182,7 +286,7 @@ def _loss_after(u, ys, side, lo, hi, c1, c0):
     """sum_i u_i exp(-C_y y delta_i) for increments lo/hi on the sides, per split."""
     cy = np.where(ys > 0, c1, c0)
     delta = lo[:, None] + side * (hi - lo)[:, None]  # (k, n)
-    return (u[None] * np.exp(-(cy * ys)[None] * delta)).sum(axis=1)
+    return (u[None] * _exp(-(cy * ys)[None] * delta)).sum(axis=1)
 
 
 def fit_cost_sensitive_stage(
@@ -200,6 +304,7 @@ def fit_cost_sensitive_stage(
     stop=None,
     on_round=None,
     max_time=None,
+    max_bins=None,
 ) -> StageResult:
     """Cost-sensitive Discrete / Real / Gentle AdaBoost for one stage.
 
@@ -209,6 +314,10 @@ def fit_cost_sensitive_stage(
     when it returns True; ``on_round(record)`` is called with every round's record
     before that.  History rows: ``iteration``, ``objective`` (the cost-sensitive
     exponential loss, mean), ``recycled``, ``d_new``, ``d_recycled``, ``t_total``.
+    ``max_bins``: the weak learner's thresholds -- None: every distinct value (exact);
+    an int: at most that many equal-frequency bins per feature of the stage's samples
+    (:func:`maxmargin.weak.binning.code_features`, as LightGBM), so that a round's search
+    is one histogram of small codes per feature: the fast setting for many samples.
     """
     if variant not in CS_VARIANTS:
         raise ValueError(f"variant must be one of {CS_VARIANTS}, got {variant!r}")
@@ -221,7 +330,7 @@ def fit_cost_sensitive_stage(
     F = np.zeros(n) if F0 is None else np.asarray(F0, dtype=np.float64).ravel().copy()
     if F.shape != (n,) or not np.isfinite(F).all():
         raise ValueError(f"F0 must hold {n} finite starting scores")
-    weak = DecisionStump() if variant == "discrete" else RealStump(mode=variant)
+    weak = DecisionStump(max_bins) if variant == "discrete" else RealStump(variant, max_bins)
     prep = weak.prepare(X) if prepared is None else prepared
     stage = _Stage(d)
     pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
@@ -233,7 +342,7 @@ def fit_cost_sensitive_stage(
     for it in range(int(max_weak)):
         z = -cy * ys * F
         zmax = z.max()
-        u = np.exp(z - zmax)  # loss terms, scaled by exp(-zmax)
+        u = _exp(z - zmax)  # loss terms, scaled by exp(-zmax)
         om = cy * u
         om /= om.sum()
         h, _ = weak.best(prep, (om * ys)[:, None])
@@ -253,7 +362,7 @@ def fit_cost_sensitive_stage(
         if len(pool_f):
             if variant == "discrete":
                 outs = 2.0 * pool_side - 1.0
-                edges = outs @ (om * ys)
+                edges = _mv(outs, om * ys)
                 sgn = np.where(edges >= 0, 1.0, -1.0)
                 a_rec = np.array([_discrete_step(u, ys, s * o, c1, c0) for s, o in zip(sgn, outs)])
                 lo_r, hi_r = -sgn * a_rec, sgn * a_rec
@@ -278,15 +387,15 @@ def fit_cost_sensitive_stage(
         stage.add(f, t, lo, hi)
         F += lo + side * (hi - lo)
         zz = -cy * ys * F
-        objective = float(np.exp(zz - zz.max()).mean() * np.exp(zz.max()))
+        objective = float(_exp(zz - zz.max()).mean() * _exp(zz.max()))
         rec = {
             "iteration": it,
             "objective": objective,
             "dual_bound": float("nan"),
             "gap": float("nan"),
             "recycled": bool(use_rec),
-            "d_new": float(d_new * np.exp(zmax) / n),
-            "d_recycled": float(d_rec * np.exp(zmax) / n) if k_rec >= 0 else float("nan"),
+            "d_new": float(d_new * _exp(zmax) / n),
+            "d_recycled": float(d_rec * _exp(zmax) / n) if k_rec >= 0 else float("nan"),
             "n_weak": len(stage.f),
             "t_total": time.perf_counter() - t0,
         }
@@ -388,7 +497,7 @@ class _AsymmetricColumns:
 
     def point(self, sol):
         """The pricing weights ``alpha = theta e - (Q + sigma I)(rho0 + A w)``."""
-        rho = self.Acols @ self.w
+        rho = _mv(self.Acols, self.w)
         return (
             self.theta * self.e - _apply_Q(rho, self.ys, self.kind) - self.sigma * rho - self.q_rho0
         )
@@ -409,7 +518,7 @@ class _AsymmetricColumns:
         price_new = float(gain[0])
         price_rec, k_rec = -np.inf, -1
         if len(self.pool_f):
-            pr = self.pool_out @ alpha
+            pr = _mv(self.pool_out, alpha)
             k_rec = int(np.argmax(np.abs(pr)))
             price_rec = float(abs(pr[k_rec]))
         price = max(price_new, price_rec)
@@ -428,7 +537,7 @@ class _AsymmetricColumns:
         use_rec, k_rec, f, t, p, alpha = plane.payload
         if use_rec:
             f, t = self.pool_f[k_rec], self.pool_t[k_rec]
-            p = 1.0 if (self.pool_out[k_rec] @ alpha) >= 0 else -1.0
+            p = 1.0 if _dot(self.pool_out[k_rec], alpha) >= 0 else -1.0
             col = p * self.pool_out[k_rec]
             self.n_rec += 1
         else:
@@ -441,11 +550,11 @@ class _AsymmetricColumns:
         self.cols_t.append(t)
         self.cols_p.append(p)
         qa = _apply_Q(col, self.ys, self.kind) + self.sigma * col
-        g_new = self.Acols.T @ qa
+        g_new = _tmv(self.Acols, qa)
         G = self.G
-        self.G = np.block([[G, g_new[:, None]], [g_new[None], np.array([[col @ qa]])]])
+        self.G = np.block([[G, g_new[:, None]], [g_new[None], np.array([[_dot(col, qa)]])]])
         self.Acols = np.hstack([self.Acols, col[:, None]])
-        self.b = np.append(self.b, self.theta * (self.e @ col) - col @ self.q_rho0)
+        self.b = np.append(self.b, self.theta * _dot(self.e, col) - _dot(col, self.q_rho0))
         self.w = np.append(self.w, 0.0)
         self.rec = {"price": price, "recycled": bool(use_rec)}
         return True
@@ -453,11 +562,11 @@ class _AsymmetricColumns:
     def solve(self):
         """The restricted master: min 1/2 w'Gw - b'w, w >= 0, sum w <= 1 (capped simplex)."""
         G, b, w = self.G, self.b, self.w
-        grad = G @ w - b
+        grad = _mv(G, w) - b
         _, qp_gap, _ = smo_steps(G, grad, w, len(w), 1.0, self.tol, 1_000_000)
-        grad = G @ w - b
+        grad = _mv(G, w) - b
         self.lam = max(0.0, -float(grad.min())) if w.sum() >= 1.0 - 1e-9 else 0.0
-        obj = 0.5 * float(w @ G @ w) - float(b @ w)
+        obj = 0.5 * _dot(w, _mv(G, w)) - _dot(b, w)
         self.rec.update(objective=obj, dual_bound=obj - float(qp_gap))  # exact SMO gap
         self.rec["gap"] = float(qp_gap) / max(abs(obj), 1e-12)
         return None
@@ -507,6 +616,7 @@ def fit_asymmetric_stage(
     on_round=None,
     max_time=None,
     tol=1e-12,
+    max_bins=None,
 ) -> StageResult:
     """LACBoost / FisherBoost by column generation (see the module docstring).
 
@@ -521,6 +631,7 @@ def fit_asymmetric_stage(
     more than ``recycle_lambda * max(prices)`` ([Sun2012 Alg. 3] with the pricing gain in the
     place of the loss reduction).  History rows: ``iteration``, ``objective``,
     ``dual_bound`` (restricted master), ``gap``, ``price``, ``lambda``, ``n_weak``.
+    ``max_bins``: the pricing stump's thresholds, as in :func:`fit_cost_sensitive_stage`.
     """
     if kind not in ASYM_VARIANTS:
         raise ValueError(f"kind must be one of {ASYM_VARIANTS}, got {kind!r}")
@@ -533,7 +644,7 @@ def fit_asymmetric_stage(
     if rho0.shape != (n,) or not np.isfinite(rho0).all():
         raise ValueError(f"F0 must hold {n} finite starting scores")
     q_rho0 = _apply_Q(rho0, ys, kind) + sigma * rho0
-    weak = DecisionStump()
+    weak = DecisionStump(max_bins)
     prep = weak.prepare(X) if prepared is None else prepared
     cg = _AsymmetricColumns(
         X,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_detection_haar_cpu import OTHER_CPU  # numba generic, another BLAS kernel, no AVX2
 
 import maxmargin
 
@@ -57,7 +58,7 @@ def _fit(tmp_path, learner, env_extra):
 @pytest.mark.parametrize("learner", ["gentle", "lacboost"])
 def test_cascade_stages_do_not_depend_on_the_cpu(tmp_path, learner):
     host = _fit(tmp_path, learner, {})
-    generic = _fit(tmp_path, learner, {"NUMBA_CPU_NAME": "generic"})
+    generic = _fit(tmp_path, learner, OTHER_CPU)
     assert host.keys() == generic.keys()
     # the same weak classifiers, splits and stage thresholds, bit for bit
     for k in ("ptr", "feature", "split", "thresholds"):

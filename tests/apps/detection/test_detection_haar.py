@@ -271,3 +271,37 @@ def test_groups_hold_out_whole_groups(monkeypatch):
         assert held[groups == g].all() or not held[groups == g].any()
     with pytest.raises(ValueError, match="one label per face"):
         det.fit(faces, [_scene(rng)], groups=groups[:-1])
+
+
+def test_incremental_bootstrap_scan_equals_the_full_scan(fitted):
+    # the bootstrapping's scan keeps the windows alive from one stage to the next and runs
+    # only the new stage on them: after every stage, exactly the windows the full compiled
+    # scan accepts, and over the stages exactly the weak classifiers it evaluates
+    from maxmargin.apps.detection.haar import _IncrementalScan, _Partial
+
+    det, rng = fitted
+    cas = det.cascade_
+    K = cas.n_stages_
+    assert K >= 2
+    imgs = [_scene(rng, 60, 75), _scene(rng, 50, 50)]
+    imgs[0][10:34, 20:44] = _face(rng)
+    IIs = [integral_images(im) for im in imgs]
+    shapes = [window_std_map(II, 24, 2).shape for II in IIs]
+    min_std = 0.05
+    inc = _IncrementalScan(lambda q: IIs[q], shapes, det.features_, 2, min_std)
+    for k in range(1, K + 1):
+        part = _Partial(cas.stumps_[:k], cas.thresholds_[:k], cas.chain_)
+        alive = inc.update(compile_cascade(part))
+        n_full = 0
+        for q, II in enumerate(IIs):
+            depth, _, ne = haar_cascade_scan(II, det.features_, compile_cascade(part), 2, min_std)
+            np.testing.assert_array_equal(alive[q], np.flatnonzero(depth.ravel() == k))
+            n_full += ne
+        if k == K:  # the last full scan evaluates what the increments did in all
+            assert inc.n_evaluated == n_full
+    assert sum(len(a) for a in alive) >= 1  # the planted face passes
+    # stages that do not extend the ones seen (here: fewer of them): a scan from scratch
+    part = _Partial(cas.stumps_[:1], cas.thresholds_[:1], cas.chain_)
+    alive = inc.update(compile_cascade(part))
+    depth, _, _ = haar_cascade_scan(IIs[1], det.features_, compile_cascade(part), 2, min_std)
+    np.testing.assert_array_equal(alive[1], np.flatnonzero(depth.ravel() == 1))

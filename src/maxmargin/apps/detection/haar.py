@@ -35,6 +35,8 @@ a rectangle sum is four look-ups (:func:`maxmargin.apps.tracking.features._box_s
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator, clone
@@ -320,6 +322,95 @@ def _cascade_kernel(
     return depth, margin, n_eval
 
 
+@njit(cache=True)
+def _resume_kernel(
+    II, win, stride, ncol, ids, F, rects, feat, thr, v_lo, v_hi, ptr, stage_thr, k0, chain, min_std
+):  # pragma: no cover - compiled
+    """The windows ``ids`` (row-major index ``r * ncol + c`` on the stride grid) that passed
+    stages ``0 .. k0 - 1`` through stages ``k0 ..`` with early exit, from their chained
+    score ``F`` (updated in place); returns the mask of those passing every stage and the
+    weak classifiers evaluated.  Stage for stage the arithmetic of :func:`_cascade_kernel`
+    (``k0 = 0``: the contrast pre-filter first), so a window's outcome is the full scan's."""
+    K = stage_thr.shape[0]
+    ok = np.zeros(ids.shape[0], dtype=np.bool_)
+    n_eval = 0
+    for i in range(ids.shape[0]):
+        y = (ids[i] // ncol) * stride
+        x = (ids[i] % ncol) * stride
+        if k0 == 0 and min_std > 0.0 and _window_std(II, y, x, win) < min_std:
+            continue
+        nrm = _window_norm(II, y, x, win)
+        Fi = F[i]
+        passed = True
+        for k in range(k0, K):
+            s = 0.0
+            for t in range(ptr[k], ptr[k + 1]):
+                v = np.float32(_haar_value(II, y, x, rects, feat[t]) * nrm)
+                s += v_hi[t] if v > thr[t] else v_lo[t]
+            n_eval += ptr[k + 1] - ptr[k]
+            Fi = s + Fi if chain else s
+            if not Fi > stage_thr[k]:
+                passed = False
+                break
+        F[i] = Fi
+        ok[i] = passed
+    return ok, n_eval
+
+
+class _IncrementalScan:
+    """The windows of a fixed set of image levels that pass a cascade being fitted, kept
+    from one bootstrapping round to the next: a window a stage rejected stays rejected
+    (the stages so far never change), so each round evaluates only the *new* stages on
+    the windows still alive -- over a whole fit about one full scan's work instead of one
+    per stage.  ``levels``: a callable giving level ``q``'s integral images; ``shapes``:
+    ``(n_levels, 2)`` window rows / columns per level.  :meth:`update` falls back to a
+    scan from the first stage whenever the stages it is given do not extend the ones it
+    has seen."""
+
+    def __init__(self, levels, shapes, features, stride, min_std):
+        self.levels, self.shapes = levels, np.asarray(shapes, dtype=np.int64)
+        self.features, self.stride, self.min_std = features, int(stride), float(min_std)
+        self.seen = None  # the compiled stages already applied
+        self.alive: list = []  # per level: (window ids, chained scores) passing them
+        self.n_evaluated = 0
+
+    @staticmethod
+    def _extends(old, new) -> bool:
+        if old is None or old[6] != new[6] or len(new[5]) < len(old[5]):
+            return False
+        K, T = len(old[5]), int(old[4][-1])
+        return (
+            np.array_equal(old[4], new[4][: K + 1])
+            and np.array_equal(old[5], new[5][:K])
+            and all(np.array_equal(old[j], new[j][:T]) for j in range(4))
+        )
+
+    def update(self, stages) -> list:
+        """Per level the window ids passing every stage of ``stages``
+        (:func:`compile_cascade`)."""
+        feat, split, v_lo, v_hi, ptr, sthr, chain = stages
+        k0 = len(self.seen[5]) if self._extends(self.seen, stages) else 0
+        if k0 == 0:
+            self.alive = [None] * len(self.shapes)
+        win = int(self.features.window)
+        for q in range(len(self.shapes)):
+            if k0 == 0:  # every window of the level (made here: one level at a time)
+                nw = int(self.shapes[q, 0] * self.shapes[q, 1])
+                self.alive[q] = (np.arange(nw, dtype=np.int64), np.zeros(nw))
+            ids, F = self.alive[q]
+            if len(ids) == 0 or k0 == len(sthr):
+                continue
+            II = self.levels(q)
+            ok, ne = _resume_kernel(
+                II, win, self.stride, int(self.shapes[q, 1]), ids, F, self.features.rects,
+                feat, split, v_lo, v_hi, ptr, sthr, k0, bool(chain), self.min_std,
+            )  # fmt: skip
+            self.n_evaluated += ne
+            self.alive[q] = (ids[ok], F[ok])
+        self.seen = stages
+        return [ids for ids, _ in self.alive]
+
+
 def compile_cascade(cascade: BoostedCascade) -> tuple:
     """A fitted :class:`~maxmargin.BoostedCascade`'s stumps as flat arrays ``(feature,
     split, v_lo, v_hi, ptr, stage_thresholds, chain)`` for :func:`haar_cascade_scan`."""
@@ -387,7 +478,7 @@ class HaarCascadeDetector(BaseEstimator):
         The cascade's learner and its parameters (stage learner, rule, goals, caps,
         recycling, chaining: one parameter object); None: ``BoostedCascade(n_stages=10,
         target_recall=0.9, target_far=1e-4, rule="two-point", max_weak=(2, 5, 10, 20,
-        50, 100, 200))``.  Cloned by :meth:`fit`.
+        50, 100, 200), max_bins=256)``.  Cloned by :meth:`fit`.
     window : int, default=24
     feature_step : int, default=2
         Position / size stride of the Haar table (:func:`haar_table`; 1: all 162,336).
@@ -424,7 +515,10 @@ class HaarCascadeDetector(BaseEstimator):
     n_bootstrapped_, negatives_ (every negative row the stages were trained or validated
     on, when ``keep_negatives``; for comparing a flat booster on the same data),
     last_scan_ (windows and weak classifiers evaluated by the last :meth:`detect`),
-    min_std_ (the contrast pre-filter's threshold; 0: off).
+    min_std_ (the contrast pre-filter's threshold; 0: off), bootstrap_scan_ (the
+    bootstrapping's scans of the negative images over the whole fit: ``seconds``,
+    ``weak_evaluated`` and ``windows`` scanned -- each stage runs only on the windows
+    that passed the ones before, so the fit's scanning costs about one full scan).
     """
 
     _parameter_constraints = {
@@ -601,19 +695,20 @@ class HaarCascadeDetector(BaseEstimator):
         y = np.concatenate([np.ones(len(Xp)), np.zeros(len(Xn[0]) + len(Xn[1]))])
         hold = np.concatenate([hold_p, np.zeros(len(Xn[0]), bool), np.ones(len(Xn[1]), bool)])
         kept = [X[y == 0]] if self.keep_negatives else None
-        state = {"n_boot": 0}
+        state = {"n_boot": 0, "scan_seconds": 0.0}
+
+        scanner = _IncrementalScan(
+            lambda q: _integral(pyrs[pair_img[q]][pair_lv[q]][2]), shapes, feats, st, min_std
+        )
 
         def negatives(passes, n_train, n_val):
-            # scan every window of the negative images with the cascade so far (compiled,
-            # early exit), then draw the requested counts from the passing ones
-            stages = compile_cascade(_Partial(*passes.stages))
-            K = len(stages[5])
-            found = []
-            for q in range(len(pair_img)):
-                II = _integral(pyrs[pair_img[q]][pair_lv[q]][2])
-                depth, _, _ = haar_cascade_scan(II, feats, stages, st, min_std)
-                found.append(offs[q] + np.flatnonzero(depth.ravel() == K))
-            found = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+            # the windows of the negative images passing the cascade so far (compiled,
+            # early exit; only the new stage on the windows alive after the previous
+            # ones), then draw the requested counts from them
+            t0 = time.perf_counter()
+            alive = scanner.update(compile_cascade(_Partial(*passes.stages)))
+            state["scan_seconds"] += time.perf_counter() - t0
+            found = np.concatenate([offs[q] + ids for q, ids in enumerate(alive)])
             on_val = val_img[pair_img[np.searchsorted(offs, found, side="right") - 1]]
             take = [draw(found[~on_val], n_train), draw(found[on_val], n_val)]
             ids = np.concatenate(take)
@@ -637,6 +732,11 @@ class HaarCascadeDetector(BaseEstimator):
         self.cascade_ = casc.fit(X.astype(np.float64), y, validation_mask=mask, negatives=negatives)
         self.n_positives_ = len(faces)
         self.n_bootstrapped_ = int(state["n_boot"])
+        self.bootstrap_scan_ = {
+            "seconds": float(state["scan_seconds"]),
+            "weak_evaluated": int(scanner.n_evaluated),
+            "windows": int(offs[-1]),
+        }
         self.negatives_ = np.vstack(kept) if kept is not None else None
         self.converged_ = bool(self.cascade_.converged_)
         return self
@@ -759,4 +859,5 @@ def _default_cascade() -> BoostedCascade:
         target_far=1e-4,
         rule="two-point",
         max_weak=(2, 5, 10, 20, 50, 100, 200),
+        max_bins=256,
     )
