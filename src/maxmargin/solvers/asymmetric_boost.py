@@ -283,10 +283,20 @@ def _leaf_values(u, ys, side, c1, c0, variant, n):
 
 
 def _loss_after(u, ys, side, lo, hi, c1, c0):
-    """sum_i u_i exp(-C_y y delta_i) for increments lo/hi on the sides, per split."""
-    cy = np.where(ys > 0, c1, c0)
-    delta = lo[:, None] + side * (hi - lo)[:, None]  # (k, n)
-    return (u[None] * _exp(-(cy * ys)[None] * delta)).sum(axis=1)
+    """sum_i u_i exp(-C_y y delta_i) for increments lo/hi on the sides, per split: the
+    increment takes two values, so the loss needs only the ``u``-sums of each class on
+    each side (four exponentials per split, not one per sample -- a recycling round
+    prices the whole pool of earlier splits)."""
+    pos = ys > 0
+    up, un = u * pos, u * ~pos
+    Up_hi, Un_hi = _mv(side, up), _mv(side, un)
+    Up_lo, Un_lo = _mv(1.0 - side, up), _mv(1.0 - side, un)
+    return (
+        Up_lo * _exp(-c1 * lo)
+        + Un_lo * _exp(c0 * lo)
+        + Up_hi * _exp(-c1 * hi)
+        + Un_hi * _exp(c0 * hi)
+    )
 
 
 def fit_cost_sensitive_stage(

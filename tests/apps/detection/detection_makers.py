@@ -3,6 +3,8 @@ inside a cascade stage (imported by several test files, so kept out of any one o
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 
 from maxmargin.apps.detection.scan import resize
@@ -47,3 +49,13 @@ def interrupt_in_stage(monkeypatch, stage, at_round=2):
     for name in ("fit_cost_sensitive_stage", "fit_asymmetric_stage"):
         monkeypatch.setattr(casc, name, wrap(getattr(casc, name)))
     return calls
+
+
+# "Another CPU" for the cascade CPU tests: numba's generic target, OpenBLAS's baseline SSE3
+# kernels and NumPy's AVX2 / AVX-512 loops switched off (each fit in its own subprocess)
+OTHER_CPU = {"NUMBA_CPU_NAME": "generic"}
+if platform.machine().lower() in ("x86_64", "amd64"):
+    OTHER_CPU |= {
+        "OPENBLAS_CORETYPE": "Prescott",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+    }

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_detection_haar_cpu import OTHER_CPU  # numba generic, another BLAS kernel, no AVX2
+from detection_makers import OTHER_CPU  # numba generic, another BLAS kernel, no AVX2
 
 import maxmargin
 

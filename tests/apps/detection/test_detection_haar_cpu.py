@@ -11,7 +11,6 @@ bits under exactly this.  Each fit runs in its own subprocess."""
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from detection_makers import OTHER_CPU
 
 import maxmargin
 
@@ -27,13 +27,6 @@ TESTS = str(Path(__file__).resolve().parent)
 
 #: the environment of a fit "on another CPU" (x86-64: also another BLAS kernel and no AVX2 /
 #: AVX-512 in NumPy; elsewhere numba's generic target only)
-OTHER_CPU = {"NUMBA_CPU_NAME": "generic"}
-if platform.machine().lower() in ("x86_64", "amd64"):
-    OTHER_CPU |= {
-        "OPENBLAS_CORETYPE": "Prescott",
-        "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
-    }
-
 FIT = textwrap.dedent(
     """
     import sys
