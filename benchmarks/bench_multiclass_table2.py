@@ -194,7 +194,7 @@ def run_unit(args, name, rep):
     }
     t_peers = time.perf_counter()
     T = args.max_iter
-    for kind in ("lightgbm", "histgb"):
+    for kind in () if args.no_peers else ("lightgbm", "histgb"):
         row[f"{kind}_same_stumps"] = run_gbm(kind, math.ceil(T / K), *parts, rep)
         row[f"{kind}_T_rounds"] = run_gbm(kind, T, *parts, rep)
     row["peers_s"] = time.perf_counter() - t_peers
@@ -213,6 +213,9 @@ def main(argv=None):
     ap.add_argument("--formulation", default="auto")
     ap.add_argument("--weak-learner", default="auto")
     ap.add_argument("--jobs", type=int, default=1, help="processes for the (set, repeat) units")
+    ap.add_argument(
+        "--no-peers", action="store_true", help="StructBoost only (time the protocol proper)"
+    )
     ap.add_argument(
         "--resume",
         action="store_true",
@@ -320,10 +323,14 @@ def table(results) -> str:
     for name, d in results["datasets"].items():
         cells = []
         for m in methods:
+            if any(m not in r for r in d["runs"]):  # --no-peers
+                cells.append("-")
+                continue
             e = 100 * np.array([r[m]["test_error"] for r in d["runs"]])
             cells.append(f"{e.mean():.1f} ± {e.std():.1f}")
         tsb = np.mean([r["structboost"]["fit_s"] for r in d["runs"]])
-        tlg = np.mean([r["lightgbm_same_stumps"]["fit_s"] for r in d["runs"]])
+        none = {"fit_s": np.nan}
+        tlg = np.mean([r.get("lightgbm_same_stumps", none)["fit_s"] for r in d["runs"]])
         p = PAPER.get(name)
         lines.append(
             f"| {name} | {d['n']} | {d['K']} | "

@@ -183,7 +183,14 @@ def frontier_headline(data, _load):
             err = f"{_pct(best['test_error'], 1)}" if best else "no fit within 10x"
             unmet.append(f"{name} ({err} against {_pct(lg, 1)})")
     iters = sorted({r["iters"] for s in data["sets"].values() for r in s["rows"] if "depth" in r})
-    depths = " or ".join(str(d) for d in data["grid"]["depths"] if d)
+    used = sorted(  # the depths of the trees that meet the goal (the grid may be merged)
+        {
+            int(g["best_trees_within_10x"]["label"].split(",")[0].split()[-1])
+            for g in (s["goal"] for s in data["sets"].values())
+            if g["met"] and g["best_trees_within_10x"]["label"].startswith("depth")
+        }
+    )
+    depths = " or ".join(str(d) for d in used or [d for d in data["grid"]["depths"] if d])
     out = [
         f"- With stumps ({iters[0]}-{iters[-1]} iterations) StructBoost's test error is "
         f"{min(ratios):.2f}-{max(ratios):.1f}x LightGBM-default's.",
