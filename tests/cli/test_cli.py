@@ -70,6 +70,18 @@ def test_fit_predict_evaluate_round_trip(tmp_path, csv_data, fitted, capsys):
     assert "accuracy" in text and "Confusion matrix" in text
 
 
+def test_fit_weak_learner_defaults_to_the_models_own(tmp_path, csv_data, fitted):
+    # no --weak-learner: the estimator's default ("auto" for StructBoost), resolved to the
+    # exact stump on these few rows; an explicit --weak-learner is passed through
+    est = mmio.load(fitted)
+    assert est.weak_learner == "auto" and est.weak_learner_ == "stump"
+    path, _, _ = csv_data
+    model = tmp_path / "h.mm"
+    argv = ["fit", str(path), "-o", str(model), "--max-iter", "3", "--weak-learner", "hist_stump"]
+    assert main([*argv, "--quiet"]) == 0
+    assert mmio.load(model).weak_learner_ == "hist_stump"
+
+
 def test_fit_human_output_and_progress(tmp_path, csv_data, capsys):
     path, _, _ = csv_data
     model = tmp_path / "m.mm"

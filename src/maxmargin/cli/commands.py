@@ -437,6 +437,8 @@ def _classifier(args: argparse.Namespace, C: float, callback: Any) -> Any:
             raise ValueError(f"{flag} does not apply to --model {args.model}")
     if "C" not in accepted and C != 100.0:
         raise ValueError(f"--model {args.model} has no C parameter")
+    if args.weak_learner is None:  # the model's own default (StructBoost's "auto")
+        del wanted["weak_learner"]
     return cls(**{k: v for k, v in wanted.items() if k in accepted})
 
 
@@ -545,6 +547,8 @@ def _fit_ranker(args: argparse.Namespace) -> int:
         "max_time": args.max_time,
         "random_state": args.seed,
     }
+    if args.weak_learner is None:  # the model's own default
+        del wanted["weak_learner"]
     accepted = cls().get_params(deep=False)
     with FitProgress(args.max_iter, name, enabled=show) as progress:
         est = cls(**{k: v for k, v in wanted.items() if k in accepted}, callback=progress)
@@ -1104,8 +1108,10 @@ def add_parser(sub, parents=()) -> None:
     )
     fit.add_argument(
         "--weak-learner",
-        default="stump",
-        help="weak learner: stump (default), hist_stump, tree, hist_tree:D (depth 1-6), ...",
+        default=None,
+        help="weak learner: auto, stump, hist_stump, tree, hist_tree:D (depth 1-6), ... "
+        "(default: the model's own; structboost: auto = exact stumps up to 5000 rows, "
+        "histogram stumps above)",
     )
     fit.add_argument("--eps-cp", type=float, default=0.01, help="cutting-plane tolerance")
     fit.add_argument("--eps-cg", type=float, default=1e-6, help="column-generation tolerance")
