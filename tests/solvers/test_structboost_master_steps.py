@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from maxmargin.solvers._smoothed_kernels import backtrack
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.smoothed_problem import SmoothedProblem
 from maxmargin.tasks import MultiClassTask
@@ -44,21 +43,3 @@ def test_entering_columns_get_their_gain_from_the_current_duals(task):
             scale = np.abs(sm.A[:, s]).sum()
             assert abs(sm.gains[c] - expect) <= 4 * store.n_z * U64 * scale
         sm.solve()
-
-
-def test_backtracking_is_a_power_of_two_at_the_parabola_minimiser():
-    f0, t = 10.0, 1.0
-    # parabola f(s) = f0 + gdw s + curv s^2 through f(1): minimiser -gdw / (2 curv)
-    for gdw, curv in [(-1.0, 0.6), (-1.0, 2.0), (-1.0, 3.0), (-1.0, 100.0), (-2.0, 1e-3)]:
-        ft = f0 + gdw + curv
-        ratio = -gdw / (2 * curv)
-        tn = backtrack(t, f0, ft, gdw)
-        k = -np.log2(tn)
-        assert k == round(k) and 1 <= k <= 4
-        # the largest power of two not above the minimiser (at most 4 halvings, at
-        # least one)
-        assert tn <= max(ratio, 2.0**-4) or k == 1
-        assert k == 4 or 2 * tn > min(ratio, 0.5)
-    # not convex along the step (or not a descent direction): plain halving
-    assert backtrack(0.5, f0, f0 - 1.0, -0.5) == 0.25
-    assert backtrack(0.5, f0, f0 + 1.0, 0.1) == 0.25

@@ -22,23 +22,6 @@ ARMIJO = 1e-4
 
 
 @njit(cache=True)
-def backtrack(t, f0, ft, gdw):  # pragma: no cover - compiled
-    """Next trial step of the Armijo line search after ``t`` failed: ``t / 2^k``, with
-    ``k`` (1 to 4) the halvings down to the minimiser of the parabola through ``f(0) =
-    f0`` with slope ``gdw / t`` (``gdw = g.dw`` along the projected path, negative) and
-    ``f(t) = ft`` -- plain halving when the parabola is not convex.  Steps stay powers
-    of two (the compiled and Python paths then take the same step, not one a rounding
-    apart).  Shared by the Python steps."""
-    curv = ft - f0 - gdw
-    k = 1
-    if gdw < 0.0 and curv > 0.0:
-        ratio = -gdw / (2.0 * curv)  # parabola minimiser / t
-        while k < 4 and 0.5**k > ratio:
-            k += 1
-    return t * 0.5**k
-
-
-@njit(cache=True)
 def _label_scores(F, gamma, identity):  # pragma: no cover - compiled
     if identity:
         return F
@@ -220,47 +203,23 @@ def coded_smoothed_steps(
         Ft = F
         wt = w
         dw = w
-        # the product along the direction, at most once per step: a trial t moves the
-        # scores by t H'd, corrected on the coordinates the projection clips when they
-        # are few (a strided pass over the rows each); with many clipped, the product
-        # of the clipped step itself
-        D = np.empty((0, n_slots), dtype=np.float32)
         for _ in range(40):
             stats[0] += 1
             wt = np.maximum(w + t * d, 0.0)
             dw = wt - w
-            n_clip = 0
+            dW[:] = 0
             for j in range(n):
-                if dw[j] != t * d[j]:
-                    n_clip += 1
-            if 8 * n_clip > n_rows:
-                dW[:] = 0
-                for j in range(n):
-                    if dw[j] != 0.0:
-                        dW[row[j], slot[j]] = np.float32(dw[j])
-                Ft = F + np.dot(HwsT, dW)
-            else:
-                if D.shape[0] == 0:
-                    dW[:] = 0
-                    for j in range(n):
-                        if d[j] != 0.0:
-                            dW[row[j], slot[j]] = np.float32(d[j])
-                    D = np.dot(HwsT, dW)
-                Ft = F + t * D
-                for j in range(n):
-                    c = dw[j] - t * d[j]
-                    if c != 0.0:
-                        r, sl = row[j], slot[j]
-                        for i in range(m):
-                            Ft[i, sl] += c * Hws[r, i]
+                if dw[j] != 0.0:
+                    dW[row[j], slot[j]] = np.float32(dw[j])
+            change = np.dot(HwsT, dW)
+            Ft = F + change
             h_t, lse_t = _lse_value(Ft, gamma, identity, y, delta, beta, Pt)
             ft = (w_sum + dw.sum()) + C * (lse_t / m)
-            gdw = np.dot(g_ws, dw)
-            if ft <= f0 + ARMIJO * gdw:
+            if ft <= f0 + ARMIJO * np.dot(g_ws, dw):
                 accepted = True
                 hinge, lse = h_t, lse_t
                 break
-            t = backtrack(t, f0, ft, gdw)
+            t *= 0.5
         if not accepted:
             stats[1] += 1
             stop = 1
