@@ -21,6 +21,7 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
+@pytest.mark.slow  # a local Dask cluster: about 36 s of one worker
 def test_dask_local_cluster_equals_serial_and_cleans_up(monkeypatch):
     kinds = []
     place = ShardedOracle._place

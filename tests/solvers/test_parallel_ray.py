@@ -18,7 +18,8 @@ from maxmargin.weak import DecisionStump
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.filterwarnings("ignore::Warning")
+# slow (about 3 minutes of one worker: a Ray cluster per test): `make test-slow`, run by CI
+pytestmark = [pytest.mark.filterwarnings("ignore::Warning"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
