@@ -34,9 +34,13 @@ def setup_time(history) -> float:
 
 
 def overrun_slack(history) -> float:
-    """Twice the longest iteration of the fit (search + master), from its own records;
-    the certificate's time in the final record is left out."""
-    return 2.0 * max(r["t_weak"] + r["t_master"] - r.get("t_polish", 0.0) for r in history)
+    """Twice the longest iteration of the fit (search + master), from its own records,
+    plus the final certificate's own time: a certificate piece begun before the deadline
+    (one LP of the aggregated bound, one refresh) is indivisible and may cost more than
+    an iteration (seen on a fresh clone: 14 ms past 0.3 s with iterations of at most 6
+    ms), and it is bounded by the certificate's total."""
+    longest = max(r["t_weak"] + r["t_master"] - r.get("t_polish", 0.0) for r in history)
+    return 2.0 * longest + history[-1].get("t_polish", 0.0)
 
 
 @pytest.mark.parametrize("certify", ["gap", "exact"])
