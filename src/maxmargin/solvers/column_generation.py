@@ -532,6 +532,15 @@ def _run(
         rec["converged"] = converged
         w_path[-1] = mst.w.copy()
         monitor.replace_last(rec)  # the final record replaces the last iteration's
+    if history and mst.exact_scores():
+        # the returned objective is the primal at the returned w from float64 scores,
+        # not from the inner steps' float32 updates; the bound kept is the best valid one
+        fresh, rec = mst.record(), dict(history[-1])
+        rec.update(objective=fresh["objective"], xi=fresh["xi"])
+        rec["master_objective"] = fresh["master_objective"]
+        rec["dual_bound"] = max(float(rec["dual_bound"]), float(fresh["dual_bound"]))
+        rec["gap"] = _relative_gap(rec["objective"], rec["dual_bound"])
+        monitor.replace_last(rec)
     if not history:  # no iteration at all (max_time already spent)
         history.append(record(0, 0.0, 0.0, 0.0, 0))
         w_path.append(mst.w.copy())

@@ -103,6 +103,12 @@ class RestrictedMaster:
     def reopen(self, cols: np.ndarray) -> None:
         """Stored columns ``cols`` move again (see :meth:`priced_again`)."""
 
+    def exact_scores(self) -> bool:
+        """At the end of a fit: recompute what :meth:`record` reports at the current
+        ``w`` from float64 scores, where the inner steps kept them in lower precision;
+        True when the record changed (exact masters: never)."""
+        return False
+
     def set_start(self, w: np.ndarray) -> None:
         """A starting point over the stored columns (warm start), if the master uses
         one; exact masters find their own."""

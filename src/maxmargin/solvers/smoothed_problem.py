@@ -276,6 +276,15 @@ class SmoothedProblem:
         if not keep_memory:
             self._pairs = []
 
+    def make_exact(self) -> bool:
+        """Recompute the scores at the current ``w`` in float64, so that ``objective`` and
+        ``xi`` are the true primal at ``w`` (the steps update the scores from the float32
+        outputs, about 1e-8 relative off after many steps); True if they were stale."""
+        if self._steps_since_exact == 0:
+            return False
+        self.set_weights(self.w, keep_memory=True)
+        return True
+
     def sharpen(self, factor: float, deadline: float | None = None) -> int:
         """Re-solve with ``beta * factor`` to a tight tolerance (a sharper smoothing is
         closer to the LP's vertex, so fewer rows and simplex steps are left to the exact
