@@ -101,6 +101,16 @@ def load_digits_split(seed: int = 0):
     return Xtr, ytr, Xte, yte
 
 
+def _script_path() -> str:
+    """The running script as a path relative to the checkout when it lies inside it (so a
+    command recorded from any clone reads ``benchmarks/bench_x.py``, not that clone's path)."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path("?")
+    try:
+        return str(script.resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(script)
+
+
 def provenance() -> dict:
     """Command, commit, package versions and machine of this run."""
 
@@ -131,19 +141,22 @@ def provenance() -> dict:
     except (ValueError, OSError, AttributeError):
         mem = None
     return {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": " ".join([Path(sys.executable).name, _script_path(), *sys.argv[1:]]),
         "commit": git("rev-parse", "--short", "HEAD"),
-        # uncommitted changes to the code; the outputs benchmark runs write (result files,
-        # plots) do not count, so a checkout that has already run an entry stays clean
+        # uncommitted changes to what a run executes (the package, the benchmark scripts and
+        # their library, the build configuration); the outputs runs write (result files,
+        # plots) and the prose (docs, tests) do not count, so a checkout that has already
+        # run an entry, or whose docs are being edited, stays clean
         "dirty": bool(
             git(
                 "status",
                 "--porcelain",
                 "--untracked-files=no",
                 "--",
-                ".",
+                "src",
+                "benchmarks",
+                "pyproject.toml",
                 ":!benchmarks/results",
-                ":!docs/img",
             )
         ),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
