@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from _common import write_result
+from _common import warm_up, write_result
 from maxmargin import StructBoostRanker
 from maxmargin.metrics import auc
 
@@ -37,6 +37,7 @@ def main(argv=None):
         X = rng.normal(size=(n, 20))
         y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=n) > 1.0).astype(float)
         for weak in args.weak:
+            warm_up(StructBoostRanker(C=100, weak_learner=weak), X, y)  # compile before timing
             t = time.perf_counter()
             r = StructBoostRanker(C=100, max_iter=args.max_iter, weak_learner=weak).fit(X, y)
             fit = time.perf_counter() - t

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import DEFAULT_DATA, ROOT, load_multiclass, write_result
+from _common import DEFAULT_DATA, ROOT, load_multiclass, warm_up, write_result
 from bench_multiclass_table2 import split
 from maxmargin import StructBoostRanker
 from maxmargin.metrics import auc
@@ -121,6 +121,7 @@ def run_formulation(Xtr, ytr, Xva, yva, Xte, yte, Cs, formulation, args, seed):
     best = None
     grid = []
     t_all = 0.0
+    warm_up(make_model(Cs[0], 2, formulation, args.eps_cp, None, seed), Xtr, ytr)
     for C in Cs:
         model = make_model(C, args.max_iter, formulation, args.eps_cp, max_time, seed)
         t = time.perf_counter()

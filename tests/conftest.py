@@ -2,8 +2,9 @@
 
 Data sets come from scikit-learn (shipped with it, no download) and are loaded once per
 session; tests get copies, so in-place edits cannot leak between tests.  Tests taking
-more than a few seconds are marked ``slow`` (``pytest -m "not slow"`` for a quick run;
-``make test`` runs everything).
+more than a few seconds whose behaviour a faster test also covers, and end-to-end runs, are
+marked ``slow``: ``make test`` runs ``-m "not slow"``, ``make test-slow`` (which CI runs
+too) the rest.
 """
 
 import numpy as np

@@ -380,7 +380,7 @@ def check(entries) -> list[str]:
     or result file, an argument option the script does not declare, a result without
     provenance that is not marked ``provenance = "missing"``, a ``cited_in`` page that does
     not name the result, a result file that is no entry's, a generated table of an unknown
-    entry / table, or a stale one."""
+    entry / table, or a stale one, and a stale docs/benchmarks.md."""
     problems = []
     listed = set()
     for name, e in entries.items():
@@ -428,6 +428,8 @@ def check(entries) -> list[str]:
         problems += [f"{rel}: {e}" for e in errors]
         if stale:
             problems.append(f"{rel}: generated tables are stale (manifest.py render)")
+    if not DOC.is_file() or DOC.read_text() != render(entries):
+        problems.append(f"{DOC.relative_to(ROOT).as_posix()} is stale (manifest.py render)")
     for key in tables.TABLES:
         if tables.entry_of(key) not in (*entries, tables.WHOLE):
             problems.append(f"benchlib/tables.py: table {key!r} names no manifest entry")

@@ -670,6 +670,25 @@ def test_compiled_rounds_bad_input():
         SquaredHingeRounds(X, Y[:10], 1.0, capacity=3)
 
 
+def test_compiled_rounds_take_one_layout():
+    """A read-only or F-ordered X is copied once to a C-ordered writeable array, so the
+    compiled rounds see one array type (numba compiles one specialisation per layout and
+    write flag, tens of seconds each); the solution is the C-ordered input's, bit for bit."""
+    from maxmargin.solvers.feature_selection import SquaredHingeRounds
+
+    X, y = _multiclass(2, n=40, d=14)
+    Y = np.where(y == 0, 1.0, -1.0)
+    ref = SquaredHingeRounds(X, Y, 1.0, capacity=3, cols=[0, 1]).solve(tol=1e-10)
+    ro = np.ascontiguousarray(X)
+    ro.flags.writeable = False
+    for Xin in (np.asfortranarray(X), ro):
+        rs = SquaredHingeRounds(Xin, Y, 1.0, capacity=3, cols=[0, 1])
+        assert rs.X.flags.c_contiguous and rs.X.flags.writeable
+        out = rs.solve(tol=1e-10)
+        for a, b in zip(out, ref, strict=True):
+            assert a is b is None or np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("seed", [0, 3])
 def test_selector_with_compiled_rounds_equals_the_numpy_newton_path(seed, monkeypatch):
     """The selector's squared-hinge fit (k_path, forward then backward) takes the same

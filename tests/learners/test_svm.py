@@ -417,3 +417,25 @@ def test_dual_cd_layout_follows_fill_and_memory(monkeypatch):
     monkeypatch.setattr(S, "DENSE_MAX_BYTES", 100)  # a sparse X too big to densify
     assert not S.dual_cd_data(sp.csr_matrix(X)).dense
     assert S.dual_cd_data(X).dense  # dense input is already dense
+
+
+def test_kernel_data_are_one_array_type():
+    """A read-only (memory-mapped) or F-ordered X is copied once to a C-ordered writeable
+    array before the compiled SMO / dual CD loops see it (numba compiles one specialisation
+    per array type; a read-only array is another type); the fit is the writeable input's."""
+    from maxmargin.solvers.svm import dual_cd_data, kernel_rows
+
+    X, y = make_classification(n_samples=60, n_features=5, random_state=0)
+    ro = X.copy()
+    ro.flags.writeable = False
+    for Xin in (ro, np.asfortranarray(X)):
+        kr = kernel_rows(Xin, "rbf")
+        assert kr.X.flags.c_contiguous and kr.X.flags.writeable
+        d = dual_cd_data(Xin)
+        assert d.dense and d.Xd.flags.c_contiguous and d.Xd.flags.writeable
+    K = ro @ ro.T
+    K.flags.writeable = False
+    assert kernel_rows(K=K).cache.flags.writeable
+    ref = SVMClassifier(solver="smo", kernel="rbf").fit(X, y).decision_function(X)
+    got = SVMClassifier(solver="smo", kernel="rbf").fit(ro, y).decision_function(X)
+    assert np.array_equal(got, ref)

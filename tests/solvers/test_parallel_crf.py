@@ -48,7 +48,11 @@ def test_sharded_crf_oracle_equals_batch_oracle(crf_model):
     assert n_active > 0 and n_inactive > 0  # the violator selection was exercised
 
 
-@pytest.mark.parametrize("backend", ["loky", "threading"])
+# the whole fit over loky processes (about 10 s of one worker, an end-to-end run) is in
+# `make test-slow`; the threading case checks the same sharded fit, the shard function the
+# worker processes run is test_crf_threaded_shards_equal_one_shard_problems's, and the loky
+# placement itself is test_parallel_oracle.py's loky cases'
+@pytest.mark.parametrize("backend", [pytest.param("loky", marks=pytest.mark.slow), "threading"])
 def test_crf_ssvm_parallel_equals_serial(crf_model, backend):
     kw = dict(max_iter=15, tol=0.0)
     serial = solve_ssvm(crf_model, 10.0, "1-slack", n_jobs=1, **kw)

@@ -64,8 +64,17 @@ def test_sharded_oracle_equals_batch_oracle(chain_model, rescaling):
     assert r2.hinge_sum == pytest.approx(float(np.sum(hinge)))
 
 
-@pytest.mark.parametrize("backend", [None, "loky"])  # None: the default, threads
-@pytest.mark.parametrize("solver", SOLVERS)
+# None: the default, threads.  The 1-slack fit over loky processes is the longest case
+# (about 16 s of one worker in `make test`): it runs in `make test-slow`; the 1-slack
+# sharding is the threads case's, the loky placement the other solvers' loky cases'
+@pytest.mark.parametrize(
+    "solver, backend",
+    [
+        pytest.param(s, b, marks=pytest.mark.slow) if (s, b) == ("1-slack", "loky") else (s, b)
+        for b in (None, "loky")
+        for s in SOLVERS
+    ],
+)
 def test_parallel_equals_serial_every_solver(chain_model, solver, backend):
     kw = dict(max_iter=8, random_state=0)
     serial = solve_ssvm(chain_model, 1.0, solver, n_jobs=1, **kw)

@@ -678,7 +678,10 @@ class SquaredHingeRounds:
     """
 
     def __init__(self, X, Y, C, capacity, cols=(), W0=None):
-        X = np.asarray(X, dtype=np.float64)
+        # one memory layout for the compiled rounds: C-ordered, writeable float64 (a
+        # read-only or F-ordered X is copied once), so numba compiles one specialisation
+        # of each kernel instead of one per layout (tens of seconds each)
+        X = np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {X.shape}")
         Y = np.ascontiguousarray(Y, dtype=np.float64)

@@ -152,8 +152,10 @@ def kernel_rows(X=None, kernel="rbf", gamma=1.0, coef0=0.0, degree=3, cache_size
     """:class:`KernelRows` for dense ``X`` and a scikit-learn kernel name (``ROW_KERNELS``)
     with a cache of ``cache_size`` MB (at least 2 rows), or for a precomputed matrix
     ``K``."""
+    # C-ordered writeable float64 only (a read-only input is copied once): numba compiles
+    # the SMO steps once per array type, and a read-only array is another type
     if K is not None:
-        K = np.ascontiguousarray(K, dtype=np.float64)
+        K = np.require(K, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
         n = K.shape[0]
         if K.shape != (n, n):
             raise ValueError(f"K must be square, got shape {K.shape}")
@@ -164,7 +166,7 @@ def kernel_rows(X=None, kernel="rbf", gamma=1.0, coef0=0.0, degree=3, cache_size
         )  # fmt: skip
     if kernel not in ROW_KERNELS:
         raise ValueError(f"kernel must be one of {sorted(ROW_KERNELS)}, got {kernel!r}")
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
     n = X.shape[0]
     sqn = np.einsum("ij,ij->i", X, X)
     g, c0, deg = float(gamma), float(coef0), float(degree)
@@ -625,7 +627,8 @@ def dual_cd_data(X) -> DualCDData:
         Xc = _csr(X)
         sqn = np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()
         return DualCDData(Xc, Xc.indptr, Xc.indices, Xc.data, np.zeros((0, 0)), False, sqn)
-    Xd = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    Xd = X.toarray() if sp.issparse(X) else X  # C-ordered writeable: one compiled type
+    Xd = np.require(Xd, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
     e = np.zeros(1, dtype=np.int32)
     return DualCDData(Xd, e, e, np.zeros(0), Xd, True, np.einsum("ij,ij->i", Xd, Xd))
 
