@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from maxmargin.solvers._smoothed_kernels import coded_smoothed_steps
+from maxmargin.solvers._smoothed_kernels import NEWTON_MIN_EXP, coded_smoothed_steps
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.smoothing import SmoothedRisk
@@ -114,6 +114,9 @@ class SmoothedProblem:
         #: take the steps in the compiled kernel when the task allows it (False: always
         #: the Python steps, e.g. to compare the two)
         self.compiled = True
+        #: the compiled steps' first line-search trial: "halving" -- t = 1, then halved;
+        #: "newton" -- the Newton step length along the direction (a power of two <= 1)
+        self.line_search = "newton"
 
     # -- the objective -------------------------------------------------------------------
     def _evaluate(self, F: np.ndarray) -> float:
@@ -318,8 +321,13 @@ class SmoothedProblem:
         """Whether the compiled steps apply: a label-coding task that keeps the base
         class's smoothed risk (log-sum-exp over its coded margins) and classifiers in most
         slots (the dense products of :class:`ColumnStore`)."""
+        return self.compiled and self._coded_task()
+
+    def _coded_task(self) -> bool:
+        """:meth:`_coded` without the ``compiled`` switch (the tasks where the Newton
+        step length of ``line_search="newton"`` applies, on either path)."""
         task = self.task
-        if not (self.compiled and isinstance(task, LabelCodingTask)):
+        if not isinstance(task, LabelCodingTask):
             return False
         cls = type(task)
         for name in ("dense_margins", "dense_weak_weights", "slot_scores_to_label_scores"):
@@ -358,17 +366,19 @@ class SmoothedProblem:
         gains_ws = np.empty(n)
         steps = 0
         P = None
+        P0 = np.ascontiguousarray(self.P, dtype=np.float64)  # the softmax at the current w
         while steps < self.max_steps:
             chunk = self.max_steps - steps if deadline is None else 1
             t0 = time.perf_counter()
             k, n_pairs, stop, F, Pk, hinge, lse, f0 = coded_smoothed_steps(
                 w_all, ws, F, g_ws, HwsT, Hws, row, slot, len(hs), gamma, gamma_true,
                 bool(task._identity_coding), y, delta, self.beta, self.C, self.tol, chunk,
-                S, Y, n_pairs, f0, gains_ws, self.ls_stats,
+                S, Y, n_pairs, f0, gains_ws, self.ls_stats, P0, self.line_search == "newton",
             )  # fmt: skip
             self.t_oracle += time.perf_counter() - t0
             if k:
                 P, steps = Pk, steps + k
+                P0 = Pk
                 self._steps_since_exact += k
             if stop or (deadline is not None and time.perf_counter() > deadline):
                 break
@@ -388,6 +398,37 @@ class SmoothedProblem:
         self.n_steps_total += steps
         return steps
 
+    def _curvature(self, cd: np.ndarray) -> float:
+        """``d'Hd`` of the smoothed objective at the current point for a direction whose
+        slot-score change is ``cd = H'd`` (label-coding tasks): ``(beta C / m) sum_i
+        (sum_k p_ik u_ik^2 - (sum_k p_ik u_ik)^2)``, ``u`` the change of the coded
+        margins, ``p`` the current softmax -- the log-sum-exp's Hessian ``beta (diag p -
+        p p')`` per example."""
+        task = self.task
+        V = task.slot_scores_to_label_scores(cd)
+        m = self.m
+        u = V - V[np.arange(m), task.y_][:, None]
+        P = self.P
+        q = float(((P * u * u).sum(axis=1) - (P * u).sum(axis=1) ** 2).sum())
+        return q * self.beta * self.C / m
+
+    def _newton_length(self, d, gf, d_all):
+        """``(t, H'd)``: the Newton step length along ``d`` of
+        :func:`~maxmargin.solvers._smoothed_kernels._newton_length` (the same quantity on
+        the Python path; ``(1.0, None)`` when ``g'd >= 0``)."""
+        gd = float(gf @ d)
+        if not gd < 0.0:
+            return 1.0, None
+        cd = self.store.shifted_scores(np.zeros_like(self.F), d_all)
+        q = self._curvature(cd)
+        if not q > 0.0:
+            return 1.0, cd
+        tn = -gd / q
+        if tn >= 1.0:
+            return 1.0, cd
+        e = max(float(np.round(np.log2(tn))), -float(NEWTON_MIN_EXP))
+        return 2.0**e, cd
+
     def solve(self, deadline: float | None = None) -> int:
         """Projected L-BFGS steps from the current w over the working set (the other
         columns keep their weights); returns the number of steps.  Vectors and the
@@ -400,6 +441,7 @@ class SmoothedProblem:
             return self._solve_coded(deadline)
         ws = self.ws
         full = len(ws) == st.n_columns
+        newton = self.line_search == "newton" and self._coded_task()
         steps = 0
         while steps < self.max_steps:
             w_all = self.w
@@ -416,14 +458,25 @@ class SmoothedProblem:
             t = 1.0
             accepted = False
             dw_all = np.zeros(st.n_columns) if not full else None
+            cd = None  # H'd, when the Newton step length was computed
+            if newton:
+                d_all = d if full else np.zeros(st.n_columns)
+                if not full:
+                    d_all[ws] = d
+                t, cd = self._newton_length(d, gf, d_all)
             for _ in range(40):
-                wt = np.maximum(w + t * d, 0.0)
-                dw = wt - w
+                wt = w + t * d
+                scaled = cd is not None and wt.min() >= 0.0
+                if scaled:  # nothing clipped: the step is t d, its product t H'd
+                    dw = t * d
+                else:
+                    wt = np.maximum(wt, 0.0)
+                    dw = wt - w
                 if full:
                     dw_all = dw
                 else:
                     dw_all[ws] = dw
-                Ft = st.shifted_scores(self.F, dw_all)
+                Ft = self.F + cd * t if scaled else st.shifted_scores(self.F, dw_all)
                 loss_t = self._evaluate(Ft)
                 ft = float(w_all.sum() + dw.sum()) + loss_t
                 if ft <= f0 + ARMIJO * float(g @ dw):
