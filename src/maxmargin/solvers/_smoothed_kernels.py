@@ -284,8 +284,11 @@ def coded_smoothed_steps(
     place.  ``HwsT`` / ``Hws``: float32 outputs of the working set's classifiers (n_z,
     n_rows) / (n_rows, n_z); column ``ws[j]`` is classifier ``row[j]`` of them in slot
     ``slot[j]``.  ``f0``: the current smoothed objective.  ``gains_ws`` gets the working
-    set's gains at the last accepted point.  ``stats`` (int64, 2) counts the line
-    search's trial points and its failures (added to what it holds).
+    set's gains at the last accepted point.  ``stats`` (int64, 3) counts the line
+    search's trial points and its failures (added to what it holds); ``stats[2]`` is the
+    Newton flag (with ``newton``: 1 -- the next step starts from the Newton step length,
+    set by the caller when columns or the working set change and here after a step
+    that backtracked or started below 1).
 
     Returns ``(steps, n_pairs, stop, F, P, hinge, lse, f)``: ``stop`` is 1 when the
     solve is over (no free coordinate, line search failed, or relative decrease below
@@ -333,7 +336,10 @@ def coded_smoothed_steps(
         w_sum = w_all.sum()
         t = 1.0
         have_dir = False
-        if newton:  # first trial: the Newton step length along d, a power of two <= 1
+        if newton and (stats[2] != 0 or n_pairs == 0):
+            # first trial: the Newton step length along d, a power of two <= 1 (only where
+            # the L-BFGS scaling is in doubt: no memory, new columns or a changed working
+            # set, or a last step that did not take t = 1 at its first trial)
             t, have_dir = _newton_length(
                 d, gf, row, slot, HwsT, dW, cdir, Pc, y, gamma, identity, beta * C / m
             )
@@ -343,8 +349,11 @@ def coded_smoothed_steps(
         Pt = Pbuf[nxt]
         wt = w
         dw = w
+        t_first = t
+        n_trials = 0
         for _ in range(40):
             stats[0] += 1
+            n_trials += 1
             wt = w + t * d
             if have_dir and wt.min() >= 0.0:  # nothing clipped: the step is t d exactly
                 dw = t * d
@@ -375,6 +384,7 @@ def coded_smoothed_steps(
             stats[1] += 1
             stop = 1
             break
+        stats[2] = 1 if (n_trials > 1 or t_first != 1.0) else 0
         for j in range(n):
             w_all[ws[j]] = wt[j]
         F = Ft

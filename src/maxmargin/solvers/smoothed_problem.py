@@ -110,7 +110,10 @@ class SmoothedProblem:
         self._steps_since_exact = 0
         self.n_steps_total = 0
         #: the compiled steps' line search: trial points, failures (diagnostics)
-        self.ls_stats = np.zeros(2, dtype=np.int64)
+        #: and the Newton flag: 1 when the next step starts from the Newton step length
+        #: (``line_search="newton"``: after new columns, a new working set or new weights,
+        #: and after a step that backtracked or started below 1)
+        self.ls_stats = np.array([0, 0, 1], dtype=np.int64)
         #: take the steps in the compiled kernel when the task allows it (False: always
         #: the Python steps, e.g. to compare the two)
         self.compiled = True
@@ -184,6 +187,7 @@ class SmoothedProblem:
         self.ws = np.concatenate([self.ws, np.asarray(cols, dtype=np.int64)])
         self._since_refresh += 1
         self._pinned = False
+        self.ls_stats[2] = 1
 
     def outside_working_set(self, cols) -> np.ndarray:
         """The columns of ``cols`` that the steps do not move now."""
@@ -203,6 +207,7 @@ class SmoothedProblem:
         self.gains[cols] = self.store.gains_of(self.A, cols, fast=True)
         self.grad = 1.0 - self.gains
         self.ws = np.concatenate([self.ws, cols])
+        self.ls_stats[2] = 1
         z = np.zeros(len(cols))
         self._pairs = [(np.concatenate([s, z]), np.concatenate([y, z])) for s, y in self._pairs]
         self._pinned = False
@@ -216,6 +221,7 @@ class SmoothedProblem:
         self.ws = np.unique(np.asarray(cols, dtype=np.int64))
         self._pinned = True
         self._pairs = []
+        self.ls_stats[2] = 1
 
     def _pad_gains(self) -> None:
         n = self.store.n_columns
@@ -254,6 +260,7 @@ class SmoothedProblem:
         self.n_refresh += 1
         self._since_refresh = 0
         self._pairs = []
+        self.ls_stats[2] = 1
         cap = self.working_set
         if cap is None or st.n_hyp <= cap:
             self.ws = np.arange(st.n_columns)
@@ -276,6 +283,8 @@ class SmoothedProblem:
         F = self.store.scores(w)
         self._accept(w, F, self._evaluate(F))
         self._steps_since_exact = 0
+        if not keep_memory:
+            self.ls_stats[2] = 1
         if not keep_memory:
             self._pairs = []
 
@@ -459,12 +468,14 @@ class SmoothedProblem:
             accepted = False
             dw_all = np.zeros(st.n_columns) if not full else None
             cd = None  # H'd, when the Newton step length was computed
-            if newton:
+            if newton and (self.ls_stats[2] or not self._pairs):
                 d_all = d if full else np.zeros(st.n_columns)
                 if not full:
                     d_all[ws] = d
                 t, cd = self._newton_length(d, gf, d_all)
+            t_first, n_trials = t, 0
             for _ in range(40):
+                n_trials += 1
                 wt = w + t * d
                 scaled = cd is not None and wt.min() >= 0.0
                 if scaled:  # nothing clipped: the step is t d, its product t H'd
@@ -485,6 +496,7 @@ class SmoothedProblem:
                 t *= 0.5
             if not accepted:
                 break
+            self.ls_stats[2] = int(n_trials > 1 or t_first != 1.0)
             if full:
                 wt_all = wt
             else:
