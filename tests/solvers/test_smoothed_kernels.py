@@ -66,8 +66,10 @@ def problem(task, n_stumps=12, C=40.0, seed=0, working_set=None):
     [(MultiClassTask(), None), (MultiClassTask(), 5), (HierarchyTask(TAXONOMY), None),
      (BinaryTask(), 4)],
 )  # fmt: skip
-def test_compiled_step_equals_python_step(task, working_set):
+@pytest.mark.parametrize("line_search", ["newton", "halving"])
+def test_compiled_step_equals_python_step(task, working_set, line_search):
     sm = problem(task, working_set=working_set)
+    sm.line_search = line_search
     assert not sm.compiled
     sm.max_steps = 1
     checked = 0

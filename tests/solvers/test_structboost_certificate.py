@@ -150,6 +150,22 @@ def test_estimator_defaults_certify_gap_and_warns_only_above_it():
     assert exact.gap_ <= 1e-9
 
 
+def test_gap_tol_has_one_default():
+    """fit_structboost, SmoothedMaster and the estimators share GAP_TOL (they differed:
+    1e-3 for the solver, 1e-2 for the estimators)."""
+    import inspect
+
+    from maxmargin import StructBoostClassifier, StructBoostRanker
+    from maxmargin.solvers.smoothed_master import GAP_TOL, SmoothedMaster
+
+    defaults = [
+        inspect.signature(f).parameters["gap_tol"].default
+        for f in (fit_structboost, SmoothedMaster, StructBoost, StructBoostClassifier,
+                  StructBoostRanker)
+    ]  # fmt: skip
+    assert defaults == [GAP_TOL] * 5 and GAP_TOL == 1e-2
+
+
 def _best_combination(values, gains):
     """max sum_r nu_r values[r] s.t. nu >= 0, sum nu <= 1, sum_r nu_r gains[r, j] <= 1 for
     every column j, by scipy (every constraint written out)."""

@@ -38,7 +38,7 @@ from maxmargin.solvers.column_generation import (
     fit_structboost,
 )
 from maxmargin.solvers.monitor import ConvergenceMonitor
-from maxmargin.solvers.smoothed_master import CERTIFY
+from maxmargin.solvers.smoothed_master import CERTIFY, GAP_TOL
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.boxes import BoxTask
 from maxmargin.tasks.chain import ChainTask
@@ -251,7 +251,7 @@ class StructBoost(Persistent, BaseEstimator):
         warm_start: bool = False,
         polish: bool = True,
         certify: str = "gap",
-        gap_tol: float = 1e-2,
+        gap_tol: float = GAP_TOL,
     ):
         self.task = task
         self.warm_start = warm_start
@@ -690,7 +690,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         verbose: int = 0,
         callback=None,
         certify: str = "gap",
-        gap_tol: float = 1e-2,
+        gap_tol: float = GAP_TOL,
     ):
         super().__init__(
             task=None,

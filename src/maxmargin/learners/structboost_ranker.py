@@ -15,6 +15,7 @@ from maxmargin._validation import POSITIVE_INT, Options, check_group, check_scor
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, check_options
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.metrics import pairwise_accuracy
+from maxmargin.solvers.smoothed_master import GAP_TOL
 from maxmargin.tasks.base import StructuredTask
 from maxmargin.tasks.ranking import PairwiseRankingTask, RankingTask
 
@@ -146,7 +147,7 @@ class StructBoostRanker(StructBoost):
         verbose: int = 0,
         callback=None,
         certify: str = "gap",
-        gap_tol: float = 1e-2,
+        gap_tol: float = GAP_TOL,
     ):
         super().__init__(
             task=None,

@@ -28,12 +28,25 @@ def _label_scores(F, gamma, identity):  # pragma: no cover - compiled
     return np.dot(F, np.ascontiguousarray(gamma.T))
 
 
+#: ``exp(x)`` for ``x < EXP_SKIP`` is below 1e-30 (exp(-70) = 4e-31): such an entry's
+#: softmax weight ``e / z`` (``z >= 1``, the row maximum's own term) is flushed to 0
+#: anyway, and adding it to ``z >= 1`` cannot change ``z`` in float64 (it is below
+#: ``2^-53 z``), so its exponential is not computed -- the same result, fewer ``exp``
+EXP_SKIP = -70.0
+
+
 @njit(cache=True)
 def _lse_value(F, gamma, identity, y, delta, beta, P):  # pragma: no cover - compiled
     """``P <- softmax(beta a)`` (entries below 1e-30 flushed to 0) for the coded margins
     ``a_ik = delta[y_i, k] + G_ik - G_(i, y_i)``, ``G = F Gamma'``; returns ``(sum_i
     max_k a_ik, sum_i LSE_i)``."""
     G = _label_scores(F, gamma, identity)
+    return _lse_rows(G, y, delta, beta, P)
+
+
+@njit(cache=True)
+def _lse_rows(G, y, delta, beta, P):  # pragma: no cover - compiled
+    """The row passes of :func:`_lse_value` on the label scores ``G``."""
     m, K = P.shape
     hinge = 0.0
     lse = 0.0
@@ -46,17 +59,52 @@ def _lse_value(F, gamma, identity, y, delta, beta, P):  # pragma: no cover - com
             P[i, k] = v
             if v > a:
                 a = v
-        z = 0.0
-        for k in range(K):
-            e = np.exp(beta * (P[i, k] - a))
+        hinge += a
+        lse += a + _softmax_row(P, i, K, a, beta) / beta
+    return hinge, lse
+
+
+@njit(cache=True, inline="always")
+def _softmax_row(P, i, K, a, beta):  # pragma: no cover - compiled
+    """Row ``i`` of ``P`` (margins, maximum ``a``) becomes its softmax (entries below
+    1e-30 flushed to 0); returns ``log z``."""
+    z = 0.0
+    for k in range(K):
+        x = beta * (P[i, k] - a)
+        if x < EXP_SKIP:
+            P[i, k] = 0.0  # e < 1e-30 <= 1e-30 z: flushed below; z + e == z
+        else:
+            e = np.exp(x)
             P[i, k] = e
             z += e
-        inv = 1.0 / z
+    inv = 1.0 / z
+    for k in range(K):
+        p = P[i, k] * inv
+        P[i, k] = p if p > 1e-30 else 0.0
+    return np.log(z)
+
+
+@njit(cache=True)
+def _shifted_lse(F, change, tscale, Ft, y, delta, beta, P):  # pragma: no cover - compiled
+    """One-hot coding: ``Ft <- F + tscale change`` (float32 change, the float64 sum of
+    NumPy's ``F + change`` when ``tscale = 1``) and :func:`_lse_value` of ``Ft`` in the
+    same row pass."""
+    m, K = P.shape
+    hinge = 0.0
+    lse = 0.0
+    for i in range(m):
         for k in range(K):
-            p = P[i, k] * inv
-            P[i, k] = p if p > 1e-30 else 0.0
+            Ft[i, k] = F[i, k] + np.float64(change[i, k]) * tscale
+        yi = y[i]
+        own = Ft[i, yi]
+        a = -np.inf
+        for k in range(K):
+            v = delta[yi, k] + Ft[i, k] - own
+            P[i, k] = v
+            if v > a:
+                a = v
         hinge += a
-        lse += a + np.log(z) / beta
+        lse += a + _softmax_row(P, i, K, a, beta) / beta
     return hinge, lse
 
 
@@ -85,6 +133,22 @@ def _ws_gains(Hws, A, row, slot, out):  # pragma: no cover - compiled
     G = np.dot(Hws, A.astype(np.float32))
     for j in range(len(row)):
         out[j] = np.float64(G[row[j], slot[j]])
+
+
+@njit(cache=True)
+def _onehot_weights32(P, y, m_inv, C, A32):  # pragma: no cover - compiled
+    """``A32 <- float32(C A)`` of :func:`_weights` for the one-hot coding (the same
+    float64 operations, then the cast :func:`_ws_gains` makes), in one pass."""
+    m, K = P.shape
+    for i in range(m):
+        t = 0.0
+        yi = y[i]
+        for k in range(K):
+            mu = P[i, k] * m_inv
+            t += mu
+            if k != yi:
+                A32[i, k] = np.float32(-mu * C)
+        A32[i, yi] = np.float32((-(P[i, yi] * m_inv) + t) * C)
 
 
 @njit(cache=True)
@@ -127,6 +191,64 @@ def _direction(g, free, S, Y, n_pairs):  # pragma: no cover - compiled
     return -q * fr
 
 
+#: the Newton step length is rounded to a power of two in [2^-NEWTON_MIN_EXP, 1]
+NEWTON_MIN_EXP = 30
+
+
+@njit(cache=True)
+def _newton_length(
+    d, gf, row, slot, HwsT, dW, change, P, y, gamma, identity, scale
+):  # pragma: no cover - compiled
+    """``(t, done)``: the first trial step of the line search, ``t = -g'd / d'Hd`` (the
+    minimiser of the smoothed objective's second-order model along ``d``), rounded to
+    the nearest power of two and capped at 1 (1 when the curvature is not positive).
+
+    ``d'Hd = scale sum_i (sum_k p_ik u_ik^2 - (sum_k p_ik u_ik)^2)``: ``u`` is the change
+    of the coded margins along ``d`` (``u_ik = v_ik - v_(i, y_i)``, ``v = (H'd)
+    Gamma'``), ``p`` the softmax at the current point, ``scale = beta C / m`` -- the
+    log-sum-exp's Hessian ``beta (diag p - p p')`` per example.  One product with the
+    working set's outputs and one pass over (m, K), no exponential.  ``done``: ``change``
+    holds ``H'd`` (float32 products of the float32 direction), which a trial ``w + t d``
+    with no coordinate clipped at 0 reuses as ``t H'd`` (t a power of two, so that is
+    exactly the product of the float32 ``t d``).
+    """
+    gd = np.dot(gf, d)
+    if not gd < 0.0:
+        return 1.0, False
+    dW[:] = 0
+    for j in range(len(d)):
+        if d[j] != 0.0:
+            dW[row[j], slot[j]] = np.float32(d[j])
+    np.dot(HwsT, dW, change)
+    if identity:
+        V = change.astype(np.float64)
+    else:
+        V = np.dot(change.astype(np.float64), np.ascontiguousarray(gamma.T))
+    m, K = P.shape
+    q = 0.0
+    for i in range(m):
+        own = V[i, y[i]]
+        s1 = 0.0
+        s2 = 0.0
+        for k in range(K):
+            p = P[i, k]
+            if p != 0.0:
+                u = V[i, k] - own
+                s1 += p * u
+                s2 += p * u * u
+        q += s2 - s1 * s1
+    q *= scale
+    if not q > 0.0:
+        return 1.0, True
+    tn = -gd / q
+    if tn >= 1.0:
+        return 1.0, True
+    e = np.round(np.log2(tn))
+    if e < -NEWTON_MIN_EXP:
+        e = -NEWTON_MIN_EXP
+    return 2.0**e, True
+
+
 @njit(cache=True)
 def coded_smoothed_steps(
     w_all,
@@ -153,6 +275,8 @@ def coded_smoothed_steps(
     f0,
     gains_ws,
     stats,
+    P0,
+    newton,
 ):  # pragma: no cover - compiled
     """Up to ``n_steps`` projected L-BFGS steps on the working set ``ws`` (see
     ``SmoothedProblem.solve``).  ``w_all``, ``g_ws`` (the working set's gradient ``1 -
@@ -160,8 +284,11 @@ def coded_smoothed_steps(
     place.  ``HwsT`` / ``Hws``: float32 outputs of the working set's classifiers (n_z,
     n_rows) / (n_rows, n_z); column ``ws[j]`` is classifier ``row[j]`` of them in slot
     ``slot[j]``.  ``f0``: the current smoothed objective.  ``gains_ws`` gets the working
-    set's gains at the last accepted point.  ``stats`` (int64, 2) counts the line
-    search's trial points and its failures (added to what it holds).
+    set's gains at the last accepted point.  ``stats`` (int64, 3) counts the line
+    search's trial points and its failures (added to what it holds); ``stats[2]`` is the
+    Newton flag (with ``newton``: 1 -- the next step starts from the Newton step length,
+    set by the caller when columns or the working set change and here after a step
+    that backtracked or started below 1).
 
     Returns ``(steps, n_pairs, stop, F, P, hinge, lse, f)``: ``stop`` is 1 when the
     solve is over (no free coordinate, line search failed, or relative decrease below
@@ -175,9 +302,19 @@ def coded_smoothed_steps(
     memory = S.shape[0]
     P = np.empty((0, K))
     hinge = lse = 0.0
-    Pt = np.empty((m, K))
+    # buffers reused by every trial (the caller's F is never written): two score and
+    # two softmax buffers, swapped when a trial is accepted
+    Fbuf = (np.empty((m, n_slots)), np.empty((m, n_slots)))
+    Pbuf = (np.empty((m, K)), np.empty((m, K)))
+    change = np.empty((m, n_slots), dtype=np.float32)
+    cdir = np.empty((m, n_slots), dtype=np.float32) if newton else change
+    A32 = np.empty((m, K), dtype=np.float32)
+    Gws = np.empty((n_rows, K), dtype=np.float32)
+    nxt = 0  # the buffers the next trial writes
+    Pc = P0  # the softmax at the current point
     w = np.empty(n)
     dW = np.zeros((n_rows, n_slots), dtype=np.float32)
+    gains = np.empty(n)
     steps = 0
     stop = 0
     while steps < n_steps:
@@ -198,22 +335,45 @@ def coded_smoothed_steps(
             d = _direction(gf, free, S, Y, n_pairs)
         w_sum = w_all.sum()
         t = 1.0
+        have_dir = False
+        if newton and (stats[2] != 0 or n_pairs == 0):
+            # first trial: the Newton step length along d, a power of two <= 1 (only where
+            # the L-BFGS scaling is in doubt: no memory, new columns or a changed working
+            # set, or a last step that did not take t = 1 at its first trial)
+            t, have_dir = _newton_length(
+                d, gf, row, slot, HwsT, dW, cdir, Pc, y, gamma, identity, beta * C / m
+            )
         accepted = False
         ft = 0.0
-        Ft = F
+        Ft = Fbuf[nxt]
+        Pt = Pbuf[nxt]
         wt = w
         dw = w
+        t_first = t
+        n_trials = 0
         for _ in range(40):
             stats[0] += 1
-            wt = np.maximum(w + t * d, 0.0)
-            dw = wt - w
-            dW[:] = 0
-            for j in range(n):
-                if dw[j] != 0.0:
-                    dW[row[j], slot[j]] = np.float32(dw[j])
-            change = np.dot(HwsT, dW)
-            Ft = F + change
-            h_t, lse_t = _lse_value(Ft, gamma, identity, y, delta, beta, Pt)
+            n_trials += 1
+            wt = w + t * d
+            if have_dir and wt.min() >= 0.0:  # nothing clipped: the step is t d exactly
+                dw = t * d
+                src, tscale = cdir, t
+            else:
+                wt = np.maximum(wt, 0.0)
+                dw = wt - w
+                dW[:] = 0
+                for j in range(n):
+                    if dw[j] != 0.0:
+                        dW[row[j], slot[j]] = np.float32(dw[j])
+                np.dot(HwsT, dW, change)
+                src, tscale = change, 1.0
+            if identity:
+                h_t, lse_t = _shifted_lse(F, src, tscale, Ft, y, delta, beta, Pt)
+            else:
+                for i in range(m):
+                    for k in range(n_slots):
+                        Ft[i, k] = F[i, k] + np.float64(src[i, k]) * tscale
+                h_t, lse_t = _lse_value(Ft, gamma, identity, y, delta, beta, Pt)
             ft = (w_sum + dw.sum()) + C * (lse_t / m)
             if ft <= f0 + ARMIJO * np.dot(g_ws, dw):
                 accepted = True
@@ -224,13 +384,21 @@ def coded_smoothed_steps(
             stats[1] += 1
             stop = 1
             break
+        stats[2] = 1 if (n_trials > 1 or t_first != 1.0) else 0
         for j in range(n):
             w_all[ws[j]] = wt[j]
         F = Ft
-        P = Pt.copy()
-        A = _weights(P, y, gamma, gamma_true, identity, 1.0 / m, C)
-        gains = np.empty(n)
-        _ws_gains(Hws, A, row, slot, gains)
+        P = Pt
+        Pc = Pt
+        nxt = 1 - nxt
+        if identity:
+            _onehot_weights32(P, y, 1.0 / m, C, A32)
+            np.dot(Hws, A32, Gws)
+            for j in range(n):
+                gains[j] = np.float64(Gws[row[j], slot[j]])
+        else:
+            A = _weights(P, y, gamma, gamma_true, identity, 1.0 / m, C)
+            _ws_gains(Hws, A, row, slot, gains)
         gains_ws[:] = gains
         g_new = 1.0 - gains
         yv = g_new - g_ws

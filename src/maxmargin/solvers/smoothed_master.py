@@ -29,8 +29,10 @@ __all__ = ["CERTIFY", "GAP_TOL", "SmoothedMaster", "aggregated_dual_bound"]
 #: certified relative gap is at most ``gap_tol`` (no LP); ``"exact"`` -- the exact LP
 #: optimum over the final columns (the m-slack polish); ``"none"`` -- nothing
 CERTIFY = ("gap", "exact", "none")
-#: default relative duality gap of ``certify="gap"``
-GAP_TOL = 1e-3
+#: default relative duality gap of ``certify="gap"``, the same for ``fit_structboost``,
+#: ``SmoothedMaster`` and the estimators (StructBoost, StructBoostClassifier,
+#: StructBoostRanker); docs/structboost.md ("Scale") says why 1e-2
+GAP_TOL = 1e-2
 #: smoothed-support threshold: rows (i, y) with softmax weight above this start the polish
 POLISH_ROWS = 0.05
 #: before the polish the smoothing is sharpened by this factor (docs/structboost.md)

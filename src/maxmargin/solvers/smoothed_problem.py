@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from maxmargin.solvers._smoothed_kernels import coded_smoothed_steps
+from maxmargin.solvers._smoothed_kernels import NEWTON_MIN_EXP, coded_smoothed_steps
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.smoothing import SmoothedRisk
@@ -110,10 +110,16 @@ class SmoothedProblem:
         self._steps_since_exact = 0
         self.n_steps_total = 0
         #: the compiled steps' line search: trial points, failures (diagnostics)
-        self.ls_stats = np.zeros(2, dtype=np.int64)
+        #: and the Newton flag: 1 when the next step starts from the Newton step length
+        #: (``line_search="newton"``: after new columns, a new working set or new weights,
+        #: and after a step that backtracked or started below 1)
+        self.ls_stats = np.array([0, 0, 1], dtype=np.int64)
         #: take the steps in the compiled kernel when the task allows it (False: always
         #: the Python steps, e.g. to compare the two)
         self.compiled = True
+        #: the compiled steps' first line-search trial: "halving" -- t = 1, then halved;
+        #: "newton" -- the Newton step length along the direction (a power of two <= 1)
+        self.line_search = "newton"
 
     # -- the objective -------------------------------------------------------------------
     def _evaluate(self, F: np.ndarray) -> float:
@@ -181,6 +187,7 @@ class SmoothedProblem:
         self.ws = np.concatenate([self.ws, np.asarray(cols, dtype=np.int64)])
         self._since_refresh += 1
         self._pinned = False
+        self.ls_stats[2] = 1
 
     def outside_working_set(self, cols) -> np.ndarray:
         """The columns of ``cols`` that the steps do not move now."""
@@ -200,6 +207,7 @@ class SmoothedProblem:
         self.gains[cols] = self.store.gains_of(self.A, cols, fast=True)
         self.grad = 1.0 - self.gains
         self.ws = np.concatenate([self.ws, cols])
+        self.ls_stats[2] = 1
         z = np.zeros(len(cols))
         self._pairs = [(np.concatenate([s, z]), np.concatenate([y, z])) for s, y in self._pairs]
         self._pinned = False
@@ -213,6 +221,7 @@ class SmoothedProblem:
         self.ws = np.unique(np.asarray(cols, dtype=np.int64))
         self._pinned = True
         self._pairs = []
+        self.ls_stats[2] = 1
 
     def _pad_gains(self) -> None:
         n = self.store.n_columns
@@ -251,6 +260,7 @@ class SmoothedProblem:
         self.n_refresh += 1
         self._since_refresh = 0
         self._pairs = []
+        self.ls_stats[2] = 1
         cap = self.working_set
         if cap is None or st.n_hyp <= cap:
             self.ws = np.arange(st.n_columns)
@@ -273,6 +283,8 @@ class SmoothedProblem:
         F = self.store.scores(w)
         self._accept(w, F, self._evaluate(F))
         self._steps_since_exact = 0
+        if not keep_memory:
+            self.ls_stats[2] = 1
         if not keep_memory:
             self._pairs = []
 
@@ -327,8 +339,13 @@ class SmoothedProblem:
         """Whether the compiled steps apply: a label-coding task that keeps the base
         class's smoothed risk (log-sum-exp over its coded margins) and classifiers in most
         slots (the dense products of :class:`ColumnStore`)."""
+        return self.compiled and self._coded_task()
+
+    def _coded_task(self) -> bool:
+        """:meth:`_coded` without the ``compiled`` switch (the tasks where the Newton
+        step length of ``line_search="newton"`` applies, on either path)."""
         task = self.task
-        if not (self.compiled and isinstance(task, LabelCodingTask)):
+        if not isinstance(task, LabelCodingTask):
             return False
         cls = type(task)
         for name in ("dense_margins", "dense_weak_weights", "slot_scores_to_label_scores"):
@@ -367,17 +384,19 @@ class SmoothedProblem:
         gains_ws = np.empty(n)
         steps = 0
         P = None
+        P0 = np.ascontiguousarray(self.P, dtype=np.float64)  # the softmax at the current w
         while steps < self.max_steps:
             chunk = self.max_steps - steps if deadline is None else 1
             t0 = time.perf_counter()
             k, n_pairs, stop, F, Pk, hinge, lse, f0 = coded_smoothed_steps(
                 w_all, ws, F, g_ws, HwsT, Hws, row, slot, len(hs), gamma, gamma_true,
                 bool(task._identity_coding), y, delta, self.beta, self.C, self.tol, chunk,
-                S, Y, n_pairs, f0, gains_ws, self.ls_stats,
+                S, Y, n_pairs, f0, gains_ws, self.ls_stats, P0, self.line_search == "newton",
             )  # fmt: skip
             self.t_oracle += time.perf_counter() - t0
             if k:
                 P, steps = Pk, steps + k
+                P0 = Pk
                 self._steps_since_exact += k
             if stop or (deadline is not None and time.perf_counter() > deadline):
                 break
@@ -397,6 +416,37 @@ class SmoothedProblem:
         self.n_steps_total += steps
         return steps
 
+    def _curvature(self, cd: np.ndarray) -> float:
+        """``d'Hd`` of the smoothed objective at the current point for a direction whose
+        slot-score change is ``cd = H'd`` (label-coding tasks): ``(beta C / m) sum_i
+        (sum_k p_ik u_ik^2 - (sum_k p_ik u_ik)^2)``, ``u`` the change of the coded
+        margins, ``p`` the current softmax -- the log-sum-exp's Hessian ``beta (diag p -
+        p p')`` per example."""
+        task = self.task
+        V = task.slot_scores_to_label_scores(cd)
+        m = self.m
+        u = V - V[np.arange(m), task.y_][:, None]
+        P = self.P
+        q = float(((P * u * u).sum(axis=1) - (P * u).sum(axis=1) ** 2).sum())
+        return q * self.beta * self.C / m
+
+    def _newton_length(self, d, gf, d_all):
+        """``(t, H'd)``: the Newton step length along ``d`` of
+        :func:`~maxmargin.solvers._smoothed_kernels._newton_length` (the same quantity on
+        the Python path; ``(1.0, None)`` when ``g'd >= 0``)."""
+        gd = float(gf @ d)
+        if not gd < 0.0:
+            return 1.0, None
+        cd = self.store.shifted_scores(np.zeros_like(self.F), d_all)
+        q = self._curvature(cd)
+        if not q > 0.0:
+            return 1.0, cd
+        tn = -gd / q
+        if tn >= 1.0:
+            return 1.0, cd
+        e = max(float(np.round(np.log2(tn))), -float(NEWTON_MIN_EXP))
+        return 2.0**e, cd
+
     def solve(self, deadline: float | None = None) -> int:
         """Projected L-BFGS steps from the current w over the working set (the other
         columns keep their weights); returns the number of steps.  Vectors and the
@@ -409,6 +459,7 @@ class SmoothedProblem:
             return self._solve_coded(deadline)
         ws = self.ws
         full = len(ws) == st.n_columns
+        newton = self.line_search == "newton" and self._coded_task()
         steps = 0
         while steps < self.max_steps:
             w_all = self.w
@@ -425,14 +476,27 @@ class SmoothedProblem:
             t = 1.0
             accepted = False
             dw_all = np.zeros(st.n_columns) if not full else None
+            cd = None  # H'd, when the Newton step length was computed
+            if newton and (self.ls_stats[2] or not self._pairs):
+                d_all = d if full else np.zeros(st.n_columns)
+                if not full:
+                    d_all[ws] = d
+                t, cd = self._newton_length(d, gf, d_all)
+            t_first, n_trials = t, 0
             for _ in range(40):
-                wt = np.maximum(w + t * d, 0.0)
-                dw = wt - w
+                n_trials += 1
+                wt = w + t * d
+                scaled = cd is not None and wt.min() >= 0.0
+                if scaled:  # nothing clipped: the step is t d, its product t H'd
+                    dw = t * d
+                else:
+                    wt = np.maximum(wt, 0.0)
+                    dw = wt - w
                 if full:
                     dw_all = dw
                 else:
                     dw_all[ws] = dw
-                Ft = st.shifted_scores(self.F, dw_all)
+                Ft = self.F + cd * t if scaled else st.shifted_scores(self.F, dw_all)
                 loss_t = self._evaluate(Ft)
                 ft = float(w_all.sum() + dw.sum()) + loss_t
                 if ft <= f0 + ARMIJO * float(g @ dw):
@@ -441,6 +505,7 @@ class SmoothedProblem:
                 t *= 0.5
             if not accepted:
                 break
+            self.ls_stats[2] = int(n_trials > 1 or t_first != 1.0)
             if full:
                 wt_all = wt
             else:
