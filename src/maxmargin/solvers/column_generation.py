@@ -523,6 +523,7 @@ def _run(
             mst.certify(final_deadline)
         except KeyboardInterrupt:
             return _interrupted(store, history, w_path)
+        mst.exact_scores()  # the final record from float64 scores (see below)
         last = history[-1]
         rec = record(last["iteration"], last["gain"], last["t_weak"], 0.0, last["n_cp"])
         dt = time.perf_counter() - t1
@@ -532,9 +533,10 @@ def _run(
         rec["converged"] = converged
         w_path[-1] = mst.w.copy()
         monitor.replace_last(rec)  # the final record replaces the last iteration's
-    if history and mst.exact_scores():
+    elif history and mst.exact_scores():
         # the returned objective is the primal at the returned w from float64 scores,
         # not from the inner steps' float32 updates; the bound kept is the best valid one
+        # (one replaced final record, as after a certificate)
         fresh, rec = mst.record(), dict(history[-1])
         rec.update(objective=fresh["objective"], xi=fresh["xi"])
         rec["master_objective"] = fresh["master_objective"]
