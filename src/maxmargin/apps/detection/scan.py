@@ -278,10 +278,12 @@ def correlate(grid, filt) -> np.ndarray:
 
 
 @njit(cache=True)
-def _cascade_kernel(U, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # pragma: no cover
-    # U: a level's grids stacked per cell, (rows, cols, F) float32; off[t]: where stump
-    # t's feature lies relative to the window's first cell (flat index).  Each window
-    # enters the stages in turn and leaves at the first it fails (early exit).
+def _cascade_kernel(U, P, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # pragma: no cover
+    # U: a level's feature grids stacked per cell, (rows, cols, F) float32 (the HOG /
+    # FHOG grid itself when there are no channel grids: nothing is copied); off[t]:
+    # where stump t's feature lies relative to the window's first cell (flat index), or
+    # -1: the window's location prior P[r, c].  Each window enters the stages in turn
+    # and leaves at the first it fails (early exit); no window descriptor is gathered.
     K = stage_thr.shape[0]
     Cc, Ft = U.shape[1], U.shape[2]
     Uf = U.reshape(-1)
@@ -292,13 +294,15 @@ def _cascade_kernel(U, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # 
     for r in range(nr):
         for c in range(nc):
             base = (r * Cc + c) * Ft
+            pv = np.float64(P[r, c])
             F = 0.0
             d = 0
             m = 0.0
             for k in range(K):
                 s = 0.0
                 for t in range(ptr[k], ptr[k + 1]):
-                    x = np.float64(Uf[base + off[t]])
+                    o = off[t]
+                    x = pv if o < 0 else np.float64(Uf[base + o])
                     s += v_hi[t] if x > thr[t] else v_lo[t]
                 n_eval += ptr[k + 1] - ptr[k]
                 F = s + F if chain else s
@@ -319,42 +323,52 @@ def _cascade_kernel(U, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # 
 def cascade_scan(grid, channel_grids, prior, layout, stages, positions):
     """Send every window of one pyramid level through a boosted cascade, each only as far
     as it passes (early exit, compiled), reading each stump's feature straight from the
-    level's grids.  ``grid``: the HOG block grid ``(rows, cols, F)``; ``channel_grids``:
-    a list of ``(rows', cols', channels)`` grids (may be empty); ``prior``: ``(nr, nc)``
-    or None; ``layout``: per stump ``(src, i, j, q)`` -- 0 the HOG grid, ``s > 0``
-    channel grid ``s - 1``, ``-1`` the prior -- at window offset ``(i, j)``, feature
-    ``q``; ``stages``: ``(split, v_lo, v_hi, ptr, stage_thresholds, chain)``; ``positions``:
-    the window offsets ``(nr, nc)`` of the level.  The grids
-    are stacked cell by cell into one array, so a stump reads its feature at one flat
-    offset from the window's first cell.  Returns ``(depth, margin, n_evaluated)``:
-    stages passed, ``F - threshold`` at the last stage evaluated (as
-    :meth:`BoostedCascade._walk`), the weak classifiers evaluated and the cascade's
+    level's grids.  ``grid``: the HOG block grid or FHOG cell grid ``(rows, cols, F)``;
+    ``channel_grids``: a list of ``(rows', cols', channels)`` grids (may be empty);
+    ``prior``: ``(nr, nc)`` or None; ``layout``: per stump ``(src, i, j, q)`` -- 0 the
+    HOG grid, ``s > 0`` channel grid ``s - 1``, ``-1`` the prior -- at window offset
+    ``(i, j)``, feature ``q``; ``stages``: ``(split, v_lo, v_hi, ptr, stage_thresholds,
+    chain)``; ``positions``: the window offsets ``(nr, nc)`` of the level.  Channel
+    grids are stacked with the HOG grid cell by cell into one array (without them the
+    grid is read as it is), so a stump reads its feature at one flat offset from the
+    window's first cell; the prior is read from its own map.  Returns ``(depth, margin,
+    n_evaluated, score)``: stages passed, ``F - threshold`` at the last stage evaluated
+    (as :meth:`BoostedCascade._walk`), the weak classifiers evaluated and the cascade's
     score of every window (:meth:`BoostedCascade.decision_function`)."""
     G = np.asarray(grid, dtype=np.float32)
     G = G.reshape(G.shape[0], G.shape[1], -1)
+    nr, nc = int(positions[0]), int(positions[1])
     parts = [G, *channel_grids]
-    if prior is not None:
-        parts.append(np.asarray(prior, dtype=np.float32)[..., None])
-    R = max(p.shape[0] for p in parts)
-    Cc = max(p.shape[1] for p in parts)
-    start = [0]
-    for p in parts:
-        start.append(start[-1] + p.shape[2])
-    U = np.empty((R, Cc, start[-1]), dtype=np.float32)
-    for p, a in zip(parts, start):
-        if p.shape[0] < R or p.shape[1] < Cc:
-            U[:, :, a : a + p.shape[2]] = 0.0
-        U[: p.shape[0], : p.shape[1], a : a + p.shape[2]] = p
-    src, fi, fj, fq = layout
-    # which part each stump reads: 0 HOG, s channel grid s - 1, the prior last
-    part = np.where(src < 0, len(channel_grids) + 1, src)
-    if part.max(initial=0) > len(parts) - 1:
+    if len(parts) == 1:
+        U = np.ascontiguousarray(G)
+        start = [0, G.shape[2]]
+    else:
+        R = max(p.shape[0] for p in parts)
+        Cc = max(p.shape[1] for p in parts)
+        start = [0]
+        for p in parts:
+            start.append(start[-1] + p.shape[2])
+        U = np.empty((R, Cc, start[-1]), dtype=np.float32)
+        for p, a in zip(parts, start):
+            if p.shape[0] < R or p.shape[1] < Cc:
+                U[:, :, a : a + p.shape[2]] = 0.0
+            U[: p.shape[0], : p.shape[1], a : a + p.shape[2]] = p
+    src, fi, fj, fq = (np.asarray(v, dtype=np.int64) for v in layout)
+    if np.any(src > len(channel_grids)):
+        raise ValueError("cascade_scan: a stump reads a channel grid that was not given")
+    if np.any(src < 0) and prior is None:
         raise ValueError("cascade_scan: a stump reads the prior but none was given")
-    off = (fi * Cc + fj) * U.shape[2] + np.asarray(start)[part] + fq
+    if prior is None:
+        P = np.zeros((nr, nc), dtype=np.float32)
+    else:
+        P = np.ascontiguousarray(prior, dtype=np.float32)
+        if P.shape != (nr, nc):
+            raise ValueError(f"cascade_scan: prior has shape {P.shape}, expected {(nr, nc)}")
+    part = np.maximum(src, 0)
+    off = (fi * U.shape[1] + fj) * U.shape[2] + np.asarray(start)[part] + fq
+    off = np.where(src < 0, -1, off).astype(np.int64)
     split, v_lo, v_hi, ptr, sthr, chain = stages
-    return _cascade_kernel(
-        U, off, split, v_lo, v_hi, ptr, sthr, bool(chain), int(positions[0]), int(positions[1])
-    )
+    return _cascade_kernel(U, P, off, split, v_lo, v_hi, ptr, sthr, bool(chain), nr, nc)
 
 
 # CIE XYZ of linear sRGB (the matrix scikit-image's ``rgb2xyz`` uses) and the D65 / 2
