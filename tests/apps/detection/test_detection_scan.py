@@ -225,6 +225,17 @@ def test_cascade_scan_equals_the_window_by_window_walk_at_every_level(kw):
         **kw,
     ).fit(images, boxes)
     cas = det.cascade_
+    if kw["location_prior"]:
+        # these scenes do not need the prior, so the boosting need not pick it: the
+        # first stump of every stage is made to read it (the last column), split at the
+        # median prior of the first image's windows -- the scan must still equal the walk
+        pyr = det._pyramid(images[0])
+        med = float(np.median(det._prior_map(pyr, 0)))
+        for st in cas.stumps_:
+            st.feature[0], st.threshold[0] = cas.n_features_in_ - 1, med
+    layout, _ = det._compiled_cascade(det._pyramid(images[0]))
+    assert (layout[0] < 0).any() == kw["location_prior"]  # stumps on the prior
+    assert (layout[0] > 0).any() == kw["channels"]  # stumps on a channel grid
     varied = 0
     for im in images[:2]:
         pyr = det._pyramid(im)
