@@ -278,15 +278,22 @@ def correlate(grid, filt) -> np.ndarray:
 
 
 @njit(cache=True)
-def _cascade_kernel(U, P, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # pragma: no cover
+def _cascade_kernel(
+    U, P, src, fi, fj, fq, start, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc
+):  # pragma: no cover - compiled
     # U: a level's feature grids stacked per cell, (rows, cols, F) float32 (the HOG /
-    # FHOG grid itself when there are no channel grids: nothing is copied); off[t]:
-    # where stump t's feature lies relative to the window's first cell (flat index), or
-    # -1: the window's location prior P[r, c].  Each window enters the stages in turn
-    # and leaves at the first it fails (early exit); no window descriptor is gathered.
+    # FHOG grid itself when there are no channel grids: nothing is copied); stump t
+    # reads part src[t] (start[s]: where part s begins in a cell's stacked features) at
+    # window cell (fi, fj), feature fq -- off[t], a flat index relative to the window's
+    # first cell -- or, src[t] < 0, the window's location prior P[r, c].  Each window
+    # enters the stages in turn and leaves at the first it fails (early exit); no
+    # window descriptor is gathered.
     K = stage_thr.shape[0]
     Cc, Ft = U.shape[1], U.shape[2]
     Uf = U.reshape(-1)
+    off = np.empty(src.shape[0], dtype=np.int64)
+    for t in range(src.shape[0]):
+        off[t] = -1 if src[t] < 0 else (fi[t] * Cc + fj[t]) * Ft + start[src[t]] + fq[t]
     depth = np.zeros((nr, nc), dtype=np.int64)
     margin = np.zeros((nr, nc), dtype=np.float64)
     score = np.zeros((nr, nc), dtype=np.float64)
@@ -353,22 +360,32 @@ def cascade_scan(grid, channel_grids, prior, layout, stages, positions):
             if p.shape[0] < R or p.shape[1] < Cc:
                 U[:, :, a : a + p.shape[2]] = 0.0
             U[: p.shape[0], : p.shape[1], a : a + p.shape[2]] = p
-    src, fi, fj, fq = (np.asarray(v, dtype=np.int64) for v in layout)
-    if np.any(src > len(channel_grids)):
+    src, fi, fj, fq = (np.asarray(v) for v in layout)
+    if len(src) and src.max() > len(channel_grids):
         raise ValueError("cascade_scan: a stump reads a channel grid that was not given")
-    if np.any(src < 0) and prior is None:
-        raise ValueError("cascade_scan: a stump reads the prior but none was given")
     if prior is None:
+        if len(src) and src.min() < 0:
+            raise ValueError("cascade_scan: a stump reads the prior but none was given")
         P = np.zeros((nr, nc), dtype=np.float32)
     else:
         P = np.ascontiguousarray(prior, dtype=np.float32)
         if P.shape != (nr, nc):
             raise ValueError(f"cascade_scan: prior has shape {P.shape}, expected {(nr, nc)}")
-    part = np.maximum(src, 0)
-    off = (fi * U.shape[1] + fj) * U.shape[2] + np.asarray(start)[part] + fq
-    off = np.where(src < 0, -1, off).astype(np.int64)
     split, v_lo, v_hi, ptr, sthr, chain = stages
-    return _cascade_kernel(U, P, off, split, v_lo, v_hi, ptr, sthr, bool(chain), nr, nc)
+    i64 = np.int64
+    return _cascade_kernel(
+        U,
+        P,
+        *(np.asarray(v, dtype=i64) for v in (src, fi, fj, fq, start)),
+        split,
+        v_lo,
+        v_hi,
+        ptr,
+        sthr,
+        bool(chain),
+        nr,
+        nc,
+    )
 
 
 # CIE XYZ of linear sRGB (the matrix scikit-image's ``rgb2xyz`` uses) and the D65 / 2
