@@ -1247,6 +1247,8 @@ class CascadeDetector(_WindowDetector):
         cached = getattr(self, "_compiled", None)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
+        from maxmargin.apps.detection.scan import cascade_plan
+
         cas = self.cascade_
         feats = np.concatenate([np.asarray(st.feature) for st in cas.stumps_])
         ptr = np.concatenate([[0], np.cumsum([len(st) for st in cas.stumps_])])
@@ -1287,17 +1289,18 @@ class CascadeDetector(_WindowDetector):
                 at += m
         src[feats >= at] = -1  # the location prior (the last column)
         layout = (src, fi, fj, fq)
-        self._compiled = (key, layout, stages)
+        self._compiled = (key, layout, stages, cascade_plan(layout, stages))
         return layout, stages
 
     def _level_walk(self, pyr, level, prior):
         """``(depth, margin, n_evaluated)`` of every window of one level through the
         compiled cascade (:func:`~maxmargin.apps.detection.scan.cascade_scan`)."""
-        from maxmargin.apps.detection.scan import cascade_scan
+        from maxmargin.apps.detection.scan import cascade_scan_level
 
-        layout, stages = self._compiled_cascade(pyr)
+        self._compiled_cascade(pyr)
+        plan = self._compiled[3]
         grids = list(pyr.grids[level].values()) if pyr.channels else []
-        return cascade_scan(pyr.levels[level], grids, prior, layout, stages, pyr.positions(level))
+        return cascade_scan_level(pyr.levels[level], grids, prior, plan, pyr.positions(level))
 
     def _level_scores(self, pyr, level, prior):
         _, _, ne, score = self._level_walk(pyr, level, prior)
