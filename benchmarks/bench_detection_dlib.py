@@ -23,7 +23,15 @@ order), downscaled to ``--max-side`` px (boxes alike).
   as Python literals), AP at overlap 0.5 of the top 100 detections per image after NMS.
 * **Scanning time per test image** (all 40, ``--repeat`` passes, the best pass): dlib's
   ``run`` (pyramid, HOG, filter, its NMS) and our ``detect`` (pyramid, HOG, filter
-  correlation, NMS), both single-threaded, in this process one after the other.
+  correlation, NMS; the cascades: pyramid, HOG, the compiled cascade walk with early
+  exit, NMS), both single-threaded, in this process one after the other.
+  ``--cpu-lock PATH``: the timing section (only it, not the training) holds that
+  ``flock`` lock, so one unlocked command trains and then times under the lock (the
+  ``detection_scan_time`` entry); the load average before and after is recorded.  With
+  a single ``--dlib-C`` value dlib is trained with it (no validation).
+* ``--cascade-fhog`` / ``--cascade-fhog-prior``: a :class:`CascadeDetector` over FHOG
+  cells (the same pyramid as the ``fhog`` SVM: one aspect ratio, step 1.2), without /
+  with the location prior.
 
     python benchmarks/bench_detection_dlib.py
 """
@@ -269,6 +277,21 @@ def main(argv=None):
         action="store_true",
         help="also train and time the HOG cascade with the location prior (cascade_hogprior)",
     )
+    ap.add_argument(
+        "--cascade-fhog",
+        action="store_true",
+        help="also train and time the FHOG-cell cascade without the location prior",
+    )
+    ap.add_argument(
+        "--cascade-fhog-prior",
+        action="store_true",
+        help="also train and time the FHOG-cell cascade with the location prior",
+    )
+    ap.add_argument(
+        "--cpu-lock",
+        default=None,
+        help="hold this flock lock file during the timing section (not the training)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-dlib", action="store_true")
     ap.add_argument(
@@ -354,7 +377,8 @@ def main(argv=None):
         tmp = Path(args.models) if args.models is not None else Path(tempfile.mkdtemp())
         tmp.mkdir(parents=True, exist_ok=True)
         val = {}
-        for C in (float(c) for c in args.dlib_C.split(",")):
+        Cs = [float(c) for c in args.dlib_C.split(",")]
+        for C in Cs if len(Cs) > 1 else []:
             t = time.perf_counter()
             det, dropped, _ = dlib_train(
                 dlib, tri[:nv], trb[:nv], C, args.dlib_flips, trn[:nv], area, tmp / "val.svm"
@@ -366,7 +390,7 @@ def main(argv=None):
                 "fit_seconds": time.perf_counter() - t,
             }
             print(f"dlib C={C}: validation AP {val[C]['ap50']:.3f}", flush=True)
-        C = max(val, key=lambda c: val[c]["ap50"])
+        C = max(val, key=lambda c: val[c]["ap50"]) if val else Cs[0]
         t = time.perf_counter()
         dlib_det, dropped, margin = dlib_train(
             dlib, tri, trb, C, args.dlib_flips, trn, area, tmp / "dlib.svm"
@@ -459,6 +483,7 @@ def main(argv=None):
             f"{np.mean(top[:, 0] >= 0.5):.2f}, top-1 area / truth {np.median(top[:, 1]):.2f}",
             flush=True,
         )
+    cascades = {}
     cas = None
     if args.cascade:
         t = time.perf_counter()
@@ -493,6 +518,53 @@ def main(argv=None):
         out["cascade_hogprior"] = {"ap50": ap_of([cas_p.detect(im) for im in tei], teb)}
         out["cascade_hogprior"]["fit_seconds"] = time.perf_counter() - t
         print(f"cascade_hogprior: AP {out['cascade_hogprior']['ap50']:.3f}", flush=True)
+    if cas is not None:
+        cascades["cascade"] = cas
+    if cas_p is not None:
+        cascades["cascade_hogprior"] = cas_p
+    for name, flag, prior in (
+        ("cascade_fhog", args.cascade_fhog, False),
+        ("cascade_fhog_prior", args.cascade_fhog_prior, True),
+    ):
+        if not flag:
+            continue
+        t = time.perf_counter()
+        # over FHOG cells, the pyramid of the "fhog" SVM (one aspect ratio, step 1.2):
+        # the same features the linear filter is correlated with, read by the stumps
+        # in place (scan.cascade_scan)
+        c_ = CascadeDetector(
+            window=(7, 7),
+            n_stages=10,
+            target_far=1e-3,
+            n_negatives=40000,
+            channels=False,
+            features="fhog",
+            aspect_ratios=(1.0,),
+            scale_step=1.2,
+            location_prior=prior,
+            random_state=0,
+        ).fit(tri, trb)
+        fit_s = time.perf_counter() - t
+        out[name] = {
+            "ap50": ap_of([c_.detect(im) for im in tei], teb),
+            "fit_seconds": fit_s,
+            "stages": [
+                {k: v for k, v in st.items() if k in ("n_weak", "recall", "far", "attained")}
+                for st in c_.cascade_.stages_
+            ],
+        }
+        cascades[name] = c_
+        print(f"{name}: AP {out[name]['ap50']:.3f}, fit {fit_s:.1f} s", flush=True)
+    # weak classifiers per window of each cascade's scan on the test images (counted by
+    # the scan itself)
+    for name, c_ in cascades.items():
+        n_weak = n_win = 0
+        for im in tei:
+            c_.detect(im)
+            pyr = c_._pyramid(im)
+            n_weak += c_.last_scan_weak_
+            n_win += sum(int(np.prod(pyr.positions(k))) for k in range(len(pyr.levels)))
+        out[name]["weak_per_window"] = n_weak / n_win
 
     if args.models is not None:
         import maxmargin
@@ -500,12 +572,24 @@ def main(argv=None):
         args.models.mkdir(parents=True, exist_ok=True)
         for name, det in dets.items():
             maxmargin.save(det, args.models / f"svm_{name}.npz")
-        if cas is not None:
-            maxmargin.save(cas, args.models / "cascade.npz")
-        if cas_p is not None:
-            maxmargin.save(cas_p, args.models / "cascade_hogprior.npz")
+        for name, c_ in cascades.items():
+            maxmargin.save(c_, args.models / f"{name}.npz")
 
-    # ---- scanning time, one after the other in this process
+    # ---- scanning time, one after the other in this process (under the lock with
+    # --cpu-lock: only this section)
+    lock = None
+    if args.cpu_lock:
+        import fcntl
+
+        lock = open(args.cpu_lock, "a")  # held until the timing ends
+        t = time.perf_counter()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out["cpu_lock"] = {
+            "path": args.cpu_lock,
+            "held_for_timing": True,
+            "waited_seconds": time.perf_counter() - t,
+        }
+    load_before = os.getloadavg()
     timing = {}
     if dlib_det is not None:
         timing["dlib"] = time_per_image(
@@ -513,10 +597,11 @@ def main(argv=None):
         )
     for name, det in dets.items():
         timing[f"svm {name}"] = time_per_image(det.detect, tei, args.repeat)
-    if cas is not None:
-        timing["cascade"] = time_per_image(cas.detect, tei, args.repeat)
-    if cas_p is not None:
-        timing["cascade_hogprior"] = time_per_image(cas_p.detect, tei, args.repeat)
+    for name, c_ in cascades.items():
+        timing[name] = time_per_image(c_.detect, tei, args.repeat)
+    out["timing_load_average"] = {"before": load_before, "after": os.getloadavg()}
+    if lock is not None:
+        lock.close()  # releases the lock
     out["seconds_per_image"] = timing
     if "dlib" in timing:
         out["time_ratio_to_dlib"] = {k: v / timing["dlib"] for k, v in timing.items()}

@@ -195,6 +195,87 @@ def test_compiled_cascade_scan_equals_the_cascade_on_gathered_windows(kw):
         assert det.last_scan_weak_ == round(fom["expected_weak"] * len(X))
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"features": "fhog", "channels": False, "location_prior": False},
+        {"features": "fhog", "channels": False, "location_prior": True, "chain": True},
+        {"features": "fhog", "channels": True, "location_prior": True},
+        {"features": "hog", "channels": False, "location_prior": True},
+    ],
+)
+def test_cascade_scan_equals_the_window_by_window_walk_at_every_level(kw):
+    """Brute force, level by level: every window's descriptor gathered and walked through
+    the stages one window at a time (``BoostedCascade._walk``) against the compiled
+    scan over the level's grids -- the same float32 feature values compared with the
+    same thresholds and summed in the same order, so equal bit for bit: depth, margin,
+    score and the count of weak classifiers (the stages each window entered)."""
+    from maxmargin import BoostedCascade
+    from maxmargin.apps.detection import CascadeDetector
+
+    images, boxes = make_detection_scenes(8, random_state=1)
+    det = CascadeDetector(
+        window=(3, 3),
+        n_stages=3,
+        max_weak=(2, 4),
+        n_negatives=1000,
+        aspect_ratios=(0.8, 1.25),
+        scale_step=1.2,
+        random_state=0,
+        **kw,
+    ).fit(images, boxes)
+    cas = det.cascade_
+    if kw["location_prior"]:
+        # these scenes do not need the prior, so the boosting need not pick it: the
+        # first stump of every stage is made to read it (the last column), split at the
+        # median prior of the first image's windows -- the scan must still equal the walk
+        pyr = det._pyramid(images[0])
+        med = float(np.median(det._prior_map(pyr, 0)))
+        for st in cas.stumps_:
+            st.feature[0], st.threshold[0] = cas.n_features_in_ - 1, med
+    layout, _ = det._compiled_cascade(det._pyramid(images[0]))
+    assert (layout[0] < 0).any() == kw["location_prior"]  # stumps on the prior
+    assert (layout[0] > 0).any() == kw["channels"]  # stumps on a channel grid
+    varied = 0
+    for im in images[:2]:
+        pyr = det._pyramid(im)
+        assert len(pyr.levels) >= 4
+        for k in range(len(pyr.levels)):
+            nr, nc = pyr.positions(k)
+            if nr <= 0 or nc <= 0:
+                continue
+            pm = det._prior_map(pyr, k)
+            depth, margin, n_eval, score = det._level_walk(pyr, k, pm)
+            r, c = np.meshgrid(np.arange(nr), np.arange(nc), indexing="ij")
+            lv = np.full(r.size, k)
+            X = det._describe(
+                pyr, lv, r.ravel(), c.ravel(), prior=None if pm is None else pm.ravel()
+            )
+            X = X.astype(np.float64)
+            d_ref = np.empty(len(X), dtype=np.int64)
+            m_ref = np.empty(len(X))
+            for i in range(len(X)):  # one window at a time
+                d, m, _ = BoostedCascade._walk(
+                    cas.stumps_, cas.thresholds_, X[i : i + 1], cas.chain_
+                )
+                d_ref[i], m_ref[i] = d[0], m[0]
+            np.testing.assert_array_equal(depth.ravel(), d_ref)
+            np.testing.assert_array_equal(margin.ravel(), m_ref)
+            # the score is sigmoid(margin) (+ d - K) by the same formula, but the compiled
+            # tanh (libm) and NumPy's may differ by an ulp each (|tanh| <= 1): <= 2 eps
+            # apart, halved by the sigmoid, then d - K (|.| <= K) added: one more
+            # rounding of a value <= K
+            K = len(cas.stumps_)
+            bound = (1.0 + K) * np.finfo(np.float64).eps
+            np.testing.assert_allclose(score.ravel(), cas.decision_function(X), rtol=0, atol=bound)
+            n_weak = np.array([len(st) for st in cas.stumps_])
+            entered = np.minimum(d_ref + 1, len(n_weak))  # stages each window entered
+            assert n_eval == int(np.cumsum(n_weak)[entered - 1].sum())
+            varied += int(np.any(np.diff(d_ref) != 0))
+    # the test must exercise windows that leave at different stages
+    assert varied > 0
+
+
 def test_box_log_density_equals_the_dense_formula():
     from maxmargin.apps.detection import BoxDistribution
     from maxmargin.apps.detection.windows import _params

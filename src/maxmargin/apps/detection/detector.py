@@ -334,6 +334,7 @@ class _WindowDetector(BaseEstimator):
         p.setdefault("hog_engine", "skimage")
         if "stage_learner" in p:  # a cascade detector: files from before stage chaining
             p.setdefault("chain", False)
+            p.setdefault("features", "hog")  # files from before the FHOG cascade
         return p
 
     def _prior_state(self, arrays):
@@ -929,9 +930,10 @@ class CascadeDetector(_WindowDetector):
     the pool that passed the earlier stages (``max_negatives`` per stage).  Cascade
     parameters are passed through; see :class:`~maxmargin.BoostedCascade`.
 
-    ``aspect_ratios``, ``colour``, ``channels``, ``channel_cells`` and ``location_prior``
-    are those of :class:`HOGSVMDetector` (the location prior is one more input of the
-    stumps).
+    ``aspect_ratios``, ``colour``, ``channels``, ``channel_cells``, ``location_prior``
+    and ``features`` are those of :class:`HOGSVMDetector` (the location prior is one
+    more input of the stumps; ``features="fhog"``: the stumps read FHOG's 31 features
+    per cell, :func:`~maxmargin.apps.detection.features.fhog_cells`).
 
     ``bootstrap=True``: after each stage the negatives it rejected are replaced by fresh
     ones drawn at random from *all* negative windows of the training images that the
@@ -981,6 +983,7 @@ class CascadeDetector(_WindowDetector):
         "bootstrap": [bool],
         "n_extra_negatives": [None, POSITIVE_INT],
         "validation_fraction": [Interval(float, 0, 1, closed="left")],
+        "features": [Options("hog", "fhog")],
     }
 
     def __init__(
@@ -1018,9 +1021,11 @@ class CascadeDetector(_WindowDetector):
         channel_cells=(1,),
         location_prior=True,
         hog_engine="numba",
+        features="hog",
         random_state=None,
         verbose=0,
     ):
+        self.features = features
         self.aspect_ratios = aspect_ratios
         self.colour = colour
         self.channels = channels
@@ -1242,6 +1247,8 @@ class CascadeDetector(_WindowDetector):
         cached = getattr(self, "_compiled", None)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
+        from maxmargin.apps.detection.scan import cascade_plan
+
         cas = self.cascade_
         feats = np.concatenate([np.asarray(st.feature) for st in cas.stumps_])
         ptr = np.concatenate([[0], np.cumsum([len(st) for st in cas.stumps_])])
@@ -1282,17 +1289,18 @@ class CascadeDetector(_WindowDetector):
                 at += m
         src[feats >= at] = -1  # the location prior (the last column)
         layout = (src, fi, fj, fq)
-        self._compiled = (key, layout, stages)
+        self._compiled = (key, layout, stages, cascade_plan(layout, stages))
         return layout, stages
 
     def _level_walk(self, pyr, level, prior):
         """``(depth, margin, n_evaluated)`` of every window of one level through the
         compiled cascade (:func:`~maxmargin.apps.detection.scan.cascade_scan`)."""
-        from maxmargin.apps.detection.scan import cascade_scan
+        from maxmargin.apps.detection.scan import cascade_scan_level
 
-        layout, stages = self._compiled_cascade(pyr)
+        self._compiled_cascade(pyr)
+        plan = self._compiled[3]
         grids = list(pyr.grids[level].values()) if pyr.channels else []
-        return cascade_scan(pyr.levels[level], grids, prior, layout, stages, pyr.positions(level))
+        return cascade_scan_level(pyr.levels[level], grids, prior, plan, pyr.positions(level))
 
     def _level_scores(self, pyr, level, prior):
         _, _, ne, score = self._level_walk(pyr, level, prior)

@@ -30,7 +30,15 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["cascade_scan", "channel_cells", "correlate", "hog_blocks", "resize"]
+__all__ = [
+    "cascade_plan",
+    "cascade_scan",
+    "cascade_scan_level",
+    "channel_cells",
+    "correlate",
+    "hog_blocks",
+    "resize",
+]
 
 
 @njit(cache=True)
@@ -278,83 +286,154 @@ def correlate(grid, filt) -> np.ndarray:
 
 
 @njit(cache=True)
-def _cascade_kernel(U, off, thr, v_lo, v_hi, ptr, stage_thr, chain, nr, nc):  # pragma: no cover
-    # U: a level's grids stacked per cell, (rows, cols, F) float32; off[t]: where stump
-    # t's feature lies relative to the window's first cell (flat index).  Each window
-    # enters the stages in turn and leaves at the first it fails (early exit).
+def _cascade_kernel(U, P, lay, start, stp, ptr, stage_thr, chain, nr, nc):  # pragma: no cover
+    # lay: (4, T) int64, per stump (src, fi, fj, fq); stp: (3, T) float64, per stump
+    # (split, v_lo, v_hi) -- packed, so a call has few arguments to dispatch
+    # U: a level's feature grids stacked per cell, (rows, cols, F) float32 (the HOG /
+    # FHOG grid itself when there are no channel grids: nothing is copied); stump t
+    # reads part src[t] (start[s]: where part s begins in a cell's stacked features) at
+    # window cell (fi, fj), feature fq -- off[t], a flat index relative to the window's
+    # first cell -- or, src[t] < 0, the window's location prior P[r, c].  Each window
+    # enters the stages in turn and leaves at the first it fails (early exit); no
+    # window descriptor is gathered.
     K = stage_thr.shape[0]
     Cc, Ft = U.shape[1], U.shape[2]
     Uf = U.reshape(-1)
-    depth = np.zeros((nr, nc), dtype=np.int64)
-    margin = np.zeros((nr, nc), dtype=np.float64)
-    score = np.zeros((nr, nc), dtype=np.float64)
-    n_eval = 0
+    Pf = P.reshape(-1)
+    src, fi, fj, fq = lay[0], lay[1], lay[2], lay[3]
+    thr, v_lo, v_hi = stp[0], stp[1], stp[2]
+    off = np.empty(src.shape[0], dtype=np.int64)
+    for t in range(src.shape[0]):
+        off[t] = -1 if src[t] < 0 else (fi[t] * Cc + fj[t]) * Ft + start[src[t]] + fq[t]
+    n = nr * nc
+    depth = np.zeros(n, dtype=np.int64)
+    margin = np.zeros(n, dtype=np.float64)
+    score = np.empty(n, dtype=np.float64)
+    # stage by stage over the windows still alive (breadth first): for one stump the
+    # loop over windows is independent work (no chain of dependent sums), which is what
+    # makes it fast; each window's stage sum still adds its stumps in stump order from
+    # 0.0, and F and the margin are formed as a window-by-window walk forms them, so the
+    # result is the same to the bit
+    alive = np.empty(n, dtype=np.int64)  # window index r * nc + c
+    base = np.empty(n, dtype=np.int64)  # its first cell's flat offset in U
+    Fw = np.zeros(n, dtype=np.float64)  # the score so far (chained) of alive window i
+    s = np.empty(n, dtype=np.float64)
     for r in range(nr):
         for c in range(nc):
-            base = (r * Cc + c) * Ft
-            F = 0.0
-            d = 0
-            m = 0.0
-            for k in range(K):
-                s = 0.0
-                for t in range(ptr[k], ptr[k + 1]):
-                    x = np.float64(Uf[base + off[t]])
-                    s += v_hi[t] if x > thr[t] else v_lo[t]
-                n_eval += ptr[k + 1] - ptr[k]
-                F = s + F if chain else s
-                m = F - stage_thr[k]
-                if F > stage_thr[k]:
-                    d += 1
-                else:
-                    break
-            depth[r, c] = d
-            margin[r, c] = m
-            # the cascade's score (BoostedCascade.decision_function): sigmoid(m) - 1/2
-            # past the last stage, d - K + sigmoid(m) when rejected at stage d
-            sg = 0.5 * (1.0 + math.tanh(0.5 * m))
-            score[r, c] = sg - 0.5 if d == K else d - K + sg
-    return depth, margin, n_eval, score
+            w = r * nc + c
+            alive[w] = w
+            base[w] = (r * Cc + c) * Ft
+    m_alive = n
+    n_eval = 0
+    for k in range(K):
+        if m_alive == 0:
+            break
+        s[:m_alive] = 0.0
+        for t in range(ptr[k], ptr[k + 1]):
+            o, th, lo, hi = off[t], thr[t], v_lo[t], v_hi[t]
+            if o < 0:
+                for i in range(m_alive):
+                    s[i] += hi if np.float64(Pf[alive[i]]) > th else lo
+            else:
+                for i in range(m_alive):
+                    s[i] += hi if np.float64(Uf[base[i] + o]) > th else lo
+        n_eval += m_alive * (ptr[k + 1] - ptr[k])
+        thr_k = stage_thr[k]
+        j = 0
+        for i in range(m_alive):
+            F = s[i] + Fw[i] if chain else s[i]
+            w = alive[i]
+            margin[w] = F - thr_k
+            if F > thr_k:
+                depth[w] += 1
+                alive[j] = w
+                base[j] = base[i]
+                Fw[j] = F
+                j += 1
+        m_alive = j
+    for w in range(n):
+        # the cascade's score (BoostedCascade.decision_function): sigmoid(m) - 1/2
+        # past the last stage, d - K + sigmoid(m) when rejected at stage d
+        sg = 0.5 * (1.0 + math.tanh(0.5 * margin[w]))
+        score[w] = sg - 0.5 if depth[w] == K else depth[w] - K + sg
+    return depth.reshape(nr, nc), margin.reshape(nr, nc), n_eval, score.reshape(nr, nc)
+
+
+def cascade_plan(layout, stages):
+    """The arrays :func:`cascade_scan_level` walks, made once per cascade: ``layout``
+    and ``stages`` as :func:`cascade_scan` takes them, packed (stump layout as one
+    ``(4, T)`` int64 array, splits and leaf values as one ``(3, T)`` float64 array)."""
+    src, fi, fj, fq = (np.asarray(v, dtype=np.int64).ravel() for v in layout)
+    split, v_lo, v_hi, ptr, sthr, chain = stages
+    lay = np.ascontiguousarray(np.stack([src, fi, fj, fq]))
+    stp = np.ascontiguousarray(
+        np.stack([np.asarray(v, dtype=np.float64).ravel() for v in (split, v_lo, v_hi)])
+    )
+    ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+    sthr = np.ascontiguousarray(sthr, dtype=np.float64)
+    if lay.shape[1] != stp.shape[1] or ptr[0] != 0 or ptr[-1] != lay.shape[1]:
+        raise ValueError("cascade_plan: the layout, the stumps and the stage pointers disagree")
+    if len(ptr) != len(sthr) + 1:
+        raise ValueError("cascade_plan: one threshold per stage expected")
+    n_src = int(src.max(initial=0))
+    return lay, stp, ptr, sthr, bool(chain), bool(np.any(src < 0)), n_src
+
+
+def cascade_scan_level(grid, channel_grids, prior, plan, positions):
+    """:func:`cascade_scan` with the cascade's arrays made once (:func:`cascade_plan`)."""
+    lay, stp, ptr, sthr, chain, reads_prior, n_src = plan
+    G = grid if grid.dtype == np.float32 else grid.astype(np.float32)
+    G = G.reshape(G.shape[0], G.shape[1], -1)
+    nr, nc = int(positions[0]), int(positions[1])
+    if n_src > len(channel_grids):
+        raise ValueError("cascade_scan: a stump reads a channel grid that was not given")
+    if not channel_grids:
+        U = np.ascontiguousarray(G)
+        start = np.array([0, G.shape[2]], dtype=np.int64)
+    else:
+        parts = [G, *channel_grids]
+        R = max(p.shape[0] for p in parts)
+        Cc = max(p.shape[1] for p in parts)
+        st = [0]
+        for p in parts:
+            st.append(st[-1] + p.shape[2])
+        U = np.empty((R, Cc, st[-1]), dtype=np.float32)
+        for p, a in zip(parts, st):
+            if p.shape[0] < R or p.shape[1] < Cc:
+                U[:, :, a : a + p.shape[2]] = 0.0
+            U[: p.shape[0], : p.shape[1], a : a + p.shape[2]] = p
+        start = np.array(st, dtype=np.int64)
+    if prior is None:
+        if reads_prior:
+            raise ValueError("cascade_scan: a stump reads the prior but none was given")
+        P = np.zeros((nr, nc), dtype=np.float32)
+    else:
+        P = np.ascontiguousarray(prior, dtype=np.float32)
+        if P.shape != (nr, nc):
+            raise ValueError(f"cascade_scan: prior has shape {P.shape}, expected {(nr, nc)}")
+    return _cascade_kernel(U, P, lay, start, stp, ptr, sthr, chain, nr, nc)
 
 
 def cascade_scan(grid, channel_grids, prior, layout, stages, positions):
     """Send every window of one pyramid level through a boosted cascade, each only as far
     as it passes (early exit, compiled), reading each stump's feature straight from the
-    level's grids.  ``grid``: the HOG block grid ``(rows, cols, F)``; ``channel_grids``:
-    a list of ``(rows', cols', channels)`` grids (may be empty); ``prior``: ``(nr, nc)``
-    or None; ``layout``: per stump ``(src, i, j, q)`` -- 0 the HOG grid, ``s > 0``
-    channel grid ``s - 1``, ``-1`` the prior -- at window offset ``(i, j)``, feature
-    ``q``; ``stages``: ``(split, v_lo, v_hi, ptr, stage_thresholds, chain)``; ``positions``:
-    the window offsets ``(nr, nc)`` of the level.  The grids
-    are stacked cell by cell into one array, so a stump reads its feature at one flat
-    offset from the window's first cell.  Returns ``(depth, margin, n_evaluated)``:
-    stages passed, ``F - threshold`` at the last stage evaluated (as
+    level's grids.  ``grid``: the HOG block grid or FHOG cell grid ``(rows, cols, F)``;
+    ``channel_grids``: a list of ``(rows', cols', channels)`` grids (may be empty);
+    ``prior``: ``(nr, nc)`` or None; ``layout``: per stump ``(src, i, j, q)`` -- 0 the
+    HOG grid, ``s > 0`` channel grid ``s - 1``, ``-1`` the prior -- at window offset
+    ``(i, j)``, feature ``q``; ``stages``: ``(split, v_lo, v_hi, ptr, stage_thresholds,
+    chain)``; ``positions``: the window offsets ``(nr, nc)`` of the level.  Channel
+    grids are stacked with the HOG grid cell by cell into one array (without them the
+    grid is read as it is), so a stump reads its feature at one flat offset from the
+    window's first cell; the prior is read from its own map.  The walk goes stage by
+    stage over the windows still alive (one stump over all of them, then the next), so
+    its inner loop is independent work; every window's sums are formed in the order of a
+    window-by-window walk.  Returns ``(depth, margin, n_evaluated, score)``: stages
+    passed, ``F - threshold`` at the last stage evaluated (as
     :meth:`BoostedCascade._walk`), the weak classifiers evaluated and the cascade's
     score of every window (:meth:`BoostedCascade.decision_function`)."""
-    G = np.asarray(grid, dtype=np.float32)
-    G = G.reshape(G.shape[0], G.shape[1], -1)
-    parts = [G, *channel_grids]
-    if prior is not None:
-        parts.append(np.asarray(prior, dtype=np.float32)[..., None])
-    R = max(p.shape[0] for p in parts)
-    Cc = max(p.shape[1] for p in parts)
-    start = [0]
-    for p in parts:
-        start.append(start[-1] + p.shape[2])
-    U = np.empty((R, Cc, start[-1]), dtype=np.float32)
-    for p, a in zip(parts, start):
-        if p.shape[0] < R or p.shape[1] < Cc:
-            U[:, :, a : a + p.shape[2]] = 0.0
-        U[: p.shape[0], : p.shape[1], a : a + p.shape[2]] = p
-    src, fi, fj, fq = layout
-    # which part each stump reads: 0 HOG, s channel grid s - 1, the prior last
-    part = np.where(src < 0, len(channel_grids) + 1, src)
-    if part.max(initial=0) > len(parts) - 1:
-        raise ValueError("cascade_scan: a stump reads the prior but none was given")
-    off = (fi * Cc + fj) * U.shape[2] + np.asarray(start)[part] + fq
-    split, v_lo, v_hi, ptr, sthr, chain = stages
-    return _cascade_kernel(
-        U, off, split, v_lo, v_hi, ptr, sthr, bool(chain), int(positions[0]), int(positions[1])
-    )
+    grid = np.asarray(grid, dtype=np.float32)
+    return cascade_scan_level(grid, channel_grids, prior, cascade_plan(layout, stages), positions)
 
 
 # CIE XYZ of linear sRGB (the matrix scikit-image's ``rgb2xyz`` uses) and the D65 / 2
