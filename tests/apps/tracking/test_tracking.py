@@ -792,8 +792,11 @@ def test_polar_grid_training_boxes_are_fixed_and_polar():
     a = make_tracker("structboost", random_state=0, augment=0, **kw).init(frames[0], boxes[0])
     b = make_tracker("structboost", random_state=1, augment=0, **kw).init(frames[0], boxes[0])
     assert np.array_equal(a._data[0].boxes, b._data[0].boxes)
-    p = make_tracker("structboost", random_state=0, augment=0, **FAST).init(frames[0], boxes[0])
-    q = make_tracker("structboost", random_state=1, augment=0, **FAST).init(frames[0], boxes[0])
+    kw["train_method"] = "polar"
+    p = make_tracker("structboost", random_state=0, augment=0, **kw).init(frames[0], boxes[0])
+    q = make_tracker("structboost", random_state=1, augment=0, **kw).init(frames[0], boxes[0])
     assert not np.array_equal(p._data[0].boxes, q._data[0].boxes)  # "polar": random
+    assert make_tracker("structboost").sampling.train_method == "polar_grid"  # the default
+    assert make_tracker("ssvm").sampling.train_method == "polar"
     with pytest.raises(ValueError, match="train_method"):
         make_tracker("structboost", train_method="grid")
