@@ -12,12 +12,14 @@ rest; the metrics are over the tracked, labelled frames.  Reports mean Pascal ov
 where the time goes.  Our trackers run once per seed; the peers are deterministic and
 run once.  ``--struck DIR`` adds Struck's stored OTB result boxes (``<seq>_Struck.txt``,
 1-based rows, or OTB's ``.mat``) where present.  ``--shift PX`` starts every tracker from
-the first box moved by PX pixels (robustness to the first box).
+the first box moved by PX pixels (robustness to the first box).  ``--alias LABEL=TRACKER``
+runs a variant of one of our trackers under its own label (its parameters by ``--set
+LABEL.key=value``), e.g. two settings of StructBoost beside each other in one run.
 
 Usage: python benchmarks/bench_tracking.py [--sequences Coke Tiger1 Girl david tiger2]
        [--trackers structboost ssvm adaboost csrt kcf kcf_thresh0 mil dlib_dsst]
        [--n-init 1 3] [--frames N] [--seeds 0 1 2 3 4] [--set key=value ...]
-       [--struck DIR] [--shift PX] [--true-labels] [--out FILE]
+       [--struck DIR] [--shift PX] [--true-labels] [--alias LABEL=TRACKER ...] [--out FILE]
 Writes benchmarks/results/tracking.json (or --out): every run, and ``summary`` with the
 mean and standard deviation over seeds per (sequence, tracker, n_init) and the means over
 the sequences.  ``--true-labels`` is a diagnostic: each tracked frame is trained with its
@@ -88,8 +90,17 @@ def main() -> None:
         metavar="TRACKER.KEY=VALUE",
         help="tracker parameters, e.g. adaboost.n_estimators=100 structboost.C=100",
     )
+    ap.add_argument(
+        "--alias",
+        nargs="*",
+        default=[],
+        metavar="LABEL=TRACKER",
+        help="a named variant of one of our trackers (its own --set LABEL.key=value), run "
+        "beside the others, e.g. structboost_grid=structboost",
+    )
     ap.add_argument("--out", default="benchmarks/results/tracking.json")
     args = ap.parse_args()
+    aliases = dict(item.split("=", 1) for item in args.alias)
     overrides: dict[str, dict] = {}
     for item in args.set:
         key, val = item.split("=", 1)
@@ -105,12 +116,13 @@ def main() -> None:
         start_boxes[0, :2] += args.shift
         for n_init, tname in [(n, t) for n in args.n_init for t in names]:
             ours = tname not in PEERS and tname != "struck_stored"
+            base = aliases.get(tname, tname)  # the tracker a variant's label names
             seeds = args.seeds
-            if tname in ("ssvm", "adaboost") and args.baseline_seeds is not None:
+            if base in ("ssvm", "adaboost") and args.baseline_seeds is not None:
                 seeds = args.baseline_seeds
             for seed in seeds if ours else [None]:
                 if ours:
-                    tracker = make_tracker(tname, random_state=seed, **overrides.get(tname, {}))
+                    tracker = make_tracker(base, random_state=seed, **overrides.get(tname, {}))
                     # every parameter, the sampling protocol's as sampling__<name>
                     params = {
                         k: v for k, v in tracker.get_params(deep=True).items() if k != "sampling"
@@ -132,11 +144,12 @@ def main() -> None:
                 m = summary(
                     _pred[info["init_frames"][-1] + 1 :], truth[info["init_frames"][-1] + 1 :]
                 )
-                paper_key = "struck50" if tname == "ssvm" else tname
+                paper_key = "struck50" if base == "ssvm" else base
                 paper = PAPER.get(sname, {}).get(paper_key, (None, None))
                 row = {
                     "sequence": sname,
                     "tracker": tname,
+                    "base_tracker": base,
                     "n_init": n_init,
                     "seed": seed,
                     "shift": args.shift,

@@ -383,13 +383,10 @@ def _tracking_cell(s: dict) -> str:
 
 @table("tracking:one_frame")
 def tracking_one_frame(data, load):
-    """tracking.json joined with tracking_ssvm.json: per tracker and sequence, success AUC
-    (+- std over seeds) / mean overlap [min-max over seeds] / precision@20 / centre error."""
+    """tracking.json (our trackers, the SSVM tracker and the peers in one run): per tracker
+    and sequence, success AUC (+- std over seeds) / mean overlap [min-max over seeds] /
+    precision@20 / centre error."""
     summary = list(data["summary"])
-    try:
-        summary += load("tracking_ssvm")["summary"]
-    except KeyError:
-        pass
     summary = [s for s in summary if s["sequence"] != "mean"]  # the script's own mean rows
     seqs = list(dict.fromkeys(s["sequence"] for s in summary))
     trackers = list(dict.fromkeys(s["tracker"] for s in summary))
@@ -421,6 +418,13 @@ def tracking_one_frame(data, load):
             )
         )
     return out
+
+
+@table("tracking_structboost:one_frame")
+def tracking_structboost_one_frame(data, load):
+    """tracking_structboost.json (the StructBoost tracker's default beside CSRT): the cells
+    of ``tracking:one_frame``."""
+    return tracking_one_frame(data, load)
 
 
 # ----------------------------------------------------------------------------- detection

@@ -335,8 +335,15 @@ class StructBoost(Persistent, BaseEstimator):
         """
         return self._fit(X, y)
 
-    def _fit(self, X, y, y_numeric=False, **bind_params):
+    def _fit(self, X, y, y_numeric=False, *, init_outputs=None, keep_outputs=False, **bind_params):
+        """The fit.  Two options for callers that re-train on overlapping data (the
+        tracker's sliding window): ``init_outputs``, the warm start's classifiers'
+        (``hypotheses_``) outputs on the new task's weak inputs, passed to
+        ``fit_structboost(init_outputs=)`` (the same fit as evaluating them, when equal);
+        ``keep_outputs``: keep the fitted ``hypotheses_``' outputs on this task's weak
+        inputs as ``_train_outputs`` (n_hypotheses, n_z), which the caller can reuse."""
         self._validate_hyperparameters()
+        self._train_outputs = None
         if getattr(self.task, "structured_inputs", False):
             # inputs the task validates itself (e.g. a list of CRF graphs)
             self.task_ = self._make_task(y).bind(X, y, **bind_params)
@@ -374,6 +381,8 @@ class StructBoost(Persistent, BaseEstimator):
             and self.slot_weights_.shape[1] == self.task_.n_slots
         ):
             init = {"init_hypotheses": prev, "init_slot_weights": self.slot_weights_}
+            if init_outputs is not None:
+                init["init_outputs"] = init_outputs
         dense = self.task_.dense_outputs
         master = self.master
         if master == "auto":
@@ -405,6 +414,9 @@ class StructBoost(Persistent, BaseEstimator):
             **init,
         )
         self._store_result(res)
+        if keep_outputs and res.outputs is not None:
+            used = np.flatnonzero(np.any(res.slot_weights(self.task_.n_slots) != 0, axis=1))
+            self._train_outputs = res.outputs[used]  # a copy (fancy indexing)
         self._warn_about_result(res)
         return self
 

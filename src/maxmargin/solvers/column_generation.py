@@ -90,6 +90,10 @@ class ColumnGenerationResult:
     converged: bool = False
     certified: bool = False  # the final w is the exact optimum over its columns
     stop_reason: str = ""
+    #: outputs of ``hypotheses`` on the task's weak inputs, shape (n_hypotheses, n_z) (a
+    #: view of the column store; lets a caller warm-start a later fit on overlapping data
+    #: without re-evaluating the classifiers, see ``fit_structboost(init_outputs=)``)
+    outputs: np.ndarray | None = None
 
     @property
     def gap(self) -> float:
@@ -184,15 +188,16 @@ def _enter(task, mst, store, Z, cand, gains, picks, threshold):
 
 
 def _seed_columns(
-    mst: RestrictedMaster, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline
+    mst: RestrictedMaster, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline, outputs=None
 ) -> None:
-    """Warm start: earlier weak classifiers enter as columns, the master is solved."""
+    """Warm start: earlier weak classifiers enter as columns, the master is solved.
+    ``outputs``: their outputs on ``Z`` when the caller has them (else evaluated)."""
     W0 = np.asarray(W0, dtype=np.float64).reshape(len(hyps), store.n_slots)
     keep = np.flatnonzero(np.any(W0 > 0, axis=1))
     if len(keep) == 0:
         return
     hyps, W0 = hyps.take(keep), W0[keep]
-    out = hyps.evaluate(Z)
+    out = hyps.evaluate(Z) if outputs is None else outputs[keep]
     slots = [np.flatnonzero(row > 0) for row in W0]
     cols = store.add(hyps, out, slots)
     if len(cols) == 0:
@@ -229,6 +234,7 @@ def fit_structboost(
     truncate_gap: float = TRUNCATE_GAP,
     init_hypotheses: Hypotheses | None = None,
     init_slot_weights: np.ndarray | None = None,
+    init_outputs: np.ndarray | None = None,
     polish: bool = True,
     certify: str = "exact",
     gap_tol: float = GAP_TOL,
@@ -252,6 +258,11 @@ def fit_structboost(
     slot of positive weight -- and the master is solved over them first (the fast master
     starting from the given weights), so column generation only adds what the new data
     needs (e.g. an online tracker re-trained on a sliding window of frames).
+    ``init_outputs`` (optional, shape (n, n_z)): the earlier classifiers' outputs on this
+    task's weak inputs, used instead of evaluating them -- the same fit, bit for bit, when
+    they are equal to ``init_hypotheses.evaluate(task.weak_inputs())`` (which the caller
+    vouches for; e.g. the tracker keeps the outputs on the frames still in its window,
+    ``ColumnGenerationResult.outputs``, and evaluates only the new frames').
 
     ``certify`` (fast master only): how the fit ends once the smoothed duals price no new
     column (or at ``max_iter``).  ``"exact"``: the exact LP optimum over the final columns
@@ -301,7 +312,7 @@ def fit_structboost(
 _LOOP_OPTIONS = (
     "C", "master", "formulation", "eps_cp", "eps_cg", "tol", "max_iter", "max_time", "rng",
     "stabilize", "prune_after", "max_cp_rounds", "max_inner", "truncate_gap",
-    "init_hypotheses", "init_slot_weights", "polish", "certify", "gap_tol",
+    "init_hypotheses", "init_slot_weights", "init_outputs", "polish", "certify", "gap_tol",
 )  # fmt: skip
 
 
@@ -337,6 +348,7 @@ def _run(
     truncate_gap,
     init_hypotheses,
     init_slot_weights,
+    init_outputs,
     polish,
     certify,
     gap_tol,
@@ -378,9 +390,22 @@ def _run(
         return final_deadline - max(POLISH_RESERVE * max_time, 1.5 * t_polish)
 
     Z = task.weak_inputs()
+    n_init = 0 if init_hypotheses is None else len(init_hypotheses)
+    if init_outputs is not None:
+        init_outputs = np.asarray(init_outputs, dtype=np.float64)
+        if n_init == 0 or init_outputs.shape != (n_init, Z.shape[0]):
+            raise ValueError(
+                f"init_outputs must have shape ({n_init}, {Z.shape[0]}) (the init_hypotheses' "
+                f"outputs on the weak inputs), got {init_outputs.shape}"
+            )
     prepared = weak_learner.prepare(Z)
     store = ColumnStore(
-        weak_learner.hypotheses_class, Z.shape[1], Z.shape[0], task.n_slots, product_threads
+        weak_learner.hypotheses_class,
+        Z.shape[1],
+        Z.shape[0],
+        task.n_slots,
+        product_threads,
+        capacity=n_init + min(int(max_iter), 64),
     )
     mst: RestrictedMaster
     if master == "fast":
@@ -413,7 +438,9 @@ def _run(
     history = monitor.history
     w_path: list[np.ndarray] = []
     if init_hypotheses is not None and len(init_hypotheses):
-        _seed_columns(mst, store, Z, init_hypotheses, init_slot_weights, loop_deadline())
+        _seed_columns(
+            mst, store, Z, init_hypotheses, init_slot_weights, loop_deadline(), init_outputs
+        )
 
     t_oracle_seen = 0.0
 
@@ -559,4 +586,5 @@ def _run(
         converged=converged,
         certified=bool(mst.certified),
         stop_reason=reason,
+        outputs=store.H,
     )

@@ -106,16 +106,24 @@ class ColumnStore:
     """
 
     def __init__(
-        self, hyp_class, n_features: int, n_z: int, n_slots: int, threads: int = 1
+        self,
+        hyp_class,
+        n_features: int,
+        n_z: int,
+        n_slots: int,
+        threads: int = 1,
+        capacity: int = 16,
     ) -> None:
         self.hyps = hyp_class.empty(n_features)
         #: threads for the pieces of the big products (results do not depend on it)
         self.threads = max(1, int(threads))
         self.n_z = int(n_z)
         self.n_slots = int(n_slots)
-        self._H = np.zeros((16, self.n_z))
-        self._H32 = np.zeros((16, self.n_z), dtype=np.float32)
-        self._index = np.full((16, self.n_slots), -1, dtype=np.int64)
+        # classifiers' rows allocated up front (the buffers double when they are full)
+        cap = max(int(capacity), 16)
+        self._H = np.zeros((cap, self.n_z))
+        self._H32 = np.zeros((cap, self.n_z), dtype=np.float32)
+        self._index = np.full((cap, self.n_slots), -1, dtype=np.int64)
         self.n_hyp = 0
         self.col_hyp = np.zeros(0, dtype=np.int64)
         self.col_slot = np.zeros(0, dtype=np.int64)

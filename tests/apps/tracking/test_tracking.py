@@ -722,3 +722,81 @@ def test_tracker_parameters_checked_at_init():
     ):
         with pytest.raises(ValueError, match=match):
             tr.init(frames[0], boxes[0])
+
+
+# -- the incremental column store of the sliding window (issue 30) ------------------------
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"relabel": 0.6}, {"weak_learner": "hist_stump"}],
+    ids=["default", "relabel", "hist_stump"],
+)
+def test_incremental_window_outputs_give_the_same_tracker_bit_for_bit(kw, monkeypatch):
+    """The warm start takes the earlier stumps' outputs on the frames still in the window
+    from the last fit's column store and evaluates only the new frames': the boxes, the
+    candidate scores and the models are bit for bit those of re-evaluating every stump
+    on the whole window.  The window (12) is shorter than the video, so frames leave it;
+    boxes near the border give frames of fewer candidates (the task pads them)."""
+    import maxmargin.solvers.column_generation as cg
+
+    seen = []
+    seed_columns = cg._seed_columns
+
+    def spy(mst, store, Z, hyps, W0, deadline, outputs=None):
+        seen.append(outputs is not None)
+        if outputs is not None:  # the cache is what evaluating would give
+            assert np.array_equal(outputs, hyps.evaluate(Z))
+        return seed_columns(mst, store, Z, hyps, W0, deadline, outputs)
+
+    monkeypatch.setattr(cg, "_seed_columns", spy)
+    frames, boxes = synthetic_video(n=20)
+    runs = {}
+    for incremental in (False, True):
+        monkeypatch.setattr(StructBoostTracker, "_incremental", incremental)
+        seen.clear()
+        tr = make_tracker("structboost", max_iter=30, update_iter=5, random_state=3, **FAST, **kw)
+        tr.init(frames[0], boxes[0])
+        out = []
+        for f in frames[1:]:
+            b = tr.update(f)
+            m = tr.model_
+            out.append((b, tr.candidate_scores_, m.slot_weights_, m.hypotheses_.feature))
+        runs[incremental] = out
+        assert all(seen) == incremental and len(seen) == tr.n_trainings_ - 1
+        sizes = {len(c.boxes) for c in tr._data}
+    assert len(sizes) > 1  # frames of different candidate counts were in a window
+    for a, b in zip(runs[False], runs[True], strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert np.array_equal(x, y)
+
+
+def test_polar_grid_training_boxes_are_fixed_and_polar():
+    """``train_method="polar_grid"``: the training boxes are the same for every seed, lie
+    in the image and the disc, start with the box itself, have no duplicates, and are
+    spread uniformly in distance like ``"polar"`` (half of them within half the
+    radius, against a quarter for boxes uniform over the disc's area)."""
+    from maxmargin.apps.tracking.tracker import polar_grid_boxes
+
+    box, r = np.array([40.0, 30.0, 20.0, 24.0]), 30.0
+    c = polar_grid_boxes(box, 200, r, (120, 160))
+    assert np.array_equal(c[0], box) and len(np.unique(c, axis=0)) == len(c)
+    assert 180 <= len(c) <= 200
+    d = np.hypot(c[:, 0] + c[:, 2] / 2 - 50.0, c[:, 1] + c[:, 3] / 2 - 42.0)
+    assert d.max() <= r + 1e-9 and np.all(c[:, :2] >= 0)
+    assert np.all(c[:, 0] + c[:, 2] <= 160) and np.all(c[:, 1] + c[:, 3] <= 120)
+    assert abs(np.mean(d <= r / 2) - 0.5) < 0.06
+    # near a corner: clipped to the image
+    e = polar_grid_boxes([0.0, 0.0, 20.0, 24.0], 200, r, (120, 160))
+    assert np.all(e[:, :2] >= 0) and len(e) < len(c)
+    frames, boxes = synthetic_video(n=3)
+    kw = dict(max_iter=10, update_iter=5, train_method="polar_grid", **FAST)
+    a = make_tracker("structboost", random_state=0, augment=0, **kw).init(frames[0], boxes[0])
+    b = make_tracker("structboost", random_state=1, augment=0, **kw).init(frames[0], boxes[0])
+    assert np.array_equal(a._data[0].boxes, b._data[0].boxes)
+    kw["train_method"] = "polar"
+    p = make_tracker("structboost", random_state=0, augment=0, **kw).init(frames[0], boxes[0])
+    q = make_tracker("structboost", random_state=1, augment=0, **kw).init(frames[0], boxes[0])
+    assert not np.array_equal(p._data[0].boxes, q._data[0].boxes)  # "polar": random
+    assert make_tracker("structboost").sampling.train_method == "polar_grid"  # the default
+    assert make_tracker("ssvm").sampling.train_method == "polar"
+    with pytest.raises(ValueError, match="train_method"):
+        make_tracker("structboost", train_method="grid")
