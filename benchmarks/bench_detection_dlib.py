@@ -91,6 +91,26 @@ def time_per_image(fn, images, repeat):
     return best
 
 
+def top1_kind(b, t, ov):
+    """What an image's top detection ``b`` is against its best-overlapping truth box
+    ``t`` (overlap ``ov``): "hit" (>= 0.5), "background" (< 0.1), "part" (smaller than
+    the truth, 70 % of it inside), "larger" (larger, 70 % of the truth inside it), else
+    "offset"."""
+    if ov >= 0.5:
+        return "hit"
+    if ov < 0.1:
+        return "background"
+    iw = min(b[0] + b[2], t[0] + t[2]) - max(b[0], t[0])
+    ih = min(b[1] + b[3], t[1] + t[3]) - max(b[1], t[1])
+    inter = max(iw, 0.0) * max(ih, 0.0)
+    ab, at = b[2] * b[3], t[2] * t[3]
+    if ab < at and inter > 0.7 * ab:
+        return "part"
+    if ab > at and inter > 0.7 * at:
+        return "larger"
+    return "offset"
+
+
 def ap_of(res, truth):
     return average_precision([r[0] for r in res], [r[1] for r in res], truth)
 
@@ -469,12 +489,15 @@ def main(argv=None):
         # what the top detection of each image is: its overlap with the truth and its
         # area relative to the best-matching truth box
         top = []
+        kinds = dict.fromkeys(("hit", "part", "larger", "offset", "background"), 0)
         for (b, _), t in zip(res, teb):
             if len(b) and len(t):
                 ov = pairwise_overlap(b[:1], t)[0]
                 j = int(np.argmax(ov))
                 top.append((ov[j], b[0, 2] * b[0, 3] / (t[j, 2] * t[j, 3])))
+                kinds[top1_kind(b[0], t[j], ov[j])] += 1
         top = np.array(top).reshape(-1, 2)
+        out["svm"][name]["top1_kinds"] = kinds
         out["svm"][name]["top1_overlap_median"] = float(np.median(top[:, 0]))
         out["svm"][name]["top1_hit_rate"] = float(np.mean(top[:, 0] >= 0.5))
         out["svm"][name]["top1_area_ratio_median"] = float(np.median(top[:, 1]))
