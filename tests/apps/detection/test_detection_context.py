@@ -77,6 +77,19 @@ def test_fit_is_the_plain_fit_on_the_padded_images_and_grown_boxes():
     assert det.n_positives_ == plain.n_positives_
 
 
+def dropped_some(plain, imgs, m):
+    """Whether some window of the padded images lies wholly in the margin (its box has
+    no area inside the image), so that the dropping is exercised."""
+    for im in imgs[:3]:
+        wb = plain.detect(by_hand(im, np.zeros((0, 4)))[0])[0]
+        cx, cy = wb[:, 0] + wb[:, 2] / 2 - m, wb[:, 1] + wb[:, 3] / 2 - m
+        hw, hh = wb[:, 2] / F / 2, wb[:, 3] / F / 2
+        out = (cx + hw <= 0) | (cx - hw >= 64) | (cy + hh <= 0) | (cy - hh >= 48)
+        if np.any(out):
+            return True
+    return False
+
+
 def test_detections_are_the_padded_windows_shrunk_back():
     imgs, boxes = make_detection_scenes(6, size=(48, 64), side=24, random_state=4)
     det = HOGSVMDetector(context=CTX, **KW).fit(imgs, boxes)
@@ -92,9 +105,14 @@ def test_detections_are_the_padded_windows_shrunk_back():
         x1 = np.clip(cx + wb[:, 2] / F / 2, 0, 64)
         y0 = np.clip(cy - wb[:, 3] / F / 2, 0, 48)
         y1 = np.clip(cy + wb[:, 3] / F / 2, 0, 48)
+        # boxes with no area inside the image dropped
+        keep = (x1 > x0) & (y1 > y0)
         got_b, got_s = det.detect(im)
-        np.testing.assert_allclose(got_b, np.stack([x0, y0, x1 - x0, y1 - y0], 1), atol=1e-9)
-        np.testing.assert_array_equal(got_s, ws)
+        want = np.stack([x0, y0, x1 - x0, y1 - y0], 1)[keep]
+        np.testing.assert_allclose(got_b, want, atol=1e-9)
+        np.testing.assert_array_equal(got_s, ws[keep])
+        assert len(got_b) and np.all(got_b[:, 2:] > 0)
+    assert dropped_some(plain, imgs, m)
 
 
 def test_context_detector_finds_the_objects_and_saves(tmp_path):

@@ -828,13 +828,16 @@ class HOGSVMDetector(_WindowDetector):
     def detect(self, image):
         """``(boxes, scores)`` of one image after NMS, best first (see
         :meth:`_WindowDetector.detect`); with ``context`` the image is padded and the
-        windows shrunk back to the boxes they stand for."""
+        windows shrunk back to the boxes they stand for (a box left with no area inside
+        the image -- its window's centre deep in the margin -- is dropped)."""
         if not getattr(self, "context", 0.0):
             return super().detect(image)
         f = self._context_factors()
         padded, m = _context_pad(image, f, self.cell)
         b, s = super().detect(padded)
-        return _from_context(b, f, m, np.asarray(image).shape), s
+        b = _from_context(b, f, m, np.asarray(image).shape)
+        keep = (b[:, 2] > 0) & (b[:, 3] > 0)
+        return b[keep], s[keep]
 
     def _fit_regression(self, images, boxes, wins=None, fwins=None):
         """``box_regression``: the ridge regression from a window's descriptor to the
