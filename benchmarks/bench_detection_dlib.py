@@ -60,6 +60,7 @@ from maxmargin.apps.detection import (
     average_precision,
     load_voc_folder,
 )
+from maxmargin.apps.detection.detector import _context_pad, _to_context
 from maxmargin.tasks.boxes import pairwise_overlap
 
 
@@ -89,6 +90,26 @@ def time_per_image(fn, images, repeat):
             fn(im)
         best = min(best, (time.perf_counter() - t) / len(images))
     return best
+
+
+def top1_kind(b, t, ov):
+    """What an image's top detection ``b`` is against its best-overlapping truth box
+    ``t`` (overlap ``ov``): "hit" (>= 0.5), "background" (< 0.1), "part" (smaller than
+    the truth, 70 % of it inside), "larger" (larger, 70 % of the truth inside it), else
+    "offset"."""
+    if ov >= 0.5:
+        return "hit"
+    if ov < 0.1:
+        return "background"
+    iw = min(b[0] + b[2], t[0] + t[2]) - max(b[0], t[0])
+    ih = min(b[1] + b[3], t[1] + t[3]) - max(b[1], t[1])
+    inter = max(iw, 0.0) * max(ih, 0.0)
+    ab, at = b[2] * b[3], t[2] * t[3]
+    if ab < at and inter > 0.7 * ab:
+        return "part"
+    if ab > at and inter > 0.7 * at:
+        return "larger"
+    return "offset"
 
 
 def ap_of(res, truth):
@@ -461,7 +482,14 @@ def main(argv=None):
             )
             for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
                 setattr(d2, a, getattr(det, a))
-            d2._fit_regression(tri, trb)
+            if d2.context:  # the regression of windows with context: padded images
+                f = d2._context_factors()
+                pads = [_context_pad(im, f, d2.cell) for im in tri]
+                d2._fit_regression(
+                    [q for q, _ in pads], [_to_context(b, f, m) for (_, m), b in zip(pads, trb)]
+                )
+            else:
+                d2._fit_regression(tri, trb)
             reg_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
             print(f"  box regression {spec}: AP {reg_ap[spec]:.3f}", flush=True)
         if reg_ap:
@@ -469,12 +497,15 @@ def main(argv=None):
         # what the top detection of each image is: its overlap with the truth and its
         # area relative to the best-matching truth box
         top = []
+        kinds = dict.fromkeys(("hit", "part", "larger", "offset", "background"), 0)
         for (b, _), t in zip(res, teb):
             if len(b) and len(t):
                 ov = pairwise_overlap(b[:1], t)[0]
                 j = int(np.argmax(ov))
                 top.append((ov[j], b[0, 2] * b[0, 3] / (t[j, 2] * t[j, 3])))
+                kinds[top1_kind(b[0], t[j], ov[j])] += 1
         top = np.array(top).reshape(-1, 2)
+        out["svm"][name]["top1_kinds"] = kinds
         out["svm"][name]["top1_overlap_median"] = float(np.median(top[:, 0]))
         out["svm"][name]["top1_hit_rate"] = float(np.mean(top[:, 0] >= 0.5))
         out["svm"][name]["top1_area_ratio_median"] = float(np.median(top[:, 1]))

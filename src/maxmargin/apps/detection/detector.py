@@ -108,6 +108,42 @@ def _mirrored(images, boxes):
     return fimgs, fboxes
 
 
+def _context_pad(image, factors, cell):
+    """``image`` padded by edge replication for windows with context (``context``): a
+    margin of ``ceil((f - 1) / 2 * max(H, W)) + cell`` pixels on every side, ``f`` the
+    larger growth factor, so that every box inside the image grown by ``factors``
+    around its centre lies inside the padded image.  Returns (padded image, margin)."""
+    a = np.asarray(image)
+    m = int(np.ceil((max(factors) - 1) / 2 * max(a.shape[:2]))) + int(cell)
+    pw = ((m, m), (m, m)) + (((0, 0),) * (a.ndim - 2))
+    return np.pad(a, pw, mode="edge"), m
+
+
+def _grow(boxes, fx, fy):
+    """Boxes scaled by ``fx`` (width) and ``fy`` (height) around their centres."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    w, h = b[:, 2] * fx, b[:, 3] * fy
+    return np.stack([b[:, 0] + b[:, 2] / 2 - w / 2, b[:, 1] + b[:, 3] / 2 - h / 2, w, h], 1)
+
+
+def _to_context(boxes, factors, margin):
+    """Image boxes -> the windows with context in the padded image (:func:`_context_pad`)."""
+    g = _grow(boxes, *factors)
+    g[:, :2] += margin
+    return g
+
+
+def _from_context(windows, factors, margin, shape):
+    """Inverse of :func:`_to_context`, clipped to the image of ``shape``."""
+    b = np.asarray(windows, dtype=np.float64).reshape(-1, 4).copy()
+    b[:, :2] -= margin
+    b = _grow(b, 1.0 / factors[0], 1.0 / factors[1])
+    H, W = shape[:2]
+    x0, y0 = np.clip(b[:, 0], 0, W), np.clip(b[:, 1], 0, H)
+    x1, y1 = np.clip(b[:, 0] + b[:, 2], 0, W), np.clip(b[:, 1] + b[:, 3], 0, H)
+    return np.stack([x0, y0, x1 - x0, y1 - y0], 1)
+
+
 def _box_offsets(windows, boxes):
     """Regression targets from ``windows`` to ``boxes`` (n, 4 each): the centre shift
     relative to the window size and the log size ratios [Girshick2014, App. C]."""
@@ -590,6 +626,16 @@ class HOGSVMDetector(_WindowDetector):
         NMS, clipped to the image and suppressed again.  None: the window is the box.
     regression_overlap : float, default=0.5
         ``box_regression``: the training windows' minimum overlap with a box.
+    context : float, default=0.0
+        Cells of context on each side of the object: the window of ``window`` cells
+        describes the box grown to ``(w + 2 context) / w`` times its width and ``(h + 2
+        context) / h`` its height around its centre (Dalal & Triggs' margin around the
+        person; Felzenszwalb et al. pad the root filter's window likewise), so that the
+        filter sees the object's outline against its surroundings -- a part of a raccoon
+        (fur around it) from a whole raccoon (background around it).  Training boxes are
+        grown, the images padded by edge replication (:func:`_context_pad`: no gradient
+        in the margin) so that windows at the border exist; detections are the windows
+        shrunk back, clipped to the image.  0: the window is the box.
     nms_threshold : float, default=0.3
     nms_cover : float or None, default=None
         Also suppress a box whose intersection with a better-scoring kept box exceeds
@@ -643,6 +689,7 @@ class HOGSVMDetector(_WindowDetector):
         "max_iter": [POSITIVE_INT],
         "box_regression": [None, Interval(float, 0, None, closed="neither")],
         "regression_overlap": [_UNIT],
+        "context": [Interval(float, 0, None, closed="left")],
     }
 
     def __init__(
@@ -678,9 +725,11 @@ class HOGSVMDetector(_WindowDetector):
         max_iter=300,
         box_regression=None,
         regression_overlap=0.5,
+        context=0.0,
         random_state=None,
         verbose=0,
     ):
+        self.context = context
         self.box_regression = box_regression
         self.regression_overlap = regression_overlap
         self.features = features
@@ -714,9 +763,21 @@ class HOGSVMDetector(_WindowDetector):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _context_factors(self):
+        """The growth factors (width, height) of the boxes with ``context``."""
+        c = float(getattr(self, "context", 0.0))
+        w, h = self.window
+        return (w + 2 * c) / w, (h + 2 * c) / h
+
     def fit(self, images, boxes):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
+        if self.context:
+            # the windows with context: boxes grown, images padded (see ``context``)
+            f = self._context_factors()
+            padded = [_context_pad(im, f, self.cell) for im in images]
+            boxes = [_to_context(b, f, m) for (_, m), b in zip(padded, boxes)]
+            images = [im for im, _ in padded]
         self._fit_prior(images, boxes)
         wins = self._windows(images, boxes)
         if self.training == "structured":
@@ -763,6 +824,20 @@ class HOGSVMDetector(_WindowDetector):
         self.n_train_images_ = len(images)
         self._fit_regression(images, boxes, wins[: len(images)], fwins)
         return self
+
+    def detect(self, image):
+        """``(boxes, scores)`` of one image after NMS, best first (see
+        :meth:`_WindowDetector.detect`); with ``context`` the image is padded and the
+        windows shrunk back to the boxes they stand for (a box left with no area inside
+        the image -- its window's centre deep in the margin -- is dropped)."""
+        if not getattr(self, "context", 0.0):
+            return super().detect(image)
+        f = self._context_factors()
+        padded, m = _context_pad(image, f, self.cell)
+        b, s = super().detect(padded)
+        b = _from_context(b, f, m, np.asarray(image).shape)
+        keep = (b[:, 2] > 0) & (b[:, 3] > 0)
+        return b[keep], s[keep]
 
     def _fit_regression(self, images, boxes, wins=None, fwins=None):
         """``box_regression``: the ridge regression from a window's descriptor to the
