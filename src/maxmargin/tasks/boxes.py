@@ -81,6 +81,27 @@ def pairwise_overlap(a, b) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
+def boxes_at_offsets(b, dx, dy, scales, radius: float, H: int, W: int) -> list[np.ndarray]:
+    """Per scale that fits the image: the boxes of ``b``'s size times the scale whose
+    centres sit at ``b``'s centre plus the offsets ``(dx, dy)``, rounded to whole pixels
+    and kept inside the image and the disc of ``radius`` (rounding may move a centre by
+    up to 0.5 px per axis).  The placement shared by :func:`sample_boxes` and the
+    tracker's fixed training grid."""
+    cx, cy = b[0] + b[2] / 2.0, b[1] + b[3] / 2.0
+    out = []
+    for s in scales:
+        w = max(1.0, float(np.round(b[2] * s)))
+        h = max(1.0, float(np.round(b[3] * s)))
+        if w > W or h > H:
+            continue
+        x = np.round(cx + dx - w / 2.0)
+        y = np.round(cy + dy - h / 2.0)
+        d2 = (x + w / 2.0 - cx) ** 2 + (y + h / 2.0 - cy) ** 2
+        ok = (x >= 0) & (y >= 0) & (x + w <= W) & (y + h <= H) & (d2 <= radius**2 + 1e-9)
+        out.append(np.stack([x[ok], y[ok], np.full(ok.sum(), w), np.full(ok.sum(), h)], axis=1))
+    return out
+
+
 def sample_boxes(
     box,
     n: int,
@@ -113,7 +134,6 @@ def sample_boxes(
     scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
     n = max(int(n), 1)
     per_scale = max(1, int(np.ceil(n / len(scales))))
-    cx, cy = b[0] + b[2] / 2.0, b[1] + b[3] / 2.0
     if method == "grid":
         step = max(1.0, float(np.sqrt(np.pi * radius**2 / per_scale)))
         r = int(np.floor(radius / step))
@@ -131,19 +151,10 @@ def sample_boxes(
         dx, dy = rho * np.cos(th), rho * np.sin(th)
     else:
         raise ValueError(f"method must be 'grid', 'random' or 'polar', got {method!r}")
-    out = []
-    for s in scales:
-        w = max(1.0, float(np.round(b[2] * s)))
-        h = max(1.0, float(np.round(b[3] * s)))
-        if w > W or h > H:
-            continue
-        x = np.round(cx + dx - w / 2.0)
-        y = np.round(cy + dy - h / 2.0)
-        # rounding may move the centre by up to 0.5 px per axis: keep within the radius
-        d2 = (x + w / 2.0 - cx) ** 2 + (y + h / 2.0 - cy) ** 2
-        ok = (x >= 0) & (y >= 0) & (x + w <= W) & (y + h <= H) & (d2 <= radius**2 + 1e-9)
-        cand = np.stack([x[ok], y[ok], np.full(ok.sum(), w), np.full(ok.sum(), h)], axis=1)
-        out.append(cand if method == "grid" else cand[:per_scale])
+    out = [
+        cand if method == "grid" else cand[:per_scale]
+        for cand in boxes_at_offsets(b, dx, dy, scales, radius, H, W)
+    ]
     cand = np.concatenate(out) if out else np.zeros((0, 4))
     if include_center:
         w = min(max(1.0, float(np.round(b[2]))), W)

@@ -51,7 +51,13 @@ from maxmargin.apps.tracking.features import FeatureQuantizer, PatchFeatures, to
 from maxmargin.learners.binary_adaboost import discrete_adaboost
 from maxmargin.learners.ssvm import StructSVM
 from maxmargin.learners.structboost import StructBoost
-from maxmargin.tasks.boxes import BoxCandidates, BoxTask, box_overlap, sample_boxes
+from maxmargin.tasks.boxes import (
+    BoxCandidates,
+    BoxTask,
+    box_overlap,
+    boxes_at_offsets,
+    sample_boxes,
+)
 from maxmargin.weak import CodedStump, Stumps, make_weak_learner
 
 __all__ = [
@@ -898,18 +904,8 @@ def polar_grid_boxes(box, n: int, radius: float, image_shape, scales=(1.0,)) -> 
     rho = float(radius) * i / m
     th = i * np.pi * (3.0 - np.sqrt(5.0))  # the golden angle
     dx, dy = rho * np.cos(th), rho * np.sin(th)
-    cx, cy = b[0] + b[2] / 2.0, b[1] + b[3] / 2.0
     out = [sample_boxes(b, 1, 0.0, image_shape)]  # the box itself, rounded and clipped
-    for sc in scales:
-        w = max(1.0, float(np.round(b[2] * sc)))
-        h = max(1.0, float(np.round(b[3] * sc)))
-        if w > W or h > H:
-            continue
-        x = np.round(cx + dx - w / 2.0)
-        y = np.round(cy + dy - h / 2.0)
-        d2 = (x + w / 2.0 - cx) ** 2 + (y + h / 2.0 - cy) ** 2
-        ok = (x >= 0) & (y >= 0) & (x + w <= W) & (y + h <= H) & (d2 <= radius**2 + 1e-9)
-        out.append(np.stack([x[ok], y[ok], np.full(ok.sum(), w), np.full(ok.sum(), h)], 1))
+    out += boxes_at_offsets(b, dx, dy, scales, float(radius), H, W)
     cand = np.concatenate(out)
     _, first = np.unique(cand, axis=0, return_index=True)
     return cand[np.sort(first)]
