@@ -3,8 +3,13 @@ pytest's pythonpath: ``from data_makers import make_chain_data``)."""
 
 import numpy as np
 from scipy.optimize import linprog
+from sklearn.datasets import load_digits
 
+from maxmargin.solvers.columns import ColumnStore
+from maxmargin.solvers.smoothed_problem import SmoothedProblem
+from maxmargin.tasks import BinaryTask
 from maxmargin.tasks.crf import CRFGraph
+from maxmargin.weak import DecisionStump
 from maxmargin.weak.reference import all_stumps
 
 
@@ -81,3 +86,31 @@ def tiny_problem(seed, n_classes):
     y = rng.integers(0, n_classes, size=14)
     y[:n_classes] = np.arange(n_classes)
     return X, y
+
+
+#: float32 unit roundoff (the smoothed master's column products)
+U32 = 2.0**-24
+
+
+def smoothed_problem(task, n_stumps=12, C=40.0, seed=0, working_set=None):
+    """A :class:`SmoothedProblem` on 160 digits (4 classes, every other pixel) with
+    ``n_stumps`` random stumps and random weights, on the Python steps (``compiled =
+    False``): the common state the compiled-vs-Python and line-search tests start from."""
+    X, y = load_digits(return_X_y=True)
+    keep = y < 4
+    X, y = X[keep][:160, ::2], y[keep][:160]
+    if isinstance(task, BinaryTask):
+        y = np.where(y < 2, -1, 1)
+    task = task.bind(X, y)
+    weak = DecisionStump()
+    prep = weak.prepare(X)
+    store = ColumnStore(weak.hypotheses_class, X.shape[1], X.shape[0], task.n_slots)
+    rng = np.random.default_rng(seed)
+    sm = SmoothedProblem(task, store, C, working_set=working_set, tol=0.0)
+    sm.compiled = False
+    for _ in range(n_stumps):
+        cand, _ = weak.best(prep, rng.normal(size=(len(y), task.n_slots)))
+        h = cand.take([0])
+        sm.add_columns(store.add(h, h.evaluate(X), [np.arange(task.n_slots)]))
+    sm.set_weights(rng.random(store.n_columns) * (rng.random(store.n_columns) < 0.6))
+    return sm

@@ -189,6 +189,19 @@ def test_no_test_imports_a_benchmark_script():
     assert offenders == {}
 
 
+def test_no_test_imports_another_test_module():
+    """Shared test helpers live in ``tests/data_makers.py`` (or a conftest), never in a
+    ``test_*.py`` module: importing one works in the tree (pytest puts each test's folder
+    on sys.path) but not against the installed wheel (``--import-mode=importlib``), where
+    ``tests/solvers/test_newton_line_search.py`` importing ``test_smoothed_kernels`` failed."""
+    tests = {p.stem for p in (ROOT / "tests").rglob("test_*.py")}
+    offenders = {
+        p.relative_to(ROOT).as_posix(): sorted(_imported_modules(p) & tests)
+        for p in (ROOT / "tests").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_the_import_guard_sees_a_script_import(tmp_path):
     f = tmp_path / "t.py"
     f.write_text("import numpy\nfrom manifest import render\nx = pytest.importorskip('_common')\n")

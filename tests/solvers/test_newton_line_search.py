@@ -23,8 +23,9 @@ import copy
 import numpy as np
 import pytest
 from scipy.optimize import linprog
-from test_smoothed_kernels import U32, problem
 
+from data_makers import U32
+from data_makers import smoothed_problem as problem
 from maxmargin.tasks import MultiClassTask
 from maxmargin.tasks.hierarchy import HierarchyTask
 

@@ -29,36 +29,16 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from data_makers import U32
+from data_makers import smoothed_problem as problem
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.smoothed_problem import SmoothedProblem
 from maxmargin.tasks import BinaryTask, MultiClassTask
 from maxmargin.tasks.hierarchy import HierarchyTask
 from maxmargin.weak import DecisionStump
 
-U32 = 2.0**-24
 U64 = 2.0**-53
 TAXONOMY = {"r": {"a": [0, 1], "b": [2, 3]}}
-
-
-def problem(task, n_stumps=12, C=40.0, seed=0, working_set=None):
-    X, y = load_digits(return_X_y=True)
-    keep = y < 4
-    X, y = X[keep][:160, ::2], y[keep][:160]
-    if isinstance(task, BinaryTask):
-        y = np.where(y < 2, -1, 1)
-    task = task.bind(X, y)
-    weak = DecisionStump()
-    prep = weak.prepare(X)
-    store = ColumnStore(weak.hypotheses_class, X.shape[1], X.shape[0], task.n_slots)
-    rng = np.random.default_rng(seed)
-    sm = SmoothedProblem(task, store, C, working_set=working_set, tol=0.0)
-    sm.compiled = False
-    for _ in range(n_stumps):
-        cand, _ = weak.best(prep, rng.normal(size=(len(y), task.n_slots)))
-        h = cand.take([0])
-        sm.add_columns(store.add(h, h.evaluate(X), [np.arange(task.n_slots)]))
-    sm.set_weights(rng.random(store.n_columns) * (rng.random(store.n_columns) < 0.6))
-    return sm
 
 
 @pytest.mark.parametrize(
