@@ -31,8 +31,18 @@ __all__ = [
     "add_intercept",
     "as_generator",
     "json_params",
+    "store_params",
     "validate_params",
 ]
+
+
+def store_params(estimator, values: dict) -> None:
+    """Set every constructor parameter of ``estimator`` from ``values`` (the caller's
+    ``locals()``), unchanged, as the attribute of its name: scikit-learn's rule for
+    ``__init__`` (store the arguments, validate nothing) written once, so an estimator's
+    ``__init__`` is its signature and ``store_params(self, locals())``."""
+    for name in type(estimator)._get_param_names():
+        setattr(estimator, name, values[name])
 
 
 def add_intercept(X, scale=1.0):

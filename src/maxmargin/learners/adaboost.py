@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from maxmargin._registry import register
-from maxmargin._validation import POSITIVE_INT, Options
+from maxmargin._validation import POSITIVE_INT, Options, store_params
 from maxmargin.learners._boosting import MultiClassBoosting
 from maxmargin.weak.base import EDGE_CAP, edge_weight
 
@@ -47,12 +47,7 @@ class _StageWise(MultiClassBoosting):
         verbose: int = 0,
         callback=None,
     ):
-        self.max_iter = max_iter
-        self.weak_learner = weak_learner
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
 
 _HEAD = """
@@ -268,16 +263,7 @@ class AdaBoostMO(_StageWise):
         verbose: int = 0,
         callback=None,
     ):
-        super().__init__(
-            max_iter=max_iter,
-            weak_learner=weak_learner,
-            max_time=max_time,
-            random_state=random_state,
-            verbose=verbose,
-            callback=callback,
-        )
-        self.code = code
-        self.n_codes = n_codes
+        store_params(self, locals())
 
     _parameter_constraints = {
         **MultiClassBoosting._parameter_constraints,

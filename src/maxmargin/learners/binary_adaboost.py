@@ -17,6 +17,7 @@ from maxmargin._validation import (
     POSITIVE_INT,
     VERBOSE,
     Options,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
@@ -154,12 +155,7 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.variant = variant
-        self.feature_subset = feature_subset
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     def fit(self, X, y):
         validate_params(self)

@@ -25,6 +25,7 @@ from maxmargin._validation import (
     Options,
     as_generator,
     json_params,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
@@ -235,25 +236,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.stage_learner = stage_learner
-        self.cost_ratio = cost_ratio
-        self.n_stages = n_stages
-        self.target_recall = target_recall
-        self.target_far = target_far
-        self.rule = rule
-        self.fallback = fallback
-        self.max_weak = max_weak
-        self.recycle = recycle
-        self.chain = chain
-        self.theta = theta
-        self.sigma = sigma
-        self.max_bins = max_bins
-        self.max_negatives = max_negatives
-        self.validation_fraction = validation_fraction
-        self.random_state = random_state
-        self.max_time = max_time
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     # ------------------------------------------------------------------------ fit
     def fit(self, X, y, validation_mask=None, negatives=None):

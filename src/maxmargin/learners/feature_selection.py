@@ -16,6 +16,7 @@ from maxmargin._validation import (
     VERBOSE,
     Interval,
     Options,
+    store_params,
     validate_params,
 )
 from maxmargin.learners._persist import Persistent, fitted
@@ -207,21 +208,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_features_to_select = n_features_to_select
-        self.loss = loss
-        self.penalty = penalty
-        self.C = C
-        self.features_per_step = features_per_step
-        self.tol = tol
-        self.inner_tol = inner_tol
-        self.pricing_tol = pricing_tol
-        self.pricing_epochs = pricing_epochs
-        self.overselect = overselect
-        self.k_path = k_path
-        self.backward_step = backward_step
-        self.max_time = max_time
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     def _targets(self, d):
         """(the budget ``limit``, the sorted feature counts to record) for d features."""

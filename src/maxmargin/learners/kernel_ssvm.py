@@ -20,6 +20,7 @@ from maxmargin._validation import (
     POSITIVE_INT,
     VERBOSE,
     Options,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
@@ -131,15 +132,7 @@ class KernelSSVM(Persistent, ClassifierMixin, BaseEstimator):
         max_time: float | None = None,
         verbose: int = 0,
     ):
-        self.task = task
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.rescaling = rescaling
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _kernel(self, A, B):
         if self.kernel == "linear":

@@ -20,6 +20,7 @@ from maxmargin._validation import (
     Options,
     add_intercept,
     as_generator,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
@@ -141,18 +142,7 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
         verbose: int = 0,
         callback=None,
     ):
-        self.n_latent = n_latent
-        self.C = C
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_outer = max_outer
-        self.outer_tol = outer_tol
-        self.fit_intercept = fit_intercept
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     def _aug(self, X):
         return add_intercept(X) if self.fit_intercept else X

@@ -13,7 +13,7 @@ estimators are thin shells over :func:`maxmargin.solvers.multiboost.fit_multiboo
 from __future__ import annotations
 
 from maxmargin._registry import register
-from maxmargin._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT, Options
+from maxmargin._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT, Options, store_params
 from maxmargin.learners._boosting import MultiClassBoosting
 from maxmargin.solvers.multiboost import fit_multiboost
 
@@ -164,19 +164,7 @@ class MultiBoostCW(_ColumnGenerationBoost):
         verbose: int = 0,
         callback=None,
     ):
-        self.C = C
-        self.max_iter = max_iter
-        self.weak_learner = weak_learner
-        self.solver = solver
-        self.tau_max = tau_max
-        self.eps = eps
-        self.large_C = large_C
-        self.tol = tol
-        self.eps_cg = eps_cg
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
 
 @register
@@ -219,16 +207,4 @@ class MultiBoost(_ColumnGenerationBoost):
         verbose: int = 0,
         callback=None,
     ):
-        self.C = C
-        self.max_iter = max_iter
-        self.weak_learner = weak_learner
-        self.solver = solver
-        self.tau_max = tau_max
-        self.eps = eps
-        self.large_C = large_C
-        self.tol = tol
-        self.eps_cg = eps_cg
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())

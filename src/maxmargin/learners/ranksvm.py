@@ -23,6 +23,7 @@ from maxmargin._validation import (
     Options,
     check_group,
     check_score_group,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
@@ -148,19 +149,7 @@ class RankSVM(Persistent, BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.C = C
-        self.graph = graph
-        self.rescaling = rescaling
-        self.top_k = top_k
-        self.target = target
-        self.normalize = normalize
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.n_jobs = n_jobs
-        self.score_k = score_k
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     def _losses(self, y):
         return y.max() - y if self.target == "relevance" else y

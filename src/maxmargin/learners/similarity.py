@@ -8,7 +8,13 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
-from maxmargin._validation import POSITIVE_INT, RANDOM_STATE, as_generator, validate_params
+from maxmargin._validation import (
+    POSITIVE_INT,
+    RANDOM_STATE,
+    as_generator,
+    store_params,
+    validate_params,
+)
 
 __all__ = ["SimilarityFeatures"]
 
@@ -69,11 +75,7 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         n_exemplars=None,
         random_state=None,
     ):
-        self.gammas = gammas
-        self.channels = channels
-        self.support_sets = support_sets
-        self.n_exemplars = n_exemplars
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _groups(self, d):
         channels = (

@@ -19,6 +19,7 @@ from maxmargin._validation import (
     Interval,
     Options,
     as_generator,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
@@ -93,19 +94,7 @@ class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_basis = n_basis
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.fit_intercept = fit_intercept
-        self.n_candidates = n_candidates
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     def _kernel_fn(self):
         # reuse SVMClassifier's kernel evaluation (same parameters, same gamma rule)

@@ -35,6 +35,7 @@ from maxmargin._validation import (
     Options,
     add_intercept,
     json_params,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
@@ -173,18 +174,7 @@ default="1-slack"
         verbose: int = 0,
         callback=None,
     ):
-        self.task = task
-        self.C = C
-        self.solver = solver
-        self.rescaling = rescaling
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.solver_options = solver_options
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     def _make_task(self, y):
         if not isinstance(self.task, StructuredTask) or "linear_ssvm" not in self.task.capabilities:
@@ -423,6 +413,8 @@ default="n-slack"
     docs/references.md).
     """
 
+    task = None  # not a parameter: the task is built from y (_make_task)
+
     _parameter_constraints = {
         **{k: v for k, v in StructSVM._parameter_constraints.items()},
         "fit_intercept": [bool],
@@ -450,24 +442,7 @@ default="n-slack"
         taxonomy=None,
         tree_loss: str = "height",
     ):
-        super().__init__(
-            task=None,
-            C=C,
-            solver=solver,
-            rescaling=rescaling,
-            tol=tol,
-            max_iter=max_iter,
-            max_time=max_time,
-            solver_options=solver_options,
-            random_state=random_state,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            callback=callback,
-        )
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.taxonomy = taxonomy
-        self.tree_loss = tree_loss
+        store_params(self, locals())
 
     def _make_task(self, y):
         check_classification_targets(y)

@@ -27,6 +27,7 @@ from maxmargin._validation import (
     VERBOSE,
     Options,
     as_generator,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning, warn_interrupted
@@ -253,25 +254,7 @@ class StructBoost(Persistent, BaseEstimator):
         certify: str = "gap",
         gap_tol: float = GAP_TOL,
     ):
-        self.task = task
-        self.warm_start = warm_start
-        self.polish = polish
-        self.certify = certify
-        self.gap_tol = gap_tol
-        self.master = master
-        self.tol = tol
-        self.max_cp_rounds = max_cp_rounds
-        self.weak_learner = weak_learner
-        self.C = C
-        self.formulation = formulation
-        self.eps_cp = eps_cp
-        self.eps_cg = eps_cg
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     # -- parameters ----------------------------------------------------------------------
     _parameter_constraints = {
@@ -704,28 +687,10 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         certify: str = "gap",
         gap_tol: float = GAP_TOL,
     ):
-        super().__init__(
-            task=None,
-            weak_learner=weak_learner,
-            C=C,
-            master=master,
-            formulation=formulation,
-            eps_cp=eps_cp,
-            eps_cg=eps_cg,
-            tol=tol,
-            max_iter=max_iter,
-            max_time=max_time,
-            max_cp_rounds=max_cp_rounds,
-            random_state=random_state,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            callback=callback,
-            certify=certify,
-            gap_tol=gap_tol,
-        )
-        self.sharing = sharing
-        self.taxonomy = taxonomy
-        self.tree_loss = tree_loss
+        store_params(self, locals())
+
+    # StructBoost parameters this class does not take: the task is built from y
+    task, warm_start, polish = None, False, True
 
     _parameter_constraints = {
         **{k: v for k, v in StructBoost._parameter_constraints.items() if k != "task"},

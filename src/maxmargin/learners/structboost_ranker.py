@@ -11,7 +11,13 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from maxmargin._registry import register
-from maxmargin._validation import POSITIVE_INT, Options, check_group, check_score_group
+from maxmargin._validation import (
+    POSITIVE_INT,
+    Options,
+    check_group,
+    check_score_group,
+    store_params,
+)
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, check_options
 from maxmargin.learners.structboost import StructBoost
 from maxmargin.metrics import pairwise_accuracy
@@ -149,29 +155,10 @@ class StructBoostRanker(StructBoost):
         certify: str = "gap",
         gap_tol: float = GAP_TOL,
     ):
-        super().__init__(
-            task=None,
-            weak_learner=weak_learner,
-            C=C,
-            master=master,
-            formulation=formulation,
-            eps_cp=eps_cp,
-            eps_cg=eps_cg,
-            tol=tol,
-            max_iter=max_iter,
-            max_time=max_time,
-            max_cp_rounds=max_cp_rounds,
-            random_state=random_state,
-            verbose=verbose,
-            callback=callback,
-            certify=certify,
-            gap_tol=gap_tol,
-        )
-        self.graph = graph
-        self.rescaling = rescaling
-        self.top_k = top_k
-        self.normalize = normalize
-        self.n_jobs = n_jobs
+        store_params(self, locals())
+
+    # StructBoost parameters this class does not take: the task is built from y
+    task, warm_start, polish = None, False, True
 
     _parameter_constraints = {
         **{k: v for k, v in StructBoost._parameter_constraints.items() if k != "task"},

@@ -24,6 +24,7 @@ from maxmargin._validation import (
     Options,
     add_intercept,
     as_generator,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
@@ -177,23 +178,7 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.solver = solver
-        self.C = C
-        self.loss = loss
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.wss = wss
-        self.cache_size = cache_size
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     # ------------------------------------------------------------------ helpers
     def _check_combination(self):

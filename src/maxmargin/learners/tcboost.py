@@ -20,6 +20,7 @@ from maxmargin._validation import (
     POSITIVE_INT,
     VERBOSE,
     Options,
+    store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
@@ -126,16 +127,7 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.loss = loss
-        self.penalty = penalty
-        self.C = C
-        self.weak_learner = weak_learner
-        self.feature_subset = feature_subset
-        self.max_iter = max_iter
-        self.eps_cg = eps_cg
-        self.max_time = max_time
-        self.verbose = verbose
-        self.callback = callback
+        store_params(self, locals())
 
     def fit(self, X, y):
         """Fit on X (dense or CSR) and binary labels y."""

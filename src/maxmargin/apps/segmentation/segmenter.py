@@ -39,6 +39,7 @@ from maxmargin._validation import (
     add_intercept,
     as_generator,
     json_params,
+    store_params,
     validate_params,
 )
 from maxmargin.apps.segmentation.features import as_rgb, image_features
@@ -163,19 +164,7 @@ class Segmenter(BaseEstimator):
         random_state=None,
         verbose: int = 0,
     ):
-        self.learner = learner
-        self.n_segments = n_segments
-        self.compactness = compactness
-        self.sigma = sigma
-        self.patch_sizes = patch_sizes
-        self.unary_iter = unary_iter
-        self.n_folds = n_folds
-        self.C = C
-        self.max_iter = max_iter
-        self.loss = loss
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     _parameter_constraints = {
         "learner": [Options("structboost", "ssvm", "unary")],
