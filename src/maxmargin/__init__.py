@@ -7,32 +7,9 @@ boosting and O(n log n) structured output ranking, with scikit-learn estimators 
 
 from importlib.metadata import PackageNotFoundError, version
 
-from maxmargin import metrics
+from maxmargin import learners, metrics
 from maxmargin.io import load, save
-from maxmargin.learners import (
-    AdaBoostECC,
-    AdaBoostMH,
-    AdaBoostMO,
-    AdditiveKernelMap,
-    BinaryAdaBoost,
-    BoostedCascade,
-    ForwardFeatureSelector,
-    KernelSSVM,
-    LatentSSVM,
-    MultiBoost,
-    MultiBoostCW,
-    PiecewiseAdditiveScorer,
-    RankSVM,
-    SimilarityFeatures,
-    SparseKernelSVM,
-    SSVMClassifier,
-    StructBoost,
-    StructBoostClassifier,
-    StructBoostRanker,
-    StructSVM,
-    SVMClassifier,
-    TCBoostClassifier,
-)
+from maxmargin.learners import *  # noqa: F403  (every estimator: learners.__all__)
 from maxmargin.tasks import (
     BinaryTask,
     ChainTask,
@@ -51,36 +28,15 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
-    "AdaBoostECC",
-    "AdaBoostMH",
-    "AdaBoostMO",
-    "AdditiveKernelMap",
-    "BinaryAdaBoost",
+    *learners.__all__,
     "BinaryTask",
-    "BoostedCascade",
     "CRFGraph",
     "CRFTask",
     "ChainTask",
-    "ForwardFeatureSelector",
     "HierarchyTask",
-    "KernelSSVM",
-    "LatentSSVM",
-    "MultiBoost",
-    "MultiBoostCW",
     "MultiClassTask",
     "PairwiseRankingTask",
-    "PiecewiseAdditiveScorer",
-    "RankSVM",
     "RankingTask",
-    "SSVMClassifier",
-    "SVMClassifier",
-    "SimilarityFeatures",
-    "SparseKernelSVM",
-    "StructBoost",
-    "StructBoostClassifier",
-    "StructBoostRanker",
-    "StructSVM",
-    "TCBoostClassifier",
     "Taxonomy",
     "__version__",
     "load",
