@@ -187,6 +187,8 @@ MAX_TIME = [None, POSITIVE]
 RANDOM_STATE = [None, numbers.Integral, np.random.RandomState, np.random.Generator]
 VERBOSE = [Interval(int, 0, None, closed="left"), bool]
 CALLBACK = [None, callable]
+#: the parameters of every fit that reports to a ConvergenceMonitor
+MONITOR_PARAMS = {"max_time": MAX_TIME, "verbose": VERBOSE, "callback": CALLBACK}
 
 
 class _NonZeroInt:

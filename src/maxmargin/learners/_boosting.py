@@ -10,11 +10,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE_INT,
     RANDOM_STATE,
-    VERBOSE,
     as_generator,
     validate_params,
 )
@@ -154,10 +152,8 @@ class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "max_iter": [POSITIVE_INT],
         "weak_learner": [str, WeakLearner],
-        "max_time": MAX_TIME,
+        **MONITOR_PARAMS,
         "random_state": RANDOM_STATE,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
     }
 
     def _validate_hyperparameters(self) -> None:

@@ -6,21 +6,18 @@ segmenter's unary classifiers and the AdaBoost tracker all run it."""
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE_INT,
-    VERBOSE,
     Options,
     store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._binary import BinaryClassifier
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.weak import DecisionStump, RealStump
@@ -92,7 +89,7 @@ def _real_scale(out, D, ys, n):
 
 
 @register
-class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
+class BinaryAdaBoost(Persistent, BinaryClassifier, BaseEstimator):
     """Discrete, Real or Gentle AdaBoost with stumps, minimising ``sum_i exp(-y_i F(x_i))``
     stage-wise (one weak learner added per round, earlier weights frozen).
 
@@ -140,9 +137,7 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
         "variant": [Options("discrete", "real", "gentle")],
         "feature_subset": [None, dict],
         "max_iter": [POSITIVE_INT],
-        "max_time": MAX_TIME,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
+        **MONITOR_PARAMS,
     }
 
     def __init__(
@@ -159,15 +154,7 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         validate_params(self)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}."
-            )
-        self.classes_, yi = np.unique(y, return_inverse=True)
-        ys = np.where(yi == 1, 1.0, -1.0)
+        X, ys = self._binary_data(X, y)
         weak = DecisionStump() if self.variant == "discrete" else RealStump(mode=self.variant)
         weak = feature_subset_search(weak, self.feature_subset)
         rounds = adaboost_rounds(weak, weak.prepare(X), X, ys, variant=self.variant)
@@ -207,13 +194,8 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
-        check_is_fitted(self, "coef_")
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._inputs(X)
         return np.asarray(self.hypotheses_.evaluate(X), dtype=np.float64).T @ self.coef_
-
-    def predict(self, X):
-        s = self.decision_function(X)
-        return self.classes_[(s > 0).astype(int)]
 
     _saved_meta = fitted("n_features_in_", "history_", "objective_")
     _saved_arrays = (("classes_", None), ("coef_", np.float64))
@@ -223,9 +205,3 @@ class BinaryAdaBoost(Persistent, ClassifierMixin, BaseEstimator):
         if self.coef_.shape != (len(self.hypotheses_),):
             raise ValueError("model file is inconsistent: weights do not match the learners")
         self.n_iter_ = len(self.coef_)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags

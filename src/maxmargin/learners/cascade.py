@@ -9,18 +9,15 @@ import time
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE,
     POSITIVE_INT,
     RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     as_generator,
@@ -29,6 +26,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._binary import BinaryClassifier
 from maxmargin.solvers.asymmetric_boost import (
     ASYM_VARIANTS,
     CS_VARIANTS,
@@ -112,7 +110,7 @@ def _sigmoid(z):
 
 
 @register
-class BoostedCascade(ClassifierMixin, BaseEstimator):
+class BoostedCascade(BinaryClassifier, BaseEstimator):
     """Cascade of boosted stages with planned operating points (thesis Ch. 4).
 
     A window is accepted when it passes every stage: stage ``k`` accepts when its score
@@ -191,6 +189,8 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     propagates.
     """
 
+    _fitted_attr = "stumps_"
+
     _parameter_constraints = {
         "stage_learner": [Options(*STAGE_LEARNERS)],
         "cost_ratio": [POSITIVE],
@@ -208,9 +208,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         "max_negatives": [None, POSITIVE_INT],
         "validation_fraction": [Interval(float, 0, 1, closed="left")],
         "random_state": RANDOM_STATE,
-        "max_time": MAX_TIME,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
+        **MONITOR_PARAMS,
     }
 
     def __init__(
@@ -260,15 +258,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         so far, for a source that scans with them without building full rows (the Haar
         face detector's compiled scan)."""
         validate_params(self)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}."
-            )
-        self.classes_, yi = np.unique(y, return_inverse=True)
-        ys = np.where(yi == 1, 1.0, -1.0)
+        X, ys = self._binary_data(X, y)
         rng = as_generator(self.random_state)
         n = X.shape[0]
         if n < 2:
@@ -561,8 +551,7 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------------ predict
     def _depth_scores(self, X):
         """(stages passed, margin ``F - threshold`` at the last stage evaluated)."""
-        check_is_fitted(self, "stumps_")
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._inputs(X)
         depth, margin, _ = self._walk(self.stumps_, self.thresholds_, X, self.chain_)
         return depth, margin
 
@@ -573,10 +562,6 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         depth, margin = self._depth_scores(X)
         K = self.n_stages_
         return np.where(depth == K, _sigmoid(margin) - 0.5, depth - K + _sigmoid(margin))
-
-    def predict(self, X):
-        s = self.decision_function(X)
-        return self.classes_[(s > 0).astype(int)]
 
     def figure_of_merit(self, X) -> dict:
         """Table 4.1 on windows ``X``: the share of windows entering each stage, each
@@ -644,9 +629,3 @@ class BoostedCascade(ClassifierMixin, BaseEstimator):
         est.chain_ = bool(est.chain)
         est.converged_ = bool(meta.get("converged", True))  # files from before the flag
         return est
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags

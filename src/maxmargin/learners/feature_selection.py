@@ -10,10 +10,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE,
-    VERBOSE,
     Interval,
     Options,
     store_params,
@@ -184,9 +182,7 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
         "overselect": [Interval(float, 1, None, closed="left")],
         "k_path": [None, list, tuple, np.ndarray],
         "backward_step": [Interval(float, 0, 1, closed="neither")],
-        "max_time": MAX_TIME,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
+        **MONITOR_PARAMS,
     }
 
     def __init__(

@@ -15,11 +15,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE,
     POSITIVE_INT,
-    VERBOSE,
     Options,
     check_group,
     check_score_group,
@@ -125,11 +123,9 @@ class RankSVM(Persistent, BaseEstimator):
         "normalize": [Options("pairs", "query")],
         "tol": [POSITIVE],
         "max_iter": [POSITIVE_INT],
-        "max_time": MAX_TIME,
+        **MONITOR_PARAMS,
         "n_jobs": [POSITIVE_INT],
         "score_k": [POSITIVE_INT],
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
     }
 
     def __init__(

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE,
     POSITIVE_INT,
     RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     as_generator,
@@ -23,6 +19,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._binary import BinaryClassifier
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.learners.svm import KERNELS, SVMClassifier
 from maxmargin.solvers.sparse_kernel_svm import fit_sparse_kernel_svm
@@ -31,7 +28,7 @@ __all__ = ["SparseKernelSVM"]
 
 
 @register
-class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
+class SparseKernelSVM(Persistent, BinaryClassifier, BaseEstimator):
     """Binary kernel SVM with at most ``n_basis`` basis vectors, trained by 1-slack
     cutting planes whose planes are projected on a growing basis (Joachims & Yu,
     "Sparse kernel SVMs via cutting-plane training", Machine Learning 76, 2009; seed 002
@@ -71,10 +68,8 @@ class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
         "fit_intercept": [bool],
         "n_candidates": [None, POSITIVE_INT],
         "max_iter": [POSITIVE_INT],
-        "max_time": MAX_TIME,
+        **MONITOR_PARAMS,
         "random_state": RANDOM_STATE,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
     }
 
     def __init__(
@@ -107,15 +102,7 @@ class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         validate_params(self)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}."
-            )
-        self.classes_, yi = np.unique(y, return_inverse=True)
-        ys = np.where(yi == 1, 1.0, -1.0)
+        X, ys = self._binary_data(X, y)
         n = X.shape[0]
         if isinstance(self.gamma, str):
             var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
@@ -154,15 +141,10 @@ class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
-        check_is_fitted(self, "coef_")
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._inputs(X)
         if len(self.coef_) == 0:
             return np.zeros(X.shape[0])
         return self._kernel_fn()(X, self.basis_vectors_) @ self.coef_
-
-    def predict(self, X):
-        s = self.decision_function(X)
-        return self.classes_[(s > 0).astype(int)]
 
     _saved_meta = (
         *fitted("n_features_in_", "history_", "objective_"),
@@ -180,9 +162,3 @@ class SparseKernelSVM(Persistent, ClassifierMixin, BaseEstimator):
         if self.basis_vectors_.shape[0] != self.coef_.shape[0]:
             raise ValueError("model file is inconsistent: basis and weights differ in size")
         self.n_iter_ = len(self.history_)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags

@@ -24,14 +24,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     N_JOBS,
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
     RANDOM_STATE,
-    VERBOSE,
     Options,
     add_intercept,
     json_params,
@@ -150,12 +148,10 @@ default="1-slack"
         "rescaling": [Options("margin", "slack")],
         "tol": [NON_NEGATIVE],
         "max_iter": [POSITIVE_INT],
-        "max_time": MAX_TIME,
+        **MONITOR_PARAMS,
         "solver_options": [None, dict],
         "random_state": RANDOM_STATE,
         "n_jobs": N_JOBS,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
     }
 
     def __init__(
@@ -356,13 +352,7 @@ default="n-slack"
     random_state : int, RandomState, Generator or None, default=None
         Seed of the stochastic solvers (example order).
     n_jobs : int or None, default=None
-        Workers for the loss-augmented oracle: threads of this process by default (its
-        kernels release the GIL; the CRF's shards run in one numba kernel on at most
-        ``NUMBA_NUM_THREADS`` threads), or the workers of a backend chosen with
-        ``joblib.parallel_config`` (``"loky"`` processes, ``"dask"`` for a Dask
-        cluster).  None: the single-process path; any integer (1 included): the oracle
-        on fixed shards of the examples, the same fit bit for bit for every ``n_jobs``
-        and backend (docs/scaling.md).
+        Workers for the loss-augmented oracle; see :class:`StructSVM`.
     verbose : int, default=0
         Print progress when > 0.
     callback : callable or None, default=None

@@ -17,14 +17,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     N_JOBS,
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
     RANDOM_STATE,
-    VERBOSE,
     Options,
     as_generator,
     store_params,
@@ -267,12 +265,10 @@ class StructBoost(Persistent, BaseEstimator):
         "eps_cg": [NON_NEGATIVE],
         "tol": [POSITIVE],
         "max_iter": [POSITIVE_INT],
-        "max_time": MAX_TIME,
+        **MONITOR_PARAMS,
         "max_cp_rounds": [None, POSITIVE_INT],
         "random_state": RANDOM_STATE,
         "n_jobs": N_JOBS,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
         "warm_start": [bool, np.bool_],
         "polish": [bool, np.bool_],
         "certify": [Options(*CERTIFY)],
@@ -609,15 +605,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
     random_state : int, RandomState, Generator or None, default=None
         Tie breaking of the initial violators ([Shen2014 Alg. 1 line 2]).
     n_jobs : int or None, default=None
-        Workers on the active joblib backend (loky processes by default;
-        ``joblib.parallel_config(backend="dask")`` for a Dask cluster) for the stump
-        search (``"stump"``, ``"hist_stump"``) over fixed feature blocks; other weak
-        learners search serially.  With a :class:`~maxmargin.tasks.crf.CRFTask` the
-        loss-augmented graph cuts also run over fixed shards of the images, on ``n_jobs``
-        numba threads (or on the workers of a process / cluster backend chosen with
-        ``joblib.parallel_config``); a ``ChainTask``'s oracle on ``n_jobs`` numba
-        threads; every other task's oracle runs serially in this process.  Every integer
-        ``n_jobs`` gives the same model bit for bit (docs/scaling.md).  None: no joblib.
+        Workers of the parallel stump search; see :class:`StructBoost`.
     verbose : int, default=0
         Print one line per iteration when > 0.
     callback : callable or None, default=None
@@ -745,8 +733,3 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         meta["params"]["sharing"] = self.sharing
         if self.taxonomy is not None:  # JSON text, so the model file is self-contained
             meta["params"]["taxonomy"] = as_taxonomy(self.taxonomy).to_json()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

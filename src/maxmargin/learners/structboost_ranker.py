@@ -232,8 +232,3 @@ class StructBoostRanker(StructBoost):
         return pairwise_accuracy(np.asarray(y, dtype=np.float64), self.decision_function(X), group)
 
     _saved_meta = (*StructBoost._saved_meta, ("n_pairs_", int, 0), ("grouped_", bool, False))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

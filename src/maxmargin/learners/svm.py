@@ -14,12 +14,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE,
     POSITIVE_INT,
     RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     add_intercept,
@@ -151,10 +149,8 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         "cache_size": [POSITIVE],
         "tol": [POSITIVE],
         "max_iter": [POSITIVE_INT],
-        "max_time": MAX_TIME,
+        **MONITOR_PARAMS,
         "random_state": RANDOM_STATE,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
     }
 
     def __init__(

@@ -7,23 +7,20 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
 from maxmargin._validation import (
-    CALLBACK,
-    MAX_TIME,
+    MONITOR_PARAMS,
     POSITIVE,
     POSITIVE_INT,
-    VERBOSE,
     Options,
     store_params,
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._binary import BinaryClassifier
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.tc_boost import (
@@ -40,7 +37,7 @@ __all__ = ["TCBoostClassifier"]
 
 
 @register
-class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
+class TCBoostClassifier(Persistent, BinaryClassifier, BaseEstimator):
     """Binary totally-corrective boosting with L1 or L2 regularisation.
 
     Minimises over the weights ``w >= 0`` of weak learners ``h_t``::
@@ -108,9 +105,7 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
         "feature_subset": [None, dict],
         "max_iter": [POSITIVE_INT],
         "eps_cg": [POSITIVE],
-        "max_time": MAX_TIME,
-        "verbose": VERBOSE,
-        "callback": CALLBACK,
+        **MONITOR_PARAMS,
     }
 
     def __init__(
@@ -134,15 +129,7 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
         validate_params(self)
         weak = make_weak_learner(self.weak_learner)
         search = feature_subset_search(weak, self.feature_subset)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}."
-            )
-        self.classes_, yi = np.unique(y, return_inverse=True)
-        ys = np.where(yi == 1, 1.0, -1.0)
+        X, ys = self._binary_data(X, y)
         n = X.shape[0]
         c = float(self.C) / n
         loss, penalty = self.loss, self.penalty
@@ -239,15 +226,10 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         """``F(x) = sum_t w_t h_t(x)``; positive means ``classes_[1]``."""
-        check_is_fitted(self, "coef_")
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._inputs(X)
         if len(self.hypotheses_) == 0:
             return np.zeros(X.shape[0])
         return np.asarray(self.hypotheses_.evaluate(X), dtype=np.float64).T @ self.coef_
-
-    def predict(self, X):
-        s = self.decision_function(X)
-        return self.classes_[(s > 0).astype(int)]
 
     # -------------------------------------------------------------- persistence
     _saved_meta = fitted("n_features_in_", "history_", "objective_", "n_iter_", "converged_")
@@ -263,9 +245,3 @@ class TCBoostClassifier(Persistent, ClassifierMixin, BaseEstimator):
     def _load_extra(self, meta, arrays):
         if self.coef_.shape != (len(self.hypotheses_),):
             raise ValueError("model file is inconsistent: weights do not match the learners")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags
