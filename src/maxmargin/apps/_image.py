@@ -1,10 +1,14 @@
-"""Image conversions shared by the applications (detection, tracking)."""
+"""Image conversions and file endings shared by the applications (detection, tracking,
+segmentation) and the command line."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_grey"]
+__all__ = ["IMAGE_SUFFIXES", "to_grey"]
+
+#: file endings read as images by the applications' folder loaders and the command line
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
 
 
 def to_grey(image) -> np.ndarray:

@@ -162,12 +162,12 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
         load_voc_folder,
     )
     from maxmargin.cli.commands import _check_output_path
-    from maxmargin.cli.output import model_key
+    from maxmargin.cli.output import folder_files, image_paths, model_key
     from maxmargin.io import save
 
-    inputs = [*_folder_files(args.images, args.annotations), args.plot]
+    inputs = [*folder_files(args.images, args.annotations), args.plot]
     if args.negative_images:
-        inputs += [*_folder_files(*args.negative_images), *args.negative_images]
+        inputs += [*folder_files(*args.negative_images), *args.negative_images]
     _check_output_path(args.output, tuple(inputs))
     model_key()  # an empty key is an error before the work, not after
     images, boxes, names = load_voc_folder(
@@ -226,7 +226,7 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
 
         fit_params["negative_images"] = [
             rescale_image(load_image(q), np.zeros((0, 4)), args.max_side)[0]
-            for q in _image_paths(args.negative_images)
+            for q in image_paths(args.negative_images)
         ]
     t0 = time.perf_counter()
     est.fit(images, boxes, **fit_params)
@@ -289,31 +289,6 @@ def _train_merit(est):
     return {"entering": ent}
 
 
-def _folder_files(*folders) -> list[Path]:
-    files: list[Path] = []
-    for folder in folders:
-        if folder is not None and Path(folder).is_dir():
-            files += [p for p in Path(folder).iterdir() if p.is_file()]
-    return files
-
-
-def _image_paths(items) -> list[Path]:
-    from maxmargin.apps.detection.data import IMAGE_SUFFIXES
-
-    paths: list[Path] = []
-    for item in items:
-        p = Path(item)
-        if p.is_dir():
-            paths += sorted(q for q in p.iterdir() if q.suffix.lower() in IMAGE_SUFFIXES)
-        elif p.exists():
-            paths.append(p)
-        else:
-            raise ValueError(f"no such image or folder: {p}")
-    if not paths:
-        raise ValueError("no images")
-    return paths
-
-
 def cmd_detect_predict(args: argparse.Namespace) -> int:
     from maxmargin.apps.detection import (
         average_precision,
@@ -323,7 +298,7 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
         recall_overlap_auc,
         rescale_image,
     )
-    from maxmargin.cli.output import model_key
+    from maxmargin.cli.output import check_distinct_stems, folder_files, image_paths, model_key
     from maxmargin.cli.segment import _encode_png
     from maxmargin.cli.track import draw_box
     from maxmargin.io import atomic_write_bytes, load
@@ -336,13 +311,13 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.model} is a {kind}, not a detection model")
     if args.top < 1:
         raise ValueError("--top must be at least 1")
-    paths = _image_paths(args.images)
-    _check_distinct_stems(paths, "_boxes.*")
+    paths = image_paths(args.images)
+    check_distinct_stems(paths, "_boxes.*")
     if args.annotations is not None and not Path(args.annotations).is_dir():
         raise ValueError(f"not a folder: {args.annotations}")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    inputs = [*paths, Path(args.model), *_folder_files(args.annotations)]
+    inputs = [*paths, Path(args.model), *folder_files(args.annotations)]
 
     dets, scores, truths, files = [], [], [], []
     t_total = 0.0
@@ -417,15 +392,3 @@ def cmd_detect_predict(args: argparse.Namespace) -> int:
             if key in result:
                 print(f"  {key}: {result[key]}")
     return 0
-
-
-def _check_distinct_stems(paths: list[Path], output: str) -> None:
-    """Two different images with one name stem would write the same output files."""
-    seen: dict[str, Path] = {}
-    for p in paths:
-        other = seen.setdefault(p.stem, p)
-        if other.resolve() != p.resolve():
-            raise ValueError(
-                f"{p}: another image, {other}, has the same name; their outputs "
-                f"{p.stem}{output} would overwrite each other (rename one)"
-            )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -113,3 +114,43 @@ def model_key() -> str | None:
             "use unsigned model files"
         )
     return value
+
+
+def folder_files(*folders: str | None) -> list[Path]:
+    """The files directly in each of ``folders`` that is a folder (None skipped)."""
+    files: list[Path] = []
+    for folder in folders:
+        if folder is not None and Path(folder).is_dir():
+            files += [p for p in Path(folder).iterdir() if p.is_file()]
+    return files
+
+
+def image_paths(items, empty: str = "no images") -> list[Path]:
+    """Image files named by ``items``: a file as it is, a folder's images sorted by name;
+    ValueError for a missing item or (message ``empty``) when none is found."""
+    from maxmargin.apps._image import IMAGE_SUFFIXES
+
+    paths: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            paths += sorted(q for q in p.iterdir() if q.suffix.lower() in IMAGE_SUFFIXES)
+        elif p.exists():
+            paths.append(p)
+        else:
+            raise ValueError(f"no such image or folder: {p}")
+    if not paths:
+        raise ValueError(empty)
+    return paths
+
+
+def check_distinct_stems(paths: list[Path], output: str) -> None:
+    """Two different images with one name stem would write the same output files."""
+    seen: dict[str, Path] = {}
+    for p in paths:
+        other = seen.setdefault(p.stem, p)
+        if other.resolve() != p.resolve():
+            raise ValueError(
+                f"{p}: another image, {other}, has the same name; their outputs "
+                f"{p.stem}{output} would overwrite each other (rename one)"
+            )

@@ -10,7 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from maxmargin.cli.output import EXIT_OK, model_key, print_json, print_kv_table
+from maxmargin.cli.output import (
+    EXIT_OK,
+    check_distinct_stems,
+    folder_files,
+    image_paths,
+    model_key,
+    print_json,
+    print_kv_table,
+)
 
 
 def _overlay(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -34,7 +42,7 @@ def cmd_segment_fit(args: argparse.Namespace) -> int:
     from maxmargin.cli.commands import _check_output_path
     from maxmargin.io import save
 
-    _check_output_path(args.output, tuple(_folder_files(args.images, args.masks)))
+    _check_output_path(args.output, tuple(folder_files(args.images, args.masks)))
     model_key()  # an empty key is an error before the work, not after
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -70,14 +78,6 @@ def cmd_segment_fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _folder_files(*folders: str | None) -> list[Path]:
-    files: list[Path] = []
-    for folder in folders:
-        if folder is not None and Path(folder).is_dir():
-            files += [p for p in Path(folder).iterdir() if p.is_file()]
-    return files
-
-
 def _print_warnings(caught: list) -> None:
     import sys
 
@@ -94,24 +94,14 @@ def _encode_png(array: np.ndarray) -> bytes:
 def cmd_segment_predict(args: argparse.Namespace) -> int:
     import warnings
 
-    from maxmargin.apps.segmentation.data import IMAGE_SUFFIXES, binary_mask, load_image
+    from maxmargin.apps.segmentation.data import binary_mask, load_image
     from maxmargin.io import atomic_write_bytes, load
     from maxmargin.metrics import segmentation_scores
 
     model = load(args.model, key=model_key())
     if type(model).__name__ != "Segmenter":
         raise ValueError(f"{args.model} is a {type(model).__name__}, not a Segmenter model")
-    paths: list[Path] = []
-    for item in args.images:
-        p = Path(item)
-        if p.is_dir():
-            paths += sorted(q for q in p.iterdir() if q.suffix.lower() in IMAGE_SUFFIXES)
-        elif p.exists():
-            paths.append(p)
-        else:
-            raise ValueError(f"no such image or folder: {p}")
-    if not paths:
-        raise ValueError("no images to segment")
+    paths = image_paths(args.images, "no images to segment")
     mask_files: dict[str, Path] = {}
     if args.masks is not None:
         mpaths = _mask_paths(args.masks)
@@ -128,7 +118,7 @@ def cmd_segment_predict(args: argparse.Namespace) -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     inputs = [*paths, *mask_files.values(), Path(args.model)]
-    _check_distinct_stems(paths, "_mask.png")
+    check_distinct_stems(paths, "_mask.png")
 
     written, pred_list, true_list, score_list = [], [], [], []
     for p in paths:
@@ -171,23 +161,11 @@ def cmd_segment_predict(args: argparse.Namespace) -> int:
 
 
 def _mask_paths(folder: str) -> list[Path]:
-    from maxmargin.apps.segmentation.data import IMAGE_SUFFIXES
+    from maxmargin.apps._image import IMAGE_SUFFIXES
 
     if not Path(folder).is_dir():
         raise ValueError(f"not a folder: {folder}")
     return sorted(q for q in Path(folder).iterdir() if q.suffix.lower() in IMAGE_SUFFIXES)
-
-
-def _check_distinct_stems(paths: list[Path], output: str) -> None:
-    """Two different images with one name stem would write the same output files."""
-    seen: dict[str, Path] = {}
-    for p in paths:
-        other = seen.setdefault(p.stem, p)
-        if other.resolve() != p.resolve():
-            raise ValueError(
-                f"{p}: another image, {other}, has the same name; their outputs "
-                f"{p.stem}{output} would overwrite each other (rename one)"
-            )
 
 
 def add_parser(sub, parents=()) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IMAGE_SUFFIXES", "binary_mask", "load_image", "load_image_folder"]
+from maxmargin.apps._image import IMAGE_SUFFIXES
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
+__all__ = ["IMAGE_SUFFIXES", "binary_mask", "load_image", "load_image_folder"]
 
 
 def load_image(path, what: str = "image") -> np.ndarray:
