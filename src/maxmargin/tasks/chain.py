@@ -125,7 +125,6 @@ class ChainTask(StructuredTask):
         bound = copy.deepcopy(self)
         bound._dense_losses_cache = None
         bound._Z = None
-        bound._seq_of_cache = None
         bound._shards_cache = None
         bound._pair_counts_cache = None
         bound._inner_cache = None
@@ -400,14 +399,6 @@ class ChainTask(StructuredTask):
             c = np.bincount(y[t] * K + y[t + 1], minlength=K * K).astype(np.float64)
             self._pair_counts_cache = c
         return c
-
-    def _seq_of(self) -> np.ndarray:
-        """Sequence index of every position."""
-        seq = getattr(self, "_seq_of_cache", None)
-        if seq is None:
-            seq = np.repeat(np.arange(self.n_samples), np.diff(self.offsets_))
-            self._seq_of_cache = seq
-        return seq
 
     # -- StructBoost: prediction --------------------------------------------------------
     def prediction_layout(self, X):
