@@ -35,3 +35,37 @@ def test_docstring_examples_run(module):
     mod = importlib.import_module(module)
     failures, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, verbose=False)
     assert attempted > 0 and failures == 0
+
+
+def _documented_parameters(doc: str) -> set[str]:
+    """Names of the numpydoc ``Parameters`` section of a class docstring (``a, b : ...``
+    documents both)."""
+    section = doc.split("Parameters\n    ----------\n", 1)[1].split("\n\n    Attributes\n", 1)[0]
+    names: set[str] = set()
+    for line in section.splitlines():
+        m = re.match(r"^    (\w[\w, ]*?)(?: :|$)", line)
+        if m:
+            names |= {name.strip() for name in m.group(1).split(",")}
+    return names
+
+
+def _learner_classes():
+    from maxmargin import _registry
+
+    return sorted(
+        (
+            cls
+            for cls in _registry.estimators().values()
+            if cls.__module__.startswith(("maxmargin.learners", "maxmargin.apps.segmentation"))
+        ),
+        key=lambda cls: cls.__name__,
+    )
+
+
+@pytest.mark.parametrize("cls", _learner_classes(), ids=lambda cls: cls.__name__)
+def test_every_parameter_is_documented(cls):
+    """``help(Estimator)`` and the API pages (autodoc reads ``__doc__``) describe every
+    constructor parameter of the learners and the Segmenter, including those an
+    estimator shares with others (issue 29: shared text must not drop entries)."""
+    missing = set(cls._get_param_names()) - _documented_parameters(cls.__doc__)
+    assert not missing, f"{cls.__name__} does not document {sorted(missing)}"
