@@ -160,7 +160,7 @@ def provenance() -> dict:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         mem = None
-    return {
+    out = {
         "command": " ".join([Path(sys.executable).name, _script_path(), *sys.argv[1:]]),
         "commit": git("rev-parse", "--short", "HEAD"),
         # uncommitted changes to what a run executes (the package, the benchmark scripts and
@@ -190,6 +190,21 @@ def provenance() -> dict:
             "platform": platform.platform(),
         },
     }
+    ref = os.environ.get("MAXMARGIN_BENCH_REF")
+    if ref:
+        # the manifest ran this checkout's script against the library of commit ``ref``
+        import maxmargin
+
+        out["library_ref"] = ref
+        out["library_path"] = _relative(Path(maxmargin.__file__).parents[2])
+    return out
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def run_sections(sections, runners: dict, res: dict) -> dict:

@@ -25,7 +25,13 @@ MANIFEST = ROOT / "benchmarks" / "manifest.toml"
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
-FIELDS = {"title", "script", "args", "result", "cited_in", "provenance", "note", "env"}
+#: where entries keep what they build and may rebuild (graphs, flat boosters, old
+#: checkouts): ``{cache}`` in an entry's arguments; ``--cache-dir`` or this variable moves it
+CACHE_ENV = "MAXMARGIN_BENCH_CACHE"
+DEFAULT_CACHE = ROOT / "benchmarks" / ".cache"
+#: set for a run of an entry with ``ref``: the commit whose ``src/`` the run imports
+REF_ENV = "MAXMARGIN_BENCH_REF"
+FIELDS = {"title", "script", "args", "result", "cited_in", "provenance", "note", "env", "ref"}
 MAX_ROWS, MAX_COLS = 40, 12
 
 
@@ -41,9 +47,66 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, dict]:
     return entries
 
 
-def command(entry: dict, data: Path) -> list[str]:
-    args = [a.replace("{data}", str(data)) for a in entry["args"]]
+def default_cache() -> Path:
+    """The cache folder: ``$MAXMARGIN_BENCH_CACHE`` if set, else ``benchmarks/.cache``."""
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+
+
+def _in_checkout(path: Path) -> str:
+    """``path`` relative to the checkout when it lies inside it (runs start in the
+    checkout, so the recorded command names no machine's folders), else absolute."""
+    path = Path(path).absolute()
+    try:
+        return path.relative_to(ROOT.absolute()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def command(entry: dict, data: Path, cache: Path | None = None) -> list[str]:
+    """The command of ``entry``: ``{data}`` -> the data folder, ``{cache}`` -> the cache
+    folder (relative to the checkout when inside it)."""
+    cache = default_cache() if cache is None else cache
+    args = [
+        a.replace("{data}", str(data)).replace("{cache}", _in_checkout(cache))
+        for a in entry["args"]
+    ]
     return [sys.executable, str(ROOT / "benchmarks" / entry["script"]), *args]
+
+
+def ref_checkout(ref: str, cache: Path) -> Path:
+    """A checkout of commit ``ref`` in ``cache/ref-<ref>`` (``git worktree add --detach``,
+    made once and reused); its ``src/`` is what an entry with ``ref`` imports."""
+    path = Path(cache).absolute() / f"ref-{ref}"
+    if not (path / "src" / "maxmargin").is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref], check=True
+        )
+    head = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    want = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if head != want:
+        raise SystemExit(f"{path} is at {head[:10]}, not {ref}: remove it (git worktree remove)")
+    return path
+
+
+def run_env(entry: dict, cache: Path) -> dict[str, str]:
+    """The environment of a run: the entry's ``env``; with ``ref``, ``PYTHONPATH`` is the
+    ``src/`` of that commit's checkout (the current benchmark script, the old library) and
+    ``MAXMARGIN_BENCH_REF`` names the commit (the provenance records it)."""
+    env = {**os.environ, **{k: str(v) for k, v in entry.get("env", {}).items()}}
+    if entry.get("ref"):
+        env["PYTHONPATH"] = str(ref_checkout(entry["ref"], cache) / "src")
+        env[REF_ENV] = entry["ref"]
+    else:
+        env.pop(REF_ENV, None)
+    return env
 
 
 def listing(entries) -> list[str]:
@@ -55,19 +118,25 @@ def listing(entries) -> list[str]:
     return out
 
 
-def run(entries, names, data_dir) -> None:
-    """Rerun entries ``names`` (their scripts rewrite their result files)."""
+def run(entries, names, data_dir, cache_dir=None) -> None:
+    """Rerun entries ``names`` (their scripts rewrite their result files), from the
+    checkout, with ``{cache}`` -> ``cache_dir`` (default :func:`default_cache`)."""
+    cache = default_cache() if cache_dir is None else Path(cache_dir)
     for name in names:
         if name not in entries:
             raise SystemExit(f"no entry {name!r} in {MANIFEST.name}; `make bench-list` lists them")
+    for name in names:
         e = entries[name]
-        env = {**os.environ, **{k: str(v) for k, v in e.get("env", {}).items()}}
-        cmd = command(e, Path(data_dir))
+        cache.mkdir(parents=True, exist_ok=True)
+        env = run_env(e, cache)
+        cmd = command(e, Path(data_dir), cache)
         print("+", shlex.join(cmd), flush=True)
         subprocess.run(cmd, cwd=ROOT, env=env, check=True)
         out = json.loads((ROOT / e["result"]).read_text())
         if not isinstance(out, dict) or "provenance" not in out:
             raise SystemExit(f"{e['result']}: the script wrote no provenance block")
+        if e.get("ref") and out["provenance"].get("library_ref") != e["ref"]:
+            raise SystemExit(f"{e['result']}: the provenance does not record ref {e['ref']}")
 
 
 def load_result(entries, name: str) -> dict:
