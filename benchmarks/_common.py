@@ -21,7 +21,9 @@ import numpy as np
 from sklearn.datasets import load_svmlight_file
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+#: the real data sets: ``$MAXMARGIN_DATA`` (``manifest.py run --data-dir`` sets it, so a
+#: script's own data defaults follow it too), else ``../shared/data`` beside the checkout
+DEFAULT_DATA = Path(os.environ.get("MAXMARGIN_DATA") or ROOT.parent / "shared" / "data")
 PACKAGES = (
     "maxmargin",
     "numpy",

@@ -24,13 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "benchmarks" / "manifest.toml"
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+DEFAULT_DATA = Path(os.environ.get("MAXMARGIN_DATA") or ROOT.parent / "shared" / "data")
 #: where entries keep what they build and may rebuild (graphs, flat boosters, old
 #: checkouts): ``{cache}`` in an entry's arguments; ``--cache-dir`` or this variable moves it
 CACHE_ENV = "MAXMARGIN_BENCH_CACHE"
 DEFAULT_CACHE = ROOT / "benchmarks" / ".cache"
 #: set for a run of an entry with ``ref``: the commit whose ``src/`` the run imports
 REF_ENV = "MAXMARGIN_BENCH_REF"
+#: the data folder of a run (``_common.DEFAULT_DATA`` reads it)
+DATA_ENV = "MAXMARGIN_DATA"
 FIELDS = {"title", "script", "args", "result", "cited_in", "provenance", "note", "env", "ref"}
 MAX_ROWS, MAX_COLS = 40, 12
 
@@ -96,11 +98,15 @@ def ref_checkout(ref: str, cache: Path) -> Path:
     return path
 
 
-def run_env(entry: dict, cache: Path) -> dict[str, str]:
-    """The environment of a run: the entry's ``env``; with ``ref``, ``PYTHONPATH`` is the
+def run_env(entry: dict, cache: Path, data: Path | None = None) -> dict[str, str]:
+    """The environment of a run: the entry's ``env``; ``MAXMARGIN_DATA`` = ``data`` (the
+    default data folder of ``_common``, so options the entry does not pass follow
+    ``--data-dir`` too); with ``ref``, ``PYTHONPATH`` is the
     ``src/`` of that commit's checkout (the current benchmark script, the old library) and
     ``MAXMARGIN_BENCH_REF`` names the commit (the provenance records it)."""
     env = {**os.environ, **{k: str(v) for k, v in entry.get("env", {}).items()}}
+    if data is not None:
+        env[DATA_ENV] = str(Path(data).absolute())
     if entry.get("ref"):
         env["PYTHONPATH"] = str(ref_checkout(entry["ref"], cache) / "src")
         env[REF_ENV] = entry["ref"]
@@ -128,7 +134,7 @@ def run(entries, names, data_dir, cache_dir=None) -> None:
     for name in names:
         e = entries[name]
         cache.mkdir(parents=True, exist_ok=True)
-        env = run_env(e, cache)
+        env = run_env(e, cache, Path(data_dir))
         cmd = command(e, Path(data_dir), cache)
         print("+", shlex.join(cmd), flush=True)
         subprocess.run(cmd, cwd=ROOT, env=env, check=True)
