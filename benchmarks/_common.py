@@ -21,7 +21,9 @@ import numpy as np
 from sklearn.datasets import load_svmlight_file
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+#: the real data sets: ``$MAXMARGIN_DATA`` (``manifest.py run --data-dir`` sets it, so a
+#: script's own data defaults follow it too), else ``../shared/data`` beside the checkout
+DEFAULT_DATA = Path(os.environ.get("MAXMARGIN_DATA") or ROOT.parent / "shared" / "data")
 PACKAGES = (
     "maxmargin",
     "numpy",
@@ -160,7 +162,7 @@ def provenance() -> dict:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         mem = None
-    return {
+    out = {
         "command": " ".join([Path(sys.executable).name, _script_path(), *sys.argv[1:]]),
         "commit": git("rev-parse", "--short", "HEAD"),
         # uncommitted changes to what a run executes (the package, the benchmark scripts and
@@ -190,6 +192,21 @@ def provenance() -> dict:
             "platform": platform.platform(),
         },
     }
+    ref = os.environ.get("MAXMARGIN_BENCH_REF")
+    if ref:
+        # the manifest ran this checkout's script against the library of commit ``ref``
+        import maxmargin
+
+        out["library_ref"] = ref
+        out["library_path"] = _relative(Path(maxmargin.__file__).parents[2])
+    return out
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def run_sections(sections, runners: dict, res: dict) -> dict:

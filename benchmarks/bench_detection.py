@@ -65,13 +65,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_DATA, ROOT, write_result
+from _common import DEFAULT_DATA, ROOT, read_result, write_result
 from benchlib.image_specs import check_disjoint, select_image_files
 from maxmargin import BinaryAdaBoost
 from maxmargin.apps.detection import (
@@ -356,8 +357,17 @@ def main(argv=None):
     ap.add_argument("--rescalings", default="margin,slack")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: svm,cascade,rank")
     ap.add_argument("--plot", default="docs/img/detection_recall_overlap.png")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="run once per seed (as --seed) into one file: seeds[SEED] holds each run's results",
+    )
     ap.add_argument("--out", default="benchmarks/results/detection.json")
     args = ap.parse_args(argv)
+    if args.seeds:
+        return run_seeds(sys.argv[1:] if argv is None else list(argv), args.seeds, args.out)
     skip = set(filter(None, args.skip.split(",")))
 
     t0 = time.perf_counter()
@@ -797,6 +807,34 @@ def main(argv=None):
     out["total_seconds"] = time.perf_counter() - t0
     path = write_result(args.out, out)
     print(f"wrote {path} ({out['total_seconds']:.0f} s)")
+
+
+def run_seeds(argv: list[str], seeds: list[int], out_path: str) -> None:
+    """``main`` once per seed (the same arguments, ``--seed SEED``), one after the other,
+    into one file: ``{"seeds": {"SEED": that run's results}}`` with this command's
+    provenance (each run's own file is a temporary one)."""
+    rest, skip = [], False
+    for a in argv:  # drop --seeds and its values, and --out
+        if a in ("--seeds", "--out"):
+            skip = a
+            continue
+        if skip == "--seeds" and a.lstrip("-").isdigit():
+            continue
+        if skip == "--out":
+            skip = False
+            continue
+        skip = False
+        if a.startswith(("--seeds=", "--out=")):
+            continue
+        rest.append(a)
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in seeds:
+            one = Path(tmp) / f"seed{seed}.json"
+            main([*rest, "--seed", str(seed), "--out", str(one)])
+            runs[str(seed)] = read_result(one)
+    path = write_result(out_path, {"seeds": runs})
+    print(f"wrote {path} (seeds {seeds})")
 
 
 if __name__ == "__main__":

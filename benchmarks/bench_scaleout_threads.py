@@ -5,6 +5,9 @@ this machine, see benchmarks/NOTEBOOK.md); threads share the data and the answer
 so the short oracle calls of a structured fit can be split too.  On OCR (Taskar et al.
 2003; ``load_ocr``):
 
+``--runs R`` runs the sections (but ``cores``) R times into one file (``runs``), and
+``speedups`` lists every 1-thread / 2-thread time ratio per section in run order.
+
 1. ``cores``: how many cores were really free (``bench_scaleout.cores_section``);
 2. ``ssvm_oracle``: one loss-augmented call with its 1-slack plane of ``StructSVM``'s
    sharded oracle (``ShardedOracle``) on the large fold stacked ``--replicate`` times,
@@ -123,6 +126,13 @@ def chain_oracle_section(X, y, repeat):
 
 def structboost_section(X, y, iters):
     rows, ref = [], None
+    for n_jobs in (None, 2):  # warm-up fits (numba compiles or loads its kernels), not timed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            StructBoost(
+                task=ChainTask(), C=200.0, weak_learner=DecisionTree(max_depth=2), max_iter=2,
+                random_state=0, n_jobs=n_jobs,
+            ).fit(X[:50], y[:50])  # fmt: skip
     for n_jobs in (None, 2, None, 2):
         est = StructBoost(
             task=ChainTask(),
@@ -221,6 +231,13 @@ def main(argv=None):
     ap.add_argument("--replicate", type=int, default=4)
     ap.add_argument("--ssvm-iter", type=int, default=25)
     ap.add_argument("--sb-iter", type=int, default=10)
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="run the sections (but cores) this many times, one after the other; the "
+        "result holds every run (runs[i]) and the 2-thread speed-ups of each (speedups)",
+    )
     ap.add_argument("--out", default="benchmarks/results/scaleout_threads.json")
     args = ap.parse_args(argv)
     Xs, ys, _Xl, _yl, Xr, yr = ocr_folds(args.mat, args.replicate)
@@ -247,8 +264,44 @@ def main(argv=None):
             args.rank_n, args.rank_d, args.rank_repeat, args.rank_iter
         ),
     }
-    run_sections(args.sections, runners, res)
+    if args.runs == 1:
+        run_sections(args.sections, runners, res)
+    else:
+        if "cores" in args.sections:
+            run_sections(["cores"], runners, res)
+        rest = [s for s in args.sections if s != "cores"]
+        res["runs"] = [run_sections(rest, runners, {}) for _ in range(args.runs)]
+    res["speedups"] = speedups(res.get("runs", [res]))
     print("wrote", write_result(args.out, res))
+
+
+def speedups(runs) -> dict:
+    """Per section, the 1-thread / 2-thread time of every (1, 2) pair of every run, in
+    run order (the figures docs quote as ranges)."""
+    out: dict[str, list[float]] = {}
+
+    def pairs(rows, key, jobs="n_jobs", one=(None, 1), label=None):
+        for a, b in zip(rows[::2], rows[1::2], strict=False):
+            if a[jobs] in one and b[jobs] == 2:
+                out.setdefault(label, []).append(a[key] / b[key])
+
+    for r in runs:
+        if "ssvm_oracle" in r:
+            pairs(r["ssvm_oracle"]["rows"], "sec_per_call", label="ssvm_oracle")
+        if "chain_oracle" in r:
+            for beta in (1.0, 30.0):
+                rows = [x for x in r["chain_oracle"]["rows"] if x["beta"] == beta]
+                pairs(rows, "sec_per_call", jobs="threads", label=f"chain_oracle_beta{beta:g}")
+        if "structboost" in r:
+            pairs(r["structboost"]["rows"], "fit_seconds", label="structboost_fit")
+        if "ssvm_fit" in r:
+            pairs(r["ssvm_fit"]["rows"], "fit_seconds", label="ssvm_fit")
+        if "ranking" in r:
+            pairs(r["ranking"]["fit"], "fit_seconds", label="ranksvm_fit")
+            for resc in ("margin", "slack"):
+                rows = [x for x in r["ranking"]["oracle"] if x["rescaling"] == resc]
+                pairs(rows, "sec_per_call", label=f"ranking_oracle_{resc}")
+    return out
 
 
 if __name__ == "__main__":

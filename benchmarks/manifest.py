@@ -6,8 +6,13 @@ one script, its arguments, one result file (``benchmarks/manifest.toml``).
     python benchmarks/manifest.py render               # docs/benchmarks.md and the docs' tables
     python benchmarks/manifest.py check                # manifest vs result files vs docs
 
-``make bench NAME=<entry>`` is ``run NAME`` then ``render``.  Run timed entries under the
-CPU lock on a shared machine (``flock /tmp/maxmargin-cpu.lock make bench NAME=...``).
+``{data}`` in an entry's arguments is ``--data-dir``; ``{cache}`` is ``--cache-dir`` (default
+``$MAXMARGIN_BENCH_CACHE``, else ``benchmarks/.cache``, git-ignored), where entries keep what
+they build and rebuild when it is missing (graphs, flat boosters) and where an entry with
+``ref = "<commit>"`` gets a checkout of that commit (``git worktree add``) whose ``src/`` the
+run imports.  ``make bench NAME=<entry>`` is ``run NAME`` then ``render``.  Run timed
+entries under the CPU lock on a shared machine
+(``flock /tmp/maxmargin-cpu.lock make bench NAME=...``).
 
 ``render`` writes docs/benchmarks.md (per entry: the script's docstring as the method, the
 command, the provenance block that ``_common.write_result`` stored in the result file, and
@@ -32,6 +37,11 @@ def main(argv=None) -> int:
     r = sub.add_parser("run")
     r.add_argument("names", nargs="+")
     r.add_argument("--data-dir", default=str(manifest.DEFAULT_DATA), help="substituted for {data}")
+    r.add_argument(
+        "--cache-dir",
+        default=None,
+        help=f"substituted for {{cache}}; default ${manifest.CACHE_ENV} or benchmarks/.cache",
+    )
     g = sub.add_parser("render")
     g.add_argument("--out", default=str(manifest.DOC), help="where docs/benchmarks.md goes")
     sub.add_parser("check")
@@ -40,7 +50,7 @@ def main(argv=None) -> int:
     if args.cmd == "list":
         print("\n".join(manifest.listing(entries)))
     elif args.cmd == "run":
-        manifest.run(entries, args.names, args.data_dir)
+        manifest.run(entries, args.names, args.data_dir, args.cache_dir)
     elif args.cmd == "render":
         Path(args.out).write_text(manifest.render(entries))
         print(f"wrote {args.out}")

@@ -24,8 +24,16 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "benchmarks" / "manifest.toml"
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
-FIELDS = {"title", "script", "args", "result", "cited_in", "provenance", "note", "env"}
+DEFAULT_DATA = Path(os.environ.get("MAXMARGIN_DATA") or ROOT.parent / "shared" / "data")
+#: where entries keep what they build and may rebuild (graphs, flat boosters, old
+#: checkouts): ``{cache}`` in an entry's arguments; ``--cache-dir`` or this variable moves it
+CACHE_ENV = "MAXMARGIN_BENCH_CACHE"
+DEFAULT_CACHE = ROOT / "benchmarks" / ".cache"
+#: set for a run of an entry with ``ref``: the commit whose ``src/`` the run imports
+REF_ENV = "MAXMARGIN_BENCH_REF"
+#: the data folder of a run (``_common.DEFAULT_DATA`` reads it)
+DATA_ENV = "MAXMARGIN_DATA"
+FIELDS = {"title", "script", "args", "result", "cited_in", "provenance", "note", "env", "ref"}
 MAX_ROWS, MAX_COLS = 40, 12
 
 
@@ -41,9 +49,70 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, dict]:
     return entries
 
 
-def command(entry: dict, data: Path) -> list[str]:
-    args = [a.replace("{data}", str(data)) for a in entry["args"]]
+def default_cache() -> Path:
+    """The cache folder: ``$MAXMARGIN_BENCH_CACHE`` if set, else ``benchmarks/.cache``."""
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+
+
+def _in_checkout(path: Path) -> str:
+    """``path`` relative to the checkout when it lies inside it (runs start in the
+    checkout, so the recorded command names no machine's folders), else absolute."""
+    path = Path(path).absolute()
+    try:
+        return path.relative_to(ROOT.absolute()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def command(entry: dict, data: Path, cache: Path | None = None) -> list[str]:
+    """The command of ``entry``: ``{data}`` -> the data folder, ``{cache}`` -> the cache
+    folder (relative to the checkout when inside it)."""
+    cache = default_cache() if cache is None else cache
+    args = [
+        a.replace("{data}", str(data)).replace("{cache}", _in_checkout(cache))
+        for a in entry["args"]
+    ]
     return [sys.executable, str(ROOT / "benchmarks" / entry["script"]), *args]
+
+
+def ref_checkout(ref: str, cache: Path) -> Path:
+    """A checkout of commit ``ref`` in ``cache/ref-<ref>`` (``git worktree add --detach``,
+    made once and reused); its ``src/`` is what an entry with ``ref`` imports."""
+    path = Path(cache).absolute() / f"ref-{ref}"
+    if not (path / "src" / "maxmargin").is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref], check=True
+        )
+    head = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    want = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if head != want:
+        raise SystemExit(f"{path} is at {head[:10]}, not {ref}: remove it (git worktree remove)")
+    return path
+
+
+def run_env(entry: dict, cache: Path, data: Path | None = None) -> dict[str, str]:
+    """The environment of a run: the entry's ``env``; ``MAXMARGIN_DATA`` = ``data`` (the
+    default data folder of ``_common``, so options the entry does not pass follow
+    ``--data-dir`` too); with ``ref``, ``PYTHONPATH`` is the
+    ``src/`` of that commit's checkout (the current benchmark script, the old library) and
+    ``MAXMARGIN_BENCH_REF`` names the commit (the provenance records it)."""
+    env = {**os.environ, **{k: str(v) for k, v in entry.get("env", {}).items()}}
+    if data is not None:
+        env[DATA_ENV] = str(Path(data).absolute())
+    if entry.get("ref"):
+        env["PYTHONPATH"] = str(ref_checkout(entry["ref"], cache) / "src")
+        env[REF_ENV] = entry["ref"]
+    else:
+        env.pop(REF_ENV, None)
+    return env
 
 
 def listing(entries) -> list[str]:
@@ -55,19 +124,25 @@ def listing(entries) -> list[str]:
     return out
 
 
-def run(entries, names, data_dir) -> None:
-    """Rerun entries ``names`` (their scripts rewrite their result files)."""
+def run(entries, names, data_dir, cache_dir=None) -> None:
+    """Rerun entries ``names`` (their scripts rewrite their result files), from the
+    checkout, with ``{cache}`` -> ``cache_dir`` (default :func:`default_cache`)."""
+    cache = default_cache() if cache_dir is None else Path(cache_dir)
     for name in names:
         if name not in entries:
             raise SystemExit(f"no entry {name!r} in {MANIFEST.name}; `make bench-list` lists them")
+    for name in names:
         e = entries[name]
-        env = {**os.environ, **{k: str(v) for k, v in e.get("env", {}).items()}}
-        cmd = command(e, Path(data_dir))
+        cache.mkdir(parents=True, exist_ok=True)
+        env = run_env(e, cache, Path(data_dir))
+        cmd = command(e, Path(data_dir), cache)
         print("+", shlex.join(cmd), flush=True)
         subprocess.run(cmd, cwd=ROOT, env=env, check=True)
         out = json.loads((ROOT / e["result"]).read_text())
         if not isinstance(out, dict) or "provenance" not in out:
             raise SystemExit(f"{e['result']}: the script wrote no provenance block")
+        if e.get("ref") and out["provenance"].get("library_ref") != e["ref"]:
+            raise SystemExit(f"{e['result']}: the provenance does not record ref {e['ref']}")
 
 
 def load_result(entries, name: str) -> dict:
@@ -195,9 +270,40 @@ def render(entries) -> str:
         "from the same files by the renderers of `benchmarks/benchlib/tables.py`, and",
         "`make bench` rewrites them.  Figures the guides attribute to `benchmarks/NOTEBOOK.md`",
         "come from the lab notebook of the earlier rounds, not from an entry.",
-        "Benchmarks read real data from `../shared/data` (`--data` / `--data-dir` to change);",
-        "timed entries should run under the CPU lock on a shared machine.  Results marked",
-        "*no provenance* predate provenance recording and have not been regenerated yet.",
+        "Results marked *no provenance* predate provenance recording and have not been",
+        "regenerated yet.",
+        "",
+        "## How to regenerate",
+        "",
+        "From the checkout, with the package installed (`make venv` or `pip install -e .[bench]`):",
+        "",
+        "```console",
+        "python benchmarks/manifest.py list                    # the entries",
+        "python benchmarks/manifest.py run NAME --data-dir DIR [--cache-dir DIR]",
+        "python benchmarks/manifest.py render                  # this page and the docs' tables",
+        "python benchmarks/manifest.py check                   # 0 problems, or what is wrong",
+        "```",
+        "",
+        "`make bench NAME=<entry>` is `run` then `render`.  In an entry's arguments `{data}` is",
+        "`--data-dir` (default `../shared/data` beside the checkout; `run` also exports it as",
+        "`MAXMARGIN_DATA`, which the scripts' own data defaults follow) and `{cache}` is",
+        "`--cache-dir` (default `$MAXMARGIN_BENCH_CACHE`, else `benchmarks/.cache`, which git",
+        "ignores): what an entry builds and rebuilds when it is missing -- the horses CRF",
+        "graphs, the detection benchmarks' flat boosters -- lives there, so no argument names a",
+        'folder of one machine.  An entry with `ref = "<commit>"` runs this checkout\'s script',
+        "against the library of that commit: `run` checks the commit out into",
+        "`{cache}/ref-<commit>` (`git worktree add`, once), puts its `src/` first on",
+        "`PYTHONPATH`, and the result's provenance records `library_ref`.  Run from a clean",
+        "committed tree (the provenance records the commit and whether `src/`, `benchmarks/` or",
+        "`pyproject.toml` had uncommitted changes); the stored command is the script path",
+        "relative to the checkout and the arguments as run.  Timed entries (their notes say so)",
+        "run under the CPU lock on a shared machine, one at a time, at most 10 minutes each",
+        "(`flock /tmp/maxmargin-cpu.lock python benchmarks/manifest.py run NAME ...`);",
+        "accuracy-only entries may run unlocked (`nice -n 10`).  Thread and process scaling",
+        "entries need both cores free: their files record the load average and a `cores`",
+        "check, which bound what a 2-worker figure can show.",
+        "",
+        "## Entries",
         "",
         "| entry | script | cited in |",
         "|---|---|---|",
