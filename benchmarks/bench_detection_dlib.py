@@ -60,7 +60,6 @@ from maxmargin.apps.detection import (
     average_precision,
     load_voc_folder,
 )
-from maxmargin.apps.detection.detector import _context_pad, _to_context
 from maxmargin.tasks.boxes import pairwise_overlap
 
 
@@ -482,14 +481,8 @@ def main(argv=None):
             )
             for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
                 setattr(d2, a, getattr(det, a))
-            if d2.context:  # the regression of windows with context: padded images
-                f = d2._context_factors()
-                pads = [_context_pad(im, f, d2.cell) for im in tri]
-                d2._fit_regression(
-                    [q for q, _ in pads], [_to_context(b, f, m) for (_, m), b in zip(pads, trb)]
-                )
-            else:
-                d2._fit_regression(tri, trb)
+            # with context: the regression of the windows with context (boxes grown)
+            d2._fit_regression(tri, d2._context_boxes(trb))
             reg_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
             print(f"  box regression {spec}: AP {reg_ap[spec]:.3f}", flush=True)
         if reg_ap:
