@@ -29,6 +29,9 @@ order), downscaled to ``--max-side`` px (boxes alike).
   ``flock`` lock, so one unlocked command trains and then times under the lock (the
   ``detection_scan_time`` entry); the load average before and after is recorded.  With
   a single ``--dlib-C`` value dlib is trained with it (no validation).
+* ``--time-image-padding``: each SVM with context is timed a second time as the previous
+  round scanned it (the whole image edge-padded by ``(f - 1) / 2`` of its larger side
+  plus a cell, the filter scanned over it without grid padding), beside the padded grids.
 * ``--cascade-fhog`` / ``--cascade-fhog-prior``: a :class:`CascadeDetector` over FHOG
   cells (the same pyramid as the ``fhog`` SVM: one aspect ratio, step 1.2), without /
   with the location prior.
@@ -60,7 +63,6 @@ from maxmargin.apps.detection import (
     average_precision,
     load_voc_folder,
 )
-from maxmargin.apps.detection.detector import _context_pad, _to_context
 from maxmargin.tasks.boxes import pairwise_overlap
 
 
@@ -110,6 +112,31 @@ def top1_kind(b, t, ov):
     if ab > at and inter > 0.7 * at:
         return "larger"
     return "offset"
+
+
+def image_padded_detect(det):
+    """The previous round's scan of a detector with context, for timing beside the
+    padded grids: the whole image padded by edge replication (a margin of ``ceil((f - 1)
+    / 2 max(H, W)) + cell`` pixels, ``f`` the larger growth factor), the same filter
+    scanned over it without grid padding, the windows shrunk back."""
+    from maxmargin.apps.detection.detector import _from_context
+
+    plain = HOGSVMDetector(**{**det.get_params(), "context": 0.0})
+    for a in ("coef_", "intercept_", "distribution_", "n_train_images_", "regression_coef_"):
+        setattr(plain, a, getattr(det, a, None))
+    f = det._context_factors()
+
+    def detect(image):
+        a = np.asarray(image)
+        m = int(np.ceil((max(f) - 1) / 2 * max(a.shape[:2]))) + int(det.cell)
+        padded = np.pad(a, ((m, m), (m, m)) + ((0, 0),) * (a.ndim - 2), mode="edge")
+        b, s = plain.detect(padded)
+        b[:, :2] -= m
+        b = _from_context(b, f, a.shape)
+        keep = (b[:, 2] > 0) & (b[:, 3] > 0)
+        return b[keep], s[keep]
+
+    return detect
 
 
 def ap_of(res, truth):
@@ -313,6 +340,12 @@ def main(argv=None):
         default=None,
         help="hold this flock lock file during the timing section (not the training)",
     )
+    ap.add_argument(
+        "--time-image-padding",
+        action="store_true",
+        help="also time each SVM with context as the previous round scanned it: the whole "
+        "image edge-padded, the filter scanned without grid padding (timing only)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-dlib", action="store_true")
     ap.add_argument(
@@ -482,14 +515,8 @@ def main(argv=None):
             )
             for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
                 setattr(d2, a, getattr(det, a))
-            if d2.context:  # the regression of windows with context: padded images
-                f = d2._context_factors()
-                pads = [_context_pad(im, f, d2.cell) for im in tri]
-                d2._fit_regression(
-                    [q for q, _ in pads], [_to_context(b, f, m) for (_, m), b in zip(pads, trb)]
-                )
-            else:
-                d2._fit_regression(tri, trb)
+            # with context: the regression of the windows with context (boxes grown)
+            d2._fit_regression(tri, d2._context_boxes(trb))
             reg_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
             print(f"  box regression {spec}: AP {reg_ap[spec]:.3f}", flush=True)
         if reg_ap:
@@ -628,6 +655,10 @@ def main(argv=None):
         )
     for name, det in dets.items():
         timing[f"svm {name}"] = time_per_image(det.detect, tei, args.repeat)
+        if args.time_image_padding and det.context:
+            timing[f"svm {name} (image padded)"] = time_per_image(
+                image_padded_detect(det), tei, args.repeat
+            )
     for name, c_ in cascades.items():
         timing[name] = time_per_image(c_.detect, tei, args.repeat)
     out["timing_load_average"] = {"before": load_before, "after": os.getloadavg()}

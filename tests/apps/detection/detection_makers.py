@@ -1,5 +1,7 @@
-"""Shared makers for the detection tests: synthetic faces and scenes, and a Ctrl-C injected
-inside a cascade stage (imported by several test files, so kept out of any one of them)."""
+"""Shared makers for the detection tests: synthetic faces and scenes, the small FHOG
+detector settings and scenes of the context / box-regression / FHOG tests, and a Ctrl-C
+injected inside a cascade stage (imported by several test files, so kept out of any one
+of them)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,25 @@ import platform
 import numpy as np
 
 from maxmargin.apps.detection.scan import resize
+from maxmargin.datasets import make_detection_scenes
+
+#: a small FHOG window detector without the location prior (3 x 3 cells, one aspect
+#: ratio, two mining rounds): the settings of the context and box-regression tests
+SMALL_FHOG = dict(
+    window=(3, 3),
+    C=0.1,
+    features="fhog",
+    location_prior=False,
+    aspect_ratios=(1.0,),
+    scale_step=1.2,
+    max_rounds=2,
+    random_state=0,
+)
+
+
+def small_scenes(n, seed):
+    """``n`` synthetic 48 x 64 scenes with objects of side 24 (images, boxes)."""
+    return make_detection_scenes(n, size=(48, 64), side=24, random_state=seed)
 
 
 def _face(rng):

@@ -7,25 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from detection_makers import SMALL_FHOG, small_scenes
 from sklearn.linear_model import Ridge
 
 import maxmargin
 from maxmargin.apps.detection import HOGPyramid, HOGSVMDetector
 from maxmargin.apps.detection.detector import _apply_offsets, _box_offsets, _mirrored
 from maxmargin.apps.detection.metrics import nms
-from maxmargin.datasets import make_detection_scenes
 from maxmargin.tasks.boxes import pairwise_overlap
 
-KW = dict(
-    window=(3, 3),
-    C=0.1,
-    features="fhog",
-    location_prior=False,
-    aspect_ratios=(1.0,),
-    scale_step=1.2,
-    max_rounds=2,
-    random_state=0,
-)
+KW = SMALL_FHOG
 
 
 def test_offsets_and_their_inverse():
@@ -42,11 +33,17 @@ def test_offsets_and_their_inverse():
     out = _apply_offsets(w, t, (30, 35))
     assert np.all(out[:, :2] >= 0) and np.all(out[:, 0] + out[:, 2] <= 35 + 1e-9)
     assert np.all(out[:, 1] + out[:, 3] <= 30 + 1e-9) and np.all(out[:, 2:] >= 1 - 1e-9)
+    # with a margin (windows with context): clipped to the image grown by it
+    shift = np.array([10.0, 10.0, 0.0, 0.0])
+    w2 = w - 2 * shift  # some reach beyond the top-left corner
+    out = _apply_offsets(w2, t, (30, 35), margin=10.0)
+    np.testing.assert_allclose(out, _apply_offsets(w2 + shift, t, (50, 55)) - shift, atol=1e-12)
+    assert np.any(out[:, :2] < 0) and np.all(out[:, :2] >= -10)
 
 
 @pytest.mark.parametrize("mirror", [False, True])
 def test_ridge_fit_equals_sklearn_ridge_on_the_same_windows(mirror):
-    imgs, boxes = make_detection_scenes(5, size=(48, 64), side=24, random_state=3)
+    imgs, boxes = small_scenes(5, seed=3)
     pen, ov = 0.01, 0.3
     det = HOGSVMDetector(box_regression=pen, regression_overlap=ov, mirror=mirror, **KW)
     det.fit(imgs, boxes)
@@ -75,7 +72,7 @@ def test_ridge_fit_equals_sklearn_ridge_on_the_same_windows(mirror):
 
 
 def test_refined_detections_are_the_regressed_windows_after_nms():
-    imgs, boxes = make_detection_scenes(6, size=(48, 64), side=24, random_state=4)
+    imgs, boxes = small_scenes(6, seed=4)
     det = HOGSVMDetector(box_regression=0.01, regression_overlap=0.3, **KW).fit(imgs, boxes)
     plain = HOGSVMDetector(**KW)
     for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
@@ -102,7 +99,7 @@ def test_refined_detections_are_the_regressed_windows_after_nms():
 
 
 def test_box_regression_saves_loads_and_rejects_a_corrupt_file(tmp_path):
-    imgs, boxes = make_detection_scenes(4, size=(48, 64), side=24, random_state=5)
+    imgs, boxes = small_scenes(4, seed=5)
     det = HOGSVMDetector(box_regression=0.01, regression_overlap=0.3, **KW).fit(imgs, boxes)
     maxmargin.save(det, tmp_path / "d.npz")
     back = maxmargin.load(tmp_path / "d.npz")

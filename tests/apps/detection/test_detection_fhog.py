@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from detection_makers import small_scenes
 from scipy.optimize import minimize
 
 from maxmargin.apps.detection import HOGPyramid, HOGSVMDetector
@@ -279,7 +280,7 @@ def test_structured_detector_finds_the_objects():
 def test_structured_detector_saves_and_loads(tmp_path):
     import maxmargin
 
-    imgs, boxes = make_detection_scenes(6, size=(48, 64), side=24, random_state=2)
+    imgs, boxes = small_scenes(6, seed=2)
     det = HOGSVMDetector(
         window=(3, 3),
         features="fhog",
@@ -296,7 +297,7 @@ def test_structured_detector_saves_and_loads(tmp_path):
 
 
 def test_mirror_all_mines_the_negatives_of_the_mirrored_images_too():
-    imgs, boxes = make_detection_scenes(4, size=(48, 64), side=24, random_state=0)
+    imgs, boxes = small_scenes(4, seed=0)
     kw = dict(window=(3, 3), location_prior=False, features="fhog", max_rounds=1)
     n = {
         m: HOGSVMDetector(mirror=m, **kw).fit(imgs, boxes).mining_history_[0]["n_negatives"]

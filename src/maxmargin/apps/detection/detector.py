@@ -108,17 +108,6 @@ def _mirrored(images, boxes):
     return fimgs, fboxes
 
 
-def _context_pad(image, factors, cell):
-    """``image`` padded by edge replication for windows with context (``context``): a
-    margin of ``ceil((f - 1) / 2 * max(H, W)) + cell`` pixels on every side, ``f`` the
-    larger growth factor, so that every box inside the image grown by ``factors``
-    around its centre lies inside the padded image.  Returns (padded image, margin)."""
-    a = np.asarray(image)
-    m = int(np.ceil((max(factors) - 1) / 2 * max(a.shape[:2]))) + int(cell)
-    pw = ((m, m), (m, m)) + (((0, 0),) * (a.ndim - 2))
-    return np.pad(a, pw, mode="edge"), m
-
-
 def _grow(boxes, fx, fy):
     """Boxes scaled by ``fx`` (width) and ``fy`` (height) around their centres."""
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
@@ -126,18 +115,10 @@ def _grow(boxes, fx, fy):
     return np.stack([b[:, 0] + b[:, 2] / 2 - w / 2, b[:, 1] + b[:, 3] / 2 - h / 2, w, h], 1)
 
 
-def _to_context(boxes, factors, margin):
-    """Image boxes -> the windows with context in the padded image (:func:`_context_pad`)."""
-    g = _grow(boxes, *factors)
-    g[:, :2] += margin
-    return g
-
-
-def _from_context(windows, factors, margin, shape):
-    """Inverse of :func:`_to_context`, clipped to the image of ``shape``."""
-    b = np.asarray(windows, dtype=np.float64).reshape(-1, 4).copy()
-    b[:, :2] -= margin
-    b = _grow(b, 1.0 / factors[0], 1.0 / factors[1])
+def _from_context(windows, factors, shape):
+    """Windows with context -> the boxes they stand for: shrunk by ``factors`` around
+    their centres (the inverse of :func:`_grow`), clipped to the image of ``shape``."""
+    b = _grow(windows, 1.0 / factors[0], 1.0 / factors[1])
     H, W = shape[:2]
     x0, y0 = np.clip(b[:, 0], 0, W), np.clip(b[:, 1], 0, H)
     x1, y1 = np.clip(b[:, 0] + b[:, 2], 0, W), np.clip(b[:, 1] + b[:, 3], 0, H)
@@ -152,15 +133,16 @@ def _box_offsets(windows, boxes):
     return np.hstack([(cb - cw) / w[:, 2:], np.log(b[:, 2:] / w[:, 2:])])
 
 
-def _apply_offsets(windows, t, shape):
+def _apply_offsets(windows, t, shape, margin=0.0):
     """The boxes :func:`_box_offsets` maps ``windows`` to, clipped to an image of
-    ``shape`` (H, W, ...)."""
+    ``shape`` (H, W, ...) grown by ``margin`` pixels on every side (windows with
+    context reach beyond the image)."""
     w = np.asarray(windows, dtype=np.float64)
     size = w[:, 2:] * np.exp(np.clip(t[:, 2:], -3.0, 3.0))
     centre = w[:, :2] + w[:, 2:] / 2 + t[:, :2] * w[:, 2:]
-    dims = np.array([shape[1], shape[0]], dtype=np.float64)
+    dims = np.array([shape[1], shape[0]], dtype=np.float64) + margin
     # at least one pixel inside the image (a box moved out of it keeps its border pixel)
-    lo = np.clip(centre - size / 2, 0.0, dims - 1.0)
+    lo = np.clip(centre - size / 2, -margin, dims - 1.0)
     hi = np.clip(centre + size / 2, lo + 1.0, dims)
     return np.hstack([lo, hi - lo])
 
@@ -204,7 +186,14 @@ class _WindowDetector(BaseEstimator):
             channels=bool(getattr(self, "channels", False)),
             channel_cells=tuple(getattr(self, "channel_cells", (1,))),
             engine=getattr(self, "hog_engine", "skimage"),
+            pad=self._grid_pad(),
+            pad_mode=getattr(self, "context_pad", "zero"),
         )
+
+    def _grid_pad(self) -> int:
+        """Cells of zeros around every pyramid level's grid (:class:`HOGPyramid`'s
+        ``pad``); none here (:class:`HOGSVMDetector`'s ``context`` has some)."""
+        return 0
 
     def _fit_prior(self, images, boxes):
         """The box distribution of the location prior (``location_prior=True``)."""
@@ -284,12 +273,14 @@ class _WindowDetector(BaseEstimator):
         # it depends on the geometry alone: kept for the last images' shapes (frames of
         # a video, a photo collection) with the distribution (whose fit empties it),
         # keyed by everything else it is computed from
-        key = (tuple(pyr.image_shape), pyr.cell, sx, sy, pyr.window, nr, nc)
+        key = (tuple(pyr.image_shape), pyr.cell, sx, sy, pyr.window, nr, nc, pyr.pad)
         cache = d.__dict__.setdefault("_grid_cache", {})
         if key not in cache:
             if len(cache) >= 256:
                 cache.clear()
-            ld = d.grid_log_density(pyr.image_shape, pyr.cell, sx, sy, pyr.window, nr, nc)
+            ld = d.grid_log_density(
+                pyr.image_shape, pyr.cell, sx, sy, pyr.window, nr, nc, pad=pyr.pad
+            )
             cache[key] = (np.maximum(ld, -30.0) / 10.0).astype(np.float32)
         return cache[key]
 
@@ -363,6 +354,8 @@ class _WindowDetector(BaseEstimator):
         p.setdefault("channels", False)
         p["channel_cells"] = tuple(p.get("channel_cells", (1,)))
         p.setdefault("location_prior", False)
+        if "context" in p:  # SVM files from before ``context_pad``: edge replication
+            p.setdefault("context_pad", "edge")
         if "C" in p and "stage_learner" not in p:  # an SVM detector from before FHOG
             p.setdefault("features", "hog")
             p.setdefault("training", "mining")
@@ -633,9 +626,19 @@ class HOGSVMDetector(_WindowDetector):
         person; Felzenszwalb et al. pad the root filter's window likewise), so that the
         filter sees the object's outline against its surroundings -- a part of a raccoon
         (fur around it) from a whole raccoon (background around it).  Training boxes are
-        grown, the images padded by edge replication (:func:`_context_pad`: no gradient
-        in the margin) so that windows at the border exist; detections are the windows
-        shrunk back, clipped to the image.  0: the window is the box.
+        grown; every pyramid level's feature grid is padded with zero cells (what a
+        region without gradient gives: :class:`HOGPyramid`'s ``pad``, ``ceil(c w / (w +
+        2 c)) + 1`` cells, ``c w / (w + 2 c)`` being the context's width in the
+        window's cells) so that windows of objects at the border exist -- the features
+        are computed once on the image, not on a padded image; detections are the
+        windows shrunk back, clipped to the image, dropped if no area is left.  0: the
+        window is the box.
+    context_pad : {"edge", "zero"}, default="edge"
+        With ``context``: what the padding cells hold (:class:`HOGPyramid`'s
+        ``pad_mode``).  ``"edge"``: the features of each level's image padded by
+        edge replication (those ``pad`` cells only: the border rows and columns
+        continued, their gradients along the border included); ``"zero"``: zero cells
+        (no gradient), the level's features computed on the image alone.
     nms_threshold : float, default=0.3
     nms_cover : float or None, default=None
         Also suppress a box whose intersection with a better-scoring kept box exceeds
@@ -690,6 +693,7 @@ class HOGSVMDetector(_WindowDetector):
         "box_regression": [None, Interval(float, 0, None, closed="neither")],
         "regression_overlap": [_UNIT],
         "context": [Interval(float, 0, None, closed="left")],
+        "context_pad": [Options("edge", "zero")],
     }
 
     def __init__(
@@ -726,10 +730,12 @@ class HOGSVMDetector(_WindowDetector):
         box_regression=None,
         regression_overlap=0.5,
         context=0.0,
+        context_pad="edge",
         random_state=None,
         verbose=0,
     ):
         self.context = context
+        self.context_pad = context_pad
         self.box_regression = box_regression
         self.regression_overlap = regression_overlap
         self.features = features
@@ -769,15 +775,28 @@ class HOGSVMDetector(_WindowDetector):
         w, h = self.window
         return (w + 2 * c) / w, (h + 2 * c) / h
 
+    def _grid_pad(self) -> int:
+        """``context``: zero cells around every level's grid -- the context's width in
+        the window's cells, ``c w / (w + 2 c)`` for the wider axis, rounded up, plus one
+        cell for the image's last pixels that fill no whole cell (a box at the border
+        grown by the context lies inside the padded grid)."""
+        c = float(getattr(self, "context", 0.0))
+        if not c:
+            return 0
+        return int(np.ceil(max(c * w / (w + 2 * c) for w in self.window) - 1e-9)) + 1
+
+    def _context_boxes(self, boxes):
+        """The training boxes as the windows with ``context`` describe them (grown)."""
+        if not getattr(self, "context", 0.0):
+            return boxes
+        f = self._context_factors()
+        return [_grow(b, *f) for b in boxes]
+
     def fit(self, images, boxes):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
-        if self.context:
-            # the windows with context: boxes grown, images padded (see ``context``)
-            f = self._context_factors()
-            padded = [_context_pad(im, f, self.cell) for im in images]
-            boxes = [_to_context(b, f, m) for (_, m), b in zip(padded, boxes)]
-            images = [im for im, _ in padded]
+        # windows with context: the boxes grown, the pyramid grids padded (``context``)
+        boxes = self._context_boxes(boxes)
         self._fit_prior(images, boxes)
         wins = self._windows(images, boxes)
         if self.training == "structured":
@@ -827,15 +846,13 @@ class HOGSVMDetector(_WindowDetector):
 
     def detect(self, image):
         """``(boxes, scores)`` of one image after NMS, best first (see
-        :meth:`_WindowDetector.detect`); with ``context`` the image is padded and the
-        windows shrunk back to the boxes they stand for (a box left with no area inside
-        the image -- its window's centre deep in the margin -- is dropped)."""
+        :meth:`_WindowDetector.detect`); with ``context`` the windows (on the padded
+        grids) shrunk back to the boxes they stand for (a box left with no area inside
+        the image -- its window's centre in the padding -- is dropped)."""
         if not getattr(self, "context", 0.0):
             return super().detect(image)
-        f = self._context_factors()
-        padded, m = _context_pad(image, f, self.cell)
-        b, s = super().detect(padded)
-        b = _from_context(b, f, m, np.asarray(image).shape)
+        b, s = super().detect(image)
+        b = _from_context(b, self._context_factors(), np.asarray(image).shape)
         keep = (b[:, 2] > 0) & (b[:, 3] > 0)
         return b[keep], s[keep]
 
@@ -887,7 +904,10 @@ class HOGSVMDetector(_WindowDetector):
         if A is None or len(b) == 0:
             return b, s
         X = self._describe(pyr, lv, r, c).astype(np.float64)
-        out = _apply_offsets(b, X @ A[:-1] + A[-1], pyr.image_shape)
+        # windows with context reach beyond the image: clipped to the padded grids'
+        # widest reach (the coarsest level's), shrunk back by ``detect``
+        margin = pyr.pad * pyr.cell / min(min(sc) for sc in pyr.scales) if pyr.pad else 0.0
+        out = _apply_offsets(b, X @ A[:-1] + A[-1], pyr.image_shape, margin)
         k = nms(
             out,
             s,

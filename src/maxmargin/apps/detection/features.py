@@ -307,6 +307,21 @@ class HOGPyramid:
         ``"hog"``: Dalal & Triggs' L2-Hys block grid (``block``, ``orientations``);
         ``"fhog"``: the 31 FHOG features per cell (:func:`fhog_cells`; ``block`` and
         ``orientations`` unused), a window being its ``h x w`` cells.
+    pad : int, default 0
+        Cells of padding around every level's grid (HOG blocks, FHOG cells and channel
+        cells alike), so that windows reach ``pad`` cells beyond the image on every side
+        (the windows with context of :class:`~maxmargin.apps.detection.HOGSVMDetector`).
+        Levels continue while the padded grid holds a window and the level image is at
+        least one cell; :meth:`boxes` and :meth:`snap` are in the image's coordinates
+        (a window at column ``c`` starts at ``(c - pad) cell / sx``).
+    pad_mode : {"zero", "edge"}, default "zero"
+        ``"zero"``: zero cells around the grid of the level's image (what FHOG and HOG
+        give a region without gradient; the channels see colour 0); two cells or more
+        inside the image (FHOG; HOG blocks: one) it equals the grid of the level image
+        padded by edge replication, whose padding instead continues the border rows and
+        columns -- their gradients along the border -- (a test).  ``"edge"``: that
+        grid, the level image padded by ``pad`` cells of edge replication before its
+        features (``pad`` cells, not the whole image's size).
     """
 
     def __init__(
@@ -327,6 +342,8 @@ class HOGPyramid:
         channel_cells=(1,),
         engine: str = "numba",
         features: str = "hog",
+        pad: int = 0,
+        pad_mode: str = "zero",
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
@@ -386,8 +403,31 @@ class HOGPyramid:
         ratios = [float(a) for a in np.atleast_1d(np.asarray(aspect_ratios, dtype=np.float64))]
         if not ratios or any(not np.isfinite(a) or a <= 0 for a in ratios):
             raise ValueError(f"aspect_ratios must be positive numbers, got {aspect_ratios!r}")
+        if int(pad) != pad or pad < 0:
+            raise ValueError(f"pad must be a non-negative integer, got {pad!r}")
+        self.pad = p = int(pad)
+        if pad_mode not in ("zero", "edge"):
+            raise ValueError(f"pad_mode must be 'zero' or 'edge', got {pad_mode!r}")
+        self.pad_mode = pad_mode
+        edge = p > 0 and pad_mode == "edge"
+        pw = p * self.cell
+
+        def edge_pad(a):
+            # the level image padded by p cells of edge replication (np.pad's "edge",
+            # written with slices: np.pad's overhead is a fifth of a small level's FHOG)
+            h, w = a.shape[:2]
+            out = np.empty((h + 2 * pw, w + 2 * pw, *a.shape[2:]), dtype=a.dtype)
+            out[pw : pw + h, pw : pw + w] = a
+            out[:pw, pw : pw + w] = a[:1]
+            out[pw + h :, pw : pw + w] = a[-1:]
+            out[:, :pw] = out[:, pw : pw + 1]
+            out[:, pw + w :] = out[:, pw + w - 1 : pw + w]
+            return out
+
         H, W = self.image_shape
-        wpx, hpx = self.window[0] * self.cell, self.window[1] * self.cell
+        # the smallest level image: the padded grid holds a window, at least one cell
+        wpx = max((self.window[0] - 2 * p) * self.cell, self.cell)
+        hpx = max((self.window[1] - 2 * p) * self.cell, self.cell)
         pairs = []
         for a in ratios:
             ra = a**0.5
@@ -434,18 +474,25 @@ class HOGPyramid:
                     cimg = rescale(
                         cimg0, (sy, sx), anti_aliasing=min(sx, sy) < 1, channel_axis=-1
                     ).astype(np.float32)
-                cg = channel_grid(cimg, self.cell, self.channel_orientations)
+                if edge:
+                    cg = channel_grid(edge_pad(cimg), self.cell, self.channel_orientations)
+                else:
+                    cg = channel_grid(cimg, self.cell, self.channel_orientations)
+                    if p:
+                        cg = np.pad(cg, ((p, p), (p, p), (0, 0)))
                 self.grids.append(
                     {k: cg if k == 1 else box_means(cg, k) for k in self.channel_cells}
                 )
             g = hog(
-                img,
+                edge_pad(img) if edge else img,
                 orientations=self.orientations,
                 pixels_per_cell=(self.cell, self.cell),
                 cells_per_block=(self.block, self.block),
                 feature_vector=False,
                 channel_axis=-1 if img.ndim == 3 else None,
             ).astype(np.float32, copy=False)
+            if p and not edge:  # zeros around the grid: windows reaching beyond the image
+                g = np.pad(g, ((p, p), (p, p)) + ((0, 0),) * (g.ndim - 2))
             # the level's true scale after rounding to whole pixels
             prev, prev_a = img, a
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
@@ -480,9 +527,15 @@ class HOGPyramid:
         level, row, col = (np.asarray(v, dtype=np.int64) for v in (level, row, col))
         sc = np.array(self.scales, dtype=np.float64).reshape(-1, 2)
         sx, sy = sc[level, 0], sc[level, 1]
-        c = self.cell
+        c, p = self.cell, self.pad
         return np.stack(
-            [col * c / sx, row * c / sy, self.window[0] * c / sx, self.window[1] * c / sy], 1
+            [
+                (col - p) * c / sx,
+                (row - p) * c / sy,
+                self.window[0] * c / sx,
+                self.window[1] * c / sy,
+            ],
+            1,
         )
 
     def windows(self, step: int = 1):
@@ -576,8 +629,8 @@ class HOGPyramid:
         level = np.argmin(lw**2 + lh**2, axis=1)
         npos = np.array([self.positions(k) for k in range(len(self.levels))])
         # centre the window on the box centre
-        cx = (b[:, 0] + b[:, 2] / 2) * sc[level, 0] / c - self.window[0] / 2
-        cy = (b[:, 1] + b[:, 3] / 2) * sc[level, 1] / c - self.window[1] / 2
+        cx = (b[:, 0] + b[:, 2] / 2) * sc[level, 0] / c - self.window[0] / 2 + self.pad
+        cy = (b[:, 1] + b[:, 3] / 2) * sc[level, 1] / c - self.window[1] / 2 + self.pad
         row = np.clip(np.round(cy), 0, npos[level, 0] - 1).astype(np.int64)
         col = np.clip(np.round(cx), 0, npos[level, 1] - 1).astype(np.int64)
         return level, row, col

@@ -118,10 +118,11 @@ class BoxDistribution:
         y = np.clip(p[:, 1] * H - h / 2, 0.0, H - h)
         return np.stack([x, y, w, h], axis=1)
 
-    def grid_log_density(self, image_shape, cell, sx, sy, window, n_rows, n_cols):
+    def grid_log_density(self, image_shape, cell, sx, sy, window, n_rows, n_cols, pad=0):
         """:meth:`log_density` of the sliding windows of one pyramid level, shape
-        ``(n_rows, n_cols)``: entry ``[r, c]`` is the box ``(c cell / sx, r cell / sy,
-        window[0] cell / sx, window[1] cell / sy)`` (:meth:`HOGPyramid.boxes`).  The
+        ``(n_rows, n_cols)``: entry ``[r, c]`` is the box ``((c - pad) cell / sx, (r -
+        pad) cell / sy, window[0] cell / sx, window[1] cell / sy)``
+        (:meth:`HOGPyramid.boxes`, ``pad`` its padding in cells).  The
         kernel factorises over the grid (every box of a level has the same size, its
         centre moves along rows and columns), so the density is one product of a
         (rows x boxes) and a (boxes x columns) matrix of exponentials; sums of positive
@@ -139,6 +140,7 @@ class BoxDistribution:
             int(window[1]),
             int(n_rows),
             int(n_cols),
+            int(pad),
         )
 
     def log_density(self, boxes, image_shape) -> np.ndarray:
@@ -177,7 +179,7 @@ def _log_kde(q, params, scale):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _grid_log_kde(params, scale, H, W, cell, sx, sy, win_w, win_h, nr, nc):  # pragma: no cover
+def _grid_log_kde(params, scale, H, W, cell, sx, sy, win_w, win_h, nr, nc, pad):  # pragma: no cover
     """log mean_j exp(-|(q_rc - params_j) / scale|^2 / 2) for the boxes q_rc of one
     pyramid level (see :meth:`BoxDistribution.grid_log_density`): exp(e) factorises into
     a column, a row and a size factor per training box."""
@@ -191,10 +193,10 @@ def _grid_log_kde(params, scale, H, W, cell, sx, sy, win_w, win_h, nr, nc):  # p
         zh = (math.log(h / H) - params[j, 3]) / scale[3]
         size = zw * zw + zh * zh
         for r in range(nr):
-            z = ((r * cell / sy + h / 2) / H - params[j, 1]) / scale[1]
+            z = (((r - pad) * cell / sy + h / 2) / H - params[j, 1]) / scale[1]
             A[j, r] = math.exp(-0.5 * (z * z + size))
         for c in range(nc):
-            z = ((c * cell / sx + w / 2) / W - params[j, 0]) / scale[0]
+            z = (((c - pad) * cell / sx + w / 2) / W - params[j, 0]) / scale[0]
             B[j, c] = math.exp(-0.5 * z * z)
     D = np.zeros((nr, nc))
     for r in range(nr):
