@@ -241,7 +241,6 @@ CPU_LOCK = "/tmp/maxmargin-cpu.lock"
 TMP_PENDING = {
     "detection_dlib": "--models /tmp/detection_dlib_models: the timing step reads saved models",
     "detection_dlib_regression": "written to /tmp and copied in (its --out)",
-    "detection_scan_time": "run from a /tmp clone",
     "face_cascade": "--save-dir /tmp/face_models, run from a /tmp clone",
     "face_cascade_timing": "run from a /tmp clone",
     "multiclass_table2_protocol_time": "two pieces written to /tmp and copied in",
