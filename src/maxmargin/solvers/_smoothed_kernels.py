@@ -28,6 +28,47 @@ def _label_scores(F, gamma, identity):  # pragma: no cover - compiled
     return np.dot(F, np.ascontiguousarray(gamma.T))
 
 
+#: ``exp`` on ``[EXP_SKIP, 0]`` as ``p(r) 2^n``: ``n = round(x / ln 2)``, ``r = x - n ln 2``
+#: (Cody-Waite: ``ln 2`` split in a high part exact in ``n * _LN2_HI`` and a low part),
+#: ``|r| <= ln(2) / 2``, and ``p`` the Taylor polynomial of degree 12 (truncation below
+#: ``0.35^13 / 13! < 1.8e-16`` relative); branch-free, so the row loop runs without a
+#: call to libm's ``exp`` per entry
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_C2, _C3, _C4 = 1.0 / 2, 1.0 / 6, 1.0 / 24
+_C5, _C6, _C7, _C8 = 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320
+_C9, _C10, _C11, _C12 = 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600
+
+
+@njit(cache=True, inline="always")
+def _exp_parts(x):  # pragma: no cover - compiled
+    """``(p, n)`` with ``exp(x) = p 2^n`` to about 2 ulp (``x`` in ``[EXP_SKIP - 1, 0]``,
+    so ``2^n`` is a normal float and the product with it exact)."""
+    n = np.floor(x * _LOG2E + 0.5)
+    r = (x - n * _LN2_HI) - n * _LN2_LO
+    p = _C12 * r + _C11
+    p = p * r + _C10
+    p = p * r + _C9
+    p = p * r + _C8
+    p = p * r + _C7
+    p = p * r + _C6
+    p = p * r + _C5
+    p = p * r + _C4
+    p = p * r + _C3
+    p = p * r + _C2
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p, n
+
+
+@njit(cache=True)
+def _exp(x):  # pragma: no cover - compiled
+    """``exp(x)`` for ``x`` in ``[EXP_SKIP - 1, 0]`` as the softmax rows compute it."""
+    p, n = _exp_parts(x)
+    return p * 2.0**n
+
+
 #: ``exp(x)`` for ``x < EXP_SKIP`` is below 1e-30 (exp(-70) = 4e-31): such an entry's
 #: softmax weight ``e / z`` (``z >= 1``, the row maximum's own term) is flushed to 0
 #: anyway, and adding it to ``z >= 1`` cannot change ``z`` in float64 (it is below
@@ -48,35 +89,49 @@ def _lse_value(F, gamma, identity, y, delta, beta, P):  # pragma: no cover - com
 def _lse_rows(G, y, delta, beta, P):  # pragma: no cover - compiled
     """The row passes of :func:`_lse_value` on the label scores ``G``."""
     m, K = P.shape
+    bits = np.empty(K, dtype=np.int64)
     hinge = 0.0
     lse = 0.0
     for i in range(m):
-        yi = y[i]
-        own = G[i, yi]
-        a = -np.inf
-        for k in range(K):
-            v = delta[yi, k] + G[i, k] - own
-            P[i, k] = v
-            if v > a:
-                a = v
+        a = _margin_row(G, i, y[i], delta, P, K)
         hinge += a
-        lse += a + _softmax_row(P, i, K, a, beta) / beta
+        lse += a + _softmax_row(P, i, K, a, beta, bits) / beta
     return hinge, lse
 
 
 @njit(cache=True, inline="always")
-def _softmax_row(P, i, K, a, beta):  # pragma: no cover - compiled
+def _margin_row(G, i, yi, delta, P, K):  # pragma: no cover - compiled
+    """Row ``i`` of ``P`` <- the coded margins ``delta[y_i, k] + G_ik - G_(i, y_i)``;
+    returns their maximum (the row's hinge).  Shared by :func:`_lse_rows` and
+    :func:`_shifted_lse`, so both give the same rows bit for bit."""
+    own = G[i, yi]
+    a = -np.inf
+    for k in range(K):
+        v = delta[yi, k] + G[i, k] - own
+        P[i, k] = v
+        if v > a:
+            a = v
+    return a
+
+
+@njit(cache=True, inline="always")
+def _softmax_row(P, i, K, a, beta, bits):  # pragma: no cover - compiled
     """Row ``i`` of ``P`` (margins, maximum ``a``) becomes its softmax (entries below
-    1e-30 flushed to 0); returns ``log z``."""
+    1e-30 flushed to 0); returns ``log z``.  ``bits`` (int64, K): scratch for the
+    powers of two of :func:`_exp_parts`, written as float64 bit patterns (0 -- the
+    float 0.0 -- for the entries below ``EXP_SKIP``: e < 1e-30 <= 1e-30 z is flushed
+    below, and z + e == z)."""
+    scale = bits.view(np.float64)
+    for k in range(K):
+        x = max(beta * (P[i, k] - a), EXP_SKIP - 1.0)
+        p, n = _exp_parts(x)
+        P[i, k] = p
+        bits[k] = (np.int64(n) + 1023) << 52 if x >= EXP_SKIP else 0
     z = 0.0
     for k in range(K):
-        x = beta * (P[i, k] - a)
-        if x < EXP_SKIP:
-            P[i, k] = 0.0  # e < 1e-30 <= 1e-30 z: flushed below; z + e == z
-        else:
-            e = np.exp(x)
-            P[i, k] = e
-            z += e
+        e = P[i, k] * scale[k]
+        P[i, k] = e
+        z += e
     inv = 1.0 / z
     for k in range(K):
         p = P[i, k] * inv
@@ -90,21 +145,15 @@ def _shifted_lse(F, change, tscale, Ft, y, delta, beta, P):  # pragma: no cover 
     NumPy's ``F + change`` when ``tscale = 1``) and :func:`_lse_value` of ``Ft`` in the
     same row pass."""
     m, K = P.shape
+    bits = np.empty(K, dtype=np.int64)
     hinge = 0.0
     lse = 0.0
     for i in range(m):
         for k in range(K):
             Ft[i, k] = F[i, k] + np.float64(change[i, k]) * tscale
-        yi = y[i]
-        own = Ft[i, yi]
-        a = -np.inf
-        for k in range(K):
-            v = delta[yi, k] + Ft[i, k] - own
-            P[i, k] = v
-            if v > a:
-                a = v
+        a = _margin_row(Ft, i, y[i], delta, P, K)
         hinge += a
-        lse += a + _softmax_row(P, i, K, a, beta) / beta
+        lse += a + _softmax_row(P, i, K, a, beta, bits) / beta
     return hinge, lse
 
 
@@ -191,13 +240,67 @@ def _direction(g, free, S, Y, n_pairs):  # pragma: no cover - compiled
     return -q * fr
 
 
+#: the products run over the working set's columns (not the dense (classifier x slot)
+#: matrix of its classifiers) when at most 1 / SPARSE_FILL of those pairs are columns --
+#: the certificate's screened set, e.g. 701 columns of 407 shared stumps x 10 slots
+SPARSE_FILL = 4
+
+_FAST = {"reassoc", "contract", "nsz"}  # reassociation: the dot products vectorise
+
+
+@njit(cache=True, fastmath=_FAST)
+def _column_gains(Hws, AT, row, slot, out):  # pragma: no cover - compiled
+    """``out[j] = sum_z Hws[row[j], z] AT[slot[j], z]``: the working set's gains one
+    column at a time, float32 products summed in float64 (the sparse route of
+    :func:`coded_smoothed_steps`)."""
+    n_z = Hws.shape[1]
+    for j in range(len(row)):
+        h, s = row[j], slot[j]
+        acc = 0.0
+        for z in range(n_z):
+            acc += np.float64(Hws[h, z]) * np.float64(AT[s, z])
+        out[j] = acc
+
+
+@njit(cache=True)
+def _column_change(dw, Hws, row, slot, changeT, change):  # pragma: no cover - compiled
+    """``change <- H' dW`` one column at a time (the sparse route): the float32 products
+    of the float32 weights ``dw`` summed in float32 in the working set's order, through
+    the (n_slots, n_z) buffer ``changeT``."""
+    n_slots, n_z = changeT.shape
+    changeT[:] = 0
+    for j in range(len(dw)):
+        if dw[j] != 0.0:
+            c = np.float32(dw[j])
+            s, h = slot[j], row[j]
+            for z in range(n_z):
+                changeT[s, z] += c * Hws[h, z]
+    for z in range(n_z):
+        for s in range(n_slots):
+            change[z, s] = changeT[s, z]
+
+
+@njit(cache=True)
+def _direction_change(dw, row, slot, HwsT, Hws, dW, changeT, change, sparse):  # pragma: no cover
+    """``change <- H' dW`` for the working set's weight change ``dw`` (float32): the
+    dense product with the classifiers' outputs, or column by column (``sparse``)."""
+    if sparse:
+        _column_change(dw, Hws, row, slot, changeT, change)
+        return
+    dW[:] = 0
+    for j in range(len(dw)):
+        if dw[j] != 0.0:
+            dW[row[j], slot[j]] = np.float32(dw[j])
+    np.dot(HwsT, dW, change)
+
+
 #: the Newton step length is rounded to a power of two in [2^-NEWTON_MIN_EXP, 1]
 NEWTON_MIN_EXP = 30
 
 
 @njit(cache=True)
 def _newton_length(
-    d, gf, row, slot, HwsT, dW, change, P, y, gamma, identity, scale
+    d, gf, row, slot, HwsT, Hws, dW, changeT, change, sparse, P, y, gamma, identity, scale
 ):  # pragma: no cover - compiled
     """``(t, done)``: the first trial step of the line search, ``t = -g'd / d'Hd`` (the
     minimiser of the smoothed objective's second-order model along ``d``), rounded to
@@ -215,11 +318,7 @@ def _newton_length(
     gd = np.dot(gf, d)
     if not gd < 0.0:
         return 1.0, False
-    dW[:] = 0
-    for j in range(len(d)):
-        if d[j] != 0.0:
-            dW[row[j], slot[j]] = np.float32(d[j])
-    np.dot(HwsT, dW, change)
+    _direction_change(d, row, slot, HwsT, Hws, dW, changeT, change, sparse)
     if identity:
         V = change.astype(np.float64)
     else:
@@ -277,6 +376,7 @@ def coded_smoothed_steps(
     stats,
     P0,
     newton,
+    sparse,
 ):  # pragma: no cover - compiled
     """Up to ``n_steps`` projected L-BFGS steps on the working set ``ws`` (see
     ``SmoothedProblem.solve``).  ``w_all``, ``g_ws`` (the working set's gradient ``1 -
@@ -284,7 +384,9 @@ def coded_smoothed_steps(
     place.  ``HwsT`` / ``Hws``: float32 outputs of the working set's classifiers (n_z,
     n_rows) / (n_rows, n_z); column ``ws[j]`` is classifier ``row[j]`` of them in slot
     ``slot[j]``.  ``f0``: the current smoothed objective.  ``gains_ws`` gets the working
-    set's gains at the last accepted point.  ``stats`` (int64, 3) counts the line
+    set's gains at the last accepted point.  ``sparse``: the products run column by
+    column (:func:`_column_change`, :func:`_column_gains`; ``HwsT`` is then not used)
+    instead of through the dense (classifier, slot) matrices.  ``stats`` (int64, 3) counts the line
     search's trial points and its failures (added to what it holds); ``stats[2]`` is the
     Newton flag (with ``newton``: 1 -- the next step starts from the Newton step length,
     set by the caller when columns or the working set change and here after a step
@@ -314,6 +416,8 @@ def coded_smoothed_steps(
     Pc = P0  # the softmax at the current point
     w = np.empty(n)
     dW = np.zeros((n_rows, n_slots), dtype=np.float32)
+    changeT = np.empty((n_slots, m) if sparse else (0, 0), dtype=np.float32)
+    A32T = np.empty((n_slots, m) if sparse else (0, 0), dtype=np.float32)
     gains = np.empty(n)
     steps = 0
     stop = 0
@@ -341,8 +445,9 @@ def coded_smoothed_steps(
             # the L-BFGS scaling is in doubt: no memory, new columns or a changed working
             # set, or a last step that did not take t = 1 at its first trial)
             t, have_dir = _newton_length(
-                d, gf, row, slot, HwsT, dW, cdir, Pc, y, gamma, identity, beta * C / m
-            )
+                d, gf, row, slot, HwsT, Hws, dW, changeT, cdir, sparse, Pc, y, gamma,
+                identity, beta * C / m,
+            )  # fmt: skip
         accepted = False
         ft = 0.0
         Ft = Fbuf[nxt]
@@ -361,11 +466,7 @@ def coded_smoothed_steps(
             else:
                 wt = np.maximum(wt, 0.0)
                 dw = wt - w
-                dW[:] = 0
-                for j in range(n):
-                    if dw[j] != 0.0:
-                        dW[row[j], slot[j]] = np.float32(dw[j])
-                np.dot(HwsT, dW, change)
+                _direction_change(dw, row, slot, HwsT, Hws, dW, changeT, change, sparse)
                 src, tscale = change, 1.0
             if identity:
                 h_t, lse_t = _shifted_lse(F, src, tscale, Ft, y, delta, beta, Pt)
@@ -391,7 +492,19 @@ def coded_smoothed_steps(
         P = Pt
         Pc = Pt
         nxt = 1 - nxt
-        if identity:
+        if sparse:
+            if identity:
+                _onehot_weights32(P, y, 1.0 / m, C, A32)
+                for i in range(m):
+                    for k in range(n_slots):
+                        A32T[k, i] = A32[i, k]
+            else:
+                A = _weights(P, y, gamma, gamma_true, identity, 1.0 / m, C)
+                for i in range(m):
+                    for k in range(n_slots):
+                        A32T[k, i] = np.float32(A[i, k])
+            _column_gains(Hws, A32T, row, slot, gains)
+        elif identity:
             _onehot_weights32(P, y, 1.0 / m, C, A32)
             np.dot(Hws, A32, Gws)
             for j in range(n):

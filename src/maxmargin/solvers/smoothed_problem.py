@@ -41,7 +41,11 @@ import time
 
 import numpy as np
 
-from maxmargin.solvers._smoothed_kernels import NEWTON_MIN_EXP, coded_smoothed_steps
+from maxmargin.solvers._smoothed_kernels import (
+    NEWTON_MIN_EXP,
+    SPARSE_FILL,
+    coded_smoothed_steps,
+)
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.smoothing import SmoothedRisk
@@ -120,6 +124,10 @@ class SmoothedProblem:
         #: the compiled steps' first line-search trial: "halving" -- t = 1, then halved;
         #: "newton" -- the Newton step length along the direction (a power of two <= 1)
         self.line_search = "newton"
+        #: the compiled steps may take their products column by column when the working
+        #: set holds few of its classifiers' (classifier, slot) pairs
+        #: (``_smoothed_kernels.SPARSE_FILL``; False: always the dense products)
+        self.sparse_products = True
 
     # -- the objective -------------------------------------------------------------------
     def _evaluate(self, F: np.ndarray) -> float:
@@ -356,6 +364,14 @@ class SmoothedProblem:
                 return False
         return self.store.n_columns > 0 and not self.store._sparse_slots()
 
+    def _column_products(self, n_cols: int, n_hyps: int) -> bool:
+        """Whether the compiled steps take their products column by column: the working
+        set's ``n_cols`` columns are at most ``1 / SPARSE_FILL`` of its ``n_hyps``
+        classifiers' (classifier, slot) pairs (the certificate's screened set: columns of
+        positive weight, a few slots of each shared stump), so the dense products would
+        do several times the needed work."""
+        return self.sparse_products and SPARSE_FILL * n_cols <= n_hyps * self.store.n_slots
+
     def _solve_coded(self, deadline: float | None) -> int:
         """The steps of :meth:`solve` in :func:`coded_smoothed_steps` (one compiled call
         per step when a deadline is set, else one for all of them)."""
@@ -364,7 +380,8 @@ class SmoothedProblem:
         n = len(ws)
         hs, row = np.unique(st.col_hyp[ws], return_inverse=True)
         Hws = np.ascontiguousarray(st.H32[hs])
-        HwsT = np.ascontiguousarray(Hws.T)
+        sparse = self._column_products(n, len(hs))
+        HwsT = np.empty((0, 0), dtype=np.float32) if sparse else np.ascontiguousarray(Hws.T)
         slot = np.ascontiguousarray(st.col_slot[ws], dtype=np.int64)
         row = np.ascontiguousarray(row.reshape(-1), dtype=np.int64)
         S = np.zeros((self.memory, n))
@@ -392,6 +409,7 @@ class SmoothedProblem:
                 w_all, ws, F, g_ws, HwsT, Hws, row, slot, len(hs), gamma, gamma_true,
                 bool(task._identity_coding), y, delta, self.beta, self.C, self.tol, chunk,
                 S, Y, n_pairs, f0, gains_ws, self.ls_stats, P0, self.line_search == "newton",
+                sparse,
             )  # fmt: skip
             self.t_oracle += time.perf_counter() - t0
             if k:
