@@ -35,6 +35,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # "one core", as the issue's sp
 
 import argparse
 import ast
+import functools
 import time
 
 import numpy as np
@@ -58,7 +59,7 @@ def _seq_path(data: str, name: str) -> str:
 
 
 def main() -> None:
-    from bench_tracking_peers import PEERS, StoredTrack, make_peer, stored_boxes
+    from bench_tracking_peers import PEERS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sequences", nargs="+", default=["Coke", "Tiger1", "Girl", "david", "tiger2"])
@@ -98,6 +99,13 @@ def main() -> None:
         help="a named variant of one of our trackers (its own --set LABEL.key=value), run "
         "beside the others, e.g. structboost_grid=structboost",
     )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="runs in this many worker processes (accuracy runs on a shared machine; "
+        "the fps of parallel runs is not a timing)",
+    )
     ap.add_argument("--out", default="benchmarks/results/tracking.json")
     args = ap.parse_args()
     aliases = dict(item.split("=", 1) for item in args.alias)
@@ -107,83 +115,27 @@ def main() -> None:
         name, param = key.split(".", 1)
         overrides.setdefault(name, {})[param] = ast.literal_eval(val)
 
-    rows = []
     names = list(args.trackers) + (["struck_stored"] if args.struck else [])
+    jobs = []  # (sequence, n_init, tracker label, seed), in the order of the results
     for sname in args.sequences:
-        seq = load_sequence(_seq_path(args.data, sname), max_frames=args.frames)
-        truth = seq.boxes.copy()
-        start_boxes = truth.copy()
-        start_boxes[0, :2] += args.shift
         for n_init, tname in [(n, t) for n in args.n_init for t in names]:
             ours = tname not in PEERS and tname != "struck_stored"
             base = aliases.get(tname, tname)  # the tracker a variant's label names
             seeds = args.seeds
             if base in ("ssvm", "adaboost") and args.baseline_seeds is not None:
                 seeds = args.baseline_seeds
-            for seed in seeds if ours else [None]:
-                if ours:
-                    tracker = make_tracker(base, random_state=seed, **overrides.get(tname, {}))
-                    # every parameter, the sampling protocol's as sampling__<name>
-                    params = {
-                        k: v for k, v in tracker.get_params(deep=True).items() if k != "sampling"
-                    }
-                    if args.true_labels:
-                        lab = np.flatnonzero(seq.labelled)
-                        _train_on_truth(tracker, seq.boxes, int(lab[min(n_init, len(lab)) - 1]) + 1)
-                elif tname == "struck_stored":
-                    b = stored_boxes(args.struck, sname)
-                    if b is None or len(b) != len(seq) or n_init != 1:
-                        continue  # stored tracks start from frame 0's box only
-                    tracker, params = StoredTrack(b, "struck"), {"file": args.struck}
-                else:
-                    tracker = make_peer(tname)
-                    params = tracker.get_params()
-                t0 = time.perf_counter()
-                _pred, info = track_sequence(tracker, seq, start_boxes, n_init=n_init)
-                wall = time.perf_counter() - t0
-                m = summary(
-                    _pred[info["init_frames"][-1] + 1 :], truth[info["init_frames"][-1] + 1 :]
-                )
-                paper_key = "struck50" if base == "ssvm" else base
-                paper = PAPER.get(sname, {}).get(paper_key, (None, None))
-                row = {
-                    "sequence": sname,
-                    "tracker": tname,
-                    "base_tracker": base,
-                    "n_init": n_init,
-                    "seed": seed,
-                    "shift": args.shift,
-                    "true_labels": bool(args.true_labels),
-                    "params": params,
-                    "frames": len(seq),
-                    "scored_frames": m["n_frames"],
-                    "overlap": m["overlap"],
-                    "overlap_std": m["overlap_std"],
-                    "centre_error": m["centre_error"],
-                    "centre_error_std": m["centre_error_std"],
-                    "success_auc": m["success_auc"],
-                    "precision_20": m["precision_20"],
-                    "fps": info["fps"],
-                    "fps_cpu": info["fps_cpu"],
-                    "seconds_init": info["seconds_init"],
-                    "seconds_per_frame": {
-                        k: v / max(len(seq) - info["init_frames"][-1] - 1, 1)
-                        for k, v in info["timing"].items()
-                    },
-                    "wall_seconds": wall,
-                    "paper_overlap": paper[0],
-                    "paper_centre_error": paper[1],
-                }
-                rows.append(row)
-                spf = row["seconds_per_frame"]
-                print(
-                    f"{sname:7s} {tname:12s} n_init {n_init} seed {seed}: overlap "
-                    f"{m['overlap']:.3f} (paper {paper[0]})  centre {m['centre_error']:6.1f} px  "
-                    f"AUC {m['success_auc']:.3f}  P@20 {m['precision_20']:.3f}  "
-                    f"{info['fps']:.1f} fps (CPU {info['fps_cpu']:.1f})  ms/frame: "
-                    + " ".join(f"{k} {1e3 * v:.1f}" for k, v in spf.items()),
-                    flush=True,
-                )
+            jobs += [(sname, n_init, tname, seed) for seed in (seeds if ours else [None])]
+    run = functools.partial(_run_one, args, overrides, aliases)
+    if args.jobs > 1:  # independent runs in worker processes, results in job order
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
+            rows = list(pool.map(run, jobs))
+    else:
+        rows = [run(job) for job in jobs]
+    rows = [r for r in rows if r is not None]
     keys = ("overlap", "success_auc", "precision_20", "centre_error", "fps", "fps_cpu")
     summ = []
     for n_init in args.n_init:
@@ -242,6 +194,84 @@ def main() -> None:
     print(f"wrote {path}")
 
 
+_SEQUENCES: dict = {}
+
+
+def _run_one(args, overrides, aliases, job):
+    """One tracker on one sequence from ``n_init`` labelled frames at one seed: its result
+    row (None: a stored track that does not apply)."""
+    from bench_tracking_peers import PEERS, StoredTrack, make_peer, stored_boxes
+
+    sname, n_init, tname, seed = job
+    if sname not in _SEQUENCES:  # one load per sequence and process
+        _SEQUENCES.clear()
+        _SEQUENCES[sname] = load_sequence(_seq_path(args.data, sname), max_frames=args.frames)
+    seq = _SEQUENCES[sname]
+    truth = seq.boxes.copy()
+    start_boxes = truth.copy()
+    start_boxes[0, :2] += args.shift
+    ours = tname not in PEERS and tname != "struck_stored"
+    base = aliases.get(tname, tname)
+    if ours:
+        tracker = make_tracker(base, random_state=seed, **overrides.get(tname, {}))
+        # every parameter, the sampling protocol's as sampling__<name>
+        params = {k: v for k, v in tracker.get_params(deep=True).items() if k != "sampling"}
+        if args.true_labels:
+            lab = np.flatnonzero(seq.labelled)
+            _train_on_truth(tracker, seq.boxes, int(lab[min(n_init, len(lab)) - 1]) + 1)
+    elif tname == "struck_stored":
+        b = stored_boxes(args.struck, sname)
+        if b is None or len(b) != len(seq) or n_init != 1:
+            return None  # stored tracks start from frame 0's box only
+        tracker, params = StoredTrack(b, "struck"), {"file": args.struck}
+    else:
+        tracker = make_peer(tname)
+        params = tracker.get_params()
+    t0 = time.perf_counter()
+    _pred, info = track_sequence(tracker, seq, start_boxes, n_init=n_init)
+    wall = time.perf_counter() - t0
+    m = summary(_pred[info["init_frames"][-1] + 1 :], truth[info["init_frames"][-1] + 1 :])
+    paper_key = "struck50" if base == "ssvm" else base
+    paper = PAPER.get(sname, {}).get(paper_key, (None, None))
+    row = {
+        "sequence": sname,
+        "tracker": tname,
+        "base_tracker": base,
+        "n_init": n_init,
+        "seed": seed,
+        "shift": args.shift,
+        "true_labels": bool(args.true_labels),
+        "params": params,
+        "frames": len(seq),
+        "scored_frames": m["n_frames"],
+        "overlap": m["overlap"],
+        "overlap_std": m["overlap_std"],
+        "centre_error": m["centre_error"],
+        "centre_error_std": m["centre_error_std"],
+        "success_auc": m["success_auc"],
+        "precision_20": m["precision_20"],
+        "fps": info["fps"],
+        "fps_cpu": info["fps_cpu"],
+        "seconds_init": info["seconds_init"],
+        "seconds_per_frame": {
+            k: v / max(len(seq) - info["init_frames"][-1] - 1, 1) for k, v in info["timing"].items()
+        },
+        "wall_seconds": wall,
+        "paper_overlap": paper[0],
+        "paper_centre_error": paper[1],
+    }
+    spf = row["seconds_per_frame"]
+    print(
+        f"{sname:7s} {tname:12s} n_init {n_init} seed {seed}: overlap "
+        f"{m['overlap']:.3f} (paper {paper[0]})  centre {m['centre_error']:6.1f} px  "
+        f"AUC {m['success_auc']:.3f}  P@20 {m['precision_20']:.3f}  "
+        f"{info['fps']:.1f} fps (CPU {info['fps_cpu']:.1f})  ms/frame: "
+        + " ".join(f"{k} {1e3 * v:.1f}" for k, v in spf.items()),
+        flush=True,
+    )
+    return row
+
+
 def _peer_versions() -> dict:
     from importlib import metadata
 
@@ -261,12 +291,12 @@ def _train_on_truth(tracker, boxes, first: int) -> None:
 
     add = tracker._add
 
-    def add_truth(grey, box, into=None):
+    def add_truth(grey, box, into=None, conf=None):
         if tracker.n_frames_ > 0:
             k = first + tracker.n_frames_ - 1
             if k < len(boxes) and np.all(np.isfinite(boxes[k])):
                 box = sample_boxes(boxes[k], 1, 0.0, grey.shape)[0]
-        return add(grey, box, into)
+        return add(grey, box, into, conf=conf)
 
     tracker._add = add_truth
 

@@ -420,13 +420,6 @@ def tracking_one_frame(data, load):
     return out
 
 
-@table("tracking_structboost:one_frame")
-def tracking_structboost_one_frame(data, load):
-    """tracking_structboost.json (the StructBoost tracker's default beside CSRT): the cells
-    of ``tracking:one_frame``."""
-    return tracking_one_frame(data, load)
-
-
 # ----------------------------------------------------------------------------- detection
 
 

@@ -703,6 +703,8 @@ def test_sampling_is_one_frozen_parameter_and_trackers_clone():
         ({"search_radius": 0.0}, "search_radius"),
         ({"redetect": 2.0}, "redetect"),
         ({"augment": -1}, "augment"),
+        ({"support_frames": -1}, "support_frames"),
+        ({"train_method": "strata"}, "train_method"),
     ],
 )
 def test_sampling_rejects_bad_values(kw, match):
@@ -800,3 +802,83 @@ def test_polar_grid_training_boxes_are_fixed_and_polar():
     assert make_tracker("ssvm").sampling.train_method == "polar"
     with pytest.raises(ValueError, match="train_method"):
         make_tracker("structboost", train_method="grid")
+
+
+# -- support frames, overlap strata, the update's C (issue 30, eighth session) ------------
+def test_support_frames_keep_the_most_confident_frames_beyond_the_window(monkeypatch):
+    """``support_frames=k``: of the tracked frames that leave the window, the ``k`` of
+    highest confidence (score relative to the median before them) stay in every later
+    training set; labelled frames are never support frames; off (0) the training set
+    is the window alone."""
+    frames, boxes = synthetic_video(n=16)
+    fits = []
+    fit = StructBoostTracker._fit
+
+    def spy(self, data, initial):
+        fits.append([id(c) for c in data])
+        return fit(self, data, initial)
+
+    monkeypatch.setattr(StructBoostTracker, "_fit", spy)
+    for k in (0, 3):
+        fits.clear()
+        kw = {**FAST, "window": 4, "retrain_every": 1, "support_frames": k, "augment": 0}
+        tr = make_tracker("structboost", max_iter=20, update_iter=3, random_state=0, **kw)
+        tr.init(frames[0], boxes[0])
+        added = []  # (confidence, frame) of every tracked frame, in order
+        for f in frames[1:]:
+            tr.update(f)
+            added.append((tr._conf[-1], tr._data[-1]))
+        left = added[: len(added) - 4]  # the tracked frames that left the window
+        assert len(fits) == tr.n_trainings_ == len(frames)
+        if k == 0:
+            assert tr._support == []
+            assert fits[-1] == [id(c) for c in tr._data]
+            continue
+        best = sorted(left, key=lambda t: -t[0])[:k]
+        assert {id(f) for _, f in tr._support} == {id(f) for _, f in best}
+        assert [c for c, _ in sorted(tr._support, key=lambda t: -t[0])] == [c for c, _ in best]
+        assert fits[-1] == [id(f) for _, f in tr._support] + [id(c) for c in tr._data]
+        assert len(fits[-1]) == k + 4
+
+
+def test_overlap_strata_boxes_spread_over_the_overlap():
+    """``train_method="overlap_strata"``: the box first, no duplicates, inside the image
+    and the disc, the same for every seed, and every overlap stratum of [0, 1] that the
+    pool can fill holds its share ((n - 1) / 10) -- unlike the polar boxes, of which
+    most overlap the box little."""
+    from maxmargin.apps.tracking.tracker import overlap_strata_boxes, polar_grid_boxes
+    from maxmargin.tasks.boxes import box_overlap
+
+    box, r = np.array([60.0, 50.0, 20.0, 24.0]), 40.0
+    c = overlap_strata_boxes(box, 201, r, (160, 200))
+    assert np.array_equal(c[0], box) and len(np.unique(c, axis=0)) == len(c) == 201
+    d = np.hypot(c[:, 0] + c[:, 2] / 2 - 70.0, c[:, 1] + c[:, 3] / 2 - 62.0)
+    assert d.max() <= r + 1e-9 and np.all(c[:, :2] >= 0)
+    strata = np.minimum((box_overlap(c[1:], box) * 10).astype(int), 9)
+    counts = np.bincount(strata, minlength=10)
+    pool = polar_grid_boxes(box, 8 * 201, r, (160, 200))
+    full = np.bincount(np.minimum((box_overlap(pool[1:], box) * 10).astype(int), 9), minlength=10)
+    assert np.all(counts[full >= 20] >= 20), counts  # every fillable stratum has its share
+    assert np.all(counts[full < 20] == full[full < 20])  # the rest: all the pool has
+    polar = polar_grid_boxes(box, 201, r, (160, 200))
+    assert np.mean(box_overlap(polar[1:], box) >= 0.5) < np.mean(box_overlap(c[1:], box) >= 0.5)
+    frames, b = synthetic_video(n=3)
+    kw = dict(max_iter=10, update_iter=5, train_method="overlap_strata", augment=0, **FAST)
+    t0 = make_tracker("structboost", random_state=0, **kw).init(frames[0], b[0])
+    t1 = make_tracker("structboost", random_state=1, **kw).init(frames[0], b[0])
+    assert np.array_equal(t0._data[0].boxes, t1._data[0].boxes)
+
+
+def test_update_C_is_the_warm_retrainings_C():
+    """``update_C``: the warm re-trainings use it, the first training ``C``; None: ``C``
+    throughout."""
+    frames, boxes = synthetic_video(n=5)
+    for uc, want in ((0.5, 0.5), (None, 10**0.5)):
+        tr = make_tracker("structboost", max_iter=20, update_iter=3, update_C=uc, **FAST)
+        tr.init(frames[0], boxes[0])
+        assert tr.model_.C == 10**0.5
+        for f in frames[1:]:
+            tr.update(f)
+        assert tr.n_trainings_ > 1 and tr.model_.C == want
+    with pytest.raises(ValueError, match="update_C"):
+        make_tracker("structboost", update_C=-1.0).init(frames[0], boxes[0])

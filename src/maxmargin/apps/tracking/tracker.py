@@ -68,6 +68,7 @@ __all__ = [
     "StructBoostTracker",
     "coarse_to_fine",
     "make_tracker",
+    "overlap_strata_boxes",
     "polar_grid_boxes",
     "warp_frame",
 ]
@@ -126,11 +127,18 @@ class Sampling:
     motion_radius : float, default=0
         Motion-adaptive search: the search disc widens to ``motion_radius`` times the
         last frame-to-frame move (at most 3x ``search_radius``), sampled as densely.
-    train_method : {"polar", "polar_grid"}, default="polar"
+    train_method : {"polar", "polar_grid", "overlap_strata"}, default="polar"
         How a training frame's ``n_train`` boxes are placed within ``train_radius``:
         ``"polar"`` draws uniform angles and distances (denser near the box, random);
         ``"polar_grid"`` puts them at fixed places of the same density
-        (:func:`polar_grid_boxes`, a golden-angle spiral): the same boxes for every seed.
+        (:func:`polar_grid_boxes`, a golden-angle spiral): the same boxes for every seed;
+        ``"overlap_strata"`` picks them, also at fixed places, evenly from ten strata of
+        overlap with the box (:func:`overlap_strata_boxes`).
+    support_frames : int, default=0
+        Support frames: up to this many self-labelled frames that leave the window are
+        kept in every later training set, those whose box scored highest relative to the
+        median score of the frames before them (a lower-scoring kept frame gives way to
+        a higher-scoring leaving one).  Off when 0.
     """
 
     features: str = "raw+hog"
@@ -153,6 +161,7 @@ class Sampling:
     augment: int = 0
     motion_radius: float = 0.0
     train_method: str = "polar"
+    support_frames: int = 0
 
     def __post_init__(self) -> None:
         sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
@@ -174,6 +183,7 @@ class Sampling:
             allow_none=True,
         )
         check_number("augment", self.augment, low=0, low_open=False, integer=True)
+        check_number("support_frames", self.support_frames, low=0, low_open=False, integer=True)
         for name in ("search_radius", "redetect_radius"):
             check_number(name, getattr(self, name), low=0)
         check_number("train_radius", self.train_radius, low=0, allow_none=True)
@@ -189,9 +199,10 @@ class Sampling:
         check_number("scale_step", self.scale_step, low=0, low_open=False)
         if not self.scale_step < 0.5:
             raise ValueError(f"scale_step must be in [0, 0.5), got {self.scale_step!r}")
-        if self.train_method not in ("polar", "polar_grid"):
+        if self.train_method not in ("polar", "polar_grid", "overlap_strata"):
             raise ValueError(
-                f"train_method must be 'polar' or 'polar_grid', got {self.train_method!r}"
+                "train_method must be 'polar', 'polar_grid' or 'overlap_strata', got "
+                f"{self.train_method!r}"
             )
         if not isinstance(self.keep_labelled, (bool, np.bool_)):
             raise ValueError(f"keep_labelled must be a bool, got {self.keep_labelled!r}")
@@ -254,6 +265,8 @@ class _OnlineBoxTracker(BaseEstimator):
         self._pred_buf = np.empty(0)
         self._scales = tuple(np.atleast_1d(np.asarray(self._s.scales, dtype=np.float64)))
         self._data = deque(maxlen=int(self._window_size()))
+        self._conf = deque(maxlen=int(self._window_size()))  # None: a labelled frame
+        self._support: list = []  # support frames: (confidence, frame) beyond the window
         self.timing_ = {"features": 0.0, "predict": 0.0, "train": 0.0, "sampling": 0.0}
         self.n_frames_ = 0
         self.n_skipped_ = 0  # frames not used for training (confidence gate)
@@ -354,6 +367,9 @@ class _OnlineBoxTracker(BaseEstimator):
         if self._s.scale_step > 0:
             box, score = self._rescale(grey, box, score)
         self.timing_["predict"] += time.perf_counter() - t3
+        # the box's confidence: its score relative to the median of the frames before
+        ref = float(np.median(self._frame_scores)) if len(self._frame_scores) else score
+        conf = (score - ref) / max(abs(ref), 1e-12)
         self._frame_scores.append(score)
         move = (box[:2] + box[2:] / 2) - (self.box_[:2] + self.box_[2:] / 2)
         self._motion = move
@@ -362,7 +378,7 @@ class _OnlineBoxTracker(BaseEstimator):
         if not self._accept_frame(self.score_):
             self.n_skipped_ += 1
             return self.box_.copy()
-        self._add(grey, self.box_)
+        self._add(grey, self.box_, conf=conf)
         self._n_added += 1
         if self._n_added % int(self._s.retrain_every) == 0:
             self._train(initial=False)
@@ -438,13 +454,20 @@ class _OnlineBoxTracker(BaseEstimator):
             return float(self._s.train_radius)
         return 2.0 * float(self._s.search_radius)
 
-    def _add(self, grey, box, into=None) -> None:
+    def _add(self, grey, box, into=None, conf=None) -> None:
+        """Store a training frame: ``box``'s training candidates in ``grey`` with their
+        features, into the window (or ``into``); ``conf``: a tracked frame's confidence
+        (None: a labelled frame), for the support frames."""
         t0 = time.perf_counter()
         n = self._s.n_train
         if self.n_frames_ == 0 and self._s.n_train_labelled is not None:  # init: known boxes
             n = self._s.n_train_labelled
         if self._s.train_method == "polar_grid":
             cand = polar_grid_boxes(box, int(n), self._train_radius(box), grey.shape, self._scales)
+        elif self._s.train_method == "overlap_strata":
+            cand = overlap_strata_boxes(
+                box, int(n), self._train_radius(box), grey.shape, self._scales
+            )
         else:
             cand = sample_boxes(
                 box,
@@ -476,11 +499,33 @@ class _OnlineBoxTracker(BaseEstimator):
             Z = self._encode(Z)
         self.timing_["sampling"] += t1 - t0
         self.timing_["features"] += time.perf_counter() - t1
-        (self._data if into is None else into).append(BoxCandidates(cand, Z))
+        c = BoxCandidates(cand, Z)
+        if into is not None:
+            into.append(c)
+            return
+        if len(self._data) == self._data.maxlen:
+            self._keep_support(self._data[0], self._conf[0])
+        self._data.append(c)
+        self._conf.append(conf)
+
+    def _keep_support(self, frame, conf) -> None:
+        """The frame ``frame`` leaves the window: kept as a support frame when support
+        frames are on, it is a tracked frame (``conf`` not None) and its confidence beats
+        the lowest kept one's (which it replaces) or there is room."""
+        k = int(self._s.support_frames)
+        if k == 0 or conf is None:
+            return
+        if len(self._support) < k:
+            self._support.append((float(conf), frame))
+            return
+        j = min(range(len(self._support)), key=lambda i: self._support[i][0])
+        if conf > self._support[j][0]:
+            self._support[j] = (float(conf), frame)
 
     def _train(self, initial: bool) -> None:
         t0 = time.perf_counter()
-        self._fit(self._anchors + list(self._data), initial)
+        support = [f for _, f in self._support]
+        self._fit(self._anchors + support + list(self._data), initial)
         self.timing_["train"] += time.perf_counter() - t0
         self.n_trainings_ += 1
 
@@ -511,6 +556,8 @@ class StructBoostTracker(_OnlineBoxTracker):
         StructBoost's C (the paper selects it from 10**0.5 to 10**2).  Over 3 seeds
         C = 10**1.5 tracked better on Coke and Tiger1 but worse on Girl, so the low end
         stays the default (docs/benchmarks.md, "Settings tried").
+    update_C : float or None, default=None
+        C of the warm re-trainings on the self-labelled window (None: ``C``).
     max_iter : int, default=300
         Boosting iterations of the first training (the paper's 300).
     update_iter : int, default=10
@@ -591,6 +638,7 @@ class StructBoostTracker(_OnlineBoxTracker):
     _parameter_constraints: dict = {
         **_OnlineBoxTracker._parameter_constraints,
         "C": [POSITIVE],
+        "update_C": [None, POSITIVE],
         "max_iter": [POSITIVE_INT],
         "update_iter": [POSITIVE_INT],
         "update_tol": [POSITIVE],
@@ -607,6 +655,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         self,
         *,
         C: float = 10**0.5,
+        update_C: float | None = None,
         max_iter: int = 300,
         update_iter: int = 10,
         update_tol: float = 1e-3,
@@ -622,6 +671,7 @@ class StructBoostTracker(_OnlineBoxTracker):
     ) -> None:
         self.polish_initial = polish_initial
         self.C = C
+        self.update_C = update_C
         self.max_iter = max_iter
         self.update_iter = update_iter
         self.update_tol = update_tol
@@ -676,6 +726,7 @@ class StructBoostTracker(_OnlineBoxTracker):
             )
         else:
             self.model_.set_params(
+                C=float(self.C if self.update_C is None else self.update_C),
                 max_iter=int(self.update_iter),
                 polish=bool(self.polish_updates),
                 certify="gap" if self.polish_updates else "none",
@@ -909,6 +960,35 @@ def polar_grid_boxes(box, n: int, radius: float, image_shape, scales=(1.0,)) -> 
     cand = np.concatenate(out)
     _, first = np.unique(cand, axis=0, return_index=True)
     return cand[np.sort(first)]
+
+
+def overlap_strata_boxes(
+    box, n: int, radius: float, image_shape, scales=(1.0,), *, n_strata: int = 10
+) -> np.ndarray:
+    """About ``n`` boxes around ``box`` at fixed places, spread evenly over its overlap:
+    from a pool of ``8 n`` golden-angle spiral boxes (:func:`polar_grid_boxes`), the box
+    itself first, then ``(n - 1) / n_strata`` boxes from each of ``n_strata`` equal
+    strata of Pascal overlap with ``box`` in [0, 1] (evenly spaced along the spiral
+    within the stratum); strata with fewer boxes give their share to the pool's other
+    boxes (evenly spaced).  The same boxes for every seed; without duplicates."""
+    pool = polar_grid_boxes(box, 8 * int(n), radius, image_shape, scales)
+    n = min(int(n), len(pool))
+    ov = box_overlap(pool[1:], pool[0])
+    stratum = np.minimum((ov * n_strata).astype(np.int64), n_strata - 1)
+    quota = (n - 1) // n_strata
+    take = np.zeros(len(ov), dtype=bool)
+    for k in range(n_strata):  # one step per stratum
+        idx = np.flatnonzero(stratum == k)
+        if len(idx) <= quota:
+            take[idx] = True
+        elif quota > 0:
+            take[idx[np.linspace(0, len(idx) - 1, quota).round().astype(np.int64)]] = True
+    rest = np.flatnonzero(~take)
+    short = n - 1 - int(take.sum())
+    if short > 0 and len(rest):
+        pick = np.linspace(0, len(rest) - 1, min(short, len(rest))).round().astype(np.int64)
+        take[rest[pick]] = True
+    return np.concatenate([pool[:1], pool[1:][take]])
 
 
 def _best_of_ties(s, cand) -> int:
