@@ -244,13 +244,6 @@ TMP_PENDING = {
     "face_cascade": "--save-dir /tmp/face_models, run from a /tmp clone",
     "face_cascade_timing": "run from a /tmp clone",
     "multiclass_table2_protocol_time": "two pieces written to /tmp and copied in",
-    "tracking_baseline_adaboost_Coke": "run from a /tmp clone",
-    "tracking_baseline_adaboost_Girl": "run from a /tmp clone",
-    "tracking_baseline_adaboost_Tiger1": "run from a /tmp clone",
-    "tracking_baseline_ssvm_Coke": "run from a /tmp clone",
-    "tracking_baseline_ssvm_Girl": "run from a /tmp clone",
-    "tracking_baseline_ssvm_Tiger1": "run from a /tmp clone",
-    "tracking_feature_cost_before": "run from a /tmp checkout of an old commit",
     # issue 33's own, not rerun in its session (load average 7-11 from other jobs)
     "graphcut_backends": "--cache in /tmp; a rerun at load 8 timed 1-ms cuts at 15x",
     "formulations": "run from a /tmp clone; docs/structboost.md quotes its seconds",
