@@ -39,8 +39,11 @@ def test_docstring_examples_run(module):
 
 def _documented_parameters(doc: str) -> set[str]:
     """Names of the numpydoc ``Parameters`` section of a class docstring (``a, b : ...``
-    documents both)."""
-    section = doc.split("Parameters\n    ----------\n", 1)[1].split("\n\n    Attributes\n", 1)[0]
+    documents both); empty without that section."""
+    parts = (doc or "").split("Parameters\n    ----------\n", 1)
+    if len(parts) < 2:
+        return set()
+    section = parts[1].split("\n\n    Attributes\n", 1)[0]
     names: set[str] = set()
     for line in section.splitlines():
         m = re.match(r"^    (\w[\w, ]*?)(?: :|$)", line)
@@ -49,23 +52,40 @@ def _documented_parameters(doc: str) -> set[str]:
     return names
 
 
-def _learner_classes():
+#: estimators whose docstrings do not yet document every constructor parameter: expected
+#: to fail (strict: a class documented but still listed fails too, so the list is emptied
+#: as they are documented -- the trackers' and detectors' docstrings are issue 30's and
+#: 31's files)
+UNDOCUMENTED = {"AdaBoostTracker", "CascadeDetector", "SSVMTracker"}
+
+
+def _estimator_classes():
+    import maxmargin.apps.detection
+    import maxmargin.apps.tracking  # noqa: F401 -- registers the trackers and detectors
     from maxmargin import _registry
 
-    return sorted(
-        (
-            cls
-            for cls in _registry.estimators().values()
-            if cls.__module__.startswith(("maxmargin.learners", "maxmargin.apps.segmentation"))
-        ),
+    prefixes = ("maxmargin.learners", "maxmargin.apps.")
+    classes = sorted(
+        (cls for cls in _registry.estimators().values() if cls.__module__.startswith(prefixes)),
         key=lambda cls: cls.__name__,
     )
+    return [
+        pytest.param(
+            cls,
+            id=cls.__name__,
+            marks=[pytest.mark.xfail(strict=True, reason="parameters not documented yet")]
+            if cls.__name__ in UNDOCUMENTED
+            else [],
+        )
+        for cls in classes
+    ]
 
 
-@pytest.mark.parametrize("cls", _learner_classes(), ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cls", _estimator_classes())
 def test_every_parameter_is_documented(cls):
     """``help(Estimator)`` and the API pages (autodoc reads ``__doc__``) describe every
-    constructor parameter of the learners and the Segmenter, including those an
-    estimator shares with others (issue 29: shared text must not drop entries)."""
+    constructor parameter of the learners and the applications' estimators (Segmenter,
+    trackers, detectors), including those an estimator shares with others (issue 29:
+    shared text must not drop entries)."""
     missing = set(cls._get_param_names()) - _documented_parameters(cls.__doc__)
     assert not missing, f"{cls.__name__} does not document {sorted(missing)}"
