@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 from sklearn.datasets import make_classification
 from sklearn.pipeline import make_pipeline
@@ -181,7 +182,6 @@ def test_capped_pricing_rounds_still_end_on_the_restricted_optimum():
 
 
 def test_scores_of_all_classes_in_one_product_equal_the_per_class_scores():
-    import scipy.sparse as sp
 
     from maxmargin.solvers.feature_selection import column_scores
 
@@ -349,7 +349,6 @@ def test_interrupt_in_the_backward_pass_keeps_the_forward_set(data):
 
 
 def test_overselect_with_sparse_input(data):
-    import scipy.sparse as sp
 
     X, y = data
     Xs = X * (np.abs(X) > 0.5)
@@ -373,39 +372,6 @@ def _multiclass(seed=0, n=150, d=30):
         flip_y=0.05, random_state=seed,
     )  # fmt: skip
     return X, y
-
-
-def test_newton_state_follows_added_and_removed_columns():
-    """The Newton solver's kept state (weights, Gram matrices of the active rows) after
-    columns are appended and removed gives the optimum of each problem on the current
-    columns (independent dual solve), with a certified gap, and its Gram matrices equal
-    those formed afresh."""
-    from maxmargin._validation import add_intercept
-    from maxmargin.solvers.feature_selection import SquaredHingeNewton
-
-    X, y = _multiclass(1)
-    C = 0.3
-    Y = np.column_stack([np.where(y == c, 1.0, -1.0) for c in range(3)])
-    nt = SquaredHingeNewton(Y, C)
-    cols = list(range(4))
-    for step in ("start", "add", "add", "drop", "add", "drop"):
-        if step == "add":
-            cols += [j for j in range(30) if j not in cols][:5]
-        elif step == "drop":
-            keep = np.ones(len(cols), dtype=bool)
-            keep[[0, 3, len(cols) - 1]] = False
-            nt.drop(keep)
-            cols = [c for c, k in zip(cols, keep) if k]
-        Xa = add_intercept(X[:, cols])
-        W, A, P, D = nt.solve(Xa, tol=1e-10)
-        for j in range(3):
-            ref = _l2_sqhinge(X[:, cols], Y[:, j], C)
-            assert P[j] == pytest.approx(ref, rel=1e-7)
-            assert D[j] <= ref * (1 + 1e-9) and (P[j] - D[j]) <= 1e-10 * P[j]
-            act = nt.act[:, j]
-            np.testing.assert_allclose(nt.G[j], Xa[act].T @ Xa[act], atol=1e-9)
-            # the multipliers are the scores' weights: w = X^T (a * y) at the optimum
-            np.testing.assert_allclose(W[:, j], Xa.T @ (A[:, j] * Y[:, j]), atol=1e-6)
 
 
 def test_newton_line_search_is_exact():
@@ -453,9 +419,9 @@ def test_squared_hinge_restricted_problem_equals_the_problem_on_the_selected_col
 
 
 def test_squared_hinge_dual_cd_fallback_agrees_with_newton(data, monkeypatch):
-    """Sparse input, or more columns than NEWTON_MAX_COLUMNS: dual CD on the squared hinge,
-    the same restricted optima."""
-    import scipy.sparse as sp
+    """Sparse input (the Newton rounds on its densified columns, or dual CD where the
+    restricted data is sparse), or more columns than NEWTON_MAX_COLUMNS (dual CD): the
+    same restricted optima."""
 
     import maxmargin.solvers.feature_selection as fsmod
 
@@ -585,7 +551,6 @@ def test_restricted_data_drop_equals_the_data_formed_afresh():
     np.testing.assert_allclose(cut[0].sqn, ref[0].sqn, rtol=1e-12)
     assert cut[1] == ref[1] and cut[0].dense
     # data kept as CSR (under a tenth non-zero) are formed anew (None)
-    import scipy.sparse as sp
 
     Xs = sp.csr_matrix(X * (np.abs(X) > np.quantile(np.abs(X), 0.97)))
     sparse = restricted_data(Xs, list(range(30)))
@@ -594,25 +559,48 @@ def test_restricted_data_drop_equals_the_data_formed_afresh():
 
 
 # ------------------------------------------- compiled rounds (SquaredHingeRounds)
-def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
+def _newton_step_reference(Xc, Y, C, W):
+    """One step of the finite Newton method from W, written out densely: per problem the
+    minimiser of the quadratic on the active rows ``{m_i < 1}`` (``numpy.linalg.solve``),
+    then the step length minimising the objective along the direction (scipy's bounded
+    scalar minimiser) -- an independent route to what one capped solve must return."""
+    from scipy.optimize import minimize_scalar
+
+    out = W.copy()
+    for j in range(Y.shape[1]):
+        y, w = Y[:, j], W[:, j]
+        act = y * (Xc @ w) < 1.0
+        XA = Xc[act]
+        wbar = np.linalg.solve(np.eye(Xc.shape[1]) + 2 * C * XA.T @ XA, 2 * C * XA.T @ y[act])
+
+        def phi(t, w=w, d=wbar - w, y=y):
+            v = w + t * d
+            h = np.maximum(0, 1 - y * (Xc @ v))
+            return 0.5 * v @ v + C * h @ h
+
+        t = minimize_scalar(phi, bounds=(0, 50), method="bounded", options={"xatol": 1e-12}).x
+        out[:, j] = w + t * (wbar - w)
+    return out
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_compiled_rounds_reach_the_independent_optimum(sparse):
     """The compiled rounds (one numba call per solve, column buffer grown in place)
-    follow the NumPy Newton solver step for step through columns added and removed,
-    capped (one-step) and full solves: the same weights, multipliers, objectives and
-    gaps; their kept Gram matrices equal those formed afresh; the pricing scores equal
-    ``X^T (a * y)`` over every column; the full solves reach the independent dual
-    optimum with a certified gap."""
-    from maxmargin._validation import add_intercept
-    from maxmargin.solvers.feature_selection import (
-        SquaredHingeNewton,
-        SquaredHingeRounds,
-    )
+    through columns added and removed, capped (one-step) and full solves: every full solve
+    reaches the independent dual optimum of each problem on the current columns with a
+    certified gap (the multipliers give the weights, ``w = X^T (a * y)``); every capped
+    solve is one step of the Newton method written out densely; the kept Gram matrices
+    equal those formed afresh; the pricing scores equal ``X^T (a * y)`` over every column.
+    A sparse X (columns densified into the buffer, the pricing product outside numba)
+    gives the same iterates."""
+    from maxmargin.solvers.feature_selection import SquaredHingeRounds
 
     X, y = _multiclass(1)
     C = 0.3
     Y = np.column_stack([np.where(y == c, 1.0, -1.0) for c in range(3)])
-    nt = SquaredHingeNewton(Y, C)
-    rs = SquaredHingeRounds(X, Y, C, capacity=20, cols=[0, 1, 2, 3])
+    rs = SquaredHingeRounds(sp.csr_matrix(X) if sparse else X, Y, C, capacity=20, cols=[0, 1, 2, 3])
     cols = [0, 1, 2, 3]
+    W_prev = np.zeros((5, 3))
     steps = [("start", 1), ("add", 1), ("add", 100), ("drop", 1), ("add", 100),
              ("drop", 100), ("same", 100), ("add", 1), ("same", 1)]  # fmt: skip
     for step, max_iter in steps:
@@ -620,22 +608,29 @@ def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
             new = [j for j in range(7, 30) if j not in cols][:4]
             cols += new
             rs.add(new)
+            W_prev = np.vstack([W_prev[:-1], np.zeros((len(new), 3)), W_prev[-1:]])
         elif step == "drop":
             keep = np.ones(len(cols), dtype=bool)
             keep[[0, 3, len(cols) - 1]] = False
-            nt.drop(keep)
             rs.drop(keep)
             cols = [c for c, k in zip(cols, keep) if k]
+            W_prev = np.vstack([W_prev[:-1][keep], W_prev[-1:]])
         np.testing.assert_array_equal(rs.columns, cols)
-        Xa = add_intercept(X[:, cols])
-        W, A, P, D = nt.solve(Xa, tol=1e-10, max_iter=max_iter)
+        Xa = np.c_[X[:, cols], np.ones(len(X))]  # the solvers' weights: constant last
+        n_before = rs.n_iter
         W2, A2, P2, D2, S = rs.solve(tol=1e-10, max_iter=max_iter, price=True)
-        np.testing.assert_allclose(W2, W, rtol=1e-9, atol=1e-10)
-        np.testing.assert_allclose(A2, A, rtol=1e-9, atol=1e-10)
-        np.testing.assert_allclose(P2, P, rtol=1e-10)
-        np.testing.assert_allclose(D2, D, rtol=1e-8)
-        assert rs.n_iter == nt.n_iter
+        np.testing.assert_allclose(A2, 2 * C * np.maximum(0, 1 - Y * (Xa @ W2)), atol=1e-10)
+        H = np.maximum(0, 1 - Y * (Xa @ W2))
+        np.testing.assert_allclose(P2, 0.5 * (W2 * W2).sum(0) + C * (H * H).sum(0), rtol=1e-12)
+        V = Xa.T @ (A2 * Y)  # the certified dual from the returned multipliers
+        D_ref = A2.sum(0) - (A2 * A2).sum(0) / (4 * C) - 0.5 * (V * V).sum(0)
+        np.testing.assert_allclose(D2, D_ref, rtol=1e-10)
         np.testing.assert_allclose(S, (A2 * Y).T @ X, rtol=1e-10, atol=1e-10)
+        if max_iter == 1 and rs.n_iter > n_before:
+            np.testing.assert_allclose(
+                W2, _newton_step_reference(Xa, Y, C, W_prev), rtol=1e-6, atol=1e-8
+            )
+        W_prev = W2
         # the buffer holds the constant column first, then the selected columns
         Xc = np.c_[np.ones(len(X)), X[:, cols]]
         np.testing.assert_array_equal(rs.buf[:, : len(cols) + 1], Xc)
@@ -647,6 +642,7 @@ def test_compiled_rounds_equal_the_numpy_newton_and_the_independent_optimum():
                 ref = _l2_sqhinge(X[:, cols], Y[:, j], C)
                 assert P2[j] == pytest.approx(ref, rel=1e-7)
                 assert D2[j] <= ref * (1 + 1e-9) and P2[j] - D2[j] <= 1e-10 * P2[j]
+                np.testing.assert_allclose(W2[:, j], Xa.T @ (A2[:, j] * Y[:, j]), atol=1e-6)
     # a capped step that is neither certified nor priced reports no dual (NaN)
     rs.add([5])
     _, _, P3, D3, S3 = rs.solve(tol=1e-10, max_iter=1, certify=False)
@@ -690,33 +686,37 @@ def test_compiled_rounds_take_one_layout():
 
 
 @pytest.mark.parametrize("seed", [0, 3])
-def test_selector_with_compiled_rounds_equals_the_numpy_newton_path(seed, monkeypatch):
-    """The selector's squared-hinge fit (k_path, forward then backward) takes the same
-    rounds, sets and objectives with the compiled rounds as with the NumPy Newton solver
-    on data formed per round; and with the Newton column limit forcing dual CD on the
-    largest sets (switching to it and back), the recorded sets' objectives are still the
-    restricted optima (independent dual solves)."""
+def test_selector_with_compiled_rounds_reaches_the_independent_optima(seed, monkeypatch):
+    """The selector's squared-hinge fit (k_path, forward then backward) by the compiled
+    rounds: every recorded set's objective is the restricted optimum and every round's
+    dual bound is below the optimum over all columns (independent dual solves); a sparse
+    X takes the same rounds and sets; and with the Newton column limit forcing dual CD
+    on the largest sets (switching to it and back), the recorded sets' objectives are
+    still the restricted optima."""
     import maxmargin.solvers.feature_selection as fsmod
 
     X, y = _multiclass(seed)
+    ys = [np.where(y == k, 1.0, -1.0) for k in range(3)]
     kw = {"k_path": [2, 4, 8], "overselect": 3.0, "loss": "squared_hinge", "inner_tol": 1e-9,
           "backward_step": 0.2}  # fmt: skip
     a = ForwardFeatureSelector(**kw).fit(X, y)
-    monkeypatch.setattr(fsmod, "_COMPILED_ROUNDS", False)
-    b = ForwardFeatureSelector(**kw).fit(X, y)
+    full = sum(_l2_sqhinge(X, yc, 1.0) for yc in ys)
+    for e in a.path_:
+        ref = sum(_l2_sqhinge(X[:, e["columns"]], yc, 1.0) for yc in ys)
+        assert e["objective"] == pytest.approx(ref, rel=1e-6)
+    assert all(r["dual_bound"] <= full * (1 + 1e-6) for r in a.history_)
+    b = ForwardFeatureSelector(**kw).fit(sp.csr_matrix(X), y)
     assert [r["n_selected"] for r in a.history_] == [r["n_selected"] for r in b.history_]
-    for ea, eb in zip(a.path_, b.path_):
+    for ea, eb in zip(a.path_, b.path_, strict=True):
         np.testing.assert_array_equal(ea["columns"], eb["columns"])
         assert ea["objective"] == pytest.approx(eb["objective"], rel=1e-9)
         assert ea["selected_by"] == eb["selected_by"]
-    for ra, rb in zip(a.history_, b.history_):
+    for ra, rb in zip(a.history_, b.history_, strict=True):
         assert ra["objective"] == pytest.approx(rb["objective"], rel=1e-8)
         assert ra["dual_bound"] == pytest.approx(rb["dual_bound"], rel=1e-8)
-    monkeypatch.setattr(fsmod, "_COMPILED_ROUNDS", True)
     monkeypatch.setattr(fsmod, "NEWTON_MAX_COLUMNS", 12)  # dual CD above 11 columns
     c = ForwardFeatureSelector(**kw).fit(X, y)
     assert max(r["n_selected"] for r in c.history_) == 24
-    ys = [np.where(y == k, 1.0, -1.0) for k in range(3)]
     for e in c.path_:
         ref = sum(_l2_sqhinge(X[:, e["columns"]], yc, 1.0) for yc in ys)
         assert e["objective"] == pytest.approx(ref, rel=1e-6)

@@ -18,8 +18,8 @@ j is ``-s_j`` with ``s_j = sum_i a_i y_i x_ij`` -- the column-generation score o
 
 Solvers: L2 hinge -- dual coordinate descent (:func:`maxmargin.solvers.svm.fit_dual_cd`,
 warm started from the previous multipliers); L2 squared hinge -- a finite Newton method
-(:class:`SquaredHingeNewton`) on dense restricted data of at most ``NEWTON_MAX_COLUMNS``
-columns, else dual CD; L2 logistic -- L-BFGS; L1 hinge -- the LP
+(:class:`SquaredHingeRounds`, compiled) while the restricted data of at most
+``NEWTON_MAX_COLUMNS`` columns is dense, else dual CD; L2 logistic -- L-BFGS; L1 hinge -- the LP
 by ``scipy.optimize.linprog`` (HiGHS), duals from its marginals; L1 logistic -- L-BFGS-B
 on ``w = u - v``, ``u, v >= 0``.
 """
@@ -32,19 +32,17 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import linprog, minimize
 from scipy.special import expit
 
 from maxmargin._validation import add_intercept
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.monitor import ConvergenceMonitor
-from maxmargin.solvers.svm import DENSE_FILL, DualCDData, dual_cd_data, fit_dual_cd
+from maxmargin.solvers.svm import DENSE_FILL, DENSE_MAX_BYTES, DualCDData, dual_cd_data, fit_dual_cd
 
 __all__ = [
     "NEWTON_MAX_COLUMNS",
     "SelectionResult",
-    "SquaredHingeNewton",
     "SquaredHingeRounds",
     "column_scores",
     "dual_value",
@@ -141,187 +139,6 @@ def _line_search_steps(M, DM, wd, dd, C, live):  # pragma: no cover - compiled
     return out
 
 
-class SquaredHingeNewton:
-    """A finite Newton method for ``1/2 ||w||^2 + C sum_i max(0, 1 - y_i <w, x_i>)^2`` on a
-    dense X (Keerthi & DeCoste 2005): on the active set ``A = {i : m_i < 1}`` the objective
-    is the quadratic ``1/2 ||w||^2 + C ||y_A - X_A w||^2``, whose minimiser ``(I + 2C
-    X_A^T X_A)^{-1} 2C X_A^T y_A`` (a Cholesky solve) gives the direction, followed by an
-    exact line search along it (the objective is a convex piecewise quadratic in the step
-    length); it ends after finitely many steps, once ``A`` no longer changes.
-
-    ``Y``: labels in {-1, +1}, (n,) for one problem or (n, c) for c problems on the same X
-    (one-vs-rest), solved together: their margins, steps and gaps are matrix products over
-    all problems, only the factorisations are per problem.
-
-    Kept between calls (feature selection's restricted problems): the weights and, per
-    problem, the Gram matrix ``G = X_A^T X_A`` and ``r = X_A^T y_A`` of its active rows,
-    updated by the rows entering or leaving ``A`` (rank updates; recomputed when more rows
-    change than half the active set, or more than n since the last recomputation), by
-    columns appended (:meth:`solve` on an X with more columns: the new ones just before the
-    last, the constant column) and by columns removed (:meth:`drop`).  Every solve ends
-    with the duality gap of its iterate: the dual variables ``a_i = 2C max(0, 1 - m_i)``
-    give the lower bound ``sum_i a_i - sum_i a_i^2 / (4C) - 1/2 ||X^T (a * y)||^2``.
-
-    :class:`SquaredHingeRounds` is the same method compiled, on a column buffer grown in
-    place (what the selector uses on dense data); this NumPy form is its reference.
-    """
-
-    def __init__(self, Y, C, W0=None):
-        Y = np.asarray(Y, dtype=np.float64)
-        self.single = Y.ndim == 1
-        self.Y = Y.reshape(Y.shape[0], -1)
-        self.C = float(C)
-        c = self.Y.shape[1]
-        self.W = None if W0 is None else np.array(W0, dtype=np.float64).reshape(-1, c)
-        self.act = None
-        self.G = None
-        self.r = None
-        self.n_iter = 0  # Newton steps over all solves
-        self._changed = np.zeros(c)  # rows updated since G was last recomputed
-        self._moved = True  # the columns changed since the last solve
-
-    def drop(self, keep):
-        """Remove the columns where the mask ``keep`` (over all but the last column) is
-        False."""
-        if self.W is None:
-            return
-        ix = np.append(np.flatnonzero(keep), len(keep))
-        self.W = self.W[ix]
-        self._moved = True
-        if self.G is not None:
-            self.G = self.G[:, ix][:, :, ix]
-            self.r = self.r[ix]
-
-    def _recompute(self, X, j):
-        a = self.act[:, j]
-        XA = X[a]
-        self.G[j] = XA.T @ XA
-        self.r[:, j] = XA.T @ self.Y[a, j]
-        self._changed[j] = 0
-
-    def _sync_columns(self, X):
-        k1 = X.shape[1]
-        c = self.Y.shape[1]
-        if self.W is not None and self.W.shape[0] > k1:
-            raise ValueError(f"X has {k1} columns, fewer than the state's {self.W.shape[0]}")
-        if self.W is None:
-            self.W = np.zeros((k1, c))
-        if self.G is None:  # first solve: the active rows of the starting point
-            kp1 = self.W.shape[0]
-            if kp1 < k1:
-                self.W = np.vstack([self.W[:-1], np.zeros((k1 - kp1, c)), self.W[-1:]])
-            self.act = self.Y * (X @ self.W) < 1.0
-            self.G = np.empty((c, k1, k1))
-            self.r = np.empty((k1, c))
-            for j in range(c):
-                self._recompute(X, j)
-            return
-        kp1 = self.W.shape[0]
-        if kp1 == k1:
-            return
-        old = np.append(np.arange(kp1 - 1), k1 - 1)
-        new = np.arange(kp1 - 1, k1 - 1)
-        G = np.empty((c, k1, k1))
-        r = np.empty((k1, c))
-        r[old] = self.r
-        oo = np.ix_(old, old)
-        for j in range(c):
-            a = self.act[:, j]
-            XA = X[a]
-            B = XA.T @ XA[:, new]
-            G[j][oo] = self.G[j]
-            G[j][:, new] = B
-            G[j][new, :] = B.T
-            r[new, j] = XA[:, new].T @ self.Y[a, j]
-        W = np.zeros((k1, c))
-        W[old] = self.W
-        self.G, self.r, self.W = G, r, W
-        self._moved = True
-
-    def _set_active(self, X, j, act):
-        cur = self.act[:, j]
-        enter = act & ~cur
-        leave = cur & ~act
-        ne, nl = int(enter.sum()), int(leave.sum())
-        if ne + nl == 0:
-            return
-        self.act[:, j] = act
-        self._changed[j] += ne + nl
-        if ne + nl > 0.5 * max(int(act.sum()), 1) or self._changed[j] > X.shape[0]:
-            self._recompute(X, j)
-            return
-        y = self.Y[:, j]
-        if ne:
-            Xe = X[enter]
-            self.G[j] += Xe.T @ Xe
-            self.r[:, j] += Xe.T @ y[enter]
-        if nl:
-            Xl = X[leave]
-            self.G[j] -= Xl.T @ Xl
-            self.r[:, j] -= Xl.T @ y[leave]
-
-    def _bounds(self, X, M):
-        """(primals, dual bounds, A) of every problem at the current weights, margins
-        ``M``."""
-        C = self.C
-        H = np.maximum(0.0, 1.0 - M)
-        A = 2.0 * C * H
-        V = X.T @ (A * self.Y)
-        primal = 0.5 * np.einsum("ij,ij->j", self.W, self.W) + C * np.einsum("ij,ij->j", H, H)
-        dual = A.sum(0) - np.einsum("ij,ij->j", A, A) / (4.0 * C)
-        dual -= 0.5 * np.einsum("ij,ij->j", V, V)
-        return primal, dual, A
-
-    def _line_search(self, D, M, DM, live):
-        """Per problem, the step ``t >= 0`` minimising the objective at ``w + t d``
-        (margins ``m + t dm``; :func:`_line_search_steps`); 0 where ``live`` is False."""
-        wd = np.einsum("ij,ij->j", self.W, D)
-        dd = np.einsum("ij,ij->j", D, D)
-        return _line_search_steps(M, DM, wd, dd, self.C, live)
-
-    def solve(self, X, tol=1e-8, max_iter=100):
-        """Newton steps on the dense X (C-ordered, the constant column last, as
-        :func:`~maxmargin._validation.add_intercept`) from the kept state until every
-        problem's relative duality gap is at most ``tol`` (checked before the first step
-        too unless columns were added or removed since the last solve) or after
-        ``max_iter`` steps.  Returns ``(W, A, primals, duals)`` ((k+1,), (n,), float, float for one
-        problem; else with a last axis over the problems)."""
-        X = np.asarray(X)
-        self._sync_columns(X)
-        Y, C = self.Y, self.C
-        M = Y * (X @ self.W)
-        if self._moved and max_iter >= 1:
-            # columns added or removed since the last solve: no gap check before the
-            # first step (the old optimum is rarely within tol of the new one)
-            todo = np.ones(Y.shape[1], dtype=bool)
-        else:
-            primal, dual, A = self._bounds(X, M)
-            todo = primal - dual > tol * np.maximum(np.abs(primal), 1e-12)
-        self._moved = False
-        it = 0
-        eye = np.diag_indices(X.shape[1])
-        while it < max_iter and todo.any():
-            Wbar = self.W.copy()
-            for j in np.flatnonzero(todo):
-                self._set_active(X, j, M[:, j] < 1.0)
-                H = 2.0 * C * self.G[j]
-                H[eye] += 1.0
-                Wbar[:, j] = cho_solve(cho_factor(H, check_finite=False), 2.0 * C * self.r[:, j],
-                                       check_finite=False)  # fmt: skip
-            D = Wbar - self.W
-            DM = Y * (X @ D)
-            t = self._line_search(D, M, DM, todo)
-            self.W = self.W + t * D
-            M = M + t * DM
-            primal, dual, A = self._bounds(X, M)
-            todo = todo & (t > 0.0) & (primal - dual > tol * np.maximum(np.abs(primal), 1e-12))
-            it += 1
-        self.n_iter += it
-        if self.single:
-            return self.W[:, 0].copy(), A[:, 0], float(primal[0]), float(dual[0])
-        return self.W.copy(), A, primal, dual
-
-
 # ---------------------------------------------------------------- compiled rounds
 @njit(cache=True)
 def _gather_rows(X, rows):  # pragma: no cover - compiled
@@ -367,8 +184,7 @@ def _gram_rank_update(X, Y, rows, G, r, j, sign):  # pragma: no cover - compiled
 def _active_set_update(X, Y, act, G, r, changed, M, j):  # pragma: no cover - compiled
     """Problem j's active set ``{i : M_ij < 1}``: its Gram matrix and ``r`` updated by
     the rows entering and leaving (rank updates), recomputed when more rows change than
-    half the active set or more than n since the last recomputation (as
-    :meth:`SquaredHingeNewton._set_active`)."""
+    half the active set or more than n since the last recomputation."""
     n = X.shape[0]
     enter = np.empty(n, dtype=np.int64)
     leave = np.empty(n, dtype=np.int64)
@@ -663,25 +479,41 @@ def _drop_columns_state(buf, k1, keep, W, M, Y, G, r, gram):  # pragma: no cover
 
 
 class SquaredHingeRounds:
-    """The restricted squared-hinge problems of a column-generation selection, one
-    compiled call per solve: :class:`SquaredHingeNewton`'s method (the same steps,
-    active-set rank updates of the Gram matrices, exact line search and certified gap)
-    on a column buffer grown in place.
+    """The restricted squared-hinge problems ``1/2 ||w||^2 + C sum_i max(0, 1 - y_i <w,
+    x_i>)^2`` of a column-generation selection by a finite Newton method [Keerthi2005],
+    one compiled call per solve: on the active set ``A = {i : m_i < 1}`` the objective is
+    the quadratic ``1/2 ||w||^2 + C ||y_A - X_A w||^2``, whose minimiser ``(I + 2C X_A^T
+    X_A)^{-1} 2C X_A^T y_A`` (a Cholesky solve) gives the direction, followed by an exact
+    line search along it (:func:`_line_search_steps`); it ends after finitely many steps,
+    once ``A`` no longer changes.  The c problems on the same columns (one-vs-rest) are
+    solved together: margins, steps and gaps over all of them, the factorisations per
+    problem.  Kept between solves: the weights, the margins and, per problem, the Gram
+    matrix ``G = X_A^T X_A`` and ``r = X_A^T y_A`` of its active rows, updated by the rows
+    entering or leaving ``A`` (:func:`_active_set_update`), grown by appended columns and
+    shrunk by dropped ones.  Every solve can end with the duality gap of its iterate: the
+    dual variables ``a_i = 2C max(0, 1 - m_i)`` give the lower bound ``sum_i a_i - sum_i
+    a_i^2 / (4C) - 1/2 ||X^T (a * y)||^2``.
 
-    ``X``: the full dense data (n, d); ``Y`` (n, c) labels in {-1, +1} of c problems on
-    the same columns; ``capacity``: the most columns ever selected at once.  The buffer
-    (F-ordered, the constant column first) receives the columns :meth:`add` appends
-    without copying the old ones; :meth:`drop` compacts it in place.  :meth:`solve` runs
-    the Newton steps and, with ``price=True``, the scores ``s_j = sum_i a_i y_i x_ij`` of
-    every column of X at the final iterate (the pricing product), from which the
-    selected columns' scores in the certified gap are read.
+    ``X``: the full data (n, d), dense or sparse (a sparse X's selected columns are
+    written densely into the buffer; its pricing product is a sparse product outside the
+    compiled call); ``Y`` (n, c) labels in {-1, +1}; ``capacity``: the most columns ever
+    selected at once.  The buffer (F-ordered, the constant column first) receives the
+    columns :meth:`add` appends without copying the old ones; :meth:`drop` compacts it in
+    place.  :meth:`solve` runs the Newton steps and, with ``price=True``, the scores ``s_j
+    = sum_i a_i y_i x_ij`` of every column of X at the final iterate (the pricing
+    product), from which (dense X) the selected columns' scores in the certified gap are
+    read.
     """
 
     def __init__(self, X, Y, C, capacity, cols=(), W0=None):
         # one memory layout for the compiled rounds: C-ordered, writeable float64 (a
         # read-only or F-ordered X is copied once), so numba compiles one specialisation
         # of each kernel instead of one per layout (tens of seconds each)
-        X = np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
+        self.sparse = sp.issparse(X)
+        if self.sparse:  # columns gathered from CSC, the pricing product outside numba
+            X = sp.csc_matrix(X, dtype=np.float64)
+        else:
+            X = np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {X.shape}")
         Y = np.ascontiguousarray(Y, dtype=np.float64)
@@ -724,7 +556,8 @@ class SquaredHingeRounds:
         if self.k + m > self.capacity:
             raise ValueError(f"{self.k + m} columns exceed the capacity {self.capacity}")
         k = self.k
-        self.buf[:, 1 + k : 1 + k + m] = self.X[:, cols]
+        new = self.X[:, cols]
+        self.buf[:, 1 + k : 1 + k + m] = new.toarray() if self.sparse else new
         self.cols[k : k + m] = cols
         self.W = np.vstack([self.W, np.zeros((m, self.W.shape[1]))])
         self.k = k + m
@@ -753,27 +586,27 @@ class SquaredHingeRounds:
         scores of every column of X (None without ``price``); a dual is NaN when the
         capped solve's last step was neither certified nor priced."""
         k1 = self.k + 1
+        # sparse X: certified from the selected columns, priced by a sparse product
+        inner_price = price and not self.sparse
+        Xfull = np.zeros((self.X.shape[0], 0)) if self.sparse else self.X
         W, M, G, r, A, primal, dual, it, S = _newton_rounds_solve(
-            self.buf[:, :k1], self.cols[: self.k], self.X, self.Y, self.C, self.W, self.M,
+            self.buf[:, :k1], self.cols[: self.k], Xfull, self.Y, self.C, self.W, self.M,
             self.act, self.G, self.r, self._gk1, self.changed, float(tol), int(max_iter),
-            not self.moved and max_iter >= 1, bool(certify), bool(price),
+            not self.moved and max_iter >= 1, bool(certify or price), inner_price,
         )  # fmt: skip
         self.W, self.M, self.G, self.r, self._gk1 = W, M, G, r, k1
         self.moved = False
         self.n_iter += int(it)
         Wout = np.vstack([W[1:], W[:1]])
+        if price and self.sparse:
+            S = column_scores(self.X, self.Y, A).T
         return Wout, A, primal, dual, (S if price else None)
 
 
 def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
+    # dual CD, as for the hinge; the selector solves dense restricted data of few
+    # columns by the Newton method instead (SquaredHingeRounds)
     Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
-    if Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
-        nt = warm.get("newton")
-        if nt is None:
-            nt = warm["newton"] = SquaredHingeNewton(y, C, W0=warm.get("w_full"))
-        w, a, primal, _ = nt.solve(Xa.M, tol=tol, max_iter=100 if max_iter is None else max_iter)
-        return w[:-1], float(w[-1]), a, primal
-    warm.pop("newton", None)  # too many columns (or sparse): dual CD, as for the hinge
     sol = fit_dual_cd(
         Xa, y, C, loss="squared_hinge", tol=tol, max_iter=100_000 if max_iter is None else max_iter,
         rng=0, alpha0=warm.get("a"), active0=warm.get("active"),
@@ -958,19 +791,11 @@ _BACKWARD_TOL = 1e-2
 #: ``inner_tol`` (their multipliers only rank the candidate columns); the backward
 #: rounds and the set the backward pass starts from are solved to their tolerance
 _NEWTON_ROUND_STEPS = 1
-#: squared hinge on dense data: the restricted problems by the compiled rounds
-#: (:class:`SquaredHingeRounds`, a column buffer grown in place, one compiled call per
-#: solve with the pricing product); False: the NumPy :class:`SquaredHingeNewton` on data
-#: formed per round (the reference the tests compare with)
-_COMPILED_ROUNDS = True
 
 
 def _drop_columns(warm, keep):
     """Remove the selected columns not in the mask ``keep`` from a restricted problem's
     warm start (the multipliers stay valid; the weights lose those entries)."""
-    nt = warm.get("newton")
-    if nt is not None:  # squared hinge: the Newton solver's weights and Gram matrix
-        nt.drop(keep)
     w = warm.get("w_full")
     if w is not None:
         warm["w_full"] = np.append(w[:-1][keep], w[-1])
@@ -1010,20 +835,25 @@ class _Selection:
         self.order: list[int] = []
         self.reach = self.d
         self.data = None  # the last round's L2 data (restricted_data)
-        # squared hinge on dense data of few columns: the one-vs-rest problems solved
-        # together by the Newton method, its state (Gram matrices) kept across rounds
-        self.newton = None
-        # ... or by the compiled rounds on a column buffer grown in place (dense X)
+        # squared hinge while the restricted data is dense and has few columns: the
+        # one-vs-rest problems solved together by the compiled Newton rounds on a column
+        # buffer grown in place, their state (Gram matrices) kept across rounds
         self.rounds = None
         self.colnnz = None
-        if loss == "squared_hinge" and not sp.issparse(X) and _COMPILED_ROUNDS:
-            self.colnnz = np.count_nonzero(X, axis=0)
+        # columns whose dense copy fits in DENSE_MAX_BYTES (sparse X, as dual_cd_data)
+        self.max_dense = NEWTON_MAX_COLUMNS - 1
+        if loss == "squared_hinge":
+            if sp.issparse(X):
+                self.colnnz = sp.csc_matrix(X).getnnz(axis=0)
+                self.max_dense = min(self.max_dense, DENSE_MAX_BYTES // (8 * X.shape[0]) - 1)
+            else:
+                self.colnnz = np.count_nonzero(X, axis=0)
 
     def compiled_rounds_apply(self):
         # as restricted_data decides dense data (the constant column included) and the
         # Newton solver's column limit
         order = self.order
-        if self.colnnz is None or len(order) + 1 > NEWTON_MAX_COLUMNS:
+        if self.colnnz is None or len(order) > self.max_dense:
             return False
         n = self.X.shape[0]
         return int(self.colnnz[order].sum()) + n >= DENSE_FILL * n * (len(order) + 1)
@@ -1042,21 +872,13 @@ class _Selection:
             W0 = None
             if all(w is not None and w.shape[0] == len(order) + 1 for w in w0):
                 W0 = np.column_stack(w0)
-            cap = min(self.d, self.reach, NEWTON_MAX_COLUMNS - 1)
+            cap = min(self.d, self.reach, self.max_dense)
             st = self.rounds = SquaredHingeRounds(self.X, self.Y, self.C, cap, cols=order, W0=W0)
         elif st.k < len(order):
             st.add(order[st.k :])
         cap = _NEWTON_ROUND_STEPS if rank_only and tol_k > self.inner else 100
         W, A, P, _, S = st.solve(tol=tol_k, max_iter=cap, price=price, certify=price)
         return self._warm_solutions(W, A, P), S
-
-    def newton_round(self, Xa, tol_k, cap):
-        if self.newton is None:
-            w0 = [wm.get("w_full") for wm in self.warms]
-            W0 = None if any(w is None for w in w0) else np.column_stack(w0)
-            self.newton = SquaredHingeNewton(self.Y, self.C, W0=W0)
-        W, A, P, _ = self.newton.solve(Xa.M, tol=tol_k, max_iter=100 if cap is None else cap)
-        return self._warm_solutions(W, A, P)
 
     def evaluate(self, tol_k, price=True, rank_only=False):
         # rank_only: a pricing round whose multipliers only rank the candidates (the
@@ -1065,10 +887,9 @@ class _Selection:
         if self.compiled_rounds_apply():
             sols, S = self.compiled_round(tol_k, price, rank_only)
             self.data = None  # formed afresh if another solver takes over
-            self.newton = None
         else:
             self.rounds = None
-            sols = self.solve_round(tol_k, rank_only)
+            sols = self.solve_round(tol_k)
         objective = sum(s[3] for s in sols)
         if not price:  # a backward round: only the weights are needed
             return sols, objective, -np.inf, None, None, np.nan, np.inf
@@ -1087,7 +908,7 @@ class _Selection:
         rel = (objective - dual) / max(abs(objective), 1e-12)
         return sols, objective, dual, free, score, viol, rel
 
-    def solve_round(self, tol_k, rank_only):
+    def solve_round(self, tol_k):
         order, inner = self.order, self.inner
         # the L2 problems' data (constant column, dual CD layout) formed once per
         # round for every class, grown from the last round's
@@ -1100,12 +921,7 @@ class _Selection:
         else:
             Xs = self.X[:, order]
         cap = self.pricing_epochs if self.pricing_tol <= tol_k and inner < tol_k else None
-        if self.loss == "squared_hinge" and Xa.dense and Xa.M.shape[1] <= NEWTON_MAX_COLUMNS:
-            # pricing rounds short of inner_tol: one Newton step (their multipliers
-            # only rank the candidates); backward rounds to their tolerance
-            steps = _NEWTON_ROUND_STEPS if rank_only and tol_k > inner else None
-            return self.newton_round(Xa, tol_k, steps)
-        self.newton = None  # dual CD (sparse or many columns), warm started per class
+        # dual CD (the squared hinge: sparse or many columns), warm started per class
         return [
             solve_restricted(
                 Xs, yb, self.C, self.loss, self.penalty, tol=tol_k, warm=wm, Xa=Xa, max_iter=cap
@@ -1118,8 +934,6 @@ class _Selection:
         self.order = [c for c, k_ in zip(self.order, keep) if k_]
         for wm in self.warms:
             _drop_columns(wm, keep)
-        if self.newton is not None:
-            self.newton.drop(keep)
         if self.rounds is not None:
             self.rounds.drop(keep)
         self.data = None if self.data is None else restricted_data_drop(self.data, keep)
