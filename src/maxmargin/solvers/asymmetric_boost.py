@@ -65,7 +65,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import brentq
 
-from maxmargin.solvers.cutting_plane import Plane, kelley_loop
+from maxmargin.solvers.cutting_plane import Plane, UnstabilisedPlanes, kelley_loop
 from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.weak import DecisionStump, RealStump
 from maxmargin.weak.base import EDGE_CAP, edge_weight
@@ -457,7 +457,7 @@ def asymmetric_objective(w, A, ys, *, kind="lacboost", theta=1.0, sigma=1e-4) ->
     return float(0.5 * rho @ _apply_Q(rho, ys, kind) + 0.5 * sigma * rho @ rho - theta * e @ rho)
 
 
-class _AsymmetricColumns:
+class _AsymmetricColumns(UnstabilisedPlanes):
     """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` of a LACBoost / FisherBoost
     stage: a round's "plane" is the priced column (the weak learner's best new stump, or
     a recycled one), adding it grows the restricted master, solving it is SMO on the
@@ -511,15 +511,6 @@ class _AsymmetricColumns:
         return (
             self.theta * self.e - _apply_Q(rho, self.ys, self.kind) - self.sigma * rho - self.q_rho0
         )
-
-    def mix(self, centre, sol, t):  # pragma: no cover - unstabilised
-        return None
-
-    def cuts_off(self, plane, sol) -> bool:  # pragma: no cover - unstabilised
-        return True
-
-    def unchanged(self, prev, sol) -> bool:
-        return False
 
     def query(self, alpha) -> Plane:
         """Pricing: the best new stump, and the best recycled split ([Sun2012 Alg. 3])."""

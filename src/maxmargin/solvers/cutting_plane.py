@@ -107,6 +107,21 @@ class PlaneProblem(Protocol):
         """End of a round (history, printing); True stops the loop."""
 
 
+class UnstabilisedPlanes:
+    """The :class:`PlaneProblem` methods of a problem run without stabilisation or stall
+    guard (column generation, n-slack, hard-negative mining): no in-out point, every
+    plane counts as cutting off, a solve always moves the point."""
+
+    def mix(self, centre, sol, t):  # pragma: no cover - unstabilised
+        return None
+
+    def cuts_off(self, plane, sol) -> bool:  # pragma: no cover - unstabilised
+        return True
+
+    def unchanged(self, prev, sol) -> bool:
+        return False
+
+
 def _better(best: Plane | None, plane: Plane) -> Plane | None:
     if plane.primal is None:
         return best

@@ -39,7 +39,7 @@ import numpy as np
 
 from maxmargin._validation import add_intercept
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.solvers.cutting_plane import Plane, kelley_loop
+from maxmargin.solvers.cutting_plane import Plane, UnstabilisedPlanes, kelley_loop
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.solvers.svm import fit_dual_cd
 
@@ -143,7 +143,7 @@ def mine_hard_negatives(
     return MiningResult(w[:-1], float(w[-1] * scale), *out)
 
 
-class _MiningPlanes:
+class _MiningPlanes(UnstabilisedPlanes):
     """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` of hard-negative mining: a
     round's "plane" is the batch of violating negatives found by one scan; adding it
     updates the working set, solving is a warm-started dual coordinate descent."""
@@ -167,15 +167,6 @@ class _MiningPlanes:
 
     def point(self, sol):
         return self.w
-
-    def mix(self, centre, sol, t):  # pragma: no cover - mining runs unstabilised
-        return None
-
-    def cuts_off(self, plane, sol) -> bool:  # pragma: no cover - unstabilised
-        return True
-
-    def unchanged(self, prev, sol) -> bool:
-        return False
 
     def query(self, w) -> Plane:
         """Scan every negative with ``w``: the full primal, the certificate and the

@@ -29,7 +29,7 @@ from numba import njit
 
 from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
-from maxmargin.solvers.cutting_plane import Plane, kelley_loop
+from maxmargin.solvers.cutting_plane import Plane, UnstabilisedPlanes, kelley_loop
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
 from maxmargin.solvers.qp_master import smo_steps
 from maxmargin.tasks.linear import (
@@ -204,7 +204,7 @@ class _WorkingSets:
         self.alpha[:, :cap] = old[4]
 
 
-class _NSlackPlanes:
+class _NSlackPlanes(UnstabilisedPlanes):
     """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` of the n-slack solver: a
     round's "plane" is the batch of every example's most violated labelling; adding it
     grows the per-example working sets where it beats them, and solving runs block
@@ -240,9 +240,6 @@ class _NSlackPlanes:
     def point(self, sol):
         return self.w
 
-    def mix(self, centre, sol, t):  # pragma: no cover - n-slack runs unstabilised
-        return None
-
     def query(self, w) -> Plane:
         t0 = time.perf_counter()
         model, tr = self.model, self.tr
@@ -253,9 +250,6 @@ class _NSlackPlanes:
         tr.offer_dual(float(np.sum(self.ws.alpha * self.ws.b)) - 0.5 * float(w @ w))
         self.t_oracle += time.perf_counter() - t0
         return Plane(b=0.0, payload=(labels, loss, hinge))
-
-    def cuts_off(self, plane, sol) -> bool:  # pragma: no cover - unstabilised
-        return True
 
     def stop(self, rnd, best, sol):
         self.stopped = self.tr.converged()
@@ -309,9 +303,6 @@ class _NSlackPlanes:
         tr.offer_dual(float(np.sum(ws.alpha * ws.b)) - 0.5 * float(w @ w))
         self.t_inner += time.perf_counter() - t1
         return None
-
-    def unchanged(self, prev, sol) -> bool:
-        return False
 
     def record(self, rnd, plane, t_oracle, t_master, sol) -> bool:
         extra = {} if self.stopped else {"n_added": int(self.added)}
