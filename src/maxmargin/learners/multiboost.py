@@ -20,6 +20,31 @@ from maxmargin.solvers.multiboost import fit_multiboost
 __all__ = ["MultiBoost", "MultiBoostCW"]
 
 
+def _init(solver):
+    """The estimators' ``__init__``: the same parameters, ``solver``'s default their own."""
+
+    def __init__(
+        self,
+        *,
+        C: float = 1e4,
+        max_iter: int = 100,
+        weak_learner="stump",
+        solver: str = solver,
+        tau_max: int = 2,
+        eps: float = 0.1,
+        large_C: bool = False,
+        tol: float = 1e-6,
+        eps_cg: float = 1e-6,
+        max_time: float | None = None,
+        random_state=None,
+        verbose: int = 0,
+        callback=None,
+    ):
+        store_params(self, locals())
+
+    return __init__
+
+
 class _ColumnGenerationBoost(MultiClassBoosting):
     """Column generation ([Lin2012 Alg. 1]) over problem (2); ``_shared`` picks [Lin2012 eq. 6]
     over [Lin2012 eq. 4]."""
@@ -147,24 +172,7 @@ class MultiBoostCW(_ColumnGenerationBoost):
         + _REFERENCES
     )
 
-    def __init__(
-        self,
-        *,
-        C: float = 1e4,
-        max_iter: int = 100,
-        weak_learner="stump",
-        solver: str = "fcd",
-        tau_max: int = 2,
-        eps: float = 0.1,
-        large_C: bool = False,
-        tol: float = 1e-6,
-        eps_cg: float = 1e-6,
-        max_time: float | None = None,
-        random_state=None,
-        verbose: int = 0,
-        callback=None,
-    ):
-        store_params(self, locals())
+    __init__ = _init(solver="fcd")
 
 
 @register
@@ -190,21 +198,4 @@ class MultiBoost(_ColumnGenerationBoost):
 
     _shared = True
 
-    def __init__(
-        self,
-        *,
-        C: float = 1e4,
-        max_iter: int = 100,
-        weak_learner="stump",
-        solver: str = "lbfgs",
-        tau_max: int = 2,
-        eps: float = 0.1,
-        large_C: bool = False,
-        tol: float = 1e-6,
-        eps_cg: float = 1e-6,
-        max_time: float | None = None,
-        random_state=None,
-        verbose: int = 0,
-        callback=None,
-    ):
-        store_params(self, locals())
+    __init__ = _init(solver="lbfgs")
