@@ -71,24 +71,27 @@ def column_scores(X, y, a):
     return np.asarray(ay.T @ X).T
 
 
-def _l2_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
-    Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
-    alpha0 = warm.get("a")
-    max_iter = 100_000 if max_iter is None else max_iter
-    # every solve starts from the last solve's active set: the gap passes return any
-    # sample the new columns made violating.  A capped (pricing) solve skips the gap
-    # check (a pass over every sample) after its last epoch when an earlier one was
-    # made: the pricing needs only approximate multipliers, and the objective of the best
-    # checked iterate is still a valid bound
-    capped = max_iter < 100_000
-    act = warm.get("active")
-    sol = fit_dual_cd(
-        Xa, y, C, loss="hinge", tol=tol, max_iter=max_iter, rng=0, alpha0=alpha0,
-        active0=act, certify=not capped,
-    )  # fmt: skip
-    warm["active"] = sol.active
-    w = sol.w
-    return w[:-1], float(w[-1]), sol.alpha.copy(), sol.primal
+def _l2_dual_cd(loss):
+    """The L2 problem of ``loss`` (hinge, or the squared hinge where the Newton rounds do
+    not apply: sparse restricted data or many columns) by dual coordinate descent, warm
+    started from the last solve's multipliers."""
+
+    def solve(X, y, C, tol, warm, Xa=None, max_iter=None):
+        Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
+        max_iter = 100_000 if max_iter is None else max_iter
+        # every solve starts from the last solve's active set: the gap passes return any
+        # sample the new columns made violating.  A capped (pricing) solve skips the gap
+        # check (a pass over every sample) after its last epoch when an earlier one was
+        # made: the pricing needs only approximate multipliers, and the objective of the
+        # best checked iterate is still a valid bound
+        sol = fit_dual_cd(
+            Xa, y, C, loss=loss, tol=tol, max_iter=max_iter, rng=0, alpha0=warm.get("a"),
+            active0=warm.get("active"), certify=max_iter >= 100_000,
+        )  # fmt: skip
+        warm["active"] = sol.active
+        return sol.w[:-1], float(sol.w[-1]), sol.alpha.copy(), sol.primal
+
+    return solve
 
 
 @njit(cache=True)
@@ -603,19 +606,6 @@ class SquaredHingeRounds:
         return Wout, A, primal, dual, (S if price else None)
 
 
-def _l2_squared_hinge(X, y, C, tol, warm, Xa=None, max_iter=None):
-    # dual CD, as for the hinge; the selector solves dense restricted data of few
-    # columns by the Newton method instead (SquaredHingeRounds)
-    Xa = dual_cd_data(add_intercept(X)) if Xa is None else Xa
-    sol = fit_dual_cd(
-        Xa, y, C, loss="squared_hinge", tol=tol, max_iter=100_000 if max_iter is None else max_iter,
-        rng=0, alpha0=warm.get("a"), active0=warm.get("active"),
-        certify=max_iter is None,
-    )  # fmt: skip
-    warm["active"] = sol.active
-    return sol.w[:-1], float(sol.w[-1]), sol.alpha.copy(), sol.primal
-
-
 def _l2_logistic(X, y, C, tol, warm, Xa=None, max_iter=None):
     Xa = add_intercept(X) if Xa is None else Xa.M
     d = Xa.shape[1]
@@ -685,8 +675,8 @@ def _l1_logistic(X, y, C, tol, warm, Xa=None, max_iter=None):
 
 
 _SOLVERS = {
-    ("hinge", "l2"): _l2_hinge,
-    ("squared_hinge", "l2"): _l2_squared_hinge,
+    ("hinge", "l2"): _l2_dual_cd("hinge"),
+    ("squared_hinge", "l2"): _l2_dual_cd("squared_hinge"),
     ("logistic", "l2"): _l2_logistic,
     ("hinge", "l1"): _l1_hinge,
     ("logistic", "l1"): _l1_logistic,
@@ -743,8 +733,8 @@ def solve_restricted(X, y, C, loss, penalty, *, tol=1e-8, warm=None, Xa=None, ma
     ``warm`` is a dict kept between calls (previous multipliers / weights, columns
     appended at the end).  ``Xa``: ``dual_cd_data(add_intercept(X))`` if already formed
     (the L2 problems use it; shared by the one-vs-rest problems of a round).
-    ``max_iter``: a cap on dual CD's epochs (L2 hinge; None: 100000).  Returns ``(w, b,
-    a, objective)``.
+    ``max_iter``: a cap on dual CD's epochs (L2 hinge and squared hinge; None: 100000;
+    below 100000 the last epoch is not certified).  Returns ``(w, b, a, objective)``.
     """
     warm = {} if warm is None else warm
     if X.shape[1] == 0:
