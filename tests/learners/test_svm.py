@@ -3,6 +3,8 @@ out and solved independently with scipy, and against scikit-learn's SVC / Linear
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -311,6 +313,28 @@ def test_ctrl_c_keeps_the_solved_part_of_every_solver(solver, n_classes, tmp_pat
     path = tmp_path / "m.npz"
     maxmargin.save(clf.set_params(callback=None), path)
     np.testing.assert_array_equal(maxmargin.load(path).decision_function(X), scores)
+
+
+@pytest.mark.parametrize("solver", ["smo", "dual_cd", "pegasos", "1-slack"])
+def test_callback_returning_true_stops_every_solver(solver):
+    """The monitor's contract: a callback returning True ends the fit after that record."""
+    X, y = make_classification(n_samples=400, n_features=6, flip_y=0.2, random_state=0)
+    calls = []
+
+    def stop_at_first(record):
+        calls.append(record)
+        return True
+
+    params = dict(solver=solver, C=10.0, tol=1e-12, max_iter=50, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = SVMClassifier(**params).fit(X, y)
+    assert len(full.history_) > 1  # without the callback the fit records more
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = SVMClassifier(**params, callback=stop_at_first).fit(X, y)
+    assert len(calls) == 1 and len(clf.history_) == 1
+    assert not clf.converged_
 
 
 def test_ctrl_c_in_the_first_one_vs_rest_problem_names_the_untrained_classes():

@@ -98,7 +98,8 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
         Sample orders of dual_cd and pegasos.
     verbose : int, default=0
     callback : callable or None
-        Called with each history record.
+        Called with each history record; returning True stops the fit after that
+        record (the model keeps its iterate, ``converged_`` is False).
 
     Attributes
     ----------

@@ -91,7 +91,8 @@ class SVMSolution:
 
 
 def _record(mon: ConvergenceMonitor, iteration, primal, dual, notify=True, **extra) -> float:
-    """One history record (the shared schema) on ``mon``; returns the relative gap."""
+    """One history record (the shared schema) on ``mon``; returns the relative gap.
+    When a callback asks to stop (``mon.stop_reason`` set) the loops end after it."""
     rel = (primal - dual) / max(abs(primal), 1e-12)
     rec = {
         "iteration": int(iteration),
@@ -362,7 +363,7 @@ def fit_smo(
             b = _smo_bias(alpha, G, y, C)
             primal, dual = _smo_objectives(alpha, G, y, b, C)
             _record(mon, steps, primal, dual, kkt_violation=float(viol))
-            if converged or steps >= max_iter:
+            if converged or steps >= max_iter or mon.stop_reason:
                 break
             if max_time is not None and time.perf_counter() - t0 >= max_time:
                 break
@@ -754,6 +755,8 @@ def fit_dual_cd(
             if rel <= tol:
                 converged = True
                 break
+            if mon.stop_reason:
+                break
             log_gap = np.log(max(rel, 1e-300))
             if last is not None and visits > last[0]:
                 rate = (last[1] - log_gap) / (visits - last[0])
@@ -887,6 +890,8 @@ def fit_pegasos(
             rel = _record(mon, ep, best[0], dual)
             if rel <= tol:
                 converged = True
+                break
+            if mon.stop_reason:
                 break
             if max_time is not None and time.perf_counter() - t0 >= max_time:
                 break
