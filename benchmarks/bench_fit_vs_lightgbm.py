@@ -8,12 +8,16 @@ threads (numba's kernels / LightGBM ``n_jobs``; default 1, the issue-28 protocol
 fit is repeated and the fastest time kept (the machine may be shared); the test error and
 the objective come from the first repeat (all repeats are identical fits).
 
-Reported per configuration ``weak:master:certify`` and iteration count: fit seconds and
+Reported per configuration ``weak:master:certify[:inner_tol]`` and iteration count: fit seconds and
 their ratio to LightGBM's, test error of both, StructBoost's objective and certified
 duality gap, and its time split: weak-learner search (t_weak), master (t_master;
 includes t_polish, the final certificate -- continuation or exact LP) and the oracle
-inside the master (t_oracle); and ``doubling``: the fit time at this iteration count
-over the time at the previous (smaller) count of the same configuration.
+inside the master (t_oracle); the master's L-BFGS steps over the fit (inner_steps); and
+``doubling``: the fit time at this iteration count over the time at the previous
+(smaller) count of the same configuration.  ``inner_tol`` ``adaptive`` is the inexact
+master (each iteration's solve to a tolerance following the outer gap, one solve to
+``tol`` before the certificate); configurations listed together run one after the other
+in the same process, per set and iteration count (a paired comparison).
 
 Data: satimage, pendigits and dna use their official train/test files; usps (only its
 2007-row test file is available) and scikit-learn's digits are split 70/30 (stratified,
@@ -25,7 +29,8 @@ random_state=0)`` split 70/30 (stratified, seed 0): the issue's 26-class stand-i
 
 Usage: .venv/bin/python benchmarks/bench_fit_vs_lightgbm.py [--max-iter 100 200 500]
     [--C 100] [--datasets digits satimage pendigits usps dna syn26]
-    [--configs auto:fast:gap stump:fast:gap hist_stump:fast:gap stump:fast:exact]
+    [--configs auto:fast:gap stump:fast:gap hist_stump:fast:gap stump:fast:exact
+               auto:fast:gap:adaptive]
     [--threads 1] [--repeats 3]
     [--data-dir ../shared/data] [--out benchmarks/results/fit_vs_lightgbm.json]
 """
@@ -77,7 +82,9 @@ def timed(fit, repeats):
     return first, min(times), times
 
 
-def run_structboost(Xtr, ytr, Xte, yte, weak, master, certify, max_iter, C, repeats):
+def run_structboost(
+    Xtr, ytr, Xte, yte, weak, master, certify, max_iter, C, repeats, inner_tol="fixed"
+):
     clf, fit_s, times = timed(
         lambda: StructBoostClassifier(
             C=C,
@@ -85,6 +92,7 @@ def run_structboost(Xtr, ytr, Xte, yte, weak, master, certify, max_iter, C, repe
             weak_learner=weak,
             master=master,
             certify=certify,
+            inner_tol=inner_tol,
             random_state=0,
         ).fit(Xtr, ytr),
         repeats,
@@ -104,6 +112,7 @@ def run_structboost(Xtr, ytr, Xte, yte, weak, master, certify, max_iter, C, repe
         "t_master": float(sum(r["t_master"] for r in h)),
         "t_polish": float(sum(r["t_polish"] for r in h)),
         "t_oracle": float(sum(r["t_oracle"] for r in h)),
+        "inner_steps": int(sum(r["n_cp"] for r in h)),  # the master's L-BFGS steps
     }
 
 
@@ -146,7 +155,9 @@ def main():
         nargs="+",
         default=["digits", "satimage", "pendigits", "usps", "dna", "syn26"],
     )
-    # "auto": the estimator's default (exact stumps up to 5000 rows, binned above)
+    # "auto": the estimator's default (exact stumps up to 5000 rows, binned above); an
+    # optional fourth field is the fast master's inner_tol ("fixed", the default, or
+    # "adaptive": the inexact master)
     ap.add_argument("--configs", nargs="+", default=["auto:fast:gap"])
     ap.add_argument("--out", default="benchmarks/results/fit_vs_lightgbm.json")
     args = ap.parse_args()
@@ -167,11 +178,13 @@ def main():
         for cfg in args.configs:
             weak, master, *rest = cfg.split(":")
             certify = rest[0] if rest else "gap"
+            inner_tol = rest[1] if len(rest) > 1 else "fixed"
             prev = None
             for max_iter in sorted(args.max_iter):
                 sb = run_structboost(
-                    Xtr, ytr, Xte, yte, weak, master, certify, max_iter, args.C, args.repeats
-                )
+                    Xtr, ytr, Xte, yte, weak, master, certify, max_iter, args.C, args.repeats,
+                    inner_tol,
+                )  # fmt: skip
                 lg = run_lightgbm(Xtr, ytr, Xte, yte, sb["n_stumps"], K, args.repeats, args.threads)
                 rows.append(
                     {
@@ -182,6 +195,7 @@ def main():
                         "weak_learner": weak,
                         "master": master,
                         "certify": certify,
+                        "inner_tol": inner_tol,
                         "max_iter": max_iter,
                         "structboost": sb,
                         "lightgbm": lg,

@@ -114,3 +114,44 @@ def smoothed_problem(task, n_stumps=12, C=40.0, seed=0, working_set=None):
         sm.add_columns(store.add(h, h.evaluate(X), [np.arange(task.n_slots)]))
     sm.set_weights(rng.random(store.n_columns) * (rng.random(store.n_columns) < 0.6))
     return sm
+
+
+# -- the restricted LP of a one-hot task (StructBoost certificate tests) ----------------
+#: scipy's HiGHS solves these LPs to its default feasibility / optimality tolerance 1e-7
+#: (relative to unit costs); a bound checked against an LP optimum allows that much
+LP_TOL = 1e-6
+
+
+def restricted_lp_optimum(H, col_hyp, col_slot, codes, C, K):
+    """min 1'w + C/m 1'xi over the given (classifier, slot) columns of a one-hot task:
+    w.dPsi_i(y) + xi_i >= [y != y_i] with dPsi_i(y)_(h, s) = H[h, i] ([s = y_i] - [s = y])."""
+    m = len(codes)
+    n = len(col_hyp)
+    rows, rhs = [], []
+    for i in range(m):
+        for k in range(K):
+            if k == codes[i]:
+                continue
+            coef = H[col_hyp, i] * ((col_slot == codes[i]).astype(float) - (col_slot == k))
+            slack = np.zeros(m)
+            slack[i] = 1.0
+            rows.append(np.concatenate([coef, slack]))
+            rhs.append(1.0)
+    cost = np.concatenate([np.ones(n), np.full(m, C / m)])
+    res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+def check_every_record(task, res, X, C):
+    """Each record's bound lies below, and its objective above, the restricted LP
+    optimum over the columns that iteration held."""
+    H = res.hypotheses.evaluate(X)
+    K = task.n_slots
+    codes = task.y_
+    for rec in res.history:
+        n = rec["n_columns"]
+        opt = restricted_lp_optimum(H, res.column_hyp[:n], res.column_slot[:n], codes, C, K)
+        assert rec["dual_bound"] <= opt + LP_TOL * max(1.0, opt)
+        assert rec["objective"] >= opt - LP_TOL * max(1.0, opt)
+        assert rec["gap"] >= (rec["objective"] - opt) / rec["objective"] - LP_TOL

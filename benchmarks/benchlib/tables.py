@@ -94,7 +94,8 @@ def fit_vs_lightgbm(data, _load):
             _row(
                 [
                     r["data"],
-                    f"{r['weak_learner']}:{r['master']}:{r['certify']}",
+                    f"{r['weak_learner']}:{r['master']}:{r['certify']}"
+                    + (f":{r['inner_tol']}" if r.get("inner_tol", "fixed") != "fixed" else ""),
                     r["max_iter"],
                     f"{sb['fit_s']:.2f} ({sb['t_weak']:.2f} / {sb['t_master']:.2f} / "
                     f"{sb['t_polish']:.2f})",
@@ -200,6 +201,19 @@ def frontier_headline(data, _load):
         f"sets (fit time over LightGBM-default's: {', '.join(met)})"
         + (f"; not on {', '.join(unmet)}." if unmet else "."),
     ]
+    return out
+
+
+@table("fit_inexact_master")
+def fit_inexact_master(data, load):
+    """The paired comparison of the fixed and the inexact (adaptive) master: the rows of
+    fit_vs_lightgbm's table, with the master's L-BFGS steps per iteration."""
+    out = fit_vs_lightgbm(data, load)
+    out[0] = out[0].rstrip() + " steps / iteration |"
+    out[1] = out[1] + "---|"
+    for k, r in enumerate(data["rows"]):
+        sb = r["structboost"]
+        out[k + 2] = out[k + 2].rstrip() + f" {sb['inner_steps'] / max(sb['n_iter'], 1):.2f} |"
     return out
 
 

@@ -18,38 +18,19 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from data_makers import full_lp_optimum, tiny_problem
+from data_makers import (
+    LP_TOL,
+    check_every_record,
+    full_lp_optimum,
+    restricted_lp_optimum,
+    tiny_problem,
+)
 from maxmargin import StructBoost
 from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.solvers.smoothed_master import aggregated_dual_bound
 from maxmargin.tasks import MultiClassTask
 from maxmargin.weak import DecisionStump
-
-#: scipy's HiGHS solves these LPs to its default feasibility / optimality tolerance 1e-7
-#: (relative to unit costs); a bound checked against an LP optimum allows that much
-LP_TOL = 1e-6
-
-
-def restricted_lp_optimum(H, col_hyp, col_slot, codes, C, K):
-    """min 1'w + C/m 1'xi over the given (classifier, slot) columns of a one-hot task:
-    w.dPsi_i(y) + xi_i >= [y != y_i] with dPsi_i(y)_(h, s) = H[h, i] ([s = y_i] - [s = y])."""
-    m = len(codes)
-    n = len(col_hyp)
-    rows, rhs = [], []
-    for i in range(m):
-        for k in range(K):
-            if k == codes[i]:
-                continue
-            coef = H[col_hyp, i] * ((col_slot == codes[i]).astype(float) - (col_slot == k))
-            slack = np.zeros(m)
-            slack[i] = 1.0
-            rows.append(np.concatenate([coef, slack]))
-            rhs.append(1.0)
-    cost = np.concatenate([np.ones(n), np.full(m, C / m)])
-    res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
-    assert res.status == 0
-    return res.fun
 
 
 def fit(X, y, C, **kw):
@@ -64,20 +45,6 @@ def fit(X, y, C, **kw):
         rng=np.random.default_rng(0),
         **kw,
     )
-
-
-def check_every_record(task, res, X, C):
-    """Each record's bound lies below, and its objective above, the restricted LP
-    optimum over the columns that iteration held."""
-    H = res.hypotheses.evaluate(X)
-    K = task.n_slots
-    codes = task.y_
-    for rec in res.history:
-        n = rec["n_columns"]
-        opt = restricted_lp_optimum(H, res.column_hyp[:n], res.column_slot[:n], codes, C, K)
-        assert rec["dual_bound"] <= opt + LP_TOL * max(1.0, opt)
-        assert rec["objective"] >= opt - LP_TOL * max(1.0, opt)
-        assert rec["gap"] >= (rec["objective"] - opt) / rec["objective"] - LP_TOL
 
 
 @pytest.mark.parametrize("gap_tol", [1e-2, 1e-3])

@@ -37,7 +37,7 @@ from maxmargin.solvers.column_generation import (
     fit_structboost,
 )
 from maxmargin.solvers.monitor import ConvergenceMonitor
-from maxmargin.solvers.smoothed_master import CERTIFY, GAP_TOL
+from maxmargin.solvers.smoothed_master import CERTIFY, GAP_TOL, INNER_TOL
 from maxmargin.tasks.base import LabelCodingTask, StructuredTask
 from maxmargin.tasks.boxes import BoxTask
 from maxmargin.tasks.chain import ChainTask
@@ -172,6 +172,13 @@ class StructBoost(Persistent, BaseEstimator):
     gap_tol : float, default=1e-2
         Relative duality gap that ``certify="gap"`` reaches (a ``ConvergenceWarning``
         says so when max_time or the sharpest smoothing stopped it above).
+    inner_tol : {"fixed", "adaptive"}, default="fixed"
+        The fast master's solves during the iterations.  ``"fixed"``: each to ``tol``.
+        ``"adaptive"``: an inexact master -- each solve after new columns stops at a
+        relative decrease of 0.003 times the outer column-generation gap, between ``tol``
+        and 1e-3, and one solve to ``tol`` comes before convergence is declared and
+        before the certificate (which is unchanged).  Fewer L-BFGS steps per iteration,
+        a different column sequence (docs/structboost.md, "the inexact master").
     polish : bool, default=True
         Legacy switch: False is ``certify="none"``.
 
@@ -251,6 +258,7 @@ class StructBoost(Persistent, BaseEstimator):
         polish: bool = True,
         certify: str = "gap",
         gap_tol: float = GAP_TOL,
+        inner_tol: str = "fixed",
     ):
         store_params(self, locals())
 
@@ -273,6 +281,7 @@ class StructBoost(Persistent, BaseEstimator):
         "polish": [bool, np.bool_],
         "certify": [Options(*CERTIFY)],
         "gap_tol": [POSITIVE],
+        "inner_tol": [Options(*INNER_TOL)],
     }
 
     def _validate_hyperparameters(self) -> None:
@@ -390,6 +399,7 @@ class StructBoost(Persistent, BaseEstimator):
             polish=bool(self.polish),
             certify=self.certify,
             gap_tol=float(self.gap_tol),
+            inner_tol=self.inner_tol,
             **init,
         )
         self._store_result(res)
@@ -616,6 +626,8 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         LP optimum over the final weak learners; "none": the smoothed solution as is.
     gap_tol : float, default=1e-2
         Relative duality gap of ``certify="gap"``.
+    inner_tol : {"fixed", "adaptive"}, default="fixed"
+        The fast master's solves during the iterations; see :class:`StructBoost`.
 
     Attributes
     ----------
@@ -674,6 +686,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         callback=None,
         certify: str = "gap",
         gap_tol: float = GAP_TOL,
+        inner_tol: str = "fixed",
     ):
         store_params(self, locals())
 

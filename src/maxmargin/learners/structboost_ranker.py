@@ -157,8 +157,9 @@ class StructBoostRanker(StructBoost):
     ):
         store_params(self, locals())
 
-    # StructBoost parameters this class does not take: the task is built from y
-    task, warm_start, polish = None, False, True
+    # StructBoost parameters this class does not take: the task is built from y (and
+    # every solve of the master goes to ``tol``)
+    task, warm_start, polish, inner_tol = None, False, True, "fixed"
 
     _parameter_constraints = {
         **{k: v for k, v in StructBoost._parameter_constraints.items() if k != "task"},

@@ -56,7 +56,7 @@ from maxmargin.solvers.one_slack_master import TRUNCATE_GAP, OneSlackMaster
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.parallel_weak import BlockedStumpSearch, supports_blocks
 from maxmargin.solvers.restricted_master import RestrictedMaster
-from maxmargin.solvers.smoothed_master import CERTIFY, GAP_TOL, SmoothedMaster
+from maxmargin.solvers.smoothed_master import CERTIFY, GAP_TOL, INNER_TOL, SmoothedMaster
 from maxmargin.tasks.base import StructuredTask
 from maxmargin.weak.base import Hypotheses, WeakLearner
 from maxmargin.weak.hist_stump import CodedStump
@@ -238,6 +238,7 @@ def fit_structboost(
     polish: bool = True,
     certify: str = "exact",
     gap_tol: float = GAP_TOL,
+    inner_tol: str = "fixed",
     n_jobs: int | None = None,
     monitor: ConvergenceMonitor | None = None,
 ) -> ColumnGenerationResult:
@@ -289,6 +290,15 @@ def fit_structboost(
     multi-threaded BLAS spinning next to numba's thread pool made them tens of times
     slower on two cores.
 
+    ``inner_tol`` (fast master only): ``"fixed"`` solves every iteration's master to
+    ``tol``; ``"adaptive"`` is an inexact master -- a solve after new columns stops at a
+    relative decrease of ``INEXACT_FACTOR`` times the outer gap at the last pricing,
+    ``(P(w) - C sum mu Delta / max(1, g*)) / P(w)`` with the search's largest gain ``g*``
+    (between ``tol`` and ``INEXACT_MAX_TOL``), and when such loose duals price nothing
+    new, or at the end, the master is first solved to ``tol`` over the same columns
+    (``RestrictedMaster.finish``), so convergence, the certificate and every reported
+    bound are those of the fixed master's rules.
+
     ``monitor``: receives every iteration's record (history, progress, user callback);
     ``callback`` is the shortcut for a monitor with that callback only.
     """
@@ -313,6 +323,7 @@ _LOOP_OPTIONS = (
     "C", "master", "formulation", "eps_cp", "eps_cg", "tol", "max_iter", "max_time", "rng",
     "stabilize", "prune_after", "max_cp_rounds", "max_inner", "truncate_gap",
     "init_hypotheses", "init_slot_weights", "init_outputs", "polish", "certify", "gap_tol",
+    "inner_tol",
 )  # fmt: skip
 
 
@@ -352,6 +363,7 @@ def _run(
     polish,
     certify,
     gap_tol,
+    inner_tol,
     monitor: ConvergenceMonitor,
     product_threads: int = 1,
 ) -> ColumnGenerationResult:
@@ -362,6 +374,8 @@ def _run(
         raise ValueError(f"certify must be one of {CERTIFY}, got {certify!r}")
     if not (np.isfinite(gap_tol) and gap_tol > 0):
         raise ValueError(f"gap_tol must be a positive number, got {gap_tol!r}")
+    if inner_tol not in INNER_TOL:
+        raise ValueError(f"inner_tol must be one of {INNER_TOL}, got {inner_tol!r}")
     if not polish:
         certify = "none"
     formulation = FORMULATION_ALIASES.get(formulation, formulation)
@@ -419,6 +433,7 @@ def _run(
             rng=rng,
             certify=certify,
             gap_tol=gap_tol,
+            inner_tol=inner_tol,
         )
     elif formulation == "n-slack":
         mst = NSlackMaster(task, store, C, eps_cp=eps_cp, eps_cg=eps_cg, rng=rng)
@@ -479,7 +494,8 @@ def _run(
         exact_search = False
     converged, reason = False, "max_iter"
     it = 0
-    t_weak = t_cert = 0.0
+    t_weak = t_cert = t_finish = 0.0
+    n_finish = 0  # steps of finish() solves since the last record
     try:
         while it < max_iter:
             t0 = time.perf_counter()
@@ -491,6 +507,7 @@ def _run(
             best_gain = float(np.max(gains)) if len(gains) else 0.0
             if exact_search:
                 mst.note_pricing(best_gain)
+            mst.note_best_gain(best_gain)
             new_cols, old_cols = _enter(task, mst, store, Z, cand, gains, picks, threshold)
             t_weak += time.perf_counter() - t0
             if len(new_cols) == 0 and len(old_cols) == 0:
@@ -498,6 +515,13 @@ def _run(
                     # the continuation stalled and its duals price nothing new either
                     reason = "stalled"
                     break
+                if mst.loose:
+                    # an inexact master's loose duals priced nothing new: solve to tol
+                    # over the same columns first, then re-price
+                    t1 = time.perf_counter()
+                    n_finish += mst.finish(final_deadline)
+                    t_finish += time.perf_counter() - t1
+                    continue
                 if not skip_polish and mst.can_tighten():
                     # the smoothed duals priced nothing new: first a few more steps on the
                     # working set (cheap), then re-price; the certificate only if that
@@ -528,12 +552,13 @@ def _run(
             if len(old_cols):
                 mst.reopen(old_cols)
             info = mst.solve(loop_deadline())
-            t_master = time.perf_counter() - t1 + t_cert
+            t_master = time.perf_counter() - t1 + t_cert + t_finish
             w_path.append(mst.w.copy())
             stop = monitor.record(
-                record(it, best_gain, t_weak, t_master, info["n_cp"], t_polish=t_cert)
+                record(it, best_gain, t_weak, t_master, info["n_cp"] + n_finish, t_polish=t_cert)
             )
-            t_weak = t_cert = 0.0
+            t_weak = t_cert = t_finish = 0.0
+            n_finish = 0
             if final_deadline is not None and time.perf_counter() > loop_deadline():
                 reason = "max_time"
                 break
@@ -542,6 +567,29 @@ def _run(
                 break
     except KeyboardInterrupt:
         return _interrupted(store, history, w_path)
+
+    finished = False  # the final record changed without being reported yet
+    if mst.loose and history:
+        # the inexact master's last solve stopped early: the solve to tol over the final
+        # columns (master time of the last iteration), before any certificate
+        t1 = time.perf_counter()
+        try:
+            n_finish = mst.finish(final_deadline)
+        except KeyboardInterrupt:
+            return _interrupted(store, history, w_path)
+        last = history[-1]
+        rec = record(
+            last["iteration"], last["gain"], last["t_weak"], 0.0, last["n_cp"] + n_finish,
+            converged=last["converged"], t_polish=last["t_polish"],
+        )  # fmt: skip
+        rec["t_master"] = last["t_master"] + time.perf_counter() - t1
+        rec["t_oracle"] += last["t_oracle"]
+        # the last iteration's bound holds for the same columns
+        rec["dual_bound"] = max(float(rec["dual_bound"]), float(last["dual_bound"]))
+        rec["gap"] = _relative_gap(rec["objective"], rec["dual_bound"])
+        w_path[-1] = mst.w.copy()
+        history[-1] = rec  # reported once below, with the certificate's final record
+        finished = True
 
     if not mst.certified and history and not skip_polish:
         # the final polish: the exact optimum over the final columns, inside max_time
@@ -560,7 +608,7 @@ def _run(
         rec["converged"] = converged
         w_path[-1] = mst.w.copy()
         monitor.replace_last(rec)  # the final record replaces the last iteration's
-    elif history and mst.exact_scores():
+    elif history and (mst.exact_scores() or finished):
         # the returned objective is the primal at the returned w from float64 scores,
         # not from the inner steps' float32 updates; the bound kept is the best valid one
         # (one replaced final record, as after a certificate)

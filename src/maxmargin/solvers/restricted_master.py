@@ -95,6 +95,21 @@ class RestrictedMaster:
     def note_pricing(self, best_gain: float) -> None:
         """The exact weak-learner search's largest gain at the current duals."""
 
+    def note_best_gain(self, best_gain: float) -> None:
+        """Any weak-learner search's largest gain at the current duals (exact or not):
+        what an inexact master sets its next inner tolerance from."""
+
+    @property
+    def loose(self) -> bool:
+        """The last solve stopped at a looser inner tolerance than the master's own
+        (an inexact master): :meth:`finish` completes it before a certificate."""
+        return False
+
+    def finish(self, deadline: float | None) -> int:
+        """Re-solve at the master's own inner tolerance after loose solves; returns the
+        inner steps taken."""
+        return 0
+
     def priced_again(self, cols: np.ndarray) -> np.ndarray:
         """Of the stored columns ``cols`` that priced again, those the master must
         re-open (outside its working set); :meth:`reopen` takes them."""

@@ -23,12 +23,22 @@ from maxmargin.solvers.one_slack_master import OneSlackMaster
 from maxmargin.solvers.restricted_master import POLISH_TOL, RestrictedMaster
 from maxmargin.solvers.smoothed_problem import SmoothedProblem
 
-__all__ = ["CERTIFY", "GAP_TOL", "SmoothedMaster", "aggregated_dual_bound"]
+__all__ = ["CERTIFY", "GAP_TOL", "INNER_TOL", "SmoothedMaster", "aggregated_dual_bound"]
 
 #: what ends a fit of the fast master: ``"gap"`` -- smoothing continuation until the
 #: certified relative gap is at most ``gap_tol`` (no LP); ``"exact"`` -- the exact LP
 #: optimum over the final columns (the m-slack polish); ``"none"`` -- nothing
 CERTIFY = ("gap", "exact", "none")
+#: the fast master's inner tolerance during the iterations: ``"fixed"`` -- every solve to
+#: ``tol``; ``"adaptive"`` -- an inexact master, each solve to a tolerance that follows the
+#: outer column-generation gap (``INEXACT_FACTOR`` times it, between ``tol`` and
+#: ``INEXACT_MAX_TOL``), then one solve to ``tol`` before the certificate
+INNER_TOL = ("fixed", "adaptive")
+#: an adaptive solve stops once a step lowers the objective by less than this fraction
+#: of the outer gap (relative) ...
+INEXACT_FACTOR = 0.003
+#: ... but never looser than this
+INEXACT_MAX_TOL = 1e-3
 #: default relative duality gap of ``certify="gap"``, the same for ``fit_structboost``,
 #: ``SmoothedMaster`` and the estimators (StructBoost, StructBoostClassifier,
 #: StructBoostRanker); docs/structboost.md ("Scale") says why 1e-2
@@ -118,9 +128,22 @@ class SmoothedMaster(RestrictedMaster):
         rng,
         certify: str = "exact",
         gap_tol: float = GAP_TOL,
+        inner_tol: str = "fixed",
     ):
         if certify not in CERTIFY:
             raise ValueError(f"certify must be one of {CERTIFY}, got {certify!r}")
+        if inner_tol not in INNER_TOL:
+            raise ValueError(f"inner_tol must be one of {INNER_TOL}, got {inner_tol!r}")
+        self.inner_tol = inner_tol
+        #: the outer gap at the last pricing, ``(P(w) - C sum mu Delta / max(1, g*)) /
+        #: P(w)`` with the search's largest gain ``g*`` (exact search or not: it only sets
+        #: the next solve's tolerance, never a reported bound)
+        self._outer_gap = np.inf
+        self._loose = False  # the last solve stopped above ``tol``
+        #: new columns entered since the last solve (only such a solve may be loose: when
+        #: held columns re-open without a new one, the master is solved to ``tol``, or
+        #: loose solves could cycle through a small working set)
+        self._new_columns = False
         self.task, self.store, self.C = task, store, C
         self.eps_cp, self.rng = eps_cp, rng
         #: "none": the smoothed solution is returned as it is (no certificate)
@@ -163,6 +186,7 @@ class SmoothedMaster(RestrictedMaster):
         return self.exact.weak_weights() if self._exact_done else self.smooth.A
 
     def add_columns(self, cols: np.ndarray) -> None:
+        self._new_columns = len(cols) > 0
         if self._exact_done:  # continue from the exact weights (new columns start at 0)
             w = np.zeros(self.store.n_columns)
             w[: len(self.exact.w)] = self.exact.w
@@ -221,6 +245,7 @@ class SmoothedMaster(RestrictedMaster):
         finally:
             s.tol, s.max_steps = tol, max_steps
         self.tightened = True
+        self._loose = False
         return steps
 
     def full_gap_met(self) -> bool:
@@ -247,9 +272,47 @@ class SmoothedMaster(RestrictedMaster):
         g = max(1.0, float(best_gain) * (1.0 + 1e-9))
         self._pricing_bound = max(self._pricing_bound, self.C * s.risk.dual / g)
 
+    def note_best_gain(self, best_gain: float) -> None:
+        s = self.smooth
+        P = float(s.objective)
+        lb = self.C * s.risk.dual / max(1.0, float(best_gain))
+        self._outer_gap = max(P - lb, 0.0) / max(abs(P), 1e-300)
+
+    @property
+    def loose(self) -> bool:
+        return self._loose
+
+    def _iteration_tol(self) -> float:
+        base = self.smooth.tol
+        if self.inner_tol != "adaptive" or not self._new_columns:
+            return base
+        if not np.isfinite(self._outer_gap):
+            return base
+        return min(max(base, INEXACT_FACTOR * self._outer_gap), max(INEXACT_MAX_TOL, base))
+
     def solve(self, deadline: float | None) -> dict:
-        steps = self.smooth.solve(deadline)
+        s = self.smooth
+        tol = self._iteration_tol()
+        self._new_columns = False
+        if tol == s.tol:
+            steps = s.solve(deadline)
+            self._loose = False
+            return {"n_cp": steps}
+        base = s.tol
+        s.tol = tol
+        try:
+            steps = s.solve(deadline)
+        finally:
+            s.tol = base
+        self._loose = True
         return {"n_cp": steps}
+
+    def finish(self, deadline: float | None) -> int:
+        """The solve the loose iterations left: to ``tol`` over the current columns."""
+        if not self._loose or self._exact_done:
+            return 0
+        self._loose = False
+        return self.smooth.solve(deadline)
 
     def record(self) -> dict:
         if self._exact_done:
@@ -279,6 +342,7 @@ class SmoothedMaster(RestrictedMaster):
             return True
         if self.failed or self.stalled:
             return False
+        self._loose = False  # the certificate solves far tighter than tol
         if self._pricing_gap_met():
             # the exact search's bound already certifies gap_tol against the full
             # problem (so against this restricted master): no continuation needed
