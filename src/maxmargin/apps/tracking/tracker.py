@@ -844,8 +844,26 @@ class AdaBoostTracker(_OnlineBoxTracker):
     """The paper's binary AdaBoost baseline tracker (Sec. 4.4) with the same sampling and
     features: candidates with overlap > ``pos_overlap`` (0.8) are positives, <=
     ``neg_overlap`` (0.3) negatives; ``n_estimators`` (500) rounds of discrete AdaBoost
-    with decision stumps, re-trained from scratch on the window.  ``sampling``: the
-    protocol (:class:`Sampling`, default ``Sampling()``)."""
+    with decision stumps, re-trained from scratch on the window.
+
+    Parameters
+    ----------
+    n_estimators : int, default=500
+        Boosting rounds (stumps) of every training, from scratch on the window.
+    pos_overlap : float in [0, 1], default=0.8
+        A training candidate whose Pascal overlap with its frame's box exceeds this is a
+        positive.
+    neg_overlap : float in [0, 1], default=0.3
+        A training candidate whose overlap is at most this is a negative; those in
+        between are left out.  The two classes get equal total weight.
+    weak_learner : str, default="hist_stump"
+        The weak learner's name (:func:`~maxmargin.weak.make_weak_learner`).
+    sampling : Sampling, default=Sampling()
+        The protocol (:class:`Sampling`): candidates, search and training radii, window,
+        re-training period and the drift remedies.
+    random_state : int, Generator or None
+        Sampling of the training candidates and warps.
+    """
 
     _parameter_constraints: dict = {
         **_OnlineBoxTracker._parameter_constraints,
@@ -896,7 +914,21 @@ class SSVMTracker(_OnlineBoxTracker):
     """Struck-style linear structured SVM tracker on the same box task and features,
     trained by :class:`~maxmargin.learners.ssvm.StructSVM` (1-slack cutting planes)
     on the last ``window`` (50) frames, re-trained every ``retrain_every`` frames.
-    ``sampling``: the protocol (:class:`Sampling`, default ``Sampling(window=50)``)."""
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        The structured SVM's C (weight of the average structured hinge loss).
+    tol : float, default=1e-3
+        The cutting-plane solver's tolerance (``StructSVM(tol=...)``).
+    max_iter : int, default=100
+        Cutting-plane iterations per training (unconverged trainings are kept silently).
+    sampling : Sampling, default=Sampling(window=50)
+        The protocol (:class:`Sampling`): candidates, search and training radii, window,
+        re-training period and the drift remedies.
+    random_state : int, Generator or None
+        Sampling of the training candidates and warps.
+    """
 
     _parameter_constraints: dict = {
         **_OnlineBoxTracker._parameter_constraints,
