@@ -235,17 +235,30 @@ class BoxTask(StructuredTask):
             raise ValueError("true-box index out of range of the candidates")
         m, K = len(cs), int(sizes.max())
         codes = all(c.features.dtype == np.uint8 for c in cs)
-        Z = np.empty((m, K, d), dtype=np.uint8 if codes else np.float64)
         B = np.empty((m, K, 4))
-        for i, c in enumerate(cs):  # one copy per image (no loop over boxes)
-            k = len(c.boxes)
-            Z[i, :k], B[i, :k] = c.features, c.boxes
-            Z[i, k:], B[i, k:] = c.features[y[i]], c.boxes[y[i]]
+        if codes:
+            # bin codes are laid out feature-major ((m K, d) in Fortran order): the
+            # coded stump's search reads them so without a transposed copy of the whole
+            # window, and a stump's outputs read one contiguous column; images stored in
+            # Fortran order (an online tracker's frames) are copied column by column
+            Zt = np.empty((d, m * K), dtype=np.uint8)
+            for i, c in enumerate(cs):  # one copy per image (no loop over boxes)
+                k = len(c.boxes)
+                Zt[:, i * K : i * K + k] = c.features.T
+                Zt[:, i * K + k : (i + 1) * K] = c.features[y[i]][:, None]
+                B[i, :k], B[i, k:] = c.boxes, c.boxes[y[i]]
+            self._Z = Zt.T
+        else:
+            Z = np.empty((m, K, d), dtype=np.float64)
+            for i, c in enumerate(cs):  # one copy per image (no loop over boxes)
+                k = len(c.boxes)
+                Z[i, :k], B[i, :k] = c.features, c.boxes
+                Z[i, k:], B[i, k:] = c.features[y[i]], c.boxes[y[i]]
+            self._Z = Z.reshape(m * K, d)
         self.y_ = y.astype(np.int64)
         self.boxes_ = B
         self.n_samples, self.n_slots, self.n_outputs = m, 1, K
         self.n_features_ = d
-        self._Z = Z.reshape(m * K, d)
         true = B[np.arange(m), self.y_]  # (m, 4)
         self.losses_ = 1.0 - box_overlap(B.reshape(m * K, 4), np.repeat(true, K, axis=0)).reshape(
             m, K
