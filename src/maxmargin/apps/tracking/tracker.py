@@ -589,19 +589,16 @@ class StructBoostTracker(_OnlineBoxTracker):
     update_tol : float, default=1e-3
         The fast master's relative tolerance in the warm re-trainings
         (``StructBoost(tol=...)``); the first training keeps StructBoost's default
-        (1e-4).  1e-3 halves the re-training time against 1e-4 (Coke, first 60 frames,
-        seed 0: 25.4 against 12.6-13.1 frames per CPU second) without a loss in accuracy
-        on the quick subset (Tiger1, tiger2, david, first 120 frames, seeds 0-2: mean
-        success AUC 0.628 against 0.593; docs/tracking.md, "Issue 30, fourth session").
+        (1e-4).  1e-3 halved the re-training time against 1e-4 without a loss in
+        accuracy in scratch runs (docs/tracking.md, "Settings tried").
     polish_initial : bool, default=True
         End the first training (the labelled frames) with StructBoost's certified
         continuation (``certify="gap"``: the smoothing sharpened until the relative
         duality gap is 1e-2, i.e. towards the sparse LP vertex).  False keeps the fast
         master's smoothed solution (``certify="none"``), as the warm re-trainings do.
-        One labelled frame: on the first 120 frames of Coke, Tiger1, Girl, david and
-        tiger2 (seeds 0-4) False reached mean success AUC 0.647 against 0.629, on the
-        whole sequences (seeds 0-2) 0.555 against 0.552 -- within the seed spread both
-        times, so the default stays (docs/tracking.md, "Issue 30: the drift").
+        From one labelled frame False was level with True on the whole sequences in
+        scratch runs, within the seed spread, so the default stays (docs/tracking.md,
+        "Settings tried").
     anchor_weight : float, default=0
         Add ``anchor_weight`` times the frozen first model's score to every score.
     relabel : float or None, default=None
