@@ -218,3 +218,30 @@ def test_coded_weak_inputs_are_feature_major_and_padded_by_the_true_box(order):
     np.testing.assert_array_equal(BoxTask().bind(Xf, y).weak_inputs(), Z)
     prepared = CodedStump(256).prepare(Z)
     assert np.shares_memory(prepared.codes, Z)  # the search reads them in place
+
+
+def test_unique_boxes_is_the_row_wise_unique_in_first_occurrence_order():
+    """``unique_boxes`` = ``cand[sort(unique(cand, axis=0, return_index=True)[1])]``: on
+    whole-pixel boxes with many duplicates (the integer-key path, -0.0 included), on
+    boxes with a fractional or negative coordinate and on boxes beyond 2^16 px (the
+    row-wise path), and on one or no box."""
+    from maxmargin.tasks.boxes import unique_boxes
+
+    def reference(c):
+        _, first = np.unique(c, axis=0, return_index=True)
+        return c[np.sort(first)]
+
+    rng = np.random.default_rng(7)
+    whole = rng.integers(0, 6, (500, 4)).astype(np.float64)  # about 1 in 2.6 repeated
+    whole[rng.random(500) < 0.05, 0] = -0.0
+    whole[:3] = [[65535, 0, 1, 2], [0, 65535, 2, 1], [1, 2, 65535, 0]]
+    frac = whole.copy()
+    frac[10, 1] = 2.5
+    neg = whole.copy()
+    neg[20, 0] = -1.0
+    big = whole.copy()
+    big[30, 3] = 65536.0
+    for c in (whole, frac, neg, big, whole[:1], whole[:0]):
+        got = unique_boxes(c)
+        np.testing.assert_array_equal(got, reference(c) if len(c) > 1 else c)
+    assert len(unique_boxes(whole)) < len(whole)

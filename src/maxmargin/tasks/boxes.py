@@ -39,6 +39,7 @@ __all__ = [
     "box_overlap",
     "pairwise_overlap",
     "sample_boxes",
+    "unique_boxes",
 ]
 
 
@@ -102,6 +103,26 @@ def boxes_at_offsets(b, dx, dy, scales, radius: float, H: int, W: int) -> list[n
     return out
 
 
+def unique_boxes(cand) -> np.ndarray:
+    """The rows of ``cand`` (k, 4) without duplicates, each at its first occurrence, in
+    their order: ``cand[np.sort(np.unique(cand, axis=0, return_index=True)[1])]``.  Boxes
+    of whole pixels in [0, 2^16) (every sampled candidate) are keyed by one integer per
+    box, a 1-d unique instead of the row-wise one (which sorts rows as records: about
+    20 times slower on the tracker's 2000 candidates); other boxes take the row-wise
+    unique."""
+    cand = np.asarray(cand, dtype=np.float64)
+    if len(cand) < 2:
+        return cand
+    small = np.all((cand >= 0) & (cand < 65536) & (cand == np.floor(cand)))
+    if small:
+        v = cand.astype(np.uint64)
+        key = ((v[:, 0] << 48) | (v[:, 1] << 32)) | ((v[:, 2] << 16) | v[:, 3])
+        _, first = np.unique(key, return_index=True)
+    else:
+        _, first = np.unique(cand, axis=0, return_index=True)
+    return cand[np.sort(first)]
+
+
 def sample_boxes(
     box,
     n: int,
@@ -161,8 +182,7 @@ def sample_boxes(
         h = min(max(1.0, float(np.round(b[3]))), H)
         c = np.array([[np.clip(np.round(b[0]), 0, W - w), np.clip(np.round(b[1]), 0, H - h), w, h]])
         cand = np.concatenate([c, cand])
-    _, first = np.unique(cand, axis=0, return_index=True)
-    return cand[np.sort(first)]
+    return unique_boxes(cand)
 
 
 @dataclass

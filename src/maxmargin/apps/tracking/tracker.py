@@ -57,6 +57,7 @@ from maxmargin.tasks.boxes import (
     box_overlap,
     boxes_at_offsets,
     sample_boxes,
+    unique_boxes,
 )
 from maxmargin.weak import CodedStump, Stumps, make_weak_learner
 
@@ -331,9 +332,7 @@ class _OnlineBoxTracker(BaseEstimator):
                 more = sample_boxes(
                     m, self._s.n_predict, self._s.search_radius, grey.shape, scales=self._scales
                 )
-                cand = np.concatenate([cand, more])
-                _, first = np.unique(cand, axis=0, return_index=True)
-                cand = cand[np.sort(first)]
+                cand = unique_boxes(np.concatenate([cand, more]))
         self._prev_grey = grey
         t1 = time.perf_counter()
         # the candidates' features are only scored, never kept: one buffer for all frames
@@ -986,9 +985,7 @@ def polar_grid_boxes(box, n: int, radius: float, image_shape, scales=(1.0,)) -> 
     dx, dy = rho * np.cos(th), rho * np.sin(th)
     out = [sample_boxes(b, 1, 0.0, image_shape)]  # the box itself, rounded and clipped
     out += boxes_at_offsets(b, dx, dy, scales, float(radius), H, W)
-    cand = np.concatenate(out)
-    _, first = np.unique(cand, axis=0, return_index=True)
-    return cand[np.sort(first)]
+    return unique_boxes(np.concatenate(out))
 
 
 def overlap_strata_boxes(
