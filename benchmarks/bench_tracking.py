@@ -19,7 +19,8 @@ LABEL.key=value``), e.g. two settings of StructBoost beside each other in one ru
 Usage: python benchmarks/bench_tracking.py [--sequences Coke Tiger1 Girl david tiger2]
        [--trackers structboost ssvm adaboost csrt kcf kcf_thresh0 mil dlib_dsst]
        [--n-init 1 3] [--frames N] [--seeds 0 1 2 3 4] [--set key=value ...]
-       [--struck DIR] [--shift PX] [--true-labels] [--alias LABEL=TRACKER ...] [--out FILE]
+       [--struck DIR] [--shift PX] [--true-labels] [--traces] [--alias LABEL=TRACKER ...]
+       [--out FILE]
 Writes benchmarks/results/tracking.json (or --out): every run, and ``summary`` with the
 mean and standard deviation over seeds per (sequence, tracker, n_init) and the means over
 the sequences.  ``--true-labels`` is a diagnostic: each tracked frame is trained with its
@@ -83,6 +84,11 @@ def main() -> None:
     ap.add_argument("--shift", type=float, default=0.0, help="move the first box by PX px")
     ap.add_argument(
         "--true-labels", action="store_true", help="diagnostic: train on ground-truth boxes"
+    )
+    ap.add_argument(
+        "--traces",
+        action="store_true",
+        help="keep every run's per-frame overlap and the frame where the target is lost",
     )
     ap.add_argument(
         "--set",
@@ -260,6 +266,8 @@ def _run_one(args, overrides, aliases, job):
         "paper_overlap": paper[0],
         "paper_centre_error": paper[1],
     }
+    if args.traces:
+        row.update(overlap_trace(_pred, truth, info["init_frames"][-1] + 1))
     spf = row["seconds_per_frame"]
     print(
         f"{sname:7s} {tname:12s} n_init {n_init} seed {seed}: overlap "
@@ -270,6 +278,35 @@ def _run_one(args, overrides, aliases, job):
         flush=True,
     )
     return row
+
+
+#: a run has lost the target from the first scored frame whose overlap, and that of the
+#: next LOST_RUN - 1 scored frames, is below LOST_OVERLAP
+LOST_OVERLAP, LOST_RUN = 0.1, 10
+
+
+def overlap_trace(pred, truth, start: int) -> dict:
+    """Per-frame overlap of the tracked frames ``start..`` (None where the frame has no
+    ground truth), the first scored frame below 0.5, and ``lost_at``: the first scored
+    frame from which ``LOST_RUN`` scored frames in a row overlap less than
+    ``LOST_OVERLAP`` (None: never lost)."""
+    from maxmargin.tasks.boxes import box_overlap
+
+    ok = np.all(np.isfinite(truth), axis=1) & np.all(np.isfinite(pred), axis=1)
+    ok[:start] = False
+    ov = np.full(len(truth), np.nan)
+    ov[ok] = box_overlap(pred[ok], truth[ok])
+    idx = np.flatnonzero(ok)
+    low = ov[idx] < LOST_OVERLAP
+    run = np.convolve(low.astype(np.int64), np.ones(LOST_RUN, dtype=np.int64), "valid")
+    lost = np.flatnonzero(run == LOST_RUN)
+    below = np.flatnonzero(ov[idx] < 0.5)
+    return {
+        "trace_start": int(start),
+        "overlap_trace": [None if np.isnan(v) else round(float(v), 4) for v in ov[start:]],
+        "first_below_half": int(idx[below[0]]) if len(below) else None,
+        "lost_at": int(idx[lost[0]]) if len(lost) else None,
+    }
 
 
 def _peer_versions() -> dict:

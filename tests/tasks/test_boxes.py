@@ -186,3 +186,62 @@ def test_warm_start_keeps_columns_and_adds_few():
     # the warm fit starts from the earlier weak learners: few new iterations are needed
     assert est.objective_ <= cold.objective_ * (1 + 1e-6) or est.n_iter_ < cold.n_iter_
     assert n0 >= 1 and np.isfinite(obj0)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_coded_weak_inputs_are_feature_major_and_padded_by_the_true_box(order):
+    """uint8 bin codes bind feature-major (Fortran order: the coded stump's search layout,
+    no transposed copy) with the same values as the float layout: image i's candidates in
+    rows ``i K`` to ``i K + k_i``, the rest of its block copies of its true box's row --
+    checked row by row against the features, for images stored in either order."""
+    from maxmargin.weak import CodedStump
+
+    rng = np.random.default_rng(3)
+    sizes, d = [5, 8, 3], 6
+    X = []
+    for k in sizes:
+        boxes = np.column_stack([rng.integers(0, 20, (k, 2)), np.full((k, 2), 6)]).astype(float)
+        codes = rng.integers(0, 256, (k, d)).astype(np.uint8)
+        X.append(BoxCandidates(boxes, np.asarray(codes, order=order)))
+    y = np.array([2, 0, 1])
+    t = BoxTask().bind(X, y)
+    Z = t.weak_inputs()
+    K = max(sizes)
+    assert Z.dtype == np.uint8 and Z.shape == (len(sizes) * K, d)
+    assert Z.T.flags.c_contiguous  # feature-major
+    for i, c in enumerate(X):  # the reference layout, one row at a time
+        for r in range(K):
+            want = c.features[r] if r < len(c.boxes) else c.features[y[i]]
+            np.testing.assert_array_equal(Z[i * K + r], want)
+    # the float layout of the same codes holds the same values
+    Xf = [BoxCandidates(c.boxes, c.features.astype(np.float64)) for c in X]
+    np.testing.assert_array_equal(BoxTask().bind(Xf, y).weak_inputs(), Z)
+    prepared = CodedStump(256).prepare(Z)
+    assert np.shares_memory(prepared.codes, Z)  # the search reads them in place
+
+
+def test_unique_boxes_is_the_row_wise_unique_in_first_occurrence_order():
+    """``unique_boxes`` = ``cand[sort(unique(cand, axis=0, return_index=True)[1])]``: on
+    whole-pixel boxes with many duplicates (the integer-key path, -0.0 included), on
+    boxes with a fractional or negative coordinate and on boxes beyond 2^16 px (the
+    row-wise path), and on one or no box."""
+    from maxmargin.tasks.boxes import unique_boxes
+
+    def reference(c):
+        _, first = np.unique(c, axis=0, return_index=True)
+        return c[np.sort(first)]
+
+    rng = np.random.default_rng(7)
+    whole = rng.integers(0, 6, (500, 4)).astype(np.float64)  # about 1 in 2.6 repeated
+    whole[rng.random(500) < 0.05, 0] = -0.0
+    whole[:3] = [[65535, 0, 1, 2], [0, 65535, 2, 1], [1, 2, 65535, 0]]
+    frac = whole.copy()
+    frac[10, 1] = 2.5
+    neg = whole.copy()
+    neg[20, 0] = -1.0
+    big = whole.copy()
+    big[30, 3] = 65536.0
+    for c in (whole, frac, neg, big, whole[:1], whole[:0]):
+        got = unique_boxes(c)
+        np.testing.assert_array_equal(got, reference(c) if len(c) > 1 else c)
+    assert len(unique_boxes(whole)) < len(whole)

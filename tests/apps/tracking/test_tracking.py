@@ -882,3 +882,27 @@ def test_update_C_is_the_warm_retrainings_C():
         assert tr.n_trainings_ > 1 and tr.model_.C == want
     with pytest.raises(ValueError, match="update_C"):
         make_tracker("structboost", update_C=-1.0).init(frames[0], boxes[0])
+
+
+def test_coded_frames_feature_major_or_row_major_give_the_same_track(monkeypatch):
+    """The fixed-bin tracker's frames hold their codes in Fortran order (the quantizer's
+    output; the box task copies them into its feature-major layout without a transpose
+    at each re-training); the track and the model are the same, bit for bit, with the
+    codes stored row-major."""
+    from maxmargin.apps.tracking.features import FeatureQuantizer
+
+    frames, boxes = synthetic_video(n=8)
+    kw = dict(max_iter=20, update_iter=4, update_C=10.0, random_state=0, **FAST)
+    tr = make_tracker("structboost", **kw)
+    pred, _ = track_sequence(tr, frames, boxes)
+    assert tr._data[0].features.dtype == np.uint8
+    assert all(c.features.flags.f_contiguous for c in [*tr._data, *tr._labelled])
+    transform = FeatureQuantizer.transform
+    monkeypatch.setattr(
+        FeatureQuantizer, "transform", lambda self, Z: np.ascontiguousarray(transform(self, Z))
+    )
+    ref = make_tracker("structboost", **kw)
+    pred_ref, _ = track_sequence(ref, frames, boxes)
+    assert not ref._data[-1].features.flags.f_contiguous
+    np.testing.assert_array_equal(pred, pred_ref)
+    np.testing.assert_array_equal(tr._w, ref._w)

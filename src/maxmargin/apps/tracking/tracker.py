@@ -57,6 +57,7 @@ from maxmargin.tasks.boxes import (
     box_overlap,
     boxes_at_offsets,
     sample_boxes,
+    unique_boxes,
 )
 from maxmargin.weak import CodedStump, Stumps, make_weak_learner
 
@@ -331,9 +332,7 @@ class _OnlineBoxTracker(BaseEstimator):
                 more = sample_boxes(
                     m, self._s.n_predict, self._s.search_radius, grey.shape, scales=self._scales
                 )
-                cand = np.concatenate([cand, more])
-                _, first = np.unique(cand, axis=0, return_index=True)
-                cand = cand[np.sort(first)]
+                cand = unique_boxes(np.concatenate([cand, more]))
         self._prev_grey = grey
         t1 = time.perf_counter()
         # the candidates' features are only scored, never kept: one buffer for all frames
@@ -589,19 +588,16 @@ class StructBoostTracker(_OnlineBoxTracker):
     update_tol : float, default=1e-3
         The fast master's relative tolerance in the warm re-trainings
         (``StructBoost(tol=...)``); the first training keeps StructBoost's default
-        (1e-4).  1e-3 halves the re-training time against 1e-4 (Coke, first 60 frames,
-        seed 0: 25.4 against 12.6-13.1 frames per CPU second) without a loss in accuracy
-        on the quick subset (Tiger1, tiger2, david, first 120 frames, seeds 0-2: mean
-        success AUC 0.628 against 0.593; docs/tracking.md, "Issue 30, fourth session").
+        (1e-4).  1e-3 halved the re-training time against 1e-4 without a loss in
+        accuracy in scratch runs (docs/tracking.md, "Settings tried").
     polish_initial : bool, default=True
         End the first training (the labelled frames) with StructBoost's certified
         continuation (``certify="gap"``: the smoothing sharpened until the relative
         duality gap is 1e-2, i.e. towards the sparse LP vertex).  False keeps the fast
         master's smoothed solution (``certify="none"``), as the warm re-trainings do.
-        One labelled frame: on the first 120 frames of Coke, Tiger1, Girl, david and
-        tiger2 (seeds 0-4) False reached mean success AUC 0.647 against 0.629, on the
-        whole sequences (seeds 0-2) 0.555 against 0.552 -- within the seed spread both
-        times, so the default stays (docs/tracking.md, "Issue 30: the drift").
+        From one labelled frame False was level with True on the whole sequences in
+        scratch runs, within the seed spread, so the default stays (docs/tracking.md,
+        "Settings tried").
     anchor_weight : float, default=0
         Add ``anchor_weight`` times the frozen first model's score to every score.
     relabel : float or None, default=None
@@ -844,8 +840,26 @@ class AdaBoostTracker(_OnlineBoxTracker):
     """The paper's binary AdaBoost baseline tracker (Sec. 4.4) with the same sampling and
     features: candidates with overlap > ``pos_overlap`` (0.8) are positives, <=
     ``neg_overlap`` (0.3) negatives; ``n_estimators`` (500) rounds of discrete AdaBoost
-    with decision stumps, re-trained from scratch on the window.  ``sampling``: the
-    protocol (:class:`Sampling`, default ``Sampling()``)."""
+    with decision stumps, re-trained from scratch on the window.
+
+    Parameters
+    ----------
+    n_estimators : int, default=500
+        Boosting rounds (stumps) of every training, from scratch on the window.
+    pos_overlap : float in [0, 1], default=0.8
+        A training candidate whose Pascal overlap with its frame's box exceeds this is a
+        positive.
+    neg_overlap : float in [0, 1], default=0.3
+        A training candidate whose overlap is at most this is a negative; those in
+        between are left out.  The two classes get equal total weight.
+    weak_learner : str, default="hist_stump"
+        The weak learner's name (:func:`~maxmargin.weak.make_weak_learner`).
+    sampling : Sampling, default=Sampling()
+        The protocol (:class:`Sampling`): candidates, search and training radii, window,
+        re-training period and the drift remedies.
+    random_state : int, Generator or None
+        Sampling of the training candidates and warps.
+    """
 
     _parameter_constraints: dict = {
         **_OnlineBoxTracker._parameter_constraints,
@@ -896,7 +910,21 @@ class SSVMTracker(_OnlineBoxTracker):
     """Struck-style linear structured SVM tracker on the same box task and features,
     trained by :class:`~maxmargin.learners.ssvm.StructSVM` (1-slack cutting planes)
     on the last ``window`` (50) frames, re-trained every ``retrain_every`` frames.
-    ``sampling``: the protocol (:class:`Sampling`, default ``Sampling(window=50)``)."""
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        The structured SVM's C (weight of the average structured hinge loss).
+    tol : float, default=1e-3
+        The cutting-plane solver's tolerance (``StructSVM(tol=...)``).
+    max_iter : int, default=100
+        Cutting-plane iterations per training (unconverged trainings are kept silently).
+    sampling : Sampling, default=Sampling(window=50)
+        The protocol (:class:`Sampling`): candidates, search and training radii, window,
+        re-training period and the drift remedies.
+    random_state : int, Generator or None
+        Sampling of the training candidates and warps.
+    """
 
     _parameter_constraints: dict = {
         **_OnlineBoxTracker._parameter_constraints,
@@ -957,9 +985,7 @@ def polar_grid_boxes(box, n: int, radius: float, image_shape, scales=(1.0,)) -> 
     dx, dy = rho * np.cos(th), rho * np.sin(th)
     out = [sample_boxes(b, 1, 0.0, image_shape)]  # the box itself, rounded and clipped
     out += boxes_at_offsets(b, dx, dy, scales, float(radius), H, W)
-    cand = np.concatenate(out)
-    _, first = np.unique(cand, axis=0, return_index=True)
-    return cand[np.sort(first)]
+    return unique_boxes(np.concatenate(out))
 
 
 def overlap_strata_boxes(
