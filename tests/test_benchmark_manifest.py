@@ -231,6 +231,26 @@ def test_check_rejects_an_option_the_script_does_not_declare(entries):
     assert "--out" in manifest.script_options(ROOT / "benchmarks" / e["script"])
 
 
+def test_every_entrys_arguments_parse(entries):
+    """``make bench NAME=<entry>`` starts: each entry's script, with its arguments and
+    ``--help`` appended, gets through argparse (values converted and checked) and stops at
+    ``--help`` -- one subprocess for all entries, nothing run or written."""
+    assert manifest.argument_problems(entries) == []
+
+
+def test_the_argument_check_sees_a_bad_value_and_a_script_without_a_parser(entries):
+    e = entries["graphcut_backends"]
+    bad = {
+        "bad_value": {**e, "args": ["--repeat", "many", *e["args"]]},
+        "no_parser": {**e, "script": "benchlib/__init__.py"},
+        "good": e,
+    }
+    problems = manifest.argument_problems(bad)
+    assert len(problems) == 2
+    assert problems[0].startswith("bad_value:") and "invalid int value: 'many'" in problems[0]
+    assert problems[1].startswith("no_parser:") and "no argparse parser" in problems[1]
+
+
 # ----------------------------------------------------------------------------- regenerable
 
 #: the CPU lock of a shared machine (timed scripts that take it themselves name it): the one
@@ -361,3 +381,52 @@ def test_every_result_file_a_page_names_exists():
         if names:
             missing[page.name] = sorted(names)
     assert missing == {}
+
+
+#: a measured figure in prose: seconds, milliseconds, percent, a speed-up factor, frames per
+#: second, an AP, or a decimal of two or more places (an error, an AUC, an overlap)
+FIGURE = re.compile(
+    r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?(?:s|ms|%|x|fps)\b"
+    r"|\d\.\d{2,}|\bAP \d|frames per second)"
+)
+#: version numbers (CPython 3.11.7, glibc 2.36, Python >= 3.11) are not figures
+VERSION = re.compile(r"\d+\.\d+\.\d+|>= ?\d+\.\d+|(?:Linux|glibc) \d+\.\d+")
+#: README sentences whose figures are the papers' own, not measurements of this project
+PAPER_FIGURES = ("the paper reports",)
+
+
+def uncited_figures(text: str) -> list[str]:
+    """The sentences of ``text`` (outside code blocks and generated tables) that state a
+    measured figure without naming a result file (``*.json``) in the same sentence."""
+    text = re.sub(r"<!-- table: .*?<!-- /table -->", "", text, flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    out = []
+    for para in re.split(r"\n\s*\n", text):
+        for sentence in re.split(r"(?<=[a-z0-9)`])\.\s+(?=[A-Z(`])", para):
+            s = " ".join(sentence.split()).rstrip(".")
+            if any(p in s.lower() for p in PAPER_FIGURES) or re.search(r"[\w-]+\.json", s):
+                continue
+            if FIGURE.search(VERSION.sub("", s)):
+                out.append(s)
+    return out
+
+
+def test_every_readme_figure_names_its_result_file():
+    """Issue 33 (must-have 5): every measured figure of README.md's prose (the generated
+    tables cite their files themselves) is in a sentence that names its result file."""
+    assert uncited_figures((ROOT / "README.md").read_text()) == []
+
+
+def test_the_figure_check_sees_an_uncited_figure():
+    text = (
+        "Fits take 3.5 s (`benchmarks/results/a.json`). It reaches AP 0.455 on raccoons.\n\n"
+        "Tested on CPython 3.11.7 (glibc 2.36). The paper reports 0.79.\n\n"
+        "```\nmake bench  # 12 s\n```\n"
+        "<!-- table: x -->\n0.52x\n<!-- /table -->\n"
+        "A 2-thread fit is 1.85-1.92x faster. It tracks at 26.4 frames per second.\n"
+    )
+    assert uncited_figures(text) == [
+        "It reaches AP 0.455 on raccoons",
+        "A 2-thread fit is 1.85-1.92x faster",
+        "It tracks at 26.4 frames per second",
+    ]
