@@ -264,8 +264,6 @@ TMP_PENDING = {
     "face_cascade": "--save-dir /tmp/face_models, run from a /tmp clone",
     # issue 33's own, not rerun in its session (load average 7-11 from other jobs)
     "graphcut_backends": "--cache in /tmp; a rerun at load 8 timed 1-ms cuts at 15x",
-    "formulations": "run from a /tmp clone; docs/structboost.md quotes its seconds",
-    "truncate_gap": "run from a /tmp clone; docs/structboost.md quotes its seconds",
     "feature_selection": "written to /tmp and copied in; docs quote its seconds",
     "detection_cascade_bgtest_stages4": "--flat-cache in /tmp",
     "detection_cascade_chainboot_8stages_f1000": "--flat-cache in /tmp (--seeds 0 1 2 due)",
