@@ -8,6 +8,7 @@ The manifest's logic is the library module ``benchmarks/benchlib/manifest.py`` (
 ``benchmarks/manifest.py`` is run as a subprocess, never imported."""
 
 import ast
+import importlib.util
 import json
 import re
 import subprocess
@@ -231,11 +232,23 @@ def test_check_rejects_an_option_the_script_does_not_declare(entries):
     assert "--out" in manifest.script_options(ROOT / "benchmarks" / e["script"])
 
 
+#: the modules of pyproject's ``bench`` extra (lightgbm, opencv, dlib): the installed-wheel
+#: run of the suite (.ci/test_wheel.sh) installs ``[dev]`` only, without them
+BENCH_EXTRA_MODULES = ("lightgbm", "cv2", "dlib")
+
+
 def test_every_entrys_arguments_parse(entries):
     """``make bench NAME=<entry>`` starts: each entry's script, with its arguments and
     ``--help`` appended, gets through argparse (values converted and checked) and stops at
-    ``--help`` -- one subprocess for all entries, nothing run or written."""
-    assert manifest.argument_problems(entries) == []
+    ``--help`` -- one subprocess for all entries, nothing run or written.  A script that
+    imports a module of the ``bench`` extra is excused only where that module is absent."""
+    absent = [m for m in BENCH_EXTRA_MODULES if importlib.util.find_spec(m) is None]
+    problems = [
+        p
+        for p in manifest.argument_problems(entries)
+        if not any(f"No module named '{m}'" in p for m in absent)
+    ]
+    assert problems == []
 
 
 def test_the_argument_check_sees_a_bad_value_and_a_script_without_a_parser(entries):
