@@ -280,7 +280,6 @@ TMP_PENDING = {
     # the feature-selection fits at 3x (load 10-12) the stored files' (load 1-2)
     "graphcut_backends": "--cache in /tmp; reruns at load 6.5-11.7 timed 1-ms cuts 3.5-17x",
     "feature_selection": "written to /tmp and copied in; a rerun at load 10-12: 3x the seconds",
-    "detection_cascade_bgtest_stages4": "--flat-cache in /tmp",
     "detection_cascade_chainboot_8stages_f1000": "--flat-cache in /tmp (--seeds 0 1 2 due)",
     "detection_cascade_chainboot_8stages_f1000_seed1": "--flat-cache in /tmp (one --seeds run due)",
     "detection_cascade_chainboot_8stages_f1000_seed2": "--flat-cache in /tmp (one --seeds run due)",
