@@ -275,10 +275,6 @@ TMP_PENDING = {
     "detection_dlib": "--models /tmp/detection_dlib_models: the timing step reads saved models",
     "detection_dlib_regression": "written to /tmp and copied in (its --out)",
     "face_cascade": "--save-dir /tmp/face_models, run from a /tmp clone",
-    # issue 33's own, whose quiet-machine file stays: its reruns (2026-12-07, from a clean
-    # commit) timed the 1-ms stacked horses cut at 3.5x, 17x and 5x the stored file's
-    # (load 6.5, 11.7, 2.0; run to run it moved 2x even at load 2)
-    "graphcut_backends": "--cache in /tmp; reruns at load 2-11.7 timed 1-ms cuts at 3.5-17x",
     # the chained cascade's three seeds: one `--seeds 0 1 2` run, about an hour of one free
     # core (niced at load 8-16 it got 13 % of one and was stopped)
     "detection_cascade_chainboot_8stages_f1000": "--flat-cache in /tmp (--seeds 0 1 2 due)",
