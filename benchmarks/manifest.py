@@ -5,6 +5,7 @@ one script, its arguments, one result file (``benchmarks/manifest.toml``).
     python benchmarks/manifest.py run NAME [NAME ...]  # rerun entries (rewrites their results)
     python benchmarks/manifest.py render               # docs/benchmarks.md and the docs' tables
     python benchmarks/manifest.py check                # manifest vs result files vs docs
+    python benchmarks/manifest.py check --args         # ... and every entry's arguments parse
 
 ``{data}`` in an entry's arguments is ``--data-dir``; ``{cache}`` is ``--cache-dir`` (default
 ``$MAXMARGIN_BENCH_CACHE``, else ``benchmarks/.cache``, git-ignored), where entries keep what
@@ -44,7 +45,12 @@ def main(argv=None) -> int:
     )
     g = sub.add_parser("render")
     g.add_argument("--out", default=str(manifest.DOC), help="where docs/benchmarks.md goes")
-    sub.add_parser("check")
+    c = sub.add_parser("check")
+    c.add_argument(
+        "--args",
+        action="store_true",
+        help="also run every entry's script up to its argument parsing (--help appended)",
+    )
     args = ap.parse_args(argv)
     entries = manifest.load_manifest()
     if args.cmd == "list":
@@ -62,6 +68,8 @@ def main(argv=None) -> int:
         return 1 if errors else 0
     else:
         problems = manifest.check(entries)
+        if args.args:
+            problems += manifest.argument_problems(entries)
         for p in problems:
             print("problem:", p)
         print(f"{len(entries)} entries, {len(problems)} problems")

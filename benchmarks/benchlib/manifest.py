@@ -275,16 +275,21 @@ def render(entries) -> str:
         "",
         "## How to regenerate",
         "",
-        "From the checkout, with the package installed (`make venv` or `pip install -e .[bench]`):",
+        "From the checkout, with the package installed (`make bench-list` creates `.venv` with",
+        "it, or `pip install -e .[bench]`):",
         "",
         "```console",
         "python benchmarks/manifest.py list                    # the entries",
         "python benchmarks/manifest.py run NAME --data-dir DIR [--cache-dir DIR]",
         "python benchmarks/manifest.py render                  # this page and the docs' tables",
         "python benchmarks/manifest.py check                   # 0 problems, or what is wrong",
+        "python benchmarks/manifest.py check --args            # and every entry's arguments parse",
         "```",
         "",
-        "`make bench NAME=<entry>` is `run` then `render`.  In an entry's arguments `{data}` is",
+        "`make bench NAME=<entry>` is `run` then `render` (`make bench-list` lists the",
+        "entries).  `check --args` runs each entry's script with its arguments and `--help`",
+        "appended, so argparse checks every value and stops before anything runs (the test suite",
+        "does this for every entry).  In an entry's arguments `{data}` is",
         "`--data-dir` (default `../shared/data` beside the checkout; `run` also exports it as",
         "`MAXMARGIN_DATA`, which the scripts' own data defaults follow) and `{cache}` is",
         "`--cache-dir` (default `$MAXMARGIN_BENCH_CACHE`, else `benchmarks/.cache`, which git",
@@ -296,8 +301,11 @@ def render(entries) -> str:
         "`PYTHONPATH`, and the result's provenance records `library_ref`.  Run from a clean",
         "committed tree (the provenance records the commit and whether `src/`, `benchmarks/` or",
         "`pyproject.toml` had uncommitted changes); the stored command is the script path",
-        "relative to the checkout and the arguments as run.  Timed entries (their notes say so)",
-        "run under the CPU lock on a shared machine, one at a time, at most 10 minutes each",
+        "relative to the checkout and the arguments as run.  The commit and that check are read",
+        "when the result is written, so a long run whose tree changes meanwhile is best started",
+        "from its own checkout of the commit (`git worktree add --detach DIR COMMIT`, then",
+        "`manifest.py run` there and copy the result file back).  Timed entries (their notes say",
+        "so) run under the CPU lock on a shared machine, one at a time, at most 10 minutes each",
         "(`flock /tmp/maxmargin-cpu.lock python benchmarks/manifest.py run NAME ...`);",
         "accuracy-only entries may run unlocked (`nice -n 10`).  Thread and process scaling",
         "entries need both cores free: their files record the load average and a `cores`",
@@ -475,6 +483,37 @@ def script_options(script: Path) -> set[str]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value[:2] == "--"
         }
     return out
+
+
+def argument_problems(entries, names=None, data: Path = DEFAULT_DATA) -> list[str]:
+    """Each entry's command (``{data}``, ``{cache}`` substituted) run only as far as its
+    argument parsing, by :mod:`benchlib.argcheck` in one subprocess: the script with the
+    entry's arguments and ``--help`` appended must exit 0 at ``--help`` (a value argparse
+    rejects, an import error or a script without an argparse parser is a problem).  Nothing
+    is run or written; ``manifest.py check --args``."""
+    todo = []
+    for name in entries if names is None else names:
+        _python, script, *args = command(entries[name], Path(data))
+        todo.append([name, script, args])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), *_src()])}
+    out = subprocess.run(
+        [sys.executable, "-m", "benchlib.argcheck"],
+        input=json.dumps(todo),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    if out.returncode != 0:
+        return [f"argument check failed: {out.stderr.strip()[-500:]}"]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    return [f"{name}: its arguments do not parse ({p})" for name, p in found.items()]
+
+
+def _src() -> list[str]:
+    """PYTHONPATH for a subprocess: the caller's (this checkout's ``src/`` when set)."""
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 def _known(key: str, entries) -> bool:
