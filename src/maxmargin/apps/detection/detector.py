@@ -1052,6 +1052,91 @@ class CascadeDetector(_WindowDetector):
     saved before these parameters existed load with what they were trained with
     (``channels`` missing: False; ``channel_cells``: ``(1,)``; ``bootstrap``: False).
 
+    Parameters
+    ----------
+    window : (w, h) cells, default=(6, 6)
+        The window's size in HOG cells.
+    cell, block, orientations : HOG parameters, default 8, 2, 9
+        Pixels per cell, cells per block side and orientation bins
+        (:class:`HOGPyramid`).
+    scale_step : float, default=sqrt(2)
+        Ratio of consecutive pyramid levels' scales.
+    pos_overlap, neg_overlap : float, default=0.6, 0.3
+        A window overlapping a training box by at least ``pos_overlap`` is a positive;
+        one overlapping every box by less than ``neg_overlap`` a negative (the windows
+        in between are not used).
+    stage_learner : {"discrete", "real", "gentle", "lacboost", "fisherboost"}, default="gentle"
+        The stages' booster (:class:`~maxmargin.BoostedCascade`'s ``stage_learner``).
+    rule : {"fixed", "one-point", "two-point"}, default="two-point"
+        How each stage's operating point is planned (:class:`~maxmargin.BoostedCascade`).
+    fallback : {"recall", "far"}, default="recall"
+        What a stage that cannot reach its goal within ``max_weak`` gives up
+        (:class:`~maxmargin.BoostedCascade`).
+    n_stages : int, default=10
+        Planned number of stages.
+    target_recall, target_far : float, default=0.9, 1e-4
+        The cascade's goal: recall and false-alarm rate over all stages.
+    max_weak : int or sequence of int, default=(2, 5, 10, 20, 50)
+        Weak classifiers per stage at most; a sequence gives stage ``k`` the cap
+        ``max_weak[min(k, len - 1)]`` (small early stages).
+    cost_ratio : float, default=1.0
+        ``C_1 / C_-1`` of cost-sensitive AdaBoost (1: plain AdaBoost).
+    recycle : float or None, default=None
+        Information recycling with ``lambda* = recycle`` (thesis Sec. 4.4); None: off.
+    chain : bool, default=False
+        Strong classifier chaining: every stage starts from the previous stage's score.
+    n_negatives : int, default=50000
+        Negative windows drawn at random (``random_state``) from the training images
+        into the pool the stages train on.
+    max_negatives : int or None, default=10000
+        Negatives per stage at most (a random subset of those of the pool still alive);
+        None: all.
+    bootstrap : bool, default=False
+        After each stage, replace the negatives it rejected by fresh ones from a scan of
+        all training windows (see above); False: the stages share the fixed pool.
+    n_extra_negatives : int or None, default=None
+        Windows drawn from ``fit``'s ``negative_images`` into the pool; None: as many as
+        ``n_negatives``.
+    validation_fraction : float in [0, 1), default=0.25
+        Share of the training images (drawn at random, whole images) held out to choose
+        the stages' operating points; 0: the training windows.
+    nms_threshold : float, default=0.3
+        Non-maximum suppression: a detection overlapping a better-scoring kept one by
+        more than this is dropped (:func:`nms`).
+    nms_cover : float or None, default=None
+        Also suppress a box whose intersection with a better-scoring kept box exceeds
+        this share of the smaller box's area (:func:`nms`'s ``cover``).
+    score_threshold : float or None, default=0.0
+        Detections are the windows scoring above this under
+        :meth:`~maxmargin.BoostedCascade.decision_function` (positive iff every stage
+        accepts; a window rejected at stage ``k`` of ``K`` scores in ``(k - K, k - K +
+        1/2]``), so 0 keeps the accepted windows; None: every window, ranked by the
+        stages it passed.
+    max_detections : int, default=100
+        Detections kept per image after NMS.
+    aspect_ratios : tuple of float, default=(0.7, 1.0, 1.4)
+        Window aspect ratios (width / height, relative to ``window``), each its own set
+        of pyramid levels (:class:`HOGPyramid`).
+    colour : bool, default=False
+        HOG of the colour channel with the strongest gradient instead of grey.
+    channels : bool, default=True
+        Append aggregated channel features (gradient magnitude, 6 orientation bins, LUV
+        per cell; :class:`HOGSVMDetector`'s ``channels``).
+    channel_cells : tuple of int, default=(1,)
+        With ``channels``: square sizes in cells of the channel aggregates.
+    location_prior : bool, default=True
+        Append the window's log density under the training boxes' distribution
+        (:class:`BoxDistribution`) as one more input of the stumps.
+    hog_engine : {"numba", "skimage"}, default="numba"
+        How the pyramid is built (:class:`HOGPyramid`'s ``engine``).
+    features : {"hog", "fhog"}, default="hog"
+        The stumps read Dalal & Triggs' L2-Hys blocks, or FHOG's 31 features per cell.
+    random_state : int, Generator or None, default=None
+        Seeds the negative pool, the held-out images, the bootstrapping draws and the
+        cascade's own sampling.
+    verbose : int, default=0
+        Progress messages; above 1 the cascade's too.
+
     Attributes
     ----------
     cascade_, converged_ (the cascade's: False when Ctrl-C ended training early -- the
