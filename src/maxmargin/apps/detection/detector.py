@@ -639,6 +639,24 @@ class HOGSVMDetector(_WindowDetector):
         edge replication (those ``pad`` cells only: the border rows and columns
         continued, their gradients along the border included); ``"zero"``: zero cells
         (no gradient), the level's features computed on the image alone.
+    extent : dict or None, default=None
+        With ``context``: a second linear filter at the object's own extent that
+        re-places and re-scores the context filter's detections (the context filter
+        proposes, the extent filter chooses the box -- a root filter with context and
+        one at the object's resolution, in the spirit of Felzenszwalb et al.'s root and
+        part filters, TPAMI 2010).  The extent filter is this detector's settings with
+        ``context=0`` and no box regression, updated by this dict (e.g. ``{"neg_overlap":
+        0.5}``), trained on the same images and (ungrown) boxes.  Each detection ``d``
+        (after NMS, shrunk back) becomes the extent filter's best window among those
+        overlapping ``d`` by at least ``extent_overlap``, with score ``s_d +
+        extent_weight * s_e`` (``s_e`` that window's extent score); a detection with no
+        such window keeps its box and gets the image's lowest extent score.  Then NMS
+        again.  None: no extent filter.
+    extent_weight : float, default=1.0
+        ``extent``: the weight of the extent score (0: the box is re-placed, the
+        ranking is the context filter's).
+    extent_overlap : float, default=0.5
+        ``extent``: the least overlap of a candidate window with the detection.
     nms_threshold : float, default=0.3
     nms_cover : float or None, default=None
         Also suppress a box whose intersection with a better-scoring kept box exceeds
@@ -674,7 +692,8 @@ class HOGSVMDetector(_WindowDetector):
     coef_, intercept_, mining_history_ (Table 2.1 per round), converged_, n_train_images_,
     distribution_ (the location prior's :class:`BoxDistribution`, or None),
     regression_coef_ ((n_features + 1, 4) with ``box_regression``: the last row the
-    intercept; else None)
+    intercept; else None), extent_ (the fitted extent filter, a
+    :class:`HOGSVMDetector`, with ``extent``; else None)
     """
 
     _parameter_constraints = {
@@ -694,6 +713,9 @@ class HOGSVMDetector(_WindowDetector):
         "regression_overlap": [_UNIT],
         "context": [Interval(float, 0, None, closed="left")],
         "context_pad": [Options("edge", "zero")],
+        "extent": [None, dict],
+        "extent_weight": [Interval(float, 0, None, closed="left")],
+        "extent_overlap": [_UNIT],
     }
 
     def __init__(
@@ -731,11 +753,17 @@ class HOGSVMDetector(_WindowDetector):
         regression_overlap=0.5,
         context=0.0,
         context_pad="edge",
+        extent=None,
+        extent_weight=1.0,
+        extent_overlap=0.5,
         random_state=None,
         verbose=0,
     ):
         self.context = context
         self.context_pad = context_pad
+        self.extent = extent
+        self.extent_weight = extent_weight
+        self.extent_overlap = extent_overlap
         self.box_regression = box_regression
         self.regression_overlap = regression_overlap
         self.features = features
@@ -795,6 +823,7 @@ class HOGSVMDetector(_WindowDetector):
     def fit(self, images, boxes):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
+        self._fit_extent(images, boxes)
         # windows with context: the boxes grown, the pyramid grids padded (``context``)
         boxes = self._context_boxes(boxes)
         self._fit_prior(images, boxes)
@@ -854,7 +883,60 @@ class HOGSVMDetector(_WindowDetector):
         b, s = super().detect(image)
         b = _from_context(b, self._context_factors(), np.asarray(image).shape)
         keep = (b[:, 2] > 0) & (b[:, 3] > 0)
-        return b[keep], s[keep]
+        b, s = b[keep], s[keep]
+        if getattr(self, "extent_", None) is not None:
+            b, s = self._rescore_extent(image, b, s)
+        return b, s
+
+    def _fit_extent(self, images, boxes):
+        """``extent``: the extent filter (see the class docstring), fitted on the
+        images and their boxes as given (not grown)."""
+        self.extent_ = None
+        if getattr(self, "extent", None) is None:
+            return
+        if not self.context:
+            raise ValueError("extent re-scores windows with context: set context > 0")
+        self.extent_ = HOGSVMDetector(**self._extent_params()).fit(images, boxes)
+
+    def _extent_params(self):
+        """The extent filter's parameters: this detector's without context, box
+        regression or extent filter, updated by ``extent`` (sequences as tuples)."""
+        p = {**self.get_params(deep=False), "context": 0.0, "box_regression": None}
+        p.update(extent=None, extent_weight=1.0, extent_overlap=0.5)
+        for k, v in dict(self.extent).items():
+            if k not in p:
+                raise ValueError(f"extent: {k!r} is not a HOGSVMDetector parameter")
+            p[k] = tuple(v) if isinstance(v, list) else v
+        if p["context"] or p["extent"] is not None:
+            raise ValueError("extent: the extent filter has no context and no extent filter")
+        return p
+
+    def _rescore_extent(self, image, b, s):
+        """The detections ``(b, s)`` re-placed and re-scored by the extent filter
+        (``extent``): every window of its pyramid scored by the compiled correlation,
+        per detection the best window overlapping it by at least ``extent_overlap``,
+        then NMS."""
+        e = self.extent_
+        pyr = e._pyramid(image)
+        lv, r, c = pyr.windows()
+        if len(b) == 0 or len(lv) == 0:
+            return b, s
+        wb = pyr.boxes(lv, r, c)
+        ws = e._scan(pyr, lv, r, c, prior=e._prior(pyr, wb))
+        cand = np.where(pairwise_overlap(b, wb) >= float(self.extent_overlap), ws, -np.inf)
+        j = np.argmax(cand, axis=1)
+        best = cand[np.arange(len(b)), j]
+        ok = np.isfinite(best)
+        out_b = np.where(ok[:, None], wb[j], b)
+        out_s = s + float(self.extent_weight) * np.where(ok, best, ws.min())
+        k = nms(
+            out_b,
+            out_s,
+            self.nms_threshold,
+            max_keep=int(self.max_detections),
+            cover=getattr(self, "nms_cover", None),
+        )
+        return out_b[k], out_s[k]
 
     def _fit_regression(self, images, boxes, wins=None, fwins=None):
         """``box_regression``: the ridge regression from a window's descriptor to the
@@ -994,6 +1076,10 @@ class HOGSVMDetector(_WindowDetector):
         arrays = {"coef": self.coef_}
         if getattr(self, "regression_coef_", None) is not None:
             arrays["regression_coef"] = self.regression_coef_
+        if getattr(self, "extent_", None) is not None:
+            emeta, earrays = self.extent_._get_state()
+            meta["extent_model"] = emeta
+            arrays.update({f"extent__{k}": v for k, v in earrays.items()})
         return meta, self._prior_state(arrays)
 
     @classmethod
@@ -1013,6 +1099,13 @@ class HOGSVMDetector(_WindowDetector):
             if A.shape != (len(est.coef_) + 1, 4) or not np.all(np.isfinite(A)):
                 raise ValueError("model file: the box regression is missing or corrupt")
             est.regression_coef_ = A
+        # files from before the extent filter: none
+        est.extent_ = None
+        if est.extent is not None:
+            if "extent_model" not in meta:
+                raise ValueError("model file: the extent filter is missing")
+            sub = {k[8:]: v for k, v in arrays.items() if k.startswith("extent__")}
+            est.extent_ = cls._from_state(meta["extent_model"], sub)
         return est
 
 
