@@ -317,7 +317,7 @@ class _WindowDetector(BaseEstimator):
         b = pyr.boxes(lv, r, c)
         s = np.concatenate(scores)
         k = nms(
-            b,
+            self._nms_boxes(pyr, b),
             s,
             self.nms_threshold,
             max_keep=int(self.max_detections),
@@ -329,6 +329,11 @@ class _WindowDetector(BaseEstimator):
         """The detections ``(b, s)`` of the windows ``(lv, r, c)`` after NMS, refined
         (:class:`HOGSVMDetector`'s ``box_regression``); here unchanged."""
         return b, s
+
+    def _nms_boxes(self, pyr, b):
+        """The boxes NMS compares for the windows ``b``: here the windows themselves
+        (:class:`HOGSVMDetector`'s ``context_nms="box"``: the boxes they stand for)."""
+        return b
 
     def predict(self, images):
         """List of ``(boxes, scores)``, one per image."""
@@ -639,6 +644,11 @@ class HOGSVMDetector(_WindowDetector):
         edge replication (those ``pad`` cells only: the border rows and columns
         continued, their gradients along the border included); ``"zero"``: zero cells
         (no gradient), the level's features computed on the image alone.
+    context_nms : {"window", "box"}, default="window"
+        With ``context``: what NMS compares -- ``"window"``: the windows with context
+        (as scanned); ``"box"``: the boxes they stand for, shrunk back and clipped to the
+        image (what ``detect`` returns), so that two windows reaching beyond the image
+        whose boxes coincide inside it suppress each other.
     extent : dict or None, default=None
         With ``context``: a second linear filter at the object's own extent that
         re-places and re-scores the context filter's detections (the context filter
@@ -713,6 +723,7 @@ class HOGSVMDetector(_WindowDetector):
         "regression_overlap": [_UNIT],
         "context": [Interval(float, 0, None, closed="left")],
         "context_pad": [Options("edge", "zero")],
+        "context_nms": [Options("window", "box")],
         "extent": [None, dict],
         "extent_weight": [Interval(float, 0, None, closed="left")],
         "extent_overlap": [_UNIT],
@@ -753,6 +764,7 @@ class HOGSVMDetector(_WindowDetector):
         regression_overlap=0.5,
         context=0.0,
         context_pad="edge",
+        context_nms="window",
         extent=None,
         extent_weight=1.0,
         extent_overlap=0.5,
@@ -761,6 +773,7 @@ class HOGSVMDetector(_WindowDetector):
     ):
         self.context = context
         self.context_pad = context_pad
+        self.context_nms = context_nms
         self.extent = extent
         self.extent_weight = extent_weight
         self.extent_overlap = extent_overlap
@@ -812,6 +825,13 @@ class HOGSVMDetector(_WindowDetector):
         if not c:
             return 0
         return int(np.ceil(max(c * w / (w + 2 * c) for w in self.window) - 1e-9)) + 1
+
+    def _nms_boxes(self, pyr, b):
+        """``context_nms="box"``: NMS compares the boxes the windows stand for (shrunk
+        back, clipped to the image -- :func:`_from_context`); else the windows."""
+        if getattr(self, "context", 0.0) and getattr(self, "context_nms", "window") == "box":
+            return _from_context(b, self._context_factors(), pyr.image_shape)
+        return b
 
     def _context_boxes(self, boxes):
         """The training boxes as the windows with ``context`` describe them (grown)."""
@@ -991,7 +1011,7 @@ class HOGSVMDetector(_WindowDetector):
         margin = pyr.pad * pyr.cell / min(min(sc) for sc in pyr.scales) if pyr.pad else 0.0
         out = _apply_offsets(b, X @ A[:-1] + A[-1], pyr.image_shape, margin)
         k = nms(
-            out,
+            self._nms_boxes(pyr, out),
             s,
             self.nms_threshold,
             max_keep=int(self.max_detections),
