@@ -240,8 +240,7 @@ CPU_LOCK = "/tmp/maxmargin-cpu.lock"
 #: reason, and what clears it; each must leave this list when its file is regenerated
 TMP_PENDING = {
     "detection_dlib": "--models /tmp/detection_dlib_models: the timing step reads saved models",
-    "detection_dlib_regression": "written to /tmp and copied in (its --out)",
-    "face_cascade": "--save-dir /tmp/face_models, run from a /tmp clone",
+    "face_cascade": "stored command: --save-dir /tmp/face_models (the entry now saves in {cache})",
     "face_cascade_timing": "run from a /tmp clone",
     # issue 33's own, not rerun in its session (load average 7-11 from other jobs)
     "graphcut_backends": "--cache in /tmp; a rerun at load 8 timed 1-ms cuts at 15x",

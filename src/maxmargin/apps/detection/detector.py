@@ -1158,10 +1158,13 @@ class CascadeDetector(_WindowDetector):
     held-out object images (the negatives the detector will meet).  With ``bootstrap``
     the scan covers them too.
 
-    The defaults ``channels=True`` and ``max_weak=(2, 5, 10, 20, 50)`` are the best
-    setting measured on raccoon (docs/benchmarks.md: AP 0.652 and 29.3 weak classifiers
-    per window, against 0.460 and 55.3 with HOG alone and 50 per stage, with 7 x 7-cell
-    windows on 240-px images, goal FAR 1e-3 and 40,000 pooled negatives).  Model files
+    The defaults ``channels=True`` and ``max_weak=(2, 5, 10, 20, 50)`` were the best
+    setting measured on raccoon when chosen (at f8360bf, with scikit-image's pyramid:
+    AP 0.652 and 29.3 weak classifiers per window, against 0.460 and 55.3 with HOG alone
+    and 50 per stage, with 7 x 7-cell windows on 240-px images, goal FAR 1e-3 and 40,000
+    pooled negatives); on the compiled pyramid the same benchmark gives AP 0.499 and
+    26.7 against 0.457 and 52.6 (``detection_cascade_extraneg_none.json``,
+    ``detection_cascade_fairflat.json``; docs/detection.md says why).  Model files
     saved before these parameters existed load with what they were trained with
     (``channels`` missing: False; ``channel_cells``: ``(1,)``; ``bootstrap``: False).
 
