@@ -239,7 +239,6 @@ CPU_LOCK = "/tmp/maxmargin-cpu.lock"
 #: entries of other owners whose stored command (or arguments) still name a /tmp folder, the
 #: reason, and what clears it; each must leave this list when its file is regenerated
 TMP_PENDING = {
-    "detection_dlib": "--models /tmp/detection_dlib_models: the timing step reads saved models",
     "face_cascade": "stored command: --save-dir /tmp/face_models (the entry now saves in {cache})",
     "face_cascade_timing": "run from a /tmp clone",
     # issue 33's own, not rerun in its session (load average 7-11 from other jobs)
