@@ -29,6 +29,9 @@ order), downscaled to ``--max-side`` px (boxes alike).
   ``flock`` lock, so one unlocked command trains and then times under the lock (the
   ``detection_scan_time`` entry); the load average before and after is recorded.  With
   a single ``--dlib-C`` value dlib is trained with it (no validation).
+* ``--extent 'WEIGHT/OVERLAP;...'``: every SVM fitted with an extent filter
+  (``extent=``) also scored with those ``extent_weight`` / ``extent_overlap`` (the
+  filters kept; ``ap50_by_extent``).
 * ``--time-image-padding``: each SVM with context is timed a second time as the previous
   round scanned it (the whole image edge-padded by ``(f - 1) / 2`` of its larger side
   plus a cell, the filter scanned over it without grid padding), beside the padded grids.
@@ -49,6 +52,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse
 import ast
+import copy
 import sys
 import time
 from pathlib import Path
@@ -316,6 +320,12 @@ def main(argv=None):
         "kept): 'PENALTY/OVERLAP;...' (HOGSVMDetector box_regression / regression_overlap)",
     )
     ap.add_argument(
+        "--extent",
+        default="",
+        help="extent re-scorings to score every SVM fitted with an extent filter with, "
+        "after fitting: 'WEIGHT/OVERLAP;...' (HOGSVMDetector extent_weight / extent_overlap)",
+    )
+    ap.add_argument(
         "--cascade",
         action="store_true",
         help="also train and time the HOG-only cascade without the location prior",
@@ -499,6 +509,7 @@ def main(argv=None):
             )
             for a in ("coef_", "intercept_", "distribution_", "n_train_images_"):
                 setattr(d2, a, getattr(det, a))
+            d2.extent_ = getattr(det, "extent_", None)
             nms_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
             print(f"  nms {spec}: AP {nms_ap[spec]:.3f}", flush=True)
         if nms_ap:
@@ -521,6 +532,14 @@ def main(argv=None):
             print(f"  box regression {spec}: AP {reg_ap[spec]:.3f}", flush=True)
         if reg_ap:
             out["svm"][name]["ap50_by_box_regression"] = reg_ap
+        ext_ap = {}
+        for spec in filter(None, args.extent.split(";")) if det.extent is not None else ():
+            wt, _, ov = spec.partition("/")
+            d2 = copy.copy(det).set_params(extent_weight=float(wt), extent_overlap=float(ov or 0.5))
+            ext_ap[spec] = ap_of([d2.detect(im) for im in tei], teb)
+            print(f"  extent {spec}: AP {ext_ap[spec]:.3f}", flush=True)
+        if ext_ap:
+            out["svm"][name]["ap50_by_extent"] = ext_ap
         # what the top detection of each image is: its overlap with the truth and its
         # area relative to the best-matching truth box
         top = []

@@ -272,9 +272,7 @@ CPU_LOCK = "/tmp/maxmargin-cpu.lock"
 #: entries of other owners whose stored command (or arguments) still name a /tmp folder, the
 #: reason, and what clears it; each must leave this list when its file is regenerated
 TMP_PENDING = {
-    "detection_dlib": "--models /tmp/detection_dlib_models: the timing step reads saved models",
-    "detection_dlib_regression": "written to /tmp and copied in (its --out)",
-    "face_cascade": "--save-dir /tmp/face_models, run from a /tmp clone",
+    "face_cascade": "stored command: --save-dir /tmp/face_models (the entry now saves in {cache})",
     # the chained cascade's three seeds: one `--seeds 0 1 2` run, about an hour of one free
     # core (niced at load 8-16 it got 13 % of one and was stopped)
     "detection_cascade_chainboot_8stages_f1000": "--flat-cache in /tmp (--seeds 0 1 2 due)",

@@ -317,3 +317,35 @@ def test_negative_context_is_rejected():
     imgs, boxes = small_scenes(2, seed=1)
     with pytest.raises(ValueError, match="context"):
         HOGSVMDetector(context=-1.0, **KW).fit(imgs, boxes)
+
+
+def test_context_nms_box_suppresses_the_boxes_not_the_windows():
+    """``context_nms="box"``: NMS over the boxes the windows stand for (shrunk back by
+    hand, clipped), against every window's score; "window" differs on some image."""
+    from maxmargin.apps.detection import nms
+
+    imgs, boxes = small_scenes(8, seed=7)
+    det = HOGSVMDetector(context=CTX, context_nms="box", nms_threshold=0.4, **KW)
+    det.fit(imgs[:5], boxes[:5])
+    win = HOGSVMDetector(**{**det.get_params(), "context_nms": "window"})
+    for a in ("coef_", "intercept_", "distribution_", "n_train_images_", "regression_coef_"):
+        setattr(win, a, getattr(det, a))
+    win.extent_ = None
+    differ = 0
+    for im in imgs[5:]:
+        pyr = det._pyramid(im)
+        lv, r, c = pyr.windows()
+        wb = pyr.boxes(lv, r, c)
+        ws = np.array([float(d @ det.coef_) for d in pyr.descriptors(lv, r, c)]) + det.intercept_
+        cx, cy = wb[:, 0] + wb[:, 2] / 2, wb[:, 1] + wb[:, 3] / 2
+        x0, x1 = np.clip(cx - wb[:, 2] / F / 2, 0, 64), np.clip(cx + wb[:, 2] / F / 2, 0, 64)
+        y0, y1 = np.clip(cy - wb[:, 3] / F / 2, 0, 48), np.clip(cy + wb[:, 3] / F / 2, 0, 48)
+        bx = np.stack([x0, y0, x1 - x0, y1 - y0], 1)
+        k = nms(bx, ws, 0.4, max_keep=det.max_detections)
+        k = k[(bx[k, 2] > 0) & (bx[k, 3] > 0)]
+        got_b, got_s = det.detect(im)
+        np.testing.assert_allclose(got_b, bx[k], atol=1e-9)
+        np.testing.assert_allclose(got_s, ws[k], rtol=0, atol=1e-4 * np.abs(ws).max())
+        wb2, _ = win.detect(im)
+        differ += int(len(wb2) != len(got_b) or not np.allclose(wb2, got_b))
+    assert differ > 0, "window and box NMS agree on every image: the test sees nothing"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Annotation", "load_image", "load_voc_folder", "read_voc", "rescale_image"]
+from maxmargin.apps._image import IMAGE_SUFFIXES
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
+__all__ = ["Annotation", "load_image", "load_voc_folder", "read_voc", "rescale_image"]
 
 
 @dataclass

@@ -317,7 +317,7 @@ class _WindowDetector(BaseEstimator):
         b = pyr.boxes(lv, r, c)
         s = np.concatenate(scores)
         k = nms(
-            b,
+            self._nms_boxes(pyr, b),
             s,
             self.nms_threshold,
             max_keep=int(self.max_detections),
@@ -329,6 +329,11 @@ class _WindowDetector(BaseEstimator):
         """The detections ``(b, s)`` of the windows ``(lv, r, c)`` after NMS, refined
         (:class:`HOGSVMDetector`'s ``box_regression``); here unchanged."""
         return b, s
+
+    def _nms_boxes(self, pyr, b):
+        """The boxes NMS compares for the windows ``b``: here the windows themselves
+        (:class:`HOGSVMDetector`'s ``context_nms="box"``: the boxes they stand for)."""
+        return b
 
     def predict(self, images):
         """List of ``(boxes, scores)``, one per image."""
@@ -639,6 +644,29 @@ class HOGSVMDetector(_WindowDetector):
         edge replication (those ``pad`` cells only: the border rows and columns
         continued, their gradients along the border included); ``"zero"``: zero cells
         (no gradient), the level's features computed on the image alone.
+    context_nms : {"window", "box"}, default="window"
+        With ``context``: what NMS compares -- ``"window"``: the windows with context
+        (as scanned); ``"box"``: the boxes they stand for, shrunk back and clipped to the
+        image (what ``detect`` returns), so that two windows reaching beyond the image
+        whose boxes coincide inside it suppress each other.
+    extent : dict or None, default=None
+        With ``context``: a second linear filter at the object's own extent that
+        re-places and re-scores the context filter's detections (the context filter
+        proposes, the extent filter chooses the box -- a root filter with context and
+        one at the object's resolution, in the spirit of Felzenszwalb et al.'s root and
+        part filters, TPAMI 2010).  The extent filter is this detector's settings with
+        ``context=0`` and no box regression, updated by this dict (e.g. ``{"neg_overlap":
+        0.5}``), trained on the same images and (ungrown) boxes.  Each detection ``d``
+        (after NMS, shrunk back) becomes the extent filter's best window among those
+        overlapping ``d`` by at least ``extent_overlap``, with score ``s_d +
+        extent_weight * s_e`` (``s_e`` that window's extent score); a detection with no
+        such window keeps its box and gets the image's lowest extent score.  Then NMS
+        again.  None: no extent filter.
+    extent_weight : float, default=1.0
+        ``extent``: the weight of the extent score (0: the box is re-placed, the
+        ranking is the context filter's).
+    extent_overlap : float, default=0.5
+        ``extent``: the least overlap of a candidate window with the detection.
     nms_threshold : float, default=0.3
     nms_cover : float or None, default=None
         Also suppress a box whose intersection with a better-scoring kept box exceeds
@@ -674,7 +702,8 @@ class HOGSVMDetector(_WindowDetector):
     coef_, intercept_, mining_history_ (Table 2.1 per round), converged_, n_train_images_,
     distribution_ (the location prior's :class:`BoxDistribution`, or None),
     regression_coef_ ((n_features + 1, 4) with ``box_regression``: the last row the
-    intercept; else None)
+    intercept; else None), extent_ (the fitted extent filter, a
+    :class:`HOGSVMDetector`, with ``extent``; else None)
     """
 
     _parameter_constraints = {
@@ -694,6 +723,10 @@ class HOGSVMDetector(_WindowDetector):
         "regression_overlap": [_UNIT],
         "context": [Interval(float, 0, None, closed="left")],
         "context_pad": [Options("edge", "zero")],
+        "context_nms": [Options("window", "box")],
+        "extent": [None, dict],
+        "extent_weight": [Interval(float, 0, None, closed="left")],
+        "extent_overlap": [_UNIT],
     }
 
     def __init__(
@@ -731,11 +764,19 @@ class HOGSVMDetector(_WindowDetector):
         regression_overlap=0.5,
         context=0.0,
         context_pad="edge",
+        context_nms="window",
+        extent=None,
+        extent_weight=1.0,
+        extent_overlap=0.5,
         random_state=None,
         verbose=0,
     ):
         self.context = context
         self.context_pad = context_pad
+        self.context_nms = context_nms
+        self.extent = extent
+        self.extent_weight = extent_weight
+        self.extent_overlap = extent_overlap
         self.box_regression = box_regression
         self.regression_overlap = regression_overlap
         self.features = features
@@ -785,6 +826,13 @@ class HOGSVMDetector(_WindowDetector):
             return 0
         return int(np.ceil(max(c * w / (w + 2 * c) for w in self.window) - 1e-9)) + 1
 
+    def _nms_boxes(self, pyr, b):
+        """``context_nms="box"``: NMS compares the boxes the windows stand for (shrunk
+        back, clipped to the image -- :func:`_from_context`); else the windows."""
+        if getattr(self, "context", 0.0) and getattr(self, "context_nms", "window") == "box":
+            return _from_context(b, self._context_factors(), pyr.image_shape)
+        return b
+
     def _context_boxes(self, boxes):
         """The training boxes as the windows with ``context`` describe them (grown)."""
         if not getattr(self, "context", 0.0):
@@ -795,6 +843,7 @@ class HOGSVMDetector(_WindowDetector):
     def fit(self, images, boxes):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
+        self._fit_extent(images, boxes)
         # windows with context: the boxes grown, the pyramid grids padded (``context``)
         boxes = self._context_boxes(boxes)
         self._fit_prior(images, boxes)
@@ -854,7 +903,60 @@ class HOGSVMDetector(_WindowDetector):
         b, s = super().detect(image)
         b = _from_context(b, self._context_factors(), np.asarray(image).shape)
         keep = (b[:, 2] > 0) & (b[:, 3] > 0)
-        return b[keep], s[keep]
+        b, s = b[keep], s[keep]
+        if getattr(self, "extent_", None) is not None:
+            b, s = self._rescore_extent(image, b, s)
+        return b, s
+
+    def _fit_extent(self, images, boxes):
+        """``extent``: the extent filter (see the class docstring), fitted on the
+        images and their boxes as given (not grown)."""
+        self.extent_ = None
+        if getattr(self, "extent", None) is None:
+            return
+        if not self.context:
+            raise ValueError("extent re-scores windows with context: set context > 0")
+        self.extent_ = HOGSVMDetector(**self._extent_params()).fit(images, boxes)
+
+    def _extent_params(self):
+        """The extent filter's parameters: this detector's without context, box
+        regression or extent filter, updated by ``extent`` (sequences as tuples)."""
+        p = {**self.get_params(deep=False), "context": 0.0, "box_regression": None}
+        p.update(extent=None, extent_weight=1.0, extent_overlap=0.5)
+        for k, v in dict(self.extent).items():
+            if k not in p:
+                raise ValueError(f"extent: {k!r} is not a HOGSVMDetector parameter")
+            p[k] = tuple(v) if isinstance(v, list) else v
+        if p["context"] or p["extent"] is not None:
+            raise ValueError("extent: the extent filter has no context and no extent filter")
+        return p
+
+    def _rescore_extent(self, image, b, s):
+        """The detections ``(b, s)`` re-placed and re-scored by the extent filter
+        (``extent``): every window of its pyramid scored by the compiled correlation,
+        per detection the best window overlapping it by at least ``extent_overlap``,
+        then NMS."""
+        e = self.extent_
+        pyr = e._pyramid(image)
+        lv, r, c = pyr.windows()
+        if len(b) == 0 or len(lv) == 0:
+            return b, s
+        wb = pyr.boxes(lv, r, c)
+        ws = e._scan(pyr, lv, r, c, prior=e._prior(pyr, wb))
+        cand = np.where(pairwise_overlap(b, wb) >= float(self.extent_overlap), ws, -np.inf)
+        j = np.argmax(cand, axis=1)
+        best = cand[np.arange(len(b)), j]
+        ok = np.isfinite(best)
+        out_b = np.where(ok[:, None], wb[j], b)
+        out_s = s + float(self.extent_weight) * np.where(ok, best, ws.min())
+        k = nms(
+            out_b,
+            out_s,
+            self.nms_threshold,
+            max_keep=int(self.max_detections),
+            cover=getattr(self, "nms_cover", None),
+        )
+        return out_b[k], out_s[k]
 
     def _fit_regression(self, images, boxes, wins=None, fwins=None):
         """``box_regression``: the ridge regression from a window's descriptor to the
@@ -909,7 +1011,7 @@ class HOGSVMDetector(_WindowDetector):
         margin = pyr.pad * pyr.cell / min(min(sc) for sc in pyr.scales) if pyr.pad else 0.0
         out = _apply_offsets(b, X @ A[:-1] + A[-1], pyr.image_shape, margin)
         k = nms(
-            out,
+            self._nms_boxes(pyr, out),
             s,
             self.nms_threshold,
             max_keep=int(self.max_detections),
@@ -994,6 +1096,10 @@ class HOGSVMDetector(_WindowDetector):
         arrays = {"coef": self.coef_}
         if getattr(self, "regression_coef_", None) is not None:
             arrays["regression_coef"] = self.regression_coef_
+        if getattr(self, "extent_", None) is not None:
+            emeta, earrays = self.extent_._get_state()
+            meta["extent_model"] = emeta
+            arrays.update({f"extent__{k}": v for k, v in earrays.items()})
         return meta, self._prior_state(arrays)
 
     @classmethod
@@ -1013,6 +1119,13 @@ class HOGSVMDetector(_WindowDetector):
             if A.shape != (len(est.coef_) + 1, 4) or not np.all(np.isfinite(A)):
                 raise ValueError("model file: the box regression is missing or corrupt")
             est.regression_coef_ = A
+        # files from before the extent filter: none
+        est.extent_ = None
+        if est.extent is not None:
+            if "extent_model" not in meta:
+                raise ValueError("model file: the extent filter is missing")
+            sub = {k[8:]: v for k, v in arrays.items() if k.startswith("extent__")}
+            est.extent_ = cls._from_state(meta["extent_model"], sub)
         return est
 
 
@@ -1045,12 +1158,100 @@ class CascadeDetector(_WindowDetector):
     held-out object images (the negatives the detector will meet).  With ``bootstrap``
     the scan covers them too.
 
-    The defaults ``channels=True`` and ``max_weak=(2, 5, 10, 20, 50)`` are the best
-    setting measured on raccoon (docs/benchmarks.md: AP 0.652 and 29.3 weak classifiers
-    per window, against 0.460 and 55.3 with HOG alone and 50 per stage, with 7 x 7-cell
-    windows on 240-px images, goal FAR 1e-3 and 40,000 pooled negatives).  Model files
+    The defaults ``channels=True`` and ``max_weak=(2, 5, 10, 20, 50)`` were the best
+    setting measured on raccoon when chosen (at f8360bf, with scikit-image's pyramid:
+    AP 0.652 and 29.3 weak classifiers per window, against 0.460 and 55.3 with HOG alone
+    and 50 per stage, with 7 x 7-cell windows on 240-px images, goal FAR 1e-3 and 40,000
+    pooled negatives); on the compiled pyramid the same benchmark gives AP 0.499 and
+    26.7 against 0.457 and 52.6 (``detection_cascade_extraneg_none.json``,
+    ``detection_cascade_fairflat.json``; docs/detection.md says why).  Model files
     saved before these parameters existed load with what they were trained with
     (``channels`` missing: False; ``channel_cells``: ``(1,)``; ``bootstrap``: False).
+
+    Parameters
+    ----------
+    window : (w, h) cells, default=(6, 6)
+        The window's size in HOG cells.
+    cell, block, orientations : HOG parameters, default 8, 2, 9
+        Pixels per cell, cells per block side and orientation bins
+        (:class:`HOGPyramid`).
+    scale_step : float, default=sqrt(2)
+        Ratio of consecutive pyramid levels' scales.
+    pos_overlap, neg_overlap : float, default=0.6, 0.3
+        A window overlapping a training box by at least ``pos_overlap`` is a positive;
+        one overlapping every box by less than ``neg_overlap`` a negative (the windows
+        in between are not used).
+    stage_learner : {"discrete", "real", "gentle", "lacboost", "fisherboost"}, default="gentle"
+        The stages' booster (:class:`~maxmargin.BoostedCascade`'s ``stage_learner``).
+    rule : {"fixed", "one-point", "two-point"}, default="two-point"
+        How each stage's operating point is planned (:class:`~maxmargin.BoostedCascade`).
+    fallback : {"recall", "far"}, default="recall"
+        What a stage that cannot reach its goal within ``max_weak`` gives up
+        (:class:`~maxmargin.BoostedCascade`).
+    n_stages : int, default=10
+        Planned number of stages.
+    target_recall, target_far : float, default=0.9, 1e-4
+        The cascade's goal: recall and false-alarm rate over all stages.
+    max_weak : int or sequence of int, default=(2, 5, 10, 20, 50)
+        Weak classifiers per stage at most; a sequence gives stage ``k`` the cap
+        ``max_weak[min(k, len - 1)]`` (small early stages).
+    cost_ratio : float, default=1.0
+        ``C_1 / C_-1`` of cost-sensitive AdaBoost (1: plain AdaBoost).
+    recycle : float or None, default=None
+        Information recycling with ``lambda* = recycle`` (thesis Sec. 4.4); None: off.
+    chain : bool, default=False
+        Strong classifier chaining: every stage starts from the previous stage's score.
+    n_negatives : int, default=50000
+        Negative windows drawn at random (``random_state``) from the training images
+        into the pool the stages train on.
+    max_negatives : int or None, default=10000
+        Negatives per stage at most (a random subset of those of the pool still alive);
+        None: all.
+    bootstrap : bool, default=False
+        After each stage, replace the negatives it rejected by fresh ones from a scan of
+        all training windows (see above); False: the stages share the fixed pool.
+    n_extra_negatives : int or None, default=None
+        Windows drawn from ``fit``'s ``negative_images`` into the pool; None: as many as
+        ``n_negatives``.
+    validation_fraction : float in [0, 1), default=0.25
+        Share of the training images (drawn at random, whole images) held out to choose
+        the stages' operating points; 0: the training windows.
+    nms_threshold : float, default=0.3
+        Non-maximum suppression: a detection overlapping a better-scoring kept one by
+        more than this is dropped (:func:`nms`).
+    nms_cover : float or None, default=None
+        Also suppress a box whose intersection with a better-scoring kept box exceeds
+        this share of the smaller box's area (:func:`nms`'s ``cover``).
+    score_threshold : float or None, default=0.0
+        Detections are the windows scoring above this under
+        :meth:`~maxmargin.BoostedCascade.decision_function` (positive iff every stage
+        accepts; a window rejected at stage ``k`` of ``K`` scores in ``(k - K, k - K +
+        1/2]``), so 0 keeps the accepted windows; None: every window, ranked by the
+        stages it passed.
+    max_detections : int, default=100
+        Detections kept per image after NMS.
+    aspect_ratios : tuple of float, default=(0.7, 1.0, 1.4)
+        Window aspect ratios (width / height, relative to ``window``), each its own set
+        of pyramid levels (:class:`HOGPyramid`).
+    colour : bool, default=False
+        HOG of the colour channel with the strongest gradient instead of grey.
+    channels : bool, default=True
+        Append aggregated channel features (gradient magnitude, 6 orientation bins, LUV
+        per cell; :class:`HOGSVMDetector`'s ``channels``).
+    channel_cells : tuple of int, default=(1,)
+        With ``channels``: square sizes in cells of the channel aggregates.
+    location_prior : bool, default=True
+        Append the window's log density under the training boxes' distribution
+        (:class:`BoxDistribution`) as one more input of the stumps.
+    hog_engine : {"numba", "skimage"}, default="numba"
+        How the pyramid is built (:class:`HOGPyramid`'s ``engine``).
+    features : {"hog", "fhog"}, default="hog"
+        The stumps read Dalal & Triggs' L2-Hys blocks, or FHOG's 31 features per cell.
+    random_state : int, Generator or None, default=None
+        Seeds the negative pool, the held-out images, the bootstrapping draws and the
+        cascade's own sampling.
+    verbose : int, default=0
+        Progress messages; above 1 the cascade's too.
 
     Attributes
     ----------
