@@ -5,9 +5,10 @@ import numpy as np
 from scipy.optimize import linprog
 from sklearn.datasets import load_digits
 
+from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.smoothed_problem import SmoothedProblem
-from maxmargin.tasks import BinaryTask
+from maxmargin.tasks import BinaryTask, MultiClassTask
 from maxmargin.tasks.crf import CRFGraph
 from maxmargin.weak import DecisionStump
 from maxmargin.weak.reference import all_stumps
@@ -155,3 +156,19 @@ def check_every_record(task, res, X, C):
         assert rec["dual_bound"] <= opt + LP_TOL * max(1.0, opt)
         assert rec["objective"] >= opt - LP_TOL * max(1.0, opt)
         assert rec["gap"] >= (rec["objective"] - opt) / rec["objective"] - LP_TOL
+
+
+def fit_multiclass_cg(X, y, C, **kw):
+    """Column generation to convergence (eps_cg 1e-9) with the fast master and exact
+    stumps on a multi-class task: ``(task, result)``."""
+    task = MultiClassTask().bind(X, y)
+    return task, fit_structboost(
+        task,
+        DecisionStump(),
+        C=C,
+        master="fast",
+        eps_cg=1e-9,
+        max_iter=1000,
+        rng=np.random.default_rng(0),
+        **kw,
+    )

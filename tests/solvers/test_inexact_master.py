@@ -14,30 +14,21 @@ an optimum is compared to ``LP_TOL`` = 1e-6 (as in test_structboost_certificate.
 import numpy as np
 import pytest
 
-from data_makers import LP_TOL, check_every_record, full_lp_optimum, tiny_problem
+from data_makers import (
+    LP_TOL,
+    check_every_record,
+    fit_multiclass_cg,
+    full_lp_optimum,
+    tiny_problem,
+)
 from maxmargin import StructBoostClassifier
-from maxmargin.solvers import smoothed_master, smoothed_problem
-from maxmargin.solvers.column_generation import fit_structboost
+from maxmargin.solvers import smoothed_master
 from maxmargin.solvers.columns import ColumnStore
 from maxmargin.solvers.smoothed_master import INEXACT_MAX_TOL, SmoothedMaster
 from maxmargin.tasks import MultiClassTask
 from maxmargin.weak import DecisionStump
 
-
-def fit(X, y, C, **kw):
-    """Column generation to convergence (eps_cg 1e-9) with the fast master and exact
-    stumps, as in test_structboost_certificate.py."""
-    task = MultiClassTask().bind(X, y)
-    return task, fit_structboost(
-        task,
-        DecisionStump(),
-        C=C,
-        master="fast",
-        eps_cg=1e-9,
-        max_iter=1000,
-        rng=np.random.default_rng(0),
-        **kw,
-    )
+fit = fit_multiclass_cg
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -71,24 +62,6 @@ def test_adaptive_master_gap_is_checked_against_a_fresh_full_lp(seed, C):
     # certified gap bounds the true relative error to it
     assert (res.objective - opt) / res.objective <= res.gap + LP_TOL
     check_every_record(task, res, X, C)
-
-
-@pytest.mark.parametrize("certify", ["gap", "exact", "none"])
-def test_adaptive_master_with_a_small_working_set(monkeypatch, certify):
-    """A working set of 2 classifiers and the inexact master: every record is still
-    bracketed by its restricted LP optimum; the exact polish reaches the full optimum."""
-    monkeypatch.setattr(smoothed_problem, "WORKING_SET", 2)
-    rng = np.random.default_rng(3)
-    X = rng.integers(0, 6, size=(24, 3)).astype(float)
-    y = rng.integers(0, 3, size=24)
-    y[:3] = np.arange(3)
-    C = 30.0
-    task, res = fit(X, y, C, certify=certify, gap_tol=1e-3, inner_tol="adaptive")
-    check_every_record(task, res, X, C)
-    if certify == "exact":
-        opt = full_lp_optimum(X, y, C, np.eye(3), 1.0 - np.eye(3))
-        assert res.converged
-        np.testing.assert_allclose(res.objective, opt, rtol=LP_TOL)
 
 
 @pytest.mark.parametrize("C", [1e-3, 1e4])

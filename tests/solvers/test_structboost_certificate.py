@@ -21,6 +21,7 @@ from scipy.optimize import linprog
 from data_makers import (
     LP_TOL,
     check_every_record,
+    fit_multiclass_cg,
     full_lp_optimum,
     restricted_lp_optimum,
     tiny_problem,
@@ -30,21 +31,8 @@ from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.solvers.smoothed_master import aggregated_dual_bound
 from maxmargin.tasks import MultiClassTask
-from maxmargin.weak import DecisionStump
 
-
-def fit(X, y, C, **kw):
-    task = MultiClassTask().bind(X, y)
-    return task, fit_structboost(
-        task,
-        DecisionStump(),
-        C=C,
-        master="fast",
-        eps_cg=1e-9,
-        max_iter=1000,
-        rng=np.random.default_rng(0),
-        **kw,
-    )
+fit = fit_multiclass_cg
 
 
 @pytest.mark.parametrize("gap_tol", [1e-2, 1e-3])
@@ -64,18 +52,20 @@ def test_gap_certificate_bounds_the_full_lp(seed, C, gap_tol):
     check_every_record(task, res, X, C)
 
 
+@pytest.mark.parametrize("inner_tol", ["fixed", "adaptive"])
 @pytest.mark.parametrize("certify", ["gap", "exact", "none"])
-def test_working_set_and_pricing_bounds_are_valid(monkeypatch, certify):
+def test_working_set_and_pricing_bounds_are_valid(monkeypatch, certify, inner_tol):
     """A working set of 2 classifiers (so most iterations move a part of the model and
-    the dual bound comes from the exact search's largest gain): every record is still
-    bracketed by its restricted LP optimum."""
+    the dual bound comes from the exact search's largest gain), with every master solve
+    to ``tol`` and with the inexact master: every record is still bracketed by its
+    restricted LP optimum; the exact polish reaches the full optimum."""
     monkeypatch.setattr(smoothed_problem, "WORKING_SET", 2)
     rng = np.random.default_rng(3)
     X = rng.integers(0, 6, size=(24, 3)).astype(float)
     y = rng.integers(0, 3, size=24)
     y[:3] = np.arange(3)
     C = 30.0
-    task, res = fit(X, y, C, certify=certify, gap_tol=1e-3)
+    task, res = fit(X, y, C, certify=certify, gap_tol=1e-3, inner_tol=inner_tol)
     assert len(res.hypotheses) > 2  # the working set was smaller than the model
     check_every_record(task, res, X, C)
     if certify == "exact":  # column generation with the working set reaches the optimum
