@@ -273,28 +273,9 @@ CPU_LOCK = "/tmp/maxmargin-cpu.lock"
 #: reason, and what clears it; each must leave this list when its file is regenerated
 TMP_PENDING = {
     "face_cascade": "stored command: --save-dir /tmp/face_models (the entry now saves in {cache})",
-    # the chained cascade's three seeds: one `--seeds 0 1 2` run, about an hour of one free
-    # core (niced at load 8-16 it got 13 % of one and was stopped)
-    "detection_cascade_chainboot_8stages_f1000": "--flat-cache in /tmp (--seeds 0 1 2 due)",
-    "detection_cascade_chainboot_8stages_f1000_seed1": "--flat-cache in /tmp (one --seeds run due)",
-    "detection_cascade_chainboot_8stages_f1000_seed2": "--flat-cache in /tmp (one --seeds run due)",
 }
 #: repeats still one file each, until the one command that writes them all is run
-SERIES_PENDING = {
-    "detection_cascade_chainboot_8stages_f1000_seed1",
-    "detection_cascade_chainboot_8stages_f1000_seed2",
-}
-#: the idle-machine scaling runs README.md and docs/scaling.md quote: this shared machine
-#: never has two free cores, so they cannot be rerun here; the consolidated entries
-#: (scaleout_crf_threads, scaleout_threads) measure the same and
-#: replace them once run on an idle machine (their manifest notes say so)
-IDLE_EVIDENCE = {
-    "scaleout_crf_threads_idle",
-    "scaleout_crf_threads_idle_2",
-    "scaleout_crf_threads_idle_3",
-    "scaleout_threads_idle_1",
-    "scaleout_threads_idle_2",
-}
+SERIES_PENDING: set[str] = set()
 
 
 def _tmp_paths(entries) -> dict[str, list[str]]:
@@ -320,7 +301,7 @@ def test_no_entry_or_stored_command_names_a_tmp_folder(entries):
     ``{cache}``, never a /tmp folder of one session, and the stored command is the one the
     manifest ran (``benchmarks/bench_x.py``, not a /tmp clone's path)."""
     found = _tmp_paths(entries)
-    pending = set(TMP_PENDING) | IDLE_EVIDENCE
+    pending = set(TMP_PENDING)
     assert {k: v for k, v in found.items() if k not in pending} == {}
     assert sorted(pending - set(found)) == [], "regenerated: drop it from the pending lists"
     # the arguments themselves are clean for every entry, pending ones included, but for
@@ -337,7 +318,7 @@ def test_no_entry_or_result_name_carries_an_ad_hoc_suffix(entries):
     (``--runs``, ``--alternations``, ``--seeds``), not files numbered ``_2``, ``_rep3``,
     ``_seed1`` or marked ``_idle`` / ``_quiet`` / ``_final``."""
     names = set(entries) | {p.stem for p in (ROOT / "benchmarks" / "results").glob("*.json")}
-    allowed = IDLE_EVIDENCE | SERIES_PENDING
+    allowed = SERIES_PENDING
     assert sorted(n for n in names if AD_HOC.search(n) and n not in allowed) == []
     assert allowed <= set(entries), "a listed file went: drop it from the list"
     assert AD_HOC.search("scaleout_crf_threads_idle_3") and AD_HOC.search("x_seed2")
