@@ -271,9 +271,7 @@ def test_the_argument_check_sees_a_bad_value_and_a_script_without_a_parser(entri
 CPU_LOCK = "/tmp/maxmargin-cpu.lock"
 #: entries of other owners whose stored command (or arguments) still name a /tmp folder, the
 #: reason, and what clears it; each must leave this list when its file is regenerated
-TMP_PENDING = {
-    "face_cascade": "stored command: --save-dir /tmp/face_models (the entry now saves in {cache})",
-}
+TMP_PENDING: dict[str, str] = {}
 #: repeats still one file each, until the one command that writes them all is run
 SERIES_PENDING: set[str] = set()
 
