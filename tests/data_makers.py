@@ -123,22 +123,23 @@ def smoothed_problem(task, n_stumps=12, C=40.0, seed=0, working_set=None):
 LP_TOL = 1e-6
 
 
-def restricted_lp_optimum(H, col_hyp, col_slot, codes, C, K):
-    """min 1'w + C/m 1'xi over the given (classifier, slot) columns of a one-hot task:
-    w.dPsi_i(y) + xi_i >= [y != y_i] with dPsi_i(y)_(h, s) = H[h, i] ([s = y_i] - [s = y])."""
-    m = len(codes)
-    n = len(col_hyp)
+def restricted_lp_optimum(H, col_hyp, col_slot, codes, C, gamma, losses=None):
+    """min 1'w + C/m 1'xi over the given (classifier, slot) columns, every (i, y != y_i)
+    row written out and solved by scipy's linprog: w.dPsi_i(y) + xi_i >= Delta_i(y) with
+    dPsi_i(y)_(h, s) = H[h, i] (gamma[y_i, s] - gamma[y, s]) and Delta = ``losses``
+    (m, K); one-hot tasks pass ``gamma = eye(K)`` and the 0/1 loss (``losses=None``)."""
+    m, K = len(codes), gamma.shape[0]
     rows, rhs = [], []
     for i in range(m):
         for k in range(K):
             if k == codes[i]:
                 continue
-            coef = H[col_hyp, i] * ((col_slot == codes[i]).astype(float) - (col_slot == k))
+            coef = H[col_hyp, i] * (gamma[codes[i], col_slot] - gamma[k, col_slot])
             slack = np.zeros(m)
             slack[i] = 1.0
             rows.append(np.concatenate([coef, slack]))
-            rhs.append(1.0)
-    cost = np.concatenate([np.ones(n), np.full(m, C / m)])
+            rhs.append(1.0 if losses is None else losses[i, k])
+    cost = np.concatenate([np.ones(len(col_hyp)), np.full(m, C / m)])
     res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
     assert res.status == 0
     return res.fun
@@ -148,11 +149,10 @@ def check_every_record(task, res, X, C):
     """Each record's bound lies below, and its objective above, the restricted LP
     optimum over the columns that iteration held."""
     H = res.hypotheses.evaluate(X)
-    K = task.n_slots
-    codes = task.y_
+    one_hot = np.eye(task.n_slots)
     for rec in res.history:
         n = rec["n_columns"]
-        opt = restricted_lp_optimum(H, res.column_hyp[:n], res.column_slot[:n], codes, C, K)
+        opt = restricted_lp_optimum(H, res.column_hyp[:n], res.column_slot[:n], task.y_, C, one_hot)
         assert rec["dual_bound"] <= opt + LP_TOL * max(1.0, opt)
         assert rec["objective"] >= opt - LP_TOL * max(1.0, opt)
         assert rec["gap"] >= (rec["objective"] - opt) / rec["objective"] - LP_TOL

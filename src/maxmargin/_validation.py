@@ -59,6 +59,21 @@ def add_intercept(X, scale=1.0):
     return out
 
 
+def check_vector(name, v, n=None, *, empty=True):
+    """``v`` as a finite float64 vector (of length ``n`` if given; not empty unless
+    ``empty``); ValueError naming ``name`` otherwise."""
+    v = np.asarray(v, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
+    if n is not None and v.shape[0] != n:
+        raise ValueError(f"{name} has length {v.shape[0]}, expected {n}")
+    if not empty and v.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return v
+
+
 def check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
     """Raise ValueError unless ``value`` is a finite (integer) number above ``low``
     (used where a value is checked outside ``_parameter_constraints``: the trackers'

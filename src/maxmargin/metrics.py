@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
+from maxmargin._validation import check_vector
 from maxmargin.inference.ranking import PreferenceGraph
 
 __all__ = [
@@ -23,19 +24,6 @@ __all__ = [
 ]
 
 _NO_REL = ("zero", "one", "skip")
-
-
-def _as_1d(name, v, n=None):
-    v = np.asarray(v, dtype=np.float64)
-    if v.ndim != 1:
-        raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
-    if n is not None and v.shape[0] != n:
-        raise ValueError(f"{name} has length {v.shape[0]}, expected {n}")
-    if v.shape[0] == 0:
-        raise ValueError(f"{name} is empty")
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return v
 
 
 def _groups(group, n):
@@ -62,8 +50,8 @@ def ranking_risk(loss, scores, group=None, graph="complete", top_k=None):
     [Blaschko2014 Algs. 1/2] (strict and non-strict score comparisons).  Lower is better;
     NaN if no group has two samples.
     """
-    loss = _as_1d("loss", loss)
-    scores = _as_1d("scores", scores, loss.shape[0])
+    loss = check_vector("loss", loss, empty=False)
+    scores = check_vector("scores", scores, loss.shape[0], empty=False)
     g = PreferenceGraph(loss, graph=graph, group=group, top_k=top_k)
     strict = g.misordered_weight(scores, strict=True)
     loose = g.misordered_weight(scores, strict=False)
@@ -79,8 +67,8 @@ def pairwise_accuracy(relevance, scores, group=None):
     (score ties count 1/2), averaged over groups that have such pairs; the AUC for
     binary relevance (Harrell's concordance index in general).  O(n log n).  NaN if
     no group has two relevance levels."""
-    relevance = _as_1d("relevance", relevance)
-    scores = _as_1d("scores", scores, relevance.shape[0])
+    relevance = check_vector("relevance", relevance, empty=False)
+    scores = check_vector("scores", scores, relevance.shape[0], empty=False)
     g = PreferenceGraph(-relevance, graph="complete", group=group)
     strict = g.misordered_weight(scores, strict=True, weighted=False)
     loose = g.misordered_weight(scores, strict=False, weighted=False)
@@ -97,8 +85,8 @@ def auc(y_true, scores, group=None):
     ``y_true > 0`` marks positives.  Groups without both classes are skipped;
     returns NaN if no group has both.
     """
-    y_true = _as_1d("y_true", y_true)
-    scores = _as_1d("scores", scores, y_true.shape[0])
+    y_true = check_vector("y_true", y_true, empty=False)
+    scores = check_vector("scores", scores, y_true.shape[0], empty=False)
     vals = []
     for idx in _groups(group, y_true.shape[0]):
         pos = y_true[idx] > 0
@@ -126,8 +114,8 @@ def ndcg_at_k(relevance, scores, k=10, group=None, gain="exponential", no_releva
     sets the value of a group without any positive gain: ``"zero"``,
     ``"one"`` or ``"skip"`` (left out of the average).
     """
-    relevance = _as_1d("relevance", relevance)
-    scores = _as_1d("scores", scores, relevance.shape[0])
+    relevance = check_vector("relevance", relevance, empty=False)
+    scores = check_vector("scores", scores, relevance.shape[0], empty=False)
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
     if no_relevant not in _NO_REL:
@@ -166,8 +154,8 @@ def mean_average_precision(relevance, scores, group=None, no_relevant="zero"):
     Items are ranked by decreasing score; ties keep the input order (stable
     sort).  ``no_relevant`` as in :func:`ndcg_at_k` (``"one"`` not allowed).
     """
-    relevance = _as_1d("relevance", relevance)
-    scores = _as_1d("scores", scores, relevance.shape[0])
+    relevance = check_vector("relevance", relevance, empty=False)
+    scores = check_vector("scores", scores, relevance.shape[0], empty=False)
     if no_relevant not in ("zero", "skip"):
         raise ValueError(f"no_relevant must be 'zero' or 'skip', got {no_relevant!r}")
     vals = []

@@ -17,9 +17,9 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.optimize import linprog
 from sklearn.datasets import load_digits, load_iris
 
+from data_makers import restricted_lp_optimum
 from maxmargin import StructBoost, StructBoostClassifier
 from maxmargin.exceptions import EmptyModelWarning
 from maxmargin.solvers.column_generation import fit_structboost
@@ -40,26 +40,9 @@ def small_digits(n=150, k=4):
     return X[keep][:n, ::2], y[keep][:n]
 
 
-def lp_over_columns(task, H, col_hyp, col_slot, C):
-    """m-slack LP over exactly these columns, every (i, y != y_i) row, by linprog."""
-    m, K = task.n_samples, int(task.n_outputs)
-    losses = task.dense_losses()
-    gamma, y = task.gamma_, task.y_
-    n_cols = len(col_hyp)
-    rows, rhs = [], []
-    for i in range(m):
-        for k in range(K):
-            if k == y[i]:
-                continue
-            coef = H[col_hyp, i] * (gamma[y[i], col_slot] - gamma[k, col_slot])
-            slack = np.zeros(m)
-            slack[i] = 1.0
-            rows.append(np.concatenate([coef, slack]))
-            rhs.append(losses[i, k])
-    cost = np.concatenate([np.ones(n_cols), np.full(m, C / m)])
-    res = linprog(cost, A_ub=-np.array(rows), b_ub=-np.array(rhs), bounds=(0, None), method="highs")
-    assert res.status == 0
-    return res.fun
+def exact(task):
+    """The task's ``(gamma, losses)`` for the linprog check of :func:`restricted_lp_optimum`."""
+    return task.gamma_, task.dense_losses()
 
 
 def primal_by_enumeration(task, H, col_hyp, col_slot, w, C):
@@ -89,7 +72,7 @@ def test_fast_master_returns_the_exact_lp_optimum_over_its_columns(sharing, C):
     )
     assert res.certified
     H = res.hypotheses.evaluate(X)
-    opt = lp_over_columns(task, H, res.column_hyp, res.column_slot, C)
+    opt = restricted_lp_optimum(H, res.column_hyp, res.column_slot, task.y_, C, *exact(task))
     assert res.objective == pytest.approx(opt, rel=1e-9)
     # the reported values, recomputed independently of the solver
     primal = primal_by_enumeration(task, H, res.column_hyp, res.column_slot, res.w, C)
@@ -107,7 +90,9 @@ def test_every_iterations_dual_bound_is_a_lower_bound():
     H = res.hypotheses.evaluate(X)
     for rec in res.history[:-1:3]:
         n = rec["n_columns"]
-        opt = lp_over_columns(task, H, res.column_hyp[:n], res.column_slot[:n], 30.0)
+        opt = restricted_lp_optimum(
+            H, res.column_hyp[:n], res.column_slot[:n], task.y_, 30.0, *exact(task)
+        )
         assert rec["dual_bound"] <= opt * (1 + 1e-9)
         assert rec["objective"] >= opt * (1 - 1e-9)  # any w is feasible: P(w) >= optimum
 
@@ -142,7 +127,7 @@ def test_smoothing_bounds_gradient_and_box_feasible_duals():
         sm.set_weights(w + e)
         assert (sm.smooth_objective - f0) / 1e-6 == pytest.approx(g[j], abs=1e-4)
     sm.set_weights(w)
-    opt = lp_over_columns(task, store.H, store.col_hyp, store.col_slot, C)
+    opt = restricted_lp_optimum(store.H, store.col_hyp, store.col_slot, task.y_, C, *exact(task))
     assert sm.dual_bound <= opt * (1 + 1e-9) <= sm.objective * (1 + 1e-9)
 
 

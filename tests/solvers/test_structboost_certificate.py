@@ -160,7 +160,7 @@ def test_aggregated_dual_bound_is_a_lower_bound(seed):
     task, res = fit(X, y, 30.0, certify="none")
     H = res.hypotheses.evaluate(X)
     C, K = 30.0, 3
-    opt = restricted_lp_optimum(H, res.column_hyp, res.column_slot, task.y_, C, K)
+    opt = restricted_lp_optimum(H, res.column_hyp, res.column_slot, task.y_, C, np.eye(K))
     values, gains = _random_dual_points(H, res.column_hyp, res.column_slot, task.y_, C, K, 8, rng)
     single = np.max(values / np.maximum(1.0, gains.max(axis=1)))
     bound = aggregated_dual_bound(values, gains)

@@ -49,6 +49,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from maxmargin._validation import check_vector
 from maxmargin.inference._threads import numba_threads, resolve_threads
 
 __all__ = [
@@ -629,17 +630,6 @@ def _huber_tree(tree, a, b, om, delta, slack, margin_dual):
 # --------------------------------------------------------------------------- #
 # public API
 # --------------------------------------------------------------------------- #
-def _check_1d(name, v, n=None):
-    v = np.asarray(v, dtype=np.float64)
-    if v.ndim != 1:
-        raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
-    if n is not None and v.shape[0] != n:
-        raise ValueError(f"{name} has length {v.shape[0]}, expected {n}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return v
-
-
 class PreferenceGraph:
     """Losses, groups and graph kind, prepared once for many oracle calls.
 
@@ -663,7 +653,7 @@ class PreferenceGraph:
     """
 
     def __init__(self, loss, graph="complete", group=None, top_k=None, n_jobs=None):
-        loss = _check_1d("loss", loss)
+        loss = check_vector("loss", loss)
         n = loss.shape[0]
         if graph not in _KIND:
             raise ValueError(f"graph must be one of {GRAPHS}, got {graph!r}")
@@ -777,7 +767,7 @@ class PreferenceGraph:
         """
         if rescaling not in RESCALINGS:
             raise ValueError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
-        scores = _check_1d("scores", scores, self.n)
+        scores = check_vector("scores", scores, self.n)
         threads = self._threads(n_jobs)
         key = np.empty(self.n)
         margin = 0.0 if rescaling == "margin" else 1.0
@@ -808,12 +798,12 @@ class PreferenceGraph:
             raise ValueError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta!r}")
-        s = _check_1d("scores", scores, self.n)[self.order]
+        s = check_vector("scores", scores, self.n)[self.order]
         if rescaling == "margin":
             a = b = np.ascontiguousarray(s + self.loss_sorted)
         else:
             a, b = np.ascontiguousarray(s - 1.0), np.ascontiguousarray(s)
-        om = np.ones(self.n) if weights is None else _check_1d("weights", weights, self.n)
+        om = np.ones(self.n) if weights is None else check_vector("weights", weights, self.n)
         A_s, risk, smooth, dual = _huber_tree(
             self.tree,
             a,
@@ -831,7 +821,7 @@ class PreferenceGraph:
         """Per group sum of ``loss[j] - loss[i]`` (of 1 if not ``weighted``) over edges
         with ``s[i] < s[j]`` (``<=`` if not strict); the building block of the risk
         ([Blaschko2014 eq. 1])."""
-        s = np.ascontiguousarray(_check_1d("scores", scores, self.n)[self.order])
+        s = np.ascontiguousarray(check_vector("scores", scores, self.n)[self.order])
         _, delta_g = self._run(s, ViolationRule(0.0, 1 if weighted else 2, bool(strict)), 1)
         return delta_g
 
@@ -864,9 +854,9 @@ def brute_force_constraint(
     loss, scores, graph="complete", rescaling="margin", group=None, top_k=None, block=2048
 ):
     """O(n^2) reference for :func:`most_violated_constraint`: enumerates all pairs."""
-    loss = _check_1d("loss", loss)
+    loss = check_vector("loss", loss)
     n = loss.shape[0]
-    s = _check_1d("scores", scores, n)
+    s = check_vector("scores", scores, n)
     if group is None:
         group = np.zeros(n, np.int64)
     group = np.asarray(group)

@@ -1,4 +1,5 @@
-"""What the binary classifiers share: ``y`` coded as +-1, the sign decision, the tags."""
+"""What the binary classifiers share: ``y`` coded as +-1, the sign decision, the tags
+(:class:`SparseInput`: the CSR-input tag every estimator that takes sparse ``X`` shares)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 
-class BinaryClassifier(ClassifierMixin):
+class SparseInput:
+    """Mixin of the estimators that take CSR input (scikit-learn's ``input_tags.sparse``)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class BinaryClassifier(SparseInput, ClassifierMixin):
     """Two classes: ``classes_[1]`` is +1, ``classes_[0]`` is -1, and :meth:`predict` is
     the sign of ``decision_function`` (ties go to ``classes_[0]``)."""
 
@@ -37,6 +47,5 @@ class BinaryClassifier(ClassifierMixin):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.classifier_tags.multi_class = False
         return tags

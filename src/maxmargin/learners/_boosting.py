@@ -17,6 +17,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.weak import WeakLearner, is_weak_learner_name, make_weak_learner
@@ -120,7 +121,7 @@ class BoostingBuilder:
         }
 
 
-class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
+class MultiClassBoosting(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
     """Shared machinery of the multi-class boosting estimators of this package.
 
     A fitted model is a batch of weak learners ``hypotheses_`` and variables ``j`` with
@@ -349,8 +350,3 @@ class MultiClassBoosting(Persistent, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "model file is inconsistent: variables do not match the weak learners and classes"
             )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # the weak learners read CSR/CSC without densifying
-        return tags

@@ -17,6 +17,7 @@ from maxmargin._validation import (
     store_params,
     validate_params,
 )
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.feature_selection import select_features
 
@@ -24,7 +25,7 @@ __all__ = ["ForwardFeatureSelector"]
 
 
 @register
-class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
+class ForwardFeatureSelector(SparseInput, Persistent, SelectorMixin, BaseEstimator):
     """Forward feature selection by column generation for linear classifiers.
 
     Starting from no feature, solve the classifier on the selected columns, then add the
@@ -352,6 +353,5 @@ class ForwardFeatureSelector(Persistent, SelectorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.target_tags.required = True
         return tags

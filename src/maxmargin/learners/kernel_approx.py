@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from maxmargin._registry import register
 from maxmargin._validation import POSITIVE, POSITIVE_INT, Interval, Options, validate_params
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel, spectrum
+from maxmargin.learners._binary import SparseInput
 
 __all__ = ["AdditiveKernelMap", "PiecewiseAdditiveScorer"]
 
@@ -21,7 +22,7 @@ _INTERSECTION_INTERVAL = 2 * np.pi / 10
 
 
 @register
-class AdditiveKernelMap(TransformerMixin, BaseEstimator):
+class AdditiveKernelMap(SparseInput, TransformerMixin, BaseEstimator):
     """Approximate explicit feature map of an additive homogeneous kernel (Vedaldi &
     Zisserman; [Sun2012 eq. 5.34]), so a linear model on the mapped features approximates
     the kernel machine.  Features must be non-negative.
@@ -128,7 +129,6 @@ class AdditiveKernelMap(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.input_tags.positive_only = True
         tags.requires_fit = True
         tags.transformer_tags.preserves_dtype = ["float64"]

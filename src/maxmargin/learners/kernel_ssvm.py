@@ -24,6 +24,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.tasks.base import LabelCodingTask
@@ -35,7 +36,7 @@ _TASKS = {"BinaryTask": BinaryTask, "MultiClassTask": MultiClassTask}
 
 
 @register
-class KernelSSVM(Persistent, ClassifierMixin, BaseEstimator):
+class KernelSSVM(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
     """Kernelized structured SVM: the 1-slack dual with a joint kernel.
 
     The joint kernel is ``k_x(x, x') * Gamma[y].Gamma[y']`` (for multi-class:
@@ -239,8 +240,3 @@ class KernelSSVM(Persistent, ClassifierMixin, BaseEstimator):
             self.task_.n_slots,
         ):
             raise ValueError("model file is inconsistent: support vectors do not match")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

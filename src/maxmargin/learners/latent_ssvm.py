@@ -24,6 +24,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.cccp import fit_latent_cccp
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
@@ -32,7 +33,7 @@ __all__ = ["LatentSSVM"]
 
 
 @register
-class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
+class LatentSSVM(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
     """Multi-class latent structured SVM trained by CCCP (Yu & Joachims, ICML 2009).
 
     Each class y is a union of ``n_latent`` sub-classes z with their own weight vector,
@@ -232,8 +233,3 @@ class LatentSSVM(Persistent, ClassifierMixin, BaseEstimator):
             raise ValueError("model file is inconsistent: weights do not match the classes")
         self.objective_path_ = [r["objective"] for r in self.history_]
         self.objective_ = self.objective_path_[-1] if self.objective_path_ else float("nan")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

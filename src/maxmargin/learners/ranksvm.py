@@ -26,6 +26,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph, check_options
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.metrics import ndcg_at_k, ranking_risk
 from maxmargin.solvers.ranking import fit_ranksvm
@@ -34,7 +35,7 @@ __all__ = ["RankSVM"]
 
 
 @register
-class RankSVM(Persistent, BaseEstimator):
+class RankSVM(SparseInput, Persistent, BaseEstimator):
     """Linear structured-output ranking SVM (1-slack cutting planes, L2 regulariser).
 
     Parameters
@@ -248,8 +249,3 @@ class RankSVM(Persistent, BaseEstimator):
             raise ValueError("model file is inconsistent: weights do not match the features")
         if not np.all(np.isfinite(self.coef_)):
             raise ValueError("model file is inconsistent: non-finite weights")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

@@ -15,6 +15,7 @@ from maxmargin._validation import (
     store_params,
     validate_params,
 )
+from maxmargin.learners._binary import SparseInput
 
 __all__ = ["SimilarityFeatures"]
 
@@ -25,7 +26,7 @@ def _gaussian(A, B, gamma):
 
 
 @register
-class SimilarityFeatures(TransformerMixin, BaseEstimator):
+class SimilarityFeatures(SparseInput, TransformerMixin, BaseEstimator):
     """Similarity to exemplars under several Gaussian kernels, per feature channel, with an
     optional multiple-instance max over a support set ([Sun2012 eqs. 5.76-5.79]).
 
@@ -231,8 +232,3 @@ class SimilarityFeatures(TransformerMixin, BaseEstimator):
         if est.exemplars_.ndim != 2 or est.exemplars_.shape[1] != est.n_features_in_:
             raise ValueError("model file is inconsistent: exemplars do not match the features")
         return est
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

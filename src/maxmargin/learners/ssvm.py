@@ -37,6 +37,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted, warn_unconverged
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
 from maxmargin.tasks.base import StructuredTask
@@ -59,7 +60,7 @@ _TASKS = {
 
 
 @register
-class StructSVM(Persistent, BaseEstimator):
+class StructSVM(SparseInput, Persistent, BaseEstimator):
     """Linear structured SVM for any task with linear joint features.
 
     Parameters
@@ -312,11 +313,6 @@ default="1-slack"
             raise ValueError("model file is inconsistent: non-finite weights")
         if hasattr(task, "classes_"):
             self.classes_ = task.classes_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 @register

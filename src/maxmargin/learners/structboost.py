@@ -29,6 +29,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import ConvergenceWarning, EmptyModelWarning, warn_interrupted
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.column_generation import (
     FORMULATION_ALIASES,
@@ -86,7 +87,7 @@ _TASKS = {
 
 
 @register
-class StructBoost(Persistent, BaseEstimator):
+class StructBoost(SparseInput, Persistent, BaseEstimator):
     """Boosting for structured outputs by column generation ([Shen2014 Algs. 1 and 2]).
 
     Minimises ``||w||_1 + C * (1/m) sum_i max_y [Delta(y_i, y) - w.dPsi_i(y)]_+`` over
@@ -516,11 +517,6 @@ class StructBoost(Persistent, BaseEstimator):
         for W in self.weight_path_:
             F = H @ W if H is not None else np.zeros((Z.shape[0], self.task_.n_slots))
             yield self.task_.decode(self.task_.predict_codes(F))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # label-coding and ranking tasks keep X sparse
-        return tags
 
     # -- persistence ---------------------------------------------------------------------
     _saved_meta = (

@@ -27,6 +27,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
+from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.svm import (
     ROW_KERNELS,
@@ -45,7 +46,7 @@ KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
 
 
 @register
-class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
+class SVMClassifier(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
     """Support vector machine with a choice of the thesis's solvers.
 
     Two problems, with ``C`` as in scikit-learn:
@@ -396,8 +397,3 @@ class SVMClassifier(Persistent, ClassifierMixin, BaseEstimator):
             self._set_coef(arrays["coef"])
         if self.intercept_.shape[0] != (1 if len(self.classes_) == 2 else len(self.classes_)):
             raise ValueError("model file is inconsistent: intercepts do not match the classes")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

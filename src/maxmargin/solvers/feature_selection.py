@@ -38,6 +38,7 @@ from scipy.special import expit
 from maxmargin._validation import add_intercept
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.solvers.monitor import ConvergenceMonitor
+from maxmargin.solvers.qp_master import _chol_solve
 from maxmargin.solvers.svm import DENSE_FILL, DENSE_MAX_BYTES, DualCDData, dual_cd_data, fit_dual_cd
 
 __all__ = [
@@ -220,25 +221,6 @@ def _active_set_update(X, Y, act, G, r, changed, M, j):  # pragma: no cover - co
 
 
 @njit(cache=True)
-def _cho_solve_lower(L, b):  # pragma: no cover - compiled
-    """``x`` with ``L L^T x = b`` (L lower triangular): two substitutions."""
-    k = b.shape[0]
-    z = np.empty(k)
-    for i in range(k):
-        s = b[i]
-        for p in range(i):
-            s -= L[i, p] * z[p]
-        z[i] = s / L[i, i]
-    x = np.empty(k)
-    for i in range(k - 1, -1, -1):
-        s = z[i]
-        for p in range(i + 1, k):
-            s -= L[p, i] * x[p]
-        x[i] = s / L[i, i]
-    return x
-
-
-@njit(cache=True)
 def _primal_and_a(W, M, C):  # pragma: no cover - compiled
     """``(A, primal)``: ``A = 2C max(0, 1 - M)`` and each problem's objective."""
     n, c = M.shape
@@ -389,6 +371,7 @@ def _newton_rounds_solve(
             dual[j] = _dual_from_gram(A, G, r, W, C, j)
             todo[j] = primal[j] - dual[j] > tol * max(abs(primal[j]), 1e-12)
     it = 0
+    x = np.empty(k1)
     while it < max_iter and todo.any():
         Wbar = W.copy()
         for j in range(c):
@@ -398,8 +381,8 @@ def _newton_rounds_solve(
             H = 2.0 * C * G[j]
             for a in range(k1):
                 H[a, a] += 1.0
-            L = np.linalg.cholesky(H)
-            Wbar[:, j] = _cho_solve_lower(L, 2.0 * C * r[:, j])
+            _chol_solve(np.linalg.cholesky(H), k1, 2.0 * C * r[:, j], x)
+            Wbar[:, j] = x
         D = Wbar - W
         DM = Y * np.dot(X, D)
         wd = np.zeros(c)
