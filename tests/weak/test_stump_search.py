@@ -185,3 +185,49 @@ def test_best_gain_first_route_real_weights(S):
     f = np.argmax(gain, axis=0)
     split, _ = _locate_dense(*args, f, gain[f, np.arange(S)])
     assert np.all(split >= -1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 11), st.data())
+def test_one_column_histogram_route_is_the_full_search_bit_for_bit(n, d, data):
+    """One weight column on histogram features only (no sorted order kept: the binned and
+    the coded stumps) takes ``_gains_hist1`` (four features per pass over the samples):
+    the stumps and gains of the full search bit for bit, ties and constant features
+    included, any number of features (not only multiples of four); and brute force."""
+    from maxmargin.weak import CodedStump
+
+    X = data.draw(arrays(np.float64, (n, d), elements=VALUES))
+    if data.draw(st.booleans()):
+        X[:, 0] = 2.0  # a constant feature (one bin)
+    A = data.draw(arrays(np.float64, (n, 1), elements=st.integers(-3, 3).map(float)))
+    codes = np.searchsorted([-1.0, 0.0, 0.5, 2.0, 7.0], X)  # 0-4: CodedStump's input
+    for learner, Z in ((HistogramStump(255), X), (CodedStump(8), codes)):
+        fc = learner.prepare(Z)
+        assert fc.order_row is None
+        stumps, gain = learner.best(fc, A)
+        f, thr, pol, ref_gain = _search_best(fc, A)
+        np.testing.assert_array_equal(stumps.feature, f)
+        np.testing.assert_array_equal(stumps.threshold, thr)
+        np.testing.assert_array_equal(stumps.polarity, pol)
+        np.testing.assert_array_equal(gain, ref_gain)
+        ref, brute_gain = reference_best_stumps(Z.astype(np.float64), A)
+        np.testing.assert_array_equal(gain, brute_gain)
+        np.testing.assert_array_equal(stumps.evaluate(Z), ref.evaluate(Z.astype(np.float64)))
+
+
+def test_one_column_histogram_route_real_weights():
+    """Rounded sums: 2000 samples, 13 features of 3-256 bins, one real weight column."""
+    rng = np.random.default_rng(7)
+    X = _many_values(2000, 13, rng)
+    A = rng.standard_normal((2000, 1))
+    fc = code_features(X, 255)
+    assert fc.order_row is None
+    from maxmargin.weak.stump import _gains_hist1
+
+    np.testing.assert_array_equal(
+        _gains_hist1(fc.codes, fc.n_bins, A, A.sum(axis=0)), DecisionStump().search(fc, A)[0]
+    )
+    stumps, gain = HistogramStump(255).best(fc, A)
+    f, thr, pol, ref_gain = _search_best(fc, A)
+    assert (stumps.feature[0], stumps.threshold[0], stumps.polarity[0]) == (f[0], thr[0], pol[0])
+    assert gain[0] == ref_gain[0]

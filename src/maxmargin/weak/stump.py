@@ -382,6 +382,42 @@ def _gains_dense(codes, n_bins, order, order_row, bin_end, offsets, A, total):  
     return gain
 
 
+@njit(parallel=True, cache=True)
+def _gains_hist1(codes, n_bins, A, total):  # pragma: no cover - compiled
+    """``_gains_dense`` for one weight column and histogram features only: four features
+    share each pass over the samples (four independent histograms, so consecutive
+    samples in one bin do not wait on each other), each bin adding its samples in
+    increasing index as ``_hist_dense`` does."""
+    d, n = codes.shape
+    gain = np.empty((d, 1))
+    nbmax = n_bins.max()
+    t = total[0]
+    for q in prange((d + 3) // 4):
+        f0 = 4 * q
+        nf = min(4, d - f0)
+        h = np.zeros((4, nbmax))
+        if nf == 4:
+            for k in range(n):
+                a = A[k, 0]
+                h[0, codes[f0, k]] += a
+                h[1, codes[f0 + 1, k]] += a
+                h[2, codes[f0 + 2, k]] += a
+                h[3, codes[f0 + 3, k]] += a
+        else:
+            for i in range(nf):
+                if n_bins[f0 + i] > 1:
+                    for k in range(n):
+                        h[i, codes[f0 + i, k]] += A[k, 0]
+        for i in range(nf):
+            m = abs(t)
+            c = 0.0
+            for b in range(n_bins[f0 + i] - 1):
+                c = c + h[i, b]
+                m = max(m, abs(t - 2.0 * c))
+            gain[f0 + i, 0] = m
+    return gain
+
+
 @njit(cache=True)
 def _first_at(t, m, c, b, k):  # pragma: no cover - compiled
     """``b`` if split ``b`` (cumulative sum ``c``) is the first to reach |gain| ``m``."""
@@ -494,12 +530,17 @@ class DecisionStump(WeakLearner):
     def best(self, prepared: FeatureCodes, A):
         A = check_weights(prepared, A)
         cols = np.arange(A.shape[1])
-        if prepared.order_row is not None:  # sorted features: the scan dominates
+        one = A.shape[1] == 1 and prepared.order_row is None
+        if prepared.n_features and not prepared.sparse and (one or prepared.order_row is not None):
+            # sorted features (the scan dominates) or one column (the histogram passes)
             total = A.sum(axis=0)
             order, order_row, bin_end = _dense_args(prepared)
             args = (prepared.codes, prepared.n_bins, order, order_row, bin_end)
             with threads_for(prepared.codes.size * A.shape[1]):
-                gain = _gains_dense(*args, prepared.offsets, A, total)
+                if one:
+                    gain = _gains_hist1(prepared.codes, prepared.n_bins, A, total)
+                else:
+                    gain = _gains_dense(*args, prepared.offsets, A, total)
             f = np.argmax(gain, axis=0)  # first feature with the best gain, per column
             g = gain[f, cols]
             k, pol = _locate_dense(*args, prepared.offsets, A, total, f, g)
