@@ -211,3 +211,44 @@ def test_shard_threads_hand_out_shards_one_at_a_time_and_restore():
         assert inside == 1
     with shard_threads(1):  # one thread: nothing to schedule
         assert numba.get_parallel_chunksize() == before
+
+
+@pytest.mark.parametrize("n_slots", [1, 3])
+def test_row_copies_reused_only_for_the_same_classifiers(n_slots):
+    """``shifted_scores`` and ``gains_of`` reuse the last copy of a working set's rows
+    (``ColumnStore._rows``): the same arrays bit for bit as with no copy kept, for working
+    sets that alternate, grow and shrink, and after new classifiers enter (the buffers
+    reallocate; stored rows never change); and the plain float32 / float64 products."""
+    from maxmargin.weak.stump import Stumps
+
+    rng = np.random.default_rng(4)
+    n_z = 300
+    st = ColumnStore(DecisionStump.hypotheses_class, 3, n_z, n_slots, capacity=16)
+
+    def add(k):
+        hyps = Stumps(rng.integers(0, 3, k), rng.normal(size=k), np.ones(k), 3)
+        out = np.sign(rng.normal(size=(k, n_z)))
+        st.add(hyps, out, [np.arange(n_slots)] * k)
+
+    add(12)
+    F = rng.normal(size=(n_z, n_slots))
+    A = rng.normal(size=(n_z, n_slots))
+    sets = [[0, 1, 2], [3, 4], [0, 1, 2], [0, 7], "grow", [0, 7], [0, 7, 15], [5, 13], [3, 4], [1]]
+    for ws in sets:
+        if ws == "grow":
+            add(10)  # past the capacity of 16: the row buffers are reallocated
+            continue
+        cols = np.flatnonzero(np.isin(st.col_hyp, ws))
+        dw = np.zeros(st.n_columns)
+        dw[cols] = rng.normal(size=len(cols))
+        got = [st.shifted_scores(F, dw), st.gains_of(A, cols), st.gains_of(A, cols, fast=True)]
+        st._rows_cache.clear()
+        ref = [st.shifted_scores(F, dw), st.gains_of(A, cols), st.gains_of(A, cols, fast=True)]
+        for g, r in zip(got, ref, strict=True):
+            np.testing.assert_array_equal(g, r)
+        W = st.weight_matrix(dw)
+        # float32 products of +-1 outputs: |error| <= n_hyp * 2^-23 * sum |dW| (loose)
+        bound = 1e-5 * (1 + np.abs(W).sum())
+        np.testing.assert_allclose(got[0], F + st.H.T @ W, rtol=0, atol=bound)
+        G = st.H @ A
+        np.testing.assert_allclose(got[1], G[st.col_hyp[cols], st.col_slot[cols]], atol=1e-12)
