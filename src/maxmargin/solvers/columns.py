@@ -97,10 +97,6 @@ def _shifted_scores(F, H, col_hyp, col_slot, dw, cols, out):  # pragma: no cover
                 out[a + i, s] = F[a + i, s] + acc[s, i]
 
 
-#: largest copy of a working set's rows a store keeps between products (per precision)
-ROWS_CACHE_BYTES = 64 << 20
-
-
 class ColumnStore:
     """Weak classifiers in the model and the (classifier, slot) columns built from them.
 
@@ -132,10 +128,6 @@ class ColumnStore:
         self.col_hyp = np.zeros(0, dtype=np.int64)
         self.col_slot = np.zeros(0, dtype=np.int64)
         self._seen: dict[bytes, list[int]] = {}
-        # the last copy of some classifiers' rows, per precision: a working set's rows are
-        # read by every line-search trial and gain of a solve (rows never change once
-        # stored, so a copy stays valid for the same classifiers)
-        self._rows_cache: dict[str, tuple[bytes, np.ndarray]] = {}
         # outputs hashed on a fixed sample of at most 256 inputs, then compared in full
         self._probe = np.unique(np.linspace(0, max(self.n_z - 1, 0), 256).astype(np.intp))
 
@@ -221,20 +213,6 @@ class ColumnStore:
         return np.arange(self.n_columns - len(new_cols), self.n_columns)
 
     # -- products ------------------------------------------------------------------------
-    def _rows(self, hs: np.ndarray, fast: bool) -> np.ndarray:
-        """``H32[hs]`` (``fast``) or ``H[hs]``, reusing the last copy of the same rows."""
-        name = "H32" if fast else "H"
-        key = hs.tobytes()
-        hit = self._rows_cache.get(name)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        rows = (self.H32 if fast else self.H)[hs]
-        if rows.nbytes <= ROWS_CACHE_BYTES:
-            self._rows_cache[name] = (key, rows)
-        else:
-            self._rows_cache.pop(name, None)
-        return rows
-
     def weight_matrix(self, w: np.ndarray) -> np.ndarray:
         """Column weights as the (n_hyp, n_slots) matrix W."""
         W = np.zeros((self.n_hyp, self.n_slots))
@@ -309,7 +287,7 @@ class ColumnStore:
                 _column_dots(H, AT, self.col_hyp[cols], self.col_slot[cols], out)
             return out
         hs = np.unique(self.col_hyp[cols])
-        Hs = self._rows(hs, fast)
+        Hs = H[hs]
         A = np.ascontiguousarray(A, dtype=H.dtype)
         G = np.empty((len(hs), A.shape[1]), dtype=H.dtype)
 
@@ -334,7 +312,7 @@ class ColumnStore:
             hs = np.unique(self.col_hyp[nz])
             dW = np.zeros((len(hs), self.n_slots), dtype=np.float32)
             dW[np.searchsorted(hs, self.col_hyp[nz]), self.col_slot[nz]] = dw[nz]
-            H32 = self._rows(hs, True) if len(hs) < self.n_hyp else self.H32
+            H32 = self.H32[hs] if len(hs) < self.n_hyp else self.H32
             change = np.empty((self.n_z, self.n_slots), dtype=np.float32)
 
             def piece(a, b):
