@@ -124,3 +124,110 @@ def test_same_answer_for_any_thread_count(max_bins):
     finally:
         numba.set_num_threads(old)
     _assert_same(one, two)
+
+
+def _search_best(fc, A):
+    """The stumps ``best`` chose before its gain-first route: argmax over ``search``."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    gain, split, pol = DecisionStump().search(fc, A)
+    f = np.argmax(gain, axis=0)
+    cols = np.arange(A.shape[1])
+    return f, fc.thresholds(f, split[f, cols]), pol[f, cols], gain[f, cols]
+
+
+def _assert_best_is_search(fc, A):
+    stumps, gain = DecisionStump().best(fc, A)
+    f, thr, pol, ref_gain = _search_best(fc, A)
+    np.testing.assert_array_equal(stumps.feature, f)
+    np.testing.assert_array_equal(stumps.threshold, thr)
+    np.testing.assert_array_equal(stumps.polarity, pol)
+    np.testing.assert_array_equal(gain, ref_gain)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 5), st.integers(1, 6), st.booleans(), st.data())
+def test_best_gain_first_route_is_the_full_search_bit_for_bit(n, d, S, sorted_all, data):
+    """``best`` (gains of every feature, then the split of the winning feature only) gives
+    the stumps of the full per-feature search bit for bit, ties included (small integer
+    weights: many equal gains, equal |gain| of both polarities, zero columns), with every
+    feature on the sorted path or a mix of both paths."""
+    X = data.draw(arrays(np.float64, (n, d), elements=VALUES))
+    A = data.draw(arrays(np.float64, (n, S), elements=st.integers(-3, 3).map(float)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(binning, "SORTED_MIN_BINS", 1 if sorted_all else 3)
+        fc = DecisionStump().prepare(X)
+    _assert_best_is_search(fc, A)
+    ref, ref_gain = reference_best_stumps(X, A)  # and brute force (exact integer sums)
+    stumps, gain = DecisionStump().best(fc, A)
+    np.testing.assert_array_equal(gain, ref_gain)
+    np.testing.assert_array_equal(stumps.feature, ref.feature)
+    np.testing.assert_array_equal(stumps.threshold, ref.threshold)
+    np.testing.assert_array_equal(stumps.polarity, ref.polarity)
+
+
+@pytest.mark.parametrize("S", [1, 4, 7, 10])
+def test_best_gain_first_route_real_weights(S):
+    """Real weights (rounded sums) on a mix of sorted and histogram features: the same
+    stumps and gains as the full search, bit for bit; every split was located (none of
+    the fallback's -2)."""
+    rng = np.random.default_rng(5)
+    X = _many_values(2500, 6, rng)
+    A = rng.standard_normal((2500, S)) * (rng.random((2500, S)) < 0.4)
+    fc = code_features(X, None, keep_order=True)
+    assert np.any(fc.order_row >= 0) and np.any(fc.order_row < 0)
+    _assert_best_is_search(fc, A)
+    from maxmargin.weak.stump import _dense_args, _gains_dense, _locate_dense
+
+    order, order_row, bin_end = _dense_args(fc)
+    args = (fc.codes, fc.n_bins, order, order_row, bin_end, fc.offsets, A, A.sum(axis=0))
+    gain = _gains_dense(*args)
+    np.testing.assert_array_equal(gain, DecisionStump().search(fc, A)[0])
+    f = np.argmax(gain, axis=0)
+    split, _ = _locate_dense(*args, f, gain[f, np.arange(S)])
+    assert np.all(split >= -1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 11), st.data())
+def test_one_column_histogram_route_is_the_full_search_bit_for_bit(n, d, data):
+    """One weight column on histogram features only (no sorted order kept: the binned and
+    the coded stumps) takes ``_gains_hist1`` (four features per pass over the samples):
+    the stumps and gains of the full search bit for bit, ties and constant features
+    included, any number of features (not only multiples of four); and brute force."""
+    from maxmargin.weak import CodedStump
+
+    X = data.draw(arrays(np.float64, (n, d), elements=VALUES))
+    if data.draw(st.booleans()):
+        X[:, 0] = 2.0  # a constant feature (one bin)
+    A = data.draw(arrays(np.float64, (n, 1), elements=st.integers(-3, 3).map(float)))
+    codes = np.searchsorted([-1.0, 0.0, 0.5, 2.0, 7.0], X)  # 0-4: CodedStump's input
+    for learner, Z in ((HistogramStump(255), X), (CodedStump(8), codes)):
+        fc = learner.prepare(Z)
+        assert fc.order_row is None
+        stumps, gain = learner.best(fc, A)
+        f, thr, pol, ref_gain = _search_best(fc, A)
+        np.testing.assert_array_equal(stumps.feature, f)
+        np.testing.assert_array_equal(stumps.threshold, thr)
+        np.testing.assert_array_equal(stumps.polarity, pol)
+        np.testing.assert_array_equal(gain, ref_gain)
+        ref, brute_gain = reference_best_stumps(Z.astype(np.float64), A)
+        np.testing.assert_array_equal(gain, brute_gain)
+        np.testing.assert_array_equal(stumps.evaluate(Z), ref.evaluate(Z.astype(np.float64)))
+
+
+def test_one_column_histogram_route_real_weights():
+    """Rounded sums: 2000 samples, 13 features of 3-256 bins, one real weight column."""
+    rng = np.random.default_rng(7)
+    X = _many_values(2000, 13, rng)
+    A = rng.standard_normal((2000, 1))
+    fc = code_features(X, 255)
+    assert fc.order_row is None
+    from maxmargin.weak.stump import _gains_hist1
+
+    np.testing.assert_array_equal(
+        _gains_hist1(fc.codes, fc.n_bins, A, A.sum(axis=0)), DecisionStump().search(fc, A)[0]
+    )
+    stumps, gain = HistogramStump(255).best(fc, A)
+    f, thr, pol, ref_gain = _search_best(fc, A)
+    assert (stumps.feature[0], stumps.threshold[0], stumps.polarity[0]) == (f[0], thr[0], pol[0])
+    assert gain[0] == ref_gain[0]
