@@ -343,8 +343,11 @@ def test_update_gate_skips_low_scoring_frames():
     )  # only frames at or above the median
     _pred, info = track_sequence(strict, frames, boxes)
     assert strict.n_skipped_ > 0
-    # 3 labelled frames, then the accepted ones, in a window of 12
-    assert len(strict._data) == min(12, len(frames) - strict.n_skipped_)
+    # 3 labelled frames with their warped copies (augment), then the accepted ones, in a
+    # window of 12
+    n_labelled = 3 * (1 + strict.sampling.augment)
+    n_accepted = len(frames) - 3 - strict.n_skipped_
+    assert len(strict._data) == min(12, n_labelled + n_accepted)
     assert strict.n_trainings_ == 1 + (len(frames) - 3 - strict.n_skipped_) // 2
     assert info["metrics"]["overlap"] > 0.8
 
