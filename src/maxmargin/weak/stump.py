@@ -231,6 +231,19 @@ def _scan(hist, nb, total, f, gain, split, pol):  # pragma: no cover - compiled
     _finish(f, best, sg, bb, gain, split, pol)
 
 
+@njit(cache=True, inline="always")
+def _bin_sums(order, pos, end, A, x):  # pragma: no cover - compiled
+    """``x[s]`` = the samples ``order[pos:end]``'s ``A[:, s]`` summed from 0 in that order
+    (one bin of a feature walked in sorted order: the histogram pass's additions)."""
+    k = order[pos]
+    for s in range(x.shape[0]):
+        x[s] = 0.0 + A[k, s]
+    for j in range(pos + 1, end):
+        k = order[j]
+        for s in range(x.shape[0]):
+            x[s] += A[k, s]
+
+
 @njit(cache=True)
 def _scan_sorted(order, bin_end, start, nb, A, total, f, gain, split, pol):  # pragma: no cover
     """``_scan`` of a feature with many bins, walking its samples in sorted order.
@@ -257,12 +270,7 @@ def _scan_sorted(order, bin_end, start, nb, A, total, f, gain, split, pol):  # p
                 sg[s] = g if up else sg[s]
                 bb[s] = b if up else bb[s]
         else:
-            for s in range(S):
-                binsum[s] = 0.0 + A[k, s]
-            for j in range(pos + 1, end):
-                k = order[j]
-                for s in range(S):
-                    binsum[s] += A[k, s]
+            _bin_sums(order, pos, end, A, binsum)
             _step(b, cum, binsum, total, best, sg, bb)
         pos = end
     _finish(f, best, sg, bb, gain, split, pol)
@@ -349,13 +357,7 @@ def _gain_sorted(order, bin_end, start, nb, A, total, m, cum, x):  # pragma: no 
     pos = 0
     for b in range(nb - 1):
         end = bin_end[start + b]
-        k = order[pos]
-        for s in range(S):
-            x[s] = 0.0 + A[k, s]
-        for j in range(pos + 1, end):
-            k = order[j]
-            for s in range(S):
-                x[s] += A[k, s]
+        _bin_sums(order, pos, end, A, x)
         pos = end
         for s in range(S):
             c = cum[s] + x[s]
