@@ -49,7 +49,7 @@ with ``A[i, t] = h_t(x_i)`` the {-1, +1} stump outputs, ``e_i = 1/M_1`` on posit
 put on the scores, not on ``w``: a ridge on ``w`` would reward splitting a weight over
 copies of one column, and column generation would keep adding the same stump.  The
 restricted master over the chosen columns is solved by the project's capped-simplex SMO
-(:func:`maxmargin.solvers.qp_master.smo_steps`, stopping on the exact duality gap);
+(:func:`maxmargin.solvers.qp_master.capped_simplex_smo_steps`, stopping on the exact duality gap);
 pricing is [Sun2012 eq. 4.44]: with ``alpha = theta e - (Q + sigma I) rho`` the stump maximising
 ``sum_i alpha_i h(x_i)`` enters if that exceeds the multiplier
 ``lambda`` of ``1'w <= 1``.
@@ -66,7 +66,7 @@ from scipy.optimize import brentq
 
 from maxmargin.solvers.cutting_plane import Plane, UnstabilisedPlanes, kelley_loop
 from maxmargin.solvers.monitor import ConvergenceMonitor, StopFit, time_limit
-from maxmargin.solvers.qp_master import smo_steps
+from maxmargin.solvers.qp_master import capped_simplex_smo_steps
 from maxmargin.weak import DecisionStump, RealStump
 from maxmargin.weak.base import EDGE_CAP, edge_weight
 from maxmargin.weak.real_stump import RealStumps
@@ -581,7 +581,7 @@ class _AsymmetricColumns(UnstabilisedPlanes):
         """The restricted master: min 1/2 w'Gw - b'w, w >= 0, sum w <= 1 (capped simplex)."""
         G, b, w = self.G, self.b, self.w
         grad = _mv(G, w) - b
-        _, qp_gap, _ = smo_steps(G, grad, w, len(w), 1.0, self.tol, 1_000_000)
+        _, qp_gap, _ = capped_simplex_smo_steps(G, grad, w, len(w), 1.0, self.tol, 1_000_000)
         grad = _mv(G, w) - b
         self.lam = max(0.0, -float(grad.min())) if w.sum() >= 1.0 - 1e-9 else 0.0
         obj = 0.5 * _dot(w, _mv(G, w)) - _dot(b, w)

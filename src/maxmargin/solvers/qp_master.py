@@ -58,18 +58,21 @@ class MasterSolution:
 
 
 @njit(cache=True)
-def smo_steps(G, g, lam, n, C, tol, max_iter):
-    """SMO on ``min 1/2 lam^T G lam - b^T lam, lam >= 0, sum(lam) <= C`` over the first
-    ``n`` coordinates, in place; returns ``(gap_at_start, gap, steps)``.
+def capped_simplex_smo_steps(G, g, lam, n, C, tol, max_iter):
+    """SMO on the capped-simplex QP ``min 1/2 lam^T G lam - b^T lam, lam >= 0, sum(lam) <=
+    C`` over the first ``n`` coordinates, in place; returns ``(gap_at_start, gap, steps)``.
+    It is the dual of the 1-slack master ([Joachims2009], one multiplier per plane, the
+    cap ``C`` from the one slack), of one example's block of the n-slack dual
+    ([Tsochantaridis2005], [Keerthi2008]: cap ``C/n``) and of the LACBoost / FisherBoost
+    restricted master (``w >= 0, 1'w <= 1``); for the SVC dual (box and one equality) see
+    :func:`maxmargin.solvers.svm._svc_dual_smo_steps`.
 
     ``g`` holds the gradient ``G lam - b`` on entry and is kept up to date.  A slack
     multiplier ``lam_0 = C - sum(lam)`` (the plane ``xi >= 0``: ``a = 0, b = 0``, gradient
     0) turns the feasible set into the simplex ``sum = C``, whose duality gap is
     ``sum_p lam_p (g_p - min(g, 0))`` (including ``lam_0``).  Each step moves mass from
     the used coordinate with the largest gradient to the one with the largest
-    second-order decrease (WSS2 of Fan, Chen and Lin, JMLR 2005), exactly along the
-    pair.  This is the inner solver of the 1-slack master (one simplex over all planes)
-    and of the n-slack block pass (one simplex per example, ``C/n``).
+    second-order decrease ([Fan2005] WSS2), exactly along the pair.
     """
     gap0 = 0.0
     gap = 0.0
@@ -146,9 +149,9 @@ def smo_steps(G, g, lam, n, C, tol, max_iter):
 
 def _smo(G, b, C, lam, tol, max_iter):
     """Solve max b^T lam - 1/2 lam^T G lam, lam >= 0, sum(lam) <= C, from ``lam``
-    (:func:`smo_steps` on all coordinates); returns (lam, gap, iters)."""
+    (:func:`capped_simplex_smo_steps` on all coordinates); returns (lam, gap, iters)."""
     g = G @ lam - b
-    _, gap, it = smo_steps(G, g, lam, b.shape[0], C, tol, max_iter)
+    _, gap, it = capped_simplex_smo_steps(G, g, lam, b.shape[0], C, tol, max_iter)
     return lam, gap, it
 
 
