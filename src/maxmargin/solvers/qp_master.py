@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from maxmargin.solvers._highs import new_highs
+from maxmargin.solvers.cholesky import chol_append, chol_delete, chol_solve
 
 __all__ = ["MasterSolution", "OneSlackQPMaster"]
 
@@ -181,73 +182,6 @@ def _active_set(G, b, C, lam, max_iter=200):
 
 
 @njit(cache=True)
-def _forward_sub(L, n, rhs, out):
-    """``out[:n] = L[:n, :n]^{-1} rhs[:n]`` (lower triangular); ``out`` may be a row of
-    ``L`` below the block (read only through entries already written)."""
-    for i in range(n):
-        v = rhs[i]
-        for k in range(i):
-            v -= L[i, k] * out[k]
-        out[i] = v / L[i, i]
-
-
-@njit(cache=True)
-def _chol_append(L, n, col, diag, tiny):
-    """Grow the Cholesky factor ``L[:n, :n]`` of ``G_FF`` by one row/column (``col`` =
-    the new column's entries against F, ``diag`` its diagonal): O(n^2).  False when the
-    new pivot is not positive beyond ``tiny`` (the grown matrix is numerically
-    singular)."""
-    _forward_sub(L, n, col, L[n])
-    ss = 0.0
-    for i in range(n):
-        ss += L[n, i] * L[n, i]
-    d2 = diag - ss
-    if not (d2 > tiny):
-        return False
-    L[n, n] = np.sqrt(d2)
-    for i in range(n):
-        L[i, n] = 0.0
-    return True
-
-
-@njit(cache=True)
-def _chol_delete(L, n, k):
-    """Remove row/column ``k`` from the factor ``L[:n, :n]`` (rows below ``k`` move up;
-    the one super-diagonal entry each of them then carries is rotated away by Givens
-    rotations of adjacent columns): O(n^2)."""
-    for i in range(k, n - 1):
-        for j in range(n):
-            L[i, j] = L[i + 1, j]
-    for i in range(k, n - 1):
-        a = L[i, i]
-        c_ = L[i, i + 1]
-        r = np.hypot(a, c_)
-        if r == 0.0:
-            continue
-        cs = a / r
-        sn = c_ / r
-        for row in range(i, n - 1):
-            u = L[row, i]
-            v = L[row, i + 1]
-            L[row, i] = cs * u + sn * v
-            L[row, i + 1] = -sn * u + cs * v
-        L[i, i + 1] = 0.0
-    for j in range(n):
-        L[n - 1, j] = 0.0
-
-
-@njit(cache=True)
-def _chol_solve(L, n, rhs, out):
-    """``out = (L L^T)^{-1} rhs`` on the leading ``n`` block: two triangular solves."""
-    _forward_sub(L, n, rhs, out)
-    for i in range(n - 1, -1, -1):
-        v = out[i]
-        for k in range(i + 1, n):
-            v -= L[k, i] * out[k]
-        out[i] = v / L[i, i]
-
-
-@njit(cache=True)
 def _active_set_kernel(G, b, C, lam, max_iter, scale):
     """The loop of :func:`_active_set`; returns ``(x, ok)`` with ``x[0]`` the slack
     ``C - sum(lam)`` and ``x[1:]`` the multipliers.
@@ -275,7 +209,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
         if x[p + 1] > 0.0:
             for i in range(nF):
                 col[i] = G[F[i], p]
-            if not _chol_append(L, nF, col, G[p, p], tiny):
+            if not chol_append(L, nF, col, G[p, p], tiny):
                 return x, False
             F[nF] = p
             inF[p] = True
@@ -289,7 +223,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
     for _ in range(max_iter):
         for i in range(nF):
             rhs[i] = b[F[i]]
-        _chol_solve(L, nF, rhs, u)
+        chol_solve(L, nF, rhs, u)
         if slack_free:
             nu = 0.0
             tot = 0.0
@@ -300,7 +234,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
         else:
             for i in range(nF):
                 rhs[i] = 1.0
-            _chol_solve(L, nF, rhs, v)
+            chol_solve(L, nF, rhs, v)
             s1 = 0.0
             s2 = 0.0
             for i in range(nF):
@@ -346,7 +280,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
             else:
                 x[F[k] + 1] = 0.0
                 inF[F[k]] = False
-                _chol_delete(L, nF, k)
+                chol_delete(L, nF, k)
                 for i in range(k, nF - 1):
                     F[i] = F[i + 1]
                 nF -= 1
@@ -380,7 +314,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
             continue
         for i in range(nF):
             col[i] = G[F[i], j]
-        if not _chol_append(L, nF, col, G[j, j], tiny):
+        if not chol_append(L, nF, col, G[j, j], tiny):
             return x, False
         F[nF] = j
         inF[j] = True
