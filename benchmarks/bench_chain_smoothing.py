@@ -1,11 +1,15 @@
 """Seconds per call of the chain forward-backward behind StructBoost's fast master on OCR.
 
-``batch_smoothed_loss_augmented`` (forward + backward + marginals; the same signature in
-every version, so this script also times older commits: run it with ``PYTHONPATH`` at
-their ``src``), and, where they exist, ``batch_chain_forward`` alone (the line-search
-trial) and ``batch_loss_augmented`` (Viterbi) for scale.  Inputs: the 626 OCR training
-words (4617 letters, K = 26), random scores ``N(0, s^2)`` at the master's base beta
-(``50 / max T``) and at the continuation's sharpest (``4^5`` times that).  Minimum of
+The forward-backward (forward + backward + marginals) and the forward pass alone (the
+line-search trial), both serial over all words, and ``batch_loss_augmented`` (Viterbi)
+for scale.  Older commits (b53be6b among them) have the first two as public kernels,
+``batch_smoothed_loss_augmented`` and (where it exists) ``batch_chain_forward``, so that
+this script also times them (run it with ``PYTHONPATH`` at their ``src``); newer ones run
+the same compiled code through the per-range parts of the sharded kernels
+(``_chain_factors``, ``_forward_range``, ``_marginals_range`` over all words: the same
+arithmetic in two to four compiled calls).  Inputs: the 626 OCR training words (4617
+letters, K = 26), random scores ``N(0, s^2)`` at the master's base beta (``50 / max T``)
+and at the continuation's sharpest (``4^5`` times that).  Minimum of
 ``--repeat`` calls after one warm-up call; one numba thread.
 
     flock /tmp/maxmargin-bench.lock env NUMBA_NUM_THREADS=1 \\
@@ -42,6 +46,34 @@ def best_of(fn, args, repeat):
     return float(min(ts))
 
 
+def smoothed_loss_augmented(U, P, offsets, ytrue, L, pairwise, beta, marg, pair, lse):
+    """Forward + backward + marginals over all words (``lse = logz / beta``)."""
+    if hasattr(viterbi, "batch_smoothed_loss_augmented"):
+        return viterbi.batch_smoothed_loss_augmented(
+            U, P, offsets, ytrue, L, pairwise, beta, marg, pair, lse
+        )
+    n = offsets.shape[0] - 1
+    fa, logz = np.empty(U.shape), np.empty(n)
+    chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
+    BP, _cmax, _Ec, rmax, Er = viterbi._chain_factors(P, pairwise, beta)
+    pair[:] = 0.0
+    viterbi._marginals_range(
+        U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair, 0, n, BP, rmax, Er
+    )
+    lse[:] = logz / beta
+    return None
+
+
+def chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz):
+    """The forward pass over all words (``fa``, ``logz``)."""
+    if hasattr(viterbi, "batch_chain_forward"):
+        return viterbi.batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
+    BP, cmax, Ec, _rmax, _Er = viterbi._chain_factors(P, pairwise, beta)
+    n = offsets.shape[0] - 1
+    viterbi._forward_range(U, offsets, ytrue, L, beta, fa, logz, 0, n, BP, cmax, Ec)
+    return None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mat", default=str(OCR))
@@ -63,14 +95,14 @@ def main(argv=None):
             marg, pair, lse = np.empty((N, K)), np.zeros((K, K)), np.empty(m)
             row = {"score_scale": scale, "beta": name, "beta_value": beta}
             row["forward_backward"] = best_of(
-                viterbi.batch_smoothed_loss_augmented,
+                smoothed_loss_augmented,
                 (U, P, offsets, ytrue, L, True, beta, marg, pair, lse),
                 args.repeat,
             )
-            if hasattr(viterbi, "batch_chain_forward"):
+            if hasattr(viterbi, "batch_chain_forward") or hasattr(viterbi, "_forward_range"):
                 fa, lz = np.empty((N, K)), np.empty(m)
                 row["forward_only"] = best_of(
-                    viterbi.batch_chain_forward,
+                    chain_forward,
                     (U, P, offsets, ytrue, L, True, beta, fa, lz),
                     args.repeat,
                 )

@@ -4,31 +4,26 @@ import itertools
 
 import numpy as np
 import pytest
-from numba import njit, prange
+from numba import njit
 
 from maxmargin.inference._threads import numba_threads, resolve_threads
 from maxmargin.inference.viterbi import (
-    _chain_factors,
     _loss_aug_into,
-    _marginals_range,
     _slack_into,
-    _sum_shards,
-    batch_chain_forward,
-    batch_chain_marginals,
     batch_evaluate,
     batch_loss_augmented,
-    batch_smoothed_loss_augmented,
     batch_viterbi,
     chain_score,
     sequence_shards,
+    sharded_chain_complete,
     sharded_chain_forward,
     sharded_loss_augmented,
     viterbi,
 )
 
 
-# single-sequence oracles and the sharded backward pass: references for the batch kernels,
-# used only here (the package runs the batched / fused kernels)
+# single-sequence oracles: references for the batch kernels, used only here (the package
+# runs the batched / fused kernels)
 @njit
 def loss_augmented_viterbi(U, P, ytrue, L):
     """``argmax_y sum_t L[y*_t, y_t] + s(y)`` and the augmented value."""
@@ -45,22 +40,23 @@ def slack_viterbi(U, P, ytrue, L):
     return out, v
 
 
-@njit(parallel=True)
-def sharded_chain_marginals(
-    U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg, bounds
-):
-    """``batch_chain_marginals`` over the shards ``bounds`` in parallel; the transition
-    marginals are summed per shard, then over the shards in order."""
-    BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
-    S = bounds.shape[0] - 1
-    K = U.shape[1]
-    pm = np.zeros((S, K, K))
-    for c in prange(S):
-        _marginals_range(
-            U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm[c],
-            bounds[c], bounds[c + 1], BP, rmax, Er,
-        )  # fmt: skip
-    _sum_shards(pm, pair_marg)
+def forward_backward(U, P, offsets, ytrue, L, pairwise, beta, bounds):
+    """The smoothed chain risk's path in ChainTask: the forward pass
+    (:func:`sharded_chain_forward`), then :func:`sharded_chain_complete` (backward pass,
+    signed weights, margin-rescaled Viterbi) on the shards ``bounds``; returns ``(fa,
+    logz, marg, pair, A, dual, labels, loss, margin)``."""
+    N, K = U.shape
+    n = len(offsets) - 1
+    fa, logz = np.empty((N, K)), np.empty(n)
+    sharded_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, bounds)
+    marg, pair = np.empty((N, K)), np.full((K, K), np.nan)
+    A, dual = np.full((N, K + 1), np.nan), np.empty(len(bounds) - 1)
+    lab, loss, mar = np.empty(N, np.int64), np.empty(n), np.empty(n)
+    sharded_chain_complete(
+        U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair, 1.0 / n, A, dual,
+        lab, loss, mar, bounds,
+    )  # fmt: skip
+    return fa, logz, marg, pair, A, dual, lab, loss, mar
 
 
 def _all(T, K):
@@ -168,9 +164,10 @@ def _brute_gibbs(U, P, offsets, ytrue, L, pairwise, beta):
 @pytest.mark.parametrize("pairwise", [True, False])
 @pytest.mark.parametrize("beta", [0.3, 2.0, 400.0])
 def test_forward_backward_matches_enumeration(pairwise, beta):
-    """The scaled forward-backward (batch_chain_forward / batch_chain_marginals) equals
-    enumeration, also at a sharp beta where the scaled sums underflow and the log-space
-    fallback runs."""
+    """The scaled forward-backward (sharded_chain_forward / sharded_chain_complete, one
+    shard) equals enumeration, also at a sharp beta where the scaled sums underflow and
+    the log-space fallback runs; the signed weights and the dual part are those of the
+    enumerated marginals."""
     rng = np.random.default_rng(int(beta * 10) + pairwise)
     K = 3
     offsets = np.array([0, 1, 4, 8, 10], dtype=np.int64)
@@ -180,17 +177,18 @@ def test_forward_backward_matches_enumeration(pairwise, beta):
     ytrue = rng.integers(0, K, size=N)
     L = 1.0 - np.eye(K)
     lz_b, marg_b, pair_b = _brute_gibbs(U, P, offsets, ytrue, L, pairwise, beta)
-    fa, logz = np.empty((N, K)), np.empty(len(offsets) - 1)
-    batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
-    marg, pair = np.empty((N, K)), np.zeros((K, K))
-    batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair)
+    n = len(offsets) - 1
+    one = np.array([0, n], dtype=np.int64)
+    _, logz, marg, pair, A, dual, *_ = forward_backward(
+        U, P, offsets, ytrue, L, pairwise, beta, one
+    )
     np.testing.assert_allclose(logz, lz_b, rtol=1e-12)
     np.testing.assert_allclose(marg, marg_b, atol=1e-10)
     np.testing.assert_allclose(pair, pair_b, atol=1e-10)
-    lse, marg2, pair2 = np.empty(len(logz)), np.empty((N, K)), np.zeros((K, K))
-    batch_smoothed_loss_augmented(U, P, offsets, ytrue, L, pairwise, beta, marg2, pair2, lse)
-    np.testing.assert_array_equal(marg2, marg)
-    np.testing.assert_allclose(lse, logz / beta, rtol=1e-15)
+    onehot = np.eye(K)[ytrue]
+    np.testing.assert_allclose(A[:, :K], (onehot - marg_b) / n, atol=1e-10)
+    assert not A[:, K:].any()
+    assert dual[0] == pytest.approx(np.sum(marg_b * L[ytrue]) / n, abs=1e-10)
 
 
 def test_sequence_shards_cover_every_sequence_once():
@@ -208,10 +206,10 @@ def test_sequence_shards_cover_every_sequence_once():
 @pytest.mark.parametrize("beta", [0.3, 400.0])
 @pytest.mark.parametrize("slack", [False, True])
 def test_sharded_kernels_equal_enumeration_for_any_thread_count(pairwise, beta, slack):
-    """The sharded (numba-thread) chain kernels that ChainTask's oracle runs give the
-    batch kernels' answers -- per-sequence outputs bit for bit, the transition marginals
-    (summed per shard, then over shards) to rounding -- and bit-identical answers for
-    one and two threads."""
+    """The sharded (numba-thread) chain kernels that ChainTask's oracle runs give on four
+    shards the answers of one shard (and of the batch kernel, loss-augmented inference)
+    -- per-sequence outputs bit for bit, the transition marginals (summed per shard, then
+    over shards) to rounding -- and bit-identical answers for one and two threads."""
     rng = np.random.default_rng(7 + pairwise)
     K = 3
     lens = rng.integers(1, 6, size=9)
@@ -222,10 +220,10 @@ def test_sharded_kernels_equal_enumeration_for_any_thread_count(pairwise, beta, 
     ytrue = rng.integers(0, K, size=N)
     L = 1.0 - np.eye(K)
     n = len(lens)
-    fa, logz = np.empty((N, K)), np.empty(n)
-    batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
-    marg, pair = np.empty((N, K)), np.zeros((K, K))
-    batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair)
+    one = np.array([0, n], dtype=np.int64)
+    fa, logz, marg, pair, A, _, lab_m, loss_m, mar_m = forward_backward(
+        U, P, offsets, ytrue, L, pairwise, beta, one
+    )
     lab, loss, mar = np.empty(N, np.int64), np.empty(n), np.empty(n)
     batch_loss_augmented(U, P, offsets, ytrue, L, pairwise, slack, lab, loss, mar)
     lz_b, marg_b, pair_b = _brute_gibbs(U, P, offsets, ytrue, L, pairwise, beta)
@@ -233,11 +231,8 @@ def test_sharded_kernels_equal_enumeration_for_any_thread_count(pairwise, beta, 
     for threads in (1, 2):
         bounds = sequence_shards(offsets, 4)
         with numba_threads(threads):
-            fa2, logz2 = np.empty((N, K)), np.empty(n)
-            sharded_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa2, logz2, bounds)
-            marg2, pair2 = np.empty((N, K)), np.full((K, K), np.nan)
-            sharded_chain_marginals(
-                U, P, offsets, ytrue, L, pairwise, beta, fa2, logz2, marg2, pair2, bounds
+            fa2, logz2, marg2, pair2, A2, _, lab3, loss3, mar3 = forward_backward(
+                U, P, offsets, ytrue, L, pairwise, beta, bounds
             )
             lab2, loss2, mar2 = np.empty(N, np.int64), np.empty(n), np.empty(n)
             sharded_loss_augmented(
@@ -253,7 +248,10 @@ def test_sharded_kernels_equal_enumeration_for_any_thread_count(pairwise, beta, 
         np.testing.assert_array_equal(lab2, lab)
         np.testing.assert_array_equal(loss2, loss)
         np.testing.assert_array_equal(mar2, mar)
-        answers.append((fa2, logz2, marg2, pair2, lab2, loss2, mar2))
+        np.testing.assert_array_equal(A2, A)
+        for got, want in ((lab3, lab_m), (loss3, loss_m), (mar3, mar_m)):
+            np.testing.assert_array_equal(got, want)  # the fused margin-rescaled Viterbi
+        answers.append((fa2, logz2, marg2, pair2, A2, lab2, loss2, mar2, lab3))
     for a, b in zip(*answers):
         np.testing.assert_array_equal(a, b)
 

@@ -89,9 +89,9 @@ def test_empty_and_validation():
 
 def test_active_set_alone_reaches_the_optimum():
     """The active-set method by itself (no SMO after it) ends at a KKT point: the
-    capped-simplex duality gap of :func:`smo_steps` is ~0 there, on a singular Gram
+    capped-simplex duality gap of :func:`capped_simplex_smo_steps` is ~0 there, on a singular Gram
     (more planes than features) too."""
-    from maxmargin.solvers.qp_master import _active_set, smo_steps
+    from maxmargin.solvers.qp_master import _active_set, capped_simplex_smo_steps
 
     rng = np.random.default_rng(7)
     for P, D in ((5, 8), (30, 4)):
@@ -102,7 +102,7 @@ def test_active_set_alone_reaches_the_optimum():
             continue
         assert lam.min() >= 0 and lam.sum() <= 3.0 * (1 + 1e-12)
         g = G @ lam - b
-        _, gap, _ = smo_steps(G, g, lam.copy(), P, 3.0, 0.0, 0)
+        _, gap, _ = capped_simplex_smo_steps(G, g, lam.copy(), P, 3.0, 0.0, 0)
         assert gap <= 1e-9 * max(1.0, float(np.abs(b).max()) * 3.0)
 
 

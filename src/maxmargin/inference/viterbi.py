@@ -17,8 +17,12 @@ needs three maximisations (Tsochantaridis et al., JMLR 2005 [Tsochantaridis2005]
   labelling is a Viterbi problem, so a DP over (position, state, errors so far) solves it
   exactly in O(T^2 K^2) (``_slack_into``, batched by :func:`batch_loss_augmented`).
 
+StructBoost's fast master smooths the hinge: the log-sum-exp over all labellings is the
+forward pass of the loss-augmented Gibbs chain and its gradient the forward-backward
+marginals (:func:`sharded_chain_forward`, :func:`sharded_chain_complete`).
+
 Ties are broken towards the lowest state index.  All kernels are numba-compiled
-(``cache=True``); the ``batch_*`` kernels walk concatenated sequences given by
+(``cache=True``); the ``batch_*`` and ``sharded_*`` kernels walk concatenated sequences given by
 ``offsets`` (sequence i occupies rows ``offsets[i]:offsets[i+1]``).
 """
 
@@ -28,11 +32,8 @@ import numpy as np
 from numba import njit, prange
 
 __all__ = [
-    "batch_chain_forward",
-    "batch_chain_marginals",
     "batch_evaluate",
     "batch_loss_augmented",
-    "batch_smoothed_loss_augmented",
     "batch_viterbi",
     "chain_score",
     "chain_true_scores",
@@ -298,23 +299,17 @@ def _chain_factors(P, pairwise, beta):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz):
-    """Forward algorithm of the loss-augmented Gibbs chain, all sequences:
+def _forward_range(U, offsets, ytrue, L, beta, fa, logz, i0, i1, BP, cmax, Ec):
+    """Forward algorithm of the loss-augmented Gibbs chain, sequences ``i0 .. i1 - 1``:
     ``fa[t, k] = log sum_{z_0..z_t, z_t = k} exp(beta (Delta(y*, z) + s(z)))`` restricted
     to the prefix (N, K), and ``logz[i] = log sum_z exp(beta (Delta(y*_i, z) + s(z)))``.
 
     Each step is a scaled matrix-vector product, ``fa[t, k] = V[t, k] + m + cmax[k] +
     log sum_j exp(fa[t-1, j] - m) Ec[j, k]`` with ``m = max_j fa[t-1, j]`` (K exponentials
-    per position instead of K^2); where the scaled sum falls below ``_TINY`` (only for
-    very sharp smoothing) that entry is recomputed by an exact log-sum-exp.
+    per position instead of K^2; ``BP``, ``cmax``, ``Ec`` from :func:`_chain_factors`);
+    where the scaled sum falls below ``_TINY`` (only for very sharp smoothing) that entry
+    is recomputed by an exact log-sum-exp.
     """
-    BP, cmax, Ec, _rmax, _Er = _chain_factors(P, pairwise, beta)
-    _forward_range(U, offsets, ytrue, L, beta, fa, logz, 0, offsets.shape[0] - 1, BP, cmax, Ec)
-
-
-@njit(cache=True)
-def _forward_range(U, offsets, ytrue, L, beta, fa, logz, i0, i1, BP, cmax, Ec):
-    """:func:`batch_chain_forward` for sequences ``i0 .. i1 - 1`` (given the factors)."""
     K = U.shape[1]
     a = np.empty(K)
     s = np.empty(K)
@@ -360,10 +355,12 @@ def _forward_range(U, offsets, ytrue, L, beta, fa, logz, i0, i1, BP, cmax, Ec):
 
 
 @njit(cache=True)
-def batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg):
-    """Backward pass after :func:`batch_chain_forward`: the Gibbs marginals
-    ``marg[t, k] = P(z_t = k)`` (N, K) and the transition marginals summed over all
-    positions of all sequences, ``pair_marg[j, k]`` (K, K).
+def _marginals_range(
+    U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm, i0, i1, BP, rmax, Er
+):  # pragma: no cover - compiled
+    """Backward pass after :func:`_forward_range`, sequences ``i0 .. i1 - 1``: the Gibbs
+    marginals ``marg[t, k] = P(z_t = k)`` (N, K), and the transition marginals summed over
+    their positions added to ``pm[j, k]`` (K, K) in sequence order.
 
     With ``b[k] = beta (U + L)[t+1, k] + fb[t+1, k]`` (``fb`` the backward messages) and
     ``S[j] = sum_k Er[j, k] exp(b[k] - max b)``: ``fb[t, j] = max b + rmax[j] + log S[j]``,
@@ -371,20 +368,6 @@ def batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, mar
     ``P(z_(t+1) = k | z_t = j) = Er[j, k] exp(b[k] - max b) / S[j]``; entries whose
     ``S[j]`` falls below ``_TINY`` are recomputed in log space.
     """
-    BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
-    pair_marg[:] = 0.0
-    _marginals_range(
-        U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg,
-        0, offsets.shape[0] - 1, BP, rmax, Er,
-    )  # fmt: skip
-
-
-@njit(cache=True)
-def _marginals_range(
-    U, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pm, i0, i1, BP, rmax, Er
-):  # pragma: no cover - compiled
-    """:func:`batch_chain_marginals` for sequences ``i0 .. i1 - 1``, adding their
-    transition marginals to ``pm`` in sequence order."""
     K = U.shape[1]
     fb = np.empty(K)
     b = np.empty(K)
@@ -435,25 +418,6 @@ def _marginals_range(
                                 pm[j, k] += np.exp(e)
 
 
-@njit(cache=True)
-def batch_smoothed_loss_augmented(U, P, offsets, ytrue, L, pairwise, beta, marg, pair_marg, lse):
-    """Log-sum-exp over *all* labellings of the loss-augmented score, per sequence:
-    ``lse[i] = (1/beta) log sum_z exp(beta (Delta(y*_i, z) + s(z)))`` (forward algorithm,
-    :func:`batch_chain_forward`), with the Gibbs marginals ``marg[t, k] = P(z_t = k)``
-    (N, K) and the transition marginals summed over all positions of all sequences,
-    ``pair_marg`` (K, K), from the backward pass (:func:`batch_chain_marginals`).  The
-    smooth upper bound of the chain hinge used by StructBoost's fast master (``lse[i] -
-    s(y*_i)``, within ``T_i log K / beta`` of the hinge); its gradient in the scores is
-    given by the marginals.
-    """
-    fa = np.empty(U.shape)
-    logz = np.empty(offsets.shape[0] - 1)
-    batch_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz)
-    batch_chain_marginals(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg)
-    for i in range(logz.shape[0]):
-        lse[i] = logz[i] / beta
-
-
 # ------------------------------------------------------------------ sharded (threads)
 # The same kernels over fixed shards of the sequences, the shards run by numba's thread
 # pool.  A sequence's rows are written by one shard only, and the one reduction (the
@@ -481,7 +445,11 @@ def sharded_loss_augmented(U, P, offsets, ytrue, L, pairwise, slack, labels, los
 
 @njit(cache=True, parallel=True)
 def sharded_chain_forward(U, P, offsets, ytrue, L, pairwise, beta, fa, logz, bounds):
-    """:func:`batch_chain_forward` over the shards ``bounds`` in parallel (same answers)."""
+    """:func:`_forward_range` (the forward pass of the loss-augmented Gibbs chain) over
+    the shards ``bounds`` in parallel: ``fa`` (N, K) and ``logz`` per sequence, the same
+    answers for any thread count.  ``logz[i] / beta`` is the smoothed hinge's log-sum-exp
+    (within ``T_i log K / beta`` of the hinge plus ``s(y*_i)``): StructBoost's fast master
+    runs only this pass in a line-search trial."""
     BP, cmax, Ec, _rmax, _Er = _chain_factors(P, pairwise, beta)
     for c in prange(bounds.shape[0] - 1):
         _forward_range(U, offsets, ytrue, L, beta, fa, logz, bounds[c], bounds[c + 1], BP, cmax, Ec)
@@ -524,7 +492,7 @@ def sharded_chain_complete(
     labels, loss, margin, bounds,
 ):  # fmt: skip  # pragma: no cover - compiled
     """One parallel pass per shard for the rest of the smoothed chain risk after the
-    forward pass: the backward pass of :func:`batch_chain_marginals` on the shard (its
+    forward pass: the backward pass :func:`_marginals_range` on the shard (its
     Gibbs and transition marginals), the shard's rows of the signed weights ``A[t, k] = ([y_t = k] -
     marg[t, k]) inv_m`` (0 in the slots after the K state slots) and its part of the
     dual ``dual_parts[c] = inv_m sum_t sum_k marg[t, k] L[y_t, k]``

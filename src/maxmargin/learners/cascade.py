@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -107,6 +108,57 @@ def two_point_optimum(alpha, beta, B, n) -> float:
 
 def _sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+class _CascadeRun:
+    """The state of one :meth:`BoostedCascade.fit` between stages: the rows (grown by
+    bootstrapping), which of them pass every stage so far (``alive``), their chained
+    scores ``Fc`` (``chain`` only), the remaining goal ``(A, B, n)``, the stages kept and
+    the fit's monitor."""
+
+    def __init__(self, X, ys, hold, est):
+        self.X, self.ys = X, ys
+        self.set_rows(hold)
+        n = X.shape[0]
+        self.alive = np.ones(n, dtype=bool)
+        self.chain = bool(est.chain)
+        self.Fc = np.zeros(n)
+        self.goal = (float(est.target_recall), float(est.target_far), int(est.n_stages))
+        self.stumps, self.thresholds, self.table = [], [], []
+        self.pool = None  # the recycling pool (``recycle``)
+        self.seen: set = set()  # the splits of the stages so far
+        self.n_boot = 0  # negatives bootstrapped before the next stage
+        self.n_round = 0
+        self.interrupted = False
+        self.monitor = ConvergenceMonitor(
+            "cascade",
+            verbose=est.verbose,
+            callback=est.callback,
+            fields=("stage", "stage_round", "objective", "n_weak"),
+        )
+        self.t0 = time.perf_counter()
+
+    def set_rows(self, hold):
+        """Training rows ``tr`` and validation rows ``va`` (all rows when ``hold`` is None)."""
+        self.hold = hold
+        if hold is None:
+            self.tr = self.va = np.arange(self.X.shape[0])
+        else:
+            self.tr, self.va = np.flatnonzero(~hold), np.flatnonzero(hold)
+
+
+@dataclass
+class _StageSamples:
+    """A stage's rows: training ``idx`` (positives first), the validation rows ``Xv``
+    (``nvp`` positives first) with their starting scores ``F0v``, and the goal."""
+
+    idx: np.ndarray
+    n_pos: int
+    n_neg: int
+    Xv: object
+    F0v: np.ndarray
+    nvp: int
+    goal: tuple
 
 
 @register
@@ -265,8 +317,44 @@ class BoostedCascade(BinaryClassifier, BaseEstimator):
             raise ValueError(f"n_samples = {n}: a cascade needs examples of both classes")
         if negatives is not None and not callable(negatives):
             raise TypeError(f"negatives must be callable or None, got {type(negatives).__name__}")
-        tr, va = np.arange(n), np.arange(n)
-        hold = None  # rows held out for the operating points (None: tr and va are all rows)
+        run = _CascadeRun(X, ys, self._holdout(ys, rng, validation_mask), self)
+        # bootstrapping keeps the negatives alive at these counts
+        n0_tr, n0_va = int((ys[run.tr] < 0).sum()), int((ys[run.va] < 0).sum())
+        caps = _stage_caps(self.max_weak)
+        timed_out = False
+        for s in range(int(self.n_stages)):
+            try:
+                data = self._stage_samples(run, rng)
+                if data is None:
+                    break
+                res = self._boost_stage(run, s, data, caps[min(s, len(caps) - 1)])
+                if len(res.stumps) == 0:
+                    break
+                op = self._operating_point(run, data, res.stumps)
+                self._keep_stage(run, s, data, res, op)
+                self._reject(run, res.stumps, op)
+                _, B, n_left = run.goal
+                if run.interrupted or B >= 1.0 or n_left < 1:
+                    break
+                if negatives is not None:
+                    self._refill(run, negatives, n0_tr, n0_va)
+                if self.max_time is not None and time.perf_counter() - run.t0 >= self.max_time:
+                    timed_out = s + 1 < int(self.n_stages)
+                    break
+            except KeyboardInterrupt:
+                # Ctrl-C inside the stage's boosting (or its bookkeeping): the stages
+                # completed so far are the model; before the first one there is none
+                if not run.thresholds:
+                    raise
+                run.interrupted = True
+                break
+        return self._finish(run, timed_out)
+
+    def _holdout(self, ys, rng, validation_mask):
+        """The rows held out to choose operating points (:meth:`fit`'s
+        ``validation_mask``, else a stratified ``validation_fraction``), or None: the
+        operating points are chosen on the training rows."""
+        n = len(ys)
         if validation_mask is not None:
             hold = np.asarray(validation_mask, dtype=bool).ravel()
             if hold.shape != (n,):
@@ -274,8 +362,8 @@ class BoostedCascade(BinaryClassifier, BaseEstimator):
             for part, name in ((hold, "validation"), (~hold, "training")):
                 if not ((ys[part] > 0).any() and (ys[part] < 0).any()):
                     raise ValueError(f"the {name} rows must hold both classes")
-            tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
-        elif self.validation_fraction > 0:
+            return hold
+        if self.validation_fraction > 0:
             hold = np.zeros(n, dtype=bool)
             for c in (1.0, -1.0):
                 idx = np.flatnonzero(ys == c)
@@ -283,171 +371,168 @@ class BoostedCascade(BinaryClassifier, BaseEstimator):
                 if 0 < k < len(idx):
                     hold[rng.choice(idx, k, replace=False)] = True
             if hold.any() and (ys[~hold] > 0).any() and (ys[~hold] < 0).any():
-                tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
-            else:
-                hold = None
-        # bootstrapping keeps the negatives alive at these counts
-        n0_tr, n0_va = int((ys[tr] < 0).sum()), int((ys[va] < 0).sum())
-        n_boot = 0
-        caps = _stage_caps(self.max_weak)
+                return hold
+        return None
+
+    def _stage_samples(self, run, rng):
+        """The rows of the next stage: the alive training rows (at most ``max_negatives``
+        negatives, a random subset) and the alive validation rows; None when a class is
+        too small to train a stage."""
+        X, ys = run.X, run.ys
+        a_tr = run.tr[run.alive[run.tr]]
+        a_va = run.va[run.alive[run.va]]
+        pos_tr, neg_tr = a_tr[ys[a_tr] > 0], a_tr[ys[a_tr] < 0]
+        pos_va, neg_va = a_va[ys[a_va] > 0], a_va[ys[a_va] < 0]
+        need = 2 if self.stage_learner in ASYM_VARIANTS else 1
+        if min(len(pos_tr), len(neg_tr)) < need or min(len(pos_va), len(neg_va)) < 1:
+            return None
+        if self.max_negatives is not None and len(neg_tr) > self.max_negatives:
+            neg_tr = np.sort(rng.choice(neg_tr, int(self.max_negatives), replace=False))
+        idx = np.concatenate([pos_tr, neg_tr])
+        iv = np.concatenate([pos_va, neg_va])
+        A, B, n_left = run.goal
+        return _StageSamples(
+            idx=idx,
+            n_pos=len(pos_tr),
+            n_neg=len(neg_tr),
+            Xv=X[iv],
+            F0v=run.Fc[iv] if run.chain else np.zeros(len(iv)),
+            nvp=len(pos_va),
+            goal=(min(A, 1.0), B, n_left),
+        )
+
+    def _boost_stage(self, run, s, data, max_weak):
+        """Boost stage ``s`` on ``data``'s training rows until its ROC curve on the
+        validation rows meets the goal (the stopping callback), ``max_time`` runs out or
+        ``max_weak`` weak classifiers; every round's record goes to the cascade's
+        monitor."""
+        goal, Xv, nvp, F0v = data.goal, data.Xv, data.nvp, data.F0v
+
+        def stop(st):
+            F = F0v + st.evaluate(Xv).sum(axis=0)
+            done = False
+            if self.rule != "two-point" or self._may_attain(F, nvp, goal):
+                op = select_operating_point(F[:nvp], F[nvp:], *goal, rule=self.rule)
+                # a stage that rejects no negative is not done, whatever the plan
+                # says (a recycled split can be constant on the windows reaching it)
+                done = op.attained and op.far < 1.0
+            if self.max_time is not None and time.perf_counter() - run.t0 >= self.max_time:
+                done = True
+            return done or run.interrupted  # (set by record)
+
+        def record(rec):
+            row = {
+                **rec,
+                "iteration": run.n_round,
+                "stage_round": rec["iteration"],
+                "stage": s,
+                "t_total": time.perf_counter() - run.t0,
+            }
+            run.n_round += 1
+            try:  # (after a Ctrl-C: recorded, nobody called back)
+                run.monitor.record(row, notify=not run.interrupted)
+            except KeyboardInterrupt:
+                run.interrupted = True
+
+        kw = dict(
+            max_weak=max_weak,
+            F0=run.Fc[data.idx] if run.chain else None,
+            recycle=run.pool,
+            recycle_lambda=0.0 if self.recycle is None else float(self.recycle),
+            stop=stop,
+            on_round=record,
+            max_bins=self.max_bins,
+        )
+        Xs, yss = run.X[data.idx], run.ys[data.idx]
+        if self.stage_learner in ASYM_VARIANTS:
+            return fit_asymmetric_stage(
+                Xs,
+                yss,
+                kind=self.stage_learner,
+                theta=float(self.theta),
+                sigma=float(self.sigma),
+                **kw,
+            )
         r = float(self.cost_ratio)
         c_pos, c_neg = 2.0 * r / (1.0 + r), 2.0 / (1.0 + r)
-        A, B, n_left = float(self.target_recall), float(self.target_far), int(self.n_stages)
-        alive = np.ones(n, dtype=bool)  # passed every stage so far (train and validation)
-        chain = bool(self.chain)
-        Fc = np.zeros(n)  # chained score of every row after the stages so far (chain only)
-        stumps, thresholds, table = [], [], []
-        monitor = ConvergenceMonitor(
-            "cascade",
-            verbose=self.verbose,
-            callback=self.callback,
-            fields=("stage", "stage_round", "objective", "n_weak"),
+        return fit_cost_sensitive_stage(
+            Xs, yss, variant=self.stage_learner, c_pos=c_pos, c_neg=c_neg, **kw
         )
-        history = monitor.history
-        pool = None
-        seen: set = set()
-        t0 = time.perf_counter()
-        interrupted = timed_out = False
-        state = {"round": 0}
-        for s in range(int(self.n_stages)):
-            try:
-                a_tr = tr[alive[tr]]
-                a_va = va[alive[va]]
-                pos_tr, neg_tr = a_tr[ys[a_tr] > 0], a_tr[ys[a_tr] < 0]
-                pos_va, neg_va = a_va[ys[a_va] > 0], a_va[ys[a_va] < 0]
-                lac = self.stage_learner in ASYM_VARIANTS
-                need = 2 if lac else 1
-                if min(len(pos_tr), len(neg_tr)) < need or min(len(pos_va), len(neg_va)) < 1:
-                    break
-                if self.max_negatives is not None and len(neg_tr) > self.max_negatives:
-                    neg_tr = np.sort(rng.choice(neg_tr, int(self.max_negatives), replace=False))
-                idx = np.concatenate([pos_tr, neg_tr])
-                Xs, yss = X[idx], ys[idx]
-                iv = np.concatenate([pos_va, neg_va])
-                Xv = X[iv]
-                F0v = Fc[iv] if chain else np.zeros(len(iv))
-                nvp = len(pos_va)
-                goal = (min(A, 1.0), B, n_left)
 
-                def stop(st, _goal=goal, _Xv=Xv, _nvp=nvp, _F0v=F0v):
-                    F = _F0v + st.evaluate(_Xv).sum(axis=0)
-                    done = False
-                    if self.rule != "two-point" or self._may_attain(F, _nvp, _goal):
-                        op = select_operating_point(F[:_nvp], F[_nvp:], *_goal, rule=self.rule)
-                        # a stage that rejects no negative is not done, whatever the plan
-                        # says (a recycled split can be constant on the windows reaching it)
-                        done = op.attained and op.far < 1.0
-                    if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
-                        done = True
-                    return done or interrupted  # noqa: B023 (read when called: set by record)
+    def _operating_point(self, run, data, st):
+        """The stage's operating point on the validation rows: the ``rule``'s threshold
+        for the remaining goal, or the ``fallback``'s when the goal is out of reach."""
+        F = data.F0v + st.evaluate(data.Xv).sum(axis=0)
+        nvp = data.nvp
+        return select_operating_point(
+            F[:nvp], F[nvp:], *data.goal, rule=self.rule, fallback=self.fallback
+        )
 
-                def record(rec, _s=s):
-                    nonlocal interrupted
-                    row = {
-                        **rec,
-                        "iteration": state["round"],
-                        "stage_round": rec["iteration"],
-                        "stage": _s,
-                        "t_total": time.perf_counter() - t0,
-                    }
-                    state["round"] += 1
-                    try:  # (after a Ctrl-C: recorded, nobody called back)
-                        monitor.record(row, notify=not interrupted)
-                    except KeyboardInterrupt:
-                        interrupted = True
+    def _keep_stage(self, run, s, data, res, op):
+        """Append stage ``s`` to the cascade (its table row first: a Ctrl-C between the
+        appends is trimmed by :meth:`_finish`) and its splits to the recycling pool."""
+        st = res.stumps
+        splits = set(zip(st.feature.tolist(), st.threshold.tolist()))
+        run.table.append(
+            {
+                "stage": s,
+                "n_weak": len(st),
+                "n_new_weak": len(splits - run.seen),
+                "threshold": op.threshold,
+                "recall": op.recall,
+                "far": op.far,
+                "attained": op.attained,
+                "n_pos": data.n_pos,
+                "n_neg": data.n_neg,
+                "n_recycled": res.n_recycled,
+                "n_bootstrapped": run.n_boot,
+                "goal": [data.goal[0], data.goal[1], data.goal[2]],
+            }
+        )
+        run.seen |= splits
+        run.stumps.append(st)
+        run.thresholds.append(op.threshold)
+        if self.recycle is not None:
+            run.pool = st if run.pool is None else run.pool.concat(st)
 
-                kw = dict(
-                    max_weak=caps[min(s, len(caps) - 1)],
-                    F0=Fc[idx] if chain else None,
-                    recycle=pool,
-                    recycle_lambda=0.0 if self.recycle is None else float(self.recycle),
-                    stop=stop,
-                    on_round=record,
-                    max_bins=self.max_bins,
-                )
-                if lac:
-                    res = fit_asymmetric_stage(
-                        Xs,
-                        yss,
-                        kind=self.stage_learner,
-                        theta=float(self.theta),
-                        sigma=float(self.sigma),
-                        **kw,
-                    )
-                else:
-                    res = fit_cost_sensitive_stage(
-                        Xs, yss, variant=self.stage_learner, c_pos=c_pos, c_neg=c_neg, **kw
-                    )
-                st = res.stumps
-                if len(st) == 0:
-                    break
-                F = F0v + st.evaluate(Xv).sum(axis=0)
-                op = select_operating_point(
-                    F[:nvp], F[nvp:], *goal, rule=self.rule, fallback=self.fallback
-                )
-                splits = set(zip(st.feature.tolist(), st.threshold.tolist()))
-                table.append(
-                    {
-                        "stage": s,
-                        "n_weak": len(st),
-                        "n_new_weak": len(splits - seen),
-                        "threshold": op.threshold,
-                        "recall": op.recall,
-                        "far": op.far,
-                        "attained": op.attained,
-                        "n_pos": len(pos_tr),
-                        "n_neg": len(neg_tr),
-                        "n_recycled": res.n_recycled,
-                        "n_bootstrapped": n_boot,
-                        "goal": [goal[0], goal[1], goal[2]],
-                    }
-                )
-                seen |= splits
-                stumps.append(st)
-                thresholds.append(op.threshold)
-                if self.recycle is not None:
-                    pool = st if pool is None else pool.concat(st)
-                # bootstrap: only windows passing this stage go on
-                rows = np.flatnonzero(alive)
-                Fall = st.evaluate(X[rows]).sum(axis=0)
-                if chain:
-                    Fall += Fc[rows]
-                    Fc[rows] = Fall
-                alive[rows[Fall <= op.threshold]] = False
-                A, B, n_left = A / op.recall, B / op.far, n_left - 1
-                if interrupted or B >= 1.0 or n_left < 1:
-                    break
-                if negatives is not None:
-                    X, ys, hold, Fc, n_boot = self._bootstrap(
-                        negatives, X, ys, hold, Fc, alive, stumps, thresholds, chain, n0_tr, n0_va
-                    )
-                    alive = np.ones(X.shape[0], dtype=bool)
-                    if hold is None:
-                        tr = va = np.arange(X.shape[0])
-                    else:
-                        tr, va = np.flatnonzero(~hold), np.flatnonzero(hold)
-                if self.max_time is not None and time.perf_counter() - t0 >= self.max_time:
-                    timed_out = s + 1 < int(self.n_stages)
-                    break
-            except KeyboardInterrupt:
-                # Ctrl-C inside the stage's boosting (or its bookkeeping): the stages
-                # completed so far are the model; before the first one there is none
-                if not thresholds:
-                    raise
-                interrupted = True
-                break
+    @staticmethod
+    def _reject(run, st, op):
+        """Only the rows passing the new stage go on (their chained scores updated); the
+        goal of the remaining stages becomes ``(A / a, B / b, n - 1)``."""
+        rows = np.flatnonzero(run.alive)
+        Fall = st.evaluate(run.X[rows]).sum(axis=0)
+        if run.chain:
+            Fall += run.Fc[rows]
+            run.Fc[rows] = Fall
+        run.alive[rows[Fall <= op.threshold]] = False
+        A, B, n_left = run.goal
+        run.goal = (A / op.recall, B / op.far, n_left - 1)
+
+    def _refill(self, run, negatives, n0_tr, n0_va):
+        """Bootstrapping: replace the rejected negatives by fresh ones that pass every
+        stage so far (:meth:`_bootstrap`); every row is alive again."""
+        run.X, run.ys, hold, run.Fc, run.n_boot = self._bootstrap(
+            negatives, run.X, run.ys, run.hold, run.Fc, run.alive, run.stumps,
+            run.thresholds, run.chain, n0_tr, n0_va,
+        )  # fmt: skip
+        run.set_rows(hold)
+        run.alive = np.ones(run.X.shape[0], dtype=bool)
+
+    def _finish(self, run, timed_out):
+        """The fitted attributes from the stages complete in every list."""
         # a Ctrl-C between the three appends of a stage: keep the stages complete in all
-        k = min(len(stumps), len(thresholds), len(table))
-        stumps, thresholds, table = stumps[:k], thresholds[:k], table[:k]
+        k = min(len(run.stumps), len(run.thresholds), len(run.table))
+        stumps, thresholds, table = run.stumps[:k], run.thresholds[:k], run.table[:k]
+        history = run.monitor.history
         if not stumps:
-            if interrupted:
+            if run.interrupted:
                 raise KeyboardInterrupt
             raise ValueError("no stage could be trained (too few examples of a class)")
-        self.converged_ = not (interrupted or timed_out)
-        if interrupted:
+        self.converged_ = not (run.interrupted or timed_out)
+        if run.interrupted:
             warn_interrupted(
                 len(history),
-                stacklevel=3,
+                stacklevel=4,
                 kept=f"the cascade of the {k} stage(s) completed before it "
                 f"({len(history)} boosting rounds recorded)",
             )
@@ -456,7 +541,7 @@ class BoostedCascade(BinaryClassifier, BaseEstimator):
         self.stages_ = table
         self.history_ = history
         self.n_stages_ = len(stumps)
-        self.chain_ = chain  # as fitted: set_params(chain=...) does not change decisions
+        self.chain_ = run.chain  # as fitted: set_params(chain=...) does not change decisions
         return self
 
     @staticmethod

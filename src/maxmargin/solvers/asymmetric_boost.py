@@ -49,7 +49,7 @@ with ``A[i, t] = h_t(x_i)`` the {-1, +1} stump outputs, ``e_i = 1/M_1`` on posit
 put on the scores, not on ``w``: a ridge on ``w`` would reward splitting a weight over
 copies of one column, and column generation would keep adding the same stump.  The
 restricted master over the chosen columns is solved by the project's capped-simplex SMO
-(:func:`maxmargin.solvers.qp_master.smo_steps`, stopping on the exact duality gap);
+(:func:`maxmargin.solvers.qp_master.capped_simplex_smo_steps`, stopping on the exact duality gap);
 pricing is [Sun2012 eq. 4.44]: with ``alpha = theta e - (Q + sigma I) rho`` the stump maximising
 ``sum_i alpha_i h(x_i)`` enters if that exceeds the multiplier
 ``lambda`` of ``1'w <= 1``.
@@ -58,7 +58,6 @@ pricing is [Sun2012 eq. 4.44]: with ``alpha = theta e - (Q + sigma I) rho`` the 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,7 +65,8 @@ from numba import njit
 from scipy.optimize import brentq
 
 from maxmargin.solvers.cutting_plane import Plane, UnstabilisedPlanes, kelley_loop
-from maxmargin.solvers.qp_master import smo_steps
+from maxmargin.solvers.monitor import ConvergenceMonitor, StopFit, time_limit
+from maxmargin.solvers.qp_master import capped_simplex_smo_steps
 from maxmargin.weak import DecisionStump, RealStump
 from maxmargin.weak.base import EDGE_CAP, edge_weight
 from maxmargin.weak.real_stump import RealStumps
@@ -196,6 +196,25 @@ class StageResult:
     n_recycled: int = 0
     stopped: bool = False  # the stop callback ended training
     columns: dict | None = None  # LAC / Fisher: the master's columns and weights
+
+
+def _stage_monitor(stumps, stop, on_round, max_time) -> ConvergenceMonitor:
+    """The stage's :class:`~maxmargin.solvers.monitor.ConvergenceMonitor` (its history is
+    the stage's): ``on_round(record)`` sees every round's record, then ``stop(stumps())``
+    -- the stage so far -- ends training when it returns True (``stop_reason`` "stop",
+    :attr:`StageResult.stopped`), then the ``max_time`` budget."""
+
+    def observe(mon, rec):
+        on_round(rec)  # an observer: its return value does not stop the stage
+
+    def stop_rule(mon, rec):
+        if stop(stumps()):
+            raise StopFit("stop")
+
+    callbacks = [observe] if on_round is not None else []
+    callbacks += [stop_rule] if stop is not None else []
+    callbacks += [time_limit(max_time)] if max_time is not None else []
+    return ConvergenceMonitor("stage", callbacks=callbacks)
 
 
 def _sides(X, feature, thr):
@@ -346,9 +365,8 @@ def fit_cost_sensitive_stage(
     pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
     pool_t = [] if recycle is None else [float(v) for v in recycle.threshold]
     pool_side = _sides(X, pool_f, pool_t) if pool_f else np.zeros((0, n))
-    history, n_rec = [], 0
-    t0 = time.perf_counter()
-    stopped = False
+    n_rec = 0
+    mon = _stage_monitor(stage.stumps, stop, on_round, max_time)
     for it in range(int(max_weak)):
         z = -cy * ys * F
         zmax = z.max()
@@ -407,17 +425,11 @@ def fit_cost_sensitive_stage(
             "d_new": float(d_new * _exp(zmax) / n),
             "d_recycled": float(d_rec * _exp(zmax) / n) if k_rec >= 0 else float("nan"),
             "n_weak": len(stage.f),
-            "t_total": time.perf_counter() - t0,
+            "t_total": mon.elapsed(),
         }
-        history.append(rec)
-        if on_round is not None:
-            on_round(rec)
-        if stop is not None and stop(stage.stumps()):
-            stopped = True
+        if mon.record(rec):
             break
-        if max_time is not None and rec["t_total"] >= max_time:
-            break
-    return StageResult(stage.stumps(), history, n_rec, stopped)
+    return StageResult(stage.stumps(), mon.history, n_rec, mon.stop_reason == "stop")
 
 
 # ------------------------------------------------------------------- LACBoost / FisherBoost
@@ -487,7 +499,6 @@ class _AsymmetricColumns(UnstabilisedPlanes):
         self.e, self.q_rho0, self.weak, self.prep = e, q_rho0, weak, prep
         self.recycle, self.recycle_lambda = recycle, recycle_lambda
         self.cap, self.eps, self.tol = cap, eps, tol
-        self.stop_cb, self.on_round, self.max_time = stop, on_round, max_time
         n, self.d = X.shape
         self.pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
         self.pool_t = [] if recycle is None else [float(v) for v in recycle.threshold]
@@ -499,11 +510,17 @@ class _AsymmetricColumns(UnstabilisedPlanes):
         self.G = np.zeros((0, 0))
         self.b = np.zeros(0)
         self.w = np.zeros(0)
-        self.history, self.n_rec = [], 0
-        self.t0 = time.perf_counter()
-        self.stopped = False
+        self.n_rec = 0
+        self.monitor = _stage_monitor(self.stumps, stop, on_round, max_time)
         self.lam = 0.0
         self.rec = None
+
+    def stumps(self) -> RealStumps:
+        """The stage so far: every column with its current weight."""
+        st = _Stage(self.d)
+        for ff, tt, pp, ww in zip(self.cols_f, self.cols_t, self.cols_p, self.w):
+            st.add(ff, tt, -pp * ww, pp * ww)
+        return st.stumps()
 
     def point(self, sol):
         """The pricing weights ``alpha = theta e - (Q + sigma I)(rho0 + A w)``."""
@@ -564,7 +581,7 @@ class _AsymmetricColumns(UnstabilisedPlanes):
         """The restricted master: min 1/2 w'Gw - b'w, w >= 0, sum w <= 1 (capped simplex)."""
         G, b, w = self.G, self.b, self.w
         grad = _mv(G, w) - b
-        _, qp_gap, _ = smo_steps(G, grad, w, len(w), 1.0, self.tol, 1_000_000)
+        _, qp_gap, _ = capped_simplex_smo_steps(G, grad, w, len(w), 1.0, self.tol, 1_000_000)
         grad = _mv(G, w) - b
         self.lam = max(0.0, -float(grad.min())) if w.sum() >= 1.0 - 1e-9 else 0.0
         obj = 0.5 * _dot(w, _mv(G, w)) - _dot(b, w)
@@ -584,20 +601,10 @@ class _AsymmetricColumns(UnstabilisedPlanes):
             "lambda": self.lam,
             "recycled": rec["recycled"],
             "n_weak": len(set(zip(self.cols_f, self.cols_t))),
-            "t_total": time.perf_counter() - self.t0,
+            "t_total": self.monitor.elapsed(),
             "gap": rec["gap"],
         }
-        self.history.append(rec)
-        if self.on_round is not None:
-            self.on_round(rec)
-        if self.stop_cb is not None:
-            st = _Stage(self.d)
-            for ff, tt, pp, ww in zip(self.cols_f, self.cols_t, self.cols_p, self.w):
-                st.add(ff, tt, -pp * ww, pp * ww)
-            if self.stop_cb(st.stumps()):
-                self.stopped = True
-                return True
-        return self.max_time is not None and rec["t_total"] >= self.max_time
+        return self.monitor.record(rec)
 
 
 def fit_asymmetric_stage(
@@ -669,7 +676,7 @@ def fit_asymmetric_stage(
     # column generation is Kelley's method on the dual: the shared loop, unstabilised
     kelley_loop(cg, None)
     cols_f, cols_t, cols_p, w = cg.cols_f, cg.cols_t, cg.cols_p, cg.w
-    history, n_rec, stopped = cg.history, cg.n_rec, cg.stopped
+    history, n_rec, stopped = cg.monitor.history, cg.n_rec, cg.monitor.stop_reason == "stop"
     st = _Stage(d)
     for ff, tt, pp, ww in zip(cols_f, cols_t, cols_p, w):
         if ww > 0:

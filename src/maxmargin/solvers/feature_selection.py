@@ -37,8 +37,8 @@ from scipy.special import expit
 
 from maxmargin._validation import add_intercept
 from maxmargin.exceptions import warn_interrupted
+from maxmargin.solvers.cholesky import chol_solve
 from maxmargin.solvers.monitor import ConvergenceMonitor
-from maxmargin.solvers.qp_master import _chol_solve
 from maxmargin.solvers.svm import DENSE_FILL, DENSE_MAX_BYTES, DualCDData, dual_cd_data, fit_dual_cd
 
 __all__ = [
@@ -381,7 +381,7 @@ def _newton_rounds_solve(
             H = 2.0 * C * G[j]
             for a in range(k1):
                 H[a, a] += 1.0
-            _chol_solve(np.linalg.cholesky(H), k1, 2.0 * C * r[:, j], x)
+            chol_solve(np.linalg.cholesky(H), k1, 2.0 * C * r[:, j], x)
             Wbar[:, j] = x
         D = Wbar - W
         DM = Y * np.dot(X, D)

@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from maxmargin.solvers._highs import new_highs
+from maxmargin.solvers.cholesky import chol_append, chol_delete, chol_solve
 
 __all__ = ["MasterSolution", "OneSlackQPMaster"]
 
@@ -58,18 +59,21 @@ class MasterSolution:
 
 
 @njit(cache=True)
-def smo_steps(G, g, lam, n, C, tol, max_iter):
-    """SMO on ``min 1/2 lam^T G lam - b^T lam, lam >= 0, sum(lam) <= C`` over the first
-    ``n`` coordinates, in place; returns ``(gap_at_start, gap, steps)``.
+def capped_simplex_smo_steps(G, g, lam, n, C, tol, max_iter):
+    """SMO on the capped-simplex QP ``min 1/2 lam^T G lam - b^T lam, lam >= 0, sum(lam) <=
+    C`` over the first ``n`` coordinates, in place; returns ``(gap_at_start, gap, steps)``.
+    It is the dual of the 1-slack master ([Joachims2009], one multiplier per plane, the
+    cap ``C`` from the one slack), of one example's block of the n-slack dual
+    ([Tsochantaridis2005], [Keerthi2008]: cap ``C/n``) and of the LACBoost / FisherBoost
+    restricted master (``w >= 0, 1'w <= 1``); for the SVC dual (box and one equality) see
+    :func:`maxmargin.solvers.svm._svc_dual_smo_steps`.
 
     ``g`` holds the gradient ``G lam - b`` on entry and is kept up to date.  A slack
     multiplier ``lam_0 = C - sum(lam)`` (the plane ``xi >= 0``: ``a = 0, b = 0``, gradient
     0) turns the feasible set into the simplex ``sum = C``, whose duality gap is
     ``sum_p lam_p (g_p - min(g, 0))`` (including ``lam_0``).  Each step moves mass from
     the used coordinate with the largest gradient to the one with the largest
-    second-order decrease (WSS2 of Fan, Chen and Lin, JMLR 2005), exactly along the
-    pair.  This is the inner solver of the 1-slack master (one simplex over all planes)
-    and of the n-slack block pass (one simplex per example, ``C/n``).
+    second-order decrease ([Fan2005] WSS2), exactly along the pair.
     """
     gap0 = 0.0
     gap = 0.0
@@ -146,9 +150,9 @@ def smo_steps(G, g, lam, n, C, tol, max_iter):
 
 def _smo(G, b, C, lam, tol, max_iter):
     """Solve max b^T lam - 1/2 lam^T G lam, lam >= 0, sum(lam) <= C, from ``lam``
-    (:func:`smo_steps` on all coordinates); returns (lam, gap, iters)."""
+    (:func:`capped_simplex_smo_steps` on all coordinates); returns (lam, gap, iters)."""
     g = G @ lam - b
-    _, gap, it = smo_steps(G, g, lam, b.shape[0], C, tol, max_iter)
+    _, gap, it = capped_simplex_smo_steps(G, g, lam, b.shape[0], C, tol, max_iter)
     return lam, gap, it
 
 
@@ -175,73 +179,6 @@ def _active_set(G, b, C, lam, max_iter=200):
     scale = max(1.0, float(np.max(np.abs(np.diag(G)))) if P else 1.0)
     x, ok = _active_set_kernel(G, b, float(C), lam, int(max_iter), scale)
     return x[1:], bool(ok)
-
-
-@njit(cache=True)
-def _forward_sub(L, n, rhs, out):
-    """``out[:n] = L[:n, :n]^{-1} rhs[:n]`` (lower triangular); ``out`` may be a row of
-    ``L`` below the block (read only through entries already written)."""
-    for i in range(n):
-        v = rhs[i]
-        for k in range(i):
-            v -= L[i, k] * out[k]
-        out[i] = v / L[i, i]
-
-
-@njit(cache=True)
-def _chol_append(L, n, col, diag, tiny):
-    """Grow the Cholesky factor ``L[:n, :n]`` of ``G_FF`` by one row/column (``col`` =
-    the new column's entries against F, ``diag`` its diagonal): O(n^2).  False when the
-    new pivot is not positive beyond ``tiny`` (the grown matrix is numerically
-    singular)."""
-    _forward_sub(L, n, col, L[n])
-    ss = 0.0
-    for i in range(n):
-        ss += L[n, i] * L[n, i]
-    d2 = diag - ss
-    if not (d2 > tiny):
-        return False
-    L[n, n] = np.sqrt(d2)
-    for i in range(n):
-        L[i, n] = 0.0
-    return True
-
-
-@njit(cache=True)
-def _chol_delete(L, n, k):
-    """Remove row/column ``k`` from the factor ``L[:n, :n]`` (rows below ``k`` move up;
-    the one super-diagonal entry each of them then carries is rotated away by Givens
-    rotations of adjacent columns): O(n^2)."""
-    for i in range(k, n - 1):
-        for j in range(n):
-            L[i, j] = L[i + 1, j]
-    for i in range(k, n - 1):
-        a = L[i, i]
-        c_ = L[i, i + 1]
-        r = np.hypot(a, c_)
-        if r == 0.0:
-            continue
-        cs = a / r
-        sn = c_ / r
-        for row in range(i, n - 1):
-            u = L[row, i]
-            v = L[row, i + 1]
-            L[row, i] = cs * u + sn * v
-            L[row, i + 1] = -sn * u + cs * v
-        L[i, i + 1] = 0.0
-    for j in range(n):
-        L[n - 1, j] = 0.0
-
-
-@njit(cache=True)
-def _chol_solve(L, n, rhs, out):
-    """``out = (L L^T)^{-1} rhs`` on the leading ``n`` block: two triangular solves."""
-    _forward_sub(L, n, rhs, out)
-    for i in range(n - 1, -1, -1):
-        v = out[i]
-        for k in range(i + 1, n):
-            v -= L[k, i] * out[k]
-        out[i] = v / L[i, i]
 
 
 @njit(cache=True)
@@ -272,7 +209,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
         if x[p + 1] > 0.0:
             for i in range(nF):
                 col[i] = G[F[i], p]
-            if not _chol_append(L, nF, col, G[p, p], tiny):
+            if not chol_append(L, nF, col, G[p, p], tiny):
                 return x, False
             F[nF] = p
             inF[p] = True
@@ -286,7 +223,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
     for _ in range(max_iter):
         for i in range(nF):
             rhs[i] = b[F[i]]
-        _chol_solve(L, nF, rhs, u)
+        chol_solve(L, nF, rhs, u)
         if slack_free:
             nu = 0.0
             tot = 0.0
@@ -297,7 +234,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
         else:
             for i in range(nF):
                 rhs[i] = 1.0
-            _chol_solve(L, nF, rhs, v)
+            chol_solve(L, nF, rhs, v)
             s1 = 0.0
             s2 = 0.0
             for i in range(nF):
@@ -343,7 +280,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
             else:
                 x[F[k] + 1] = 0.0
                 inF[F[k]] = False
-                _chol_delete(L, nF, k)
+                chol_delete(L, nF, k)
                 for i in range(k, nF - 1):
                     F[i] = F[i + 1]
                 nF -= 1
@@ -377,7 +314,7 @@ def _active_set_kernel(G, b, C, lam, max_iter, scale):
             continue
         for i in range(nF):
             col[i] = G[F[i], j]
-        if not _chol_append(L, nF, col, G[j, j], tiny):
+        if not chol_append(L, nF, col, G[j, j], tiny):
             return x, False
         F[nF] = j
         inF[j] = True

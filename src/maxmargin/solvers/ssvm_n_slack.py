@@ -31,7 +31,7 @@ from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
 from maxmargin.solvers.cutting_plane import Plane, UnstabilisedPlanes, kelley_loop
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
-from maxmargin.solvers.qp_master import smo_steps
+from maxmargin.solvers.qp_master import capped_simplex_smo_steps
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -126,7 +126,7 @@ def _block_pass(order, w, L, ws, Cn, max_steps, tol, gaps):
     Each block is the dual of example i's constraints, ``max sum_c alpha_c b_c -
     1/2 ||sum_c alpha_c a_c||^2`` over ``alpha >= 0, sum alpha <= C/n`` with the rest of
     w fixed: the same simplex-constrained QP as the 1-slack master, solved by the same
-    SMO steps (:func:`~maxmargin.solvers.qp_master.smo_steps`).  ``gaps[i]`` receives
+    SMO steps (:func:`~maxmargin.solvers.qp_master.capped_simplex_smo_steps`).  ``gaps[i]`` receives
     example i's block duality gap before its update; their sum over a sweep estimates
     the working-set duality gap (exact when w does not move).
     """
@@ -146,7 +146,7 @@ def _block_pass(order, w, L, ws, Cn, max_steps, tol, gaps):
         for c in range(cnt):
             g[c] = aw[c] - ws.b[i, c]
             old[c] = lam[c]
-        gaps[i], _, _ = smo_steps(ws.G[i], g, lam, cnt, Cn, tol, max_steps)
+        gaps[i], _, _ = capped_simplex_smo_steps(ws.G[i], g, lam, cnt, Cn, tol, max_steps)
         for c in range(cnt):
             d = lam[c] - old[c]
             if d != 0.0:

@@ -220,15 +220,18 @@ def _kernel_row(kr, i):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _smo_steps(kr, y, C, alpha, G, tol, max_steps, wss2, tau):
-    """At most ``max_steps`` SMO steps in place; returns (steps, violation, converged).
+def _svc_dual_smo_steps(kr, y, C, alpha, G, tol, max_steps, wss2, tau):
+    """At most ``max_steps`` SMO steps on the SVC dual ``min 1/2 a^T Q a - e^T a, 0 <= a
+    <= C, y^T a = 0`` (a box and one equality: the intercept's; [Platt1999]) in place;
+    returns (steps, violation, converged).  For the capped simplex of the structured
+    masters see :func:`maxmargin.solvers.qp_master.capped_simplex_smo_steps`.
 
     ``G = Q alpha - e`` is the dual gradient.  I_up / I_low are the index sets where
     ``alpha_t`` may move up / down along ``y_t``; the maximal violation is
-    ``m - M = max_{I_up} -y G - min_{I_low} -y G`` (Keerthi et al. 2001), the stopping
+    ``m - M = max_{I_up} -y G - min_{I_low} -y G`` ([Keerthi2001]), the stopping
     rule is ``m - M <= tol`` (libsvm's).  WSS1 takes the maximal violating pair, WSS2
     keeps ``i`` and picks ``j`` with the largest second-order decrease
-    ``b_ij^2 / a_ij`` (Fan, Chen & Lin 2005).  Each step reads kernel rows i and j only
+    ``b_ij^2 / a_ij`` ([Fan2005]).  Each step reads kernel rows i and j only
     (``kr``: :class:`KernelRows`).
     """
     n = y.shape[0]
@@ -356,7 +359,7 @@ def fit_smo(
     try:
         while True:
             budget = min(chunk, max_iter - steps)
-            done, viol, converged = _smo_steps(
+            done, viol, converged = _svc_dual_smo_steps(
                 kr, y, float(C), alpha, G, float(tol), budget, wss == "wss2", 1e-12
             )
             steps += done
