@@ -229,6 +229,7 @@ class _WindowDetector(BaseEstimator):
             block=self.block,
             orientations=self.orientations,
             scale_step=float(self.scale_step),
+            max_levels=int(getattr(self, "max_levels", 12)),
             aspect_ratios=tuple(self.aspect_ratios),
             colour=bool(self.colour),
             channels=bool(getattr(self, "channels", False)),
@@ -625,6 +626,9 @@ class HOGSVMDetector(_WindowDetector):
     window : (w, h) cells, default=(6, 6)
     cell, block, orientations : HOG parameters, default 8, 2, 9
     scale_step : float, default=sqrt(2)
+    max_levels : int, default=12
+        Pyramid levels per aspect ratio at most (:class:`HOGPyramid`'s ``max_levels``):
+        a finer ``scale_step`` needs more to reach the same largest object.
     pos_overlap, neg_overlap : float, default=0.6, 0.3
     C : float, default=0.01
     mirror : bool or "all", default=False
@@ -784,6 +788,7 @@ class HOGSVMDetector(_WindowDetector):
     _parameter_constraints = {
         **_WindowDetector._hog_constraints,
         "C": [POSITIVE],
+        "max_levels": [POSITIVE_INT],
         "mirror": [bool, Options("all")],
         "max_working_set": [POSITIVE_INT],
         "max_rounds": [POSITIVE_INT],
@@ -814,6 +819,7 @@ class HOGSVMDetector(_WindowDetector):
         block=2,
         orientations=9,
         scale_step=2**0.5,
+        max_levels=12,
         pos_overlap=0.6,
         neg_overlap=0.3,
         C=0.01,
@@ -877,6 +883,7 @@ class HOGSVMDetector(_WindowDetector):
         self.block = block
         self.orientations = orientations
         self.scale_step = scale_step
+        self.max_levels = max_levels
         self.pos_overlap = pos_overlap
         self.neg_overlap = neg_overlap
         self.C = C
