@@ -500,6 +500,12 @@ def main(argv=None):
             "n_positives": det.n_positives_,
             "mining_rounds": len(det.mining_history_),
         }
+        if getattr(det, "structural", None) is not None:
+            # structural constraints: their number and the share of training objects
+            # whose most violated one (loss-augmented inference) is still violated
+            out["svm"][name]["n_structural_pairs"] = det.n_structural_pairs_
+            out["svm"][name]["structural_violated"] = det.structural_violated_
+            out["svm"][name]["n_working_set"] = int(det.mining_history_[-1]["working_set"])
         nms_ap = {}
         for spec in filter(None, args.nms.split(";")):
             thr, _, cov = spec.partition("/")

@@ -147,6 +147,54 @@ def _apply_offsets(windows, t, shape, margin=0.0):
     return np.hstack([lo, hi - lo])
 
 
+def structural_sets(windows, boxes, lo=0.1, hi=0.5):
+    """The structural constraints of one image (``HOGSVMDetector(structural=)``):
+    ``windows`` (n, 4) the boxes the scanned windows stand for (with context: shrunk
+    back), ``boxes`` (k, 4) the image's objects.  Returns ``(true, idx, obj, delta)``:
+    ``true[j]`` the window overlapping box ``j`` most (its true output), and the windows
+    ``idx`` whose best overlap with any box lies in ``[lo, hi)`` -- each constrained
+    against that box ``obj`` (so a window near two objects is ranked against the one it
+    overlaps more, and one overlapping another object by ``hi`` or more, a detection of
+    it, is not a constraint of this one) -- with the Pascal loss ``delta = 1 -
+    overlap``; the true windows themselves are left out."""
+    boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    z = np.zeros(0, dtype=np.int64)
+    if len(boxes) == 0 or len(windows) == 0:
+        return z, z, z, np.zeros(0)
+    ov = pairwise_overlap(np.asarray(windows, dtype=np.float64), boxes)  # (n, k)
+    true = np.argmax(ov, axis=0)
+    obj = np.argmax(ov, axis=1)
+    o = ov[np.arange(len(ov)), obj]
+    sel = (o >= lo) & (o < hi)
+    sel[true] = False
+    idx = np.flatnonzero(sel)
+    return true.astype(np.int64), idx, obj[idx].astype(np.int64), 1.0 - o[idx]
+
+
+def most_violated_windows(scores, true, idx, obj, delta, margin=1.0):
+    """Loss-augmented inference of the structural constraints of one image: per object
+    ``j`` the window ``y`` of ``idx`` (with ``obj == j``) maximising ``margin * delta_y +
+    s_y`` and its violation ``margin * delta_y + s_y - s_true[j]`` (positive: the
+    constraint ``s_true >= s_y + margin * delta_y`` is violated).  ``scores``: every
+    window's score.  Returns ``(window, loss, violation)`` per object; an object with no
+    constrained window gets window -1, loss 0 and violation ``-inf``."""
+    k = len(true)
+    win = np.full(k, -1, dtype=np.int64)
+    loss = np.zeros(k)
+    vio = np.full(k, -np.inf)
+    if len(idx) == 0:
+        return win, loss, vio
+    s = np.asarray(scores, dtype=np.float64)
+    v = float(margin) * delta + s[idx]
+    order = np.lexsort((-v, obj))  # by object, the largest first
+    first = order[np.r_[True, obj[order][1:] != obj[order][:-1]]]
+    j = obj[first]
+    win[j] = idx[first]
+    loss[j] = float(margin) * delta[first]
+    vio[j] = v[first] - s[true[j]]
+    return win, loss, vio
+
+
 class _WindowDetector(BaseEstimator):
     """Shared HOG-pyramid machinery of the sliding-window detectors."""
 
@@ -181,6 +229,7 @@ class _WindowDetector(BaseEstimator):
             block=self.block,
             orientations=self.orientations,
             scale_step=float(self.scale_step),
+            max_levels=int(getattr(self, "max_levels", 12)),
             aspect_ratios=tuple(self.aspect_ratios),
             colour=bool(self.colour),
             channels=bool(getattr(self, "channels", False)),
@@ -347,6 +396,8 @@ class _WindowDetector(BaseEstimator):
         p["window"] = list(p["window"])
         p["aspect_ratios"] = [float(a) for a in p["aspect_ratios"]]
         p["channel_cells"] = [int(a) for a in p["channel_cells"]]
+        if "structural_overlap" in p:
+            p["structural_overlap"] = [float(a) for a in p["structural_overlap"]]
         return p
 
     @staticmethod
@@ -358,6 +409,8 @@ class _WindowDetector(BaseEstimator):
         p.setdefault("colour", False)
         p.setdefault("channels", False)
         p["channel_cells"] = tuple(p.get("channel_cells", (1,)))
+        if "structural_overlap" in p:
+            p["structural_overlap"] = tuple(p["structural_overlap"])
         p.setdefault("location_prior", False)
         if "context" in p:  # SVM files from before ``context_pad``: edge replication
             p.setdefault("context_pad", "edge")
@@ -573,6 +626,9 @@ class HOGSVMDetector(_WindowDetector):
     window : (w, h) cells, default=(6, 6)
     cell, block, orientations : HOG parameters, default 8, 2, 9
     scale_step : float, default=sqrt(2)
+    max_levels : int, default=12
+        Pyramid levels per aspect ratio at most (:class:`HOGPyramid`'s ``max_levels``):
+        a finer ``scale_step`` needs more to reach the same largest object.
     pos_overlap, neg_overlap : float, default=0.6, 0.3
     C : float, default=0.01
     mirror : bool or "all", default=False
@@ -611,6 +667,29 @@ class HOGSVMDetector(_WindowDetector):
         least this, else 1 (the 0/1 loss AP counts); None: ``o* - o``.
     max_iter : int, default=300
         ``training="structured"``: cutting-plane iterations.
+    structural : float or None, default=None
+        ``training="mining"``: besides the binary constraints (positives above +1,
+        every negative window below -1), structural constraints that rank the windows
+        near each training object by their overlap with it (the structured output
+        detection of Blaschko & Lampert, ECCV 2008; the ranking principle of King's
+        max-margin object detection): for every object ``j`` with true window ``t_j``
+        (the scanned window overlapping it most) and every window ``y`` of the same image
+        (and, with ``mirror``, of its mirror image) whose overlap ``o`` with ``j`` lies
+        in ``structural_overlap`` (:func:`structural_sets`; overlaps of the boxes the
+        windows stand for, with ``context`` shrunk back, against the boxes as given),
+        ``w.Psi(t_j) >= w.Psi(y) + m Delta - xi`` with ``Delta = 1 - o`` (the Pascal
+        loss) and ``m`` this value.  Each pair is one more row of the mined SVM -- the
+        row ``(Psi(y) - Psi(t_j)) / (m Delta)`` with label -1 and no intercept entry, so
+        its hinge is ``C / (m Delta) max(0, m Delta - w.(Psi(t_j) - Psi(y)))``: margin
+        rescaling, each pair with its own slack, weighted by ``1 / (m Delta)`` -- and
+        the hard-negative loop finds the violated pairs the way it finds hard negatives
+        (its scan yields every pair every round; the most violated join the working
+        set: cutting planes with a loss).  After the fit, the loss-augmented inference
+        (:meth:`most_violated`) on every training object gives
+        ``structural_violated_``.  None: no structural constraints.
+    structural_overlap : (float, float), default=(0.1, 0.5)
+        ``structural``: the overlaps ``[lo, hi)`` of the constrained windows (below 0.5:
+        the misplaced windows AP counts as false positives).
     box_regression : float or None, default=None
         Refine every detection's box from its window's descriptor by ridge regression
         (the bounding-box regression of Girshick, Donahue, Darrell & Malik, CVPR 2014,
@@ -709,6 +788,7 @@ class HOGSVMDetector(_WindowDetector):
     _parameter_constraints = {
         **_WindowDetector._hog_constraints,
         "C": [POSITIVE],
+        "max_levels": [POSITIVE_INT],
         "mirror": [bool, Options("all")],
         "max_working_set": [POSITIVE_INT],
         "max_rounds": [POSITIVE_INT],
@@ -719,6 +799,8 @@ class HOGSVMDetector(_WindowDetector):
         "false_alarm_loss": [None, Interval(float, 0, None, closed="neither")],
         "loss_threshold": [None, _UNIT],
         "max_iter": [POSITIVE_INT],
+        "structural": [None, Interval(float, 0, None, closed="neither")],
+        "structural_overlap": [tuple, list],
         "box_regression": [None, Interval(float, 0, None, closed="neither")],
         "regression_overlap": [_UNIT],
         "context": [Interval(float, 0, None, closed="left")],
@@ -737,6 +819,7 @@ class HOGSVMDetector(_WindowDetector):
         block=2,
         orientations=9,
         scale_step=2**0.5,
+        max_levels=12,
         pos_overlap=0.6,
         neg_overlap=0.3,
         C=0.01,
@@ -760,6 +843,8 @@ class HOGSVMDetector(_WindowDetector):
         false_alarm_loss=None,
         loss_threshold=None,
         max_iter=300,
+        structural=None,
+        structural_overlap=(0.1, 0.5),
         box_regression=None,
         regression_overlap=0.5,
         context=0.0,
@@ -785,6 +870,8 @@ class HOGSVMDetector(_WindowDetector):
         self.false_alarm_loss = false_alarm_loss
         self.loss_threshold = loss_threshold
         self.max_iter = max_iter
+        self.structural = structural
+        self.structural_overlap = structural_overlap
         self.aspect_ratios = aspect_ratios
         self.colour = colour
         self.channels = channels
@@ -796,6 +883,7 @@ class HOGSVMDetector(_WindowDetector):
         self.block = block
         self.orientations = orientations
         self.scale_step = scale_step
+        self.max_levels = max_levels
         self.pos_overlap = pos_overlap
         self.neg_overlap = neg_overlap
         self.C = C
@@ -843,7 +931,11 @@ class HOGSVMDetector(_WindowDetector):
     def fit(self, images, boxes):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
+        lo_hi = self._structural_range()
+        if self.structural is not None and self.training != "mining":
+            raise ValueError("structural constraints need training='mining'")
         self._fit_extent(images, boxes)
+        given = boxes
         # windows with context: the boxes grown, the pyramid grids padded (``context``)
         boxes = self._context_boxes(boxes)
         self._fit_prior(images, boxes)
@@ -852,11 +944,14 @@ class HOGSVMDetector(_WindowDetector):
             return self._fit_structured(images, boxes, wins)
         Xp = self._positives(wins, boxes)
         fwins = None
+        swins, sboxes = list(wins), list(given)  # the structural constraints' images
         if getattr(self, "mirror", False):
             # the positives of the left-right mirrored images too (Dalal & Triggs)
             fimgs, fboxes = _mirrored(images, boxes)
             fwins = self._windows(fimgs, fboxes)
             Xp = np.vstack([Xp, self._positives(fwins, fboxes)])
+            swins += fwins
+            sboxes += _mirrored(images, given)[1]
             if self.mirror == "all":  # and their negatives
                 wins = wins + fwins
         offsets = np.cumsum([0] + [len(w[1]) for w in wins])
@@ -874,24 +969,119 @@ class HOGSVMDetector(_WindowDetector):
                     X = self._describe(pyr, lv[neg], r[neg], c[neg], prior=priors[k])
                     yield offsets[k] + neg, X
 
-        res = mine_hard_negatives(
-            Xp,
-            scan,
-            float(self.C),
-            max_working_set=int(self.max_working_set),
-            max_rounds=int(self.max_rounds),
-            tol=float(self.tol),
-            rng=as_generator(self.random_state),
-            verbose=self.verbose,
-        )
-        self.coef_ = res.w.astype(np.float64)
-        self.intercept_ = float(res.b)
+        self.structural_violated_ = self.n_structural_pairs_ = None
+        if self.structural is None:
+            res = mine_hard_negatives(
+                Xp,
+                scan,
+                float(self.C),
+                max_working_set=int(self.max_working_set),
+                max_rounds=int(self.max_rounds),
+                tol=float(self.tol),
+                rng=as_generator(self.random_state),
+                verbose=self.verbose,
+            )
+            self.coef_ = res.w.astype(np.float64)
+            self.intercept_ = float(res.b)
+        else:
+            res = self._mine_structural(Xp, scan, swins, sboxes, offsets[-1], lo_hi)
         self.mining_history_ = res.history
         self.converged_ = bool(res.converged)
         self.n_positives_ = len(Xp)
         self.n_train_images_ = len(images)
         self._fit_regression(images, boxes, wins[: len(images)], fwins)
         return self
+
+    def _structural_range(self):
+        lo_hi = tuple(float(v) for v in self.structural_overlap)
+        if len(lo_hi) != 2 or not 0.0 <= lo_hi[0] < lo_hi[1] <= 1.0:
+            raise ValueError(
+                f"structural_overlap must be (lo, hi) with 0 <= lo < hi <= 1, got "
+                f"{self.structural_overlap!r}"
+            )
+        return lo_hi
+
+    def _structural_of(self, pyr, lv, r, c, boxes, lo_hi):
+        """:func:`structural_sets` of one image's windows ``(lv, r, c)`` against its
+        ``boxes`` as given (with ``context``: the boxes the windows stand for)."""
+        wb = pyr.boxes(lv, r, c)
+        if getattr(self, "context", 0.0):
+            wb = _from_context(wb, self._context_factors(), pyr.image_shape)
+        return structural_sets(wb, boxes, *lo_hi)
+
+    def _mine_structural(self, Xp, scan, swins, sboxes, n_windows, lo_hi):
+        """``structural``: hard-negative mining over the negative windows and the
+        structural pairs (rows ``(Psi(y) - Psi(t)) / (m Delta)``, label -1), the
+        intercept an explicit constant column that the pairs' rows do not have."""
+        m = float(self.structural)
+        sets, truths, spriors = [], [], []
+        for (pyr, lv, r, c, _), b in zip(swins, sboxes):
+            t, idx, obj, delta = self._structural_of(pyr, lv, r, c, b, lo_hi)
+            sets.append((t, idx, obj, delta))
+            if len(idx):
+                truths.append(self._describe(pyr, lv[t], r[t], c[t]).astype(np.float64))
+                spriors.append(self._prior(pyr, pyr.boxes(lv[idx], r[idx], c[idx])))
+            else:
+                truths.append(None)
+                spriors.append(None)
+        at = n_windows + np.cumsum([0] + [len(q[1]) for q in sets])  # the pairs' ids
+
+        def rows():
+            for ids, X in scan():
+                yield ids, np.hstack([X, np.ones((len(X), 1), dtype=X.dtype)])
+            for k, (pyr, lv, r, c, _) in enumerate(swins):
+                _, idx, obj, delta = sets[k]
+                if len(idx):
+                    X = self._describe(pyr, lv[idx], r[idx], c[idx], prior=spriors[k])
+                    Z = (X.astype(np.float64) - truths[k][obj]) / (m * delta)[:, None]
+                    yield at[k] + np.arange(len(idx)), np.hstack([Z, np.zeros((len(Z), 1))])
+
+        res = mine_hard_negatives(
+            np.hstack([Xp, np.ones((len(Xp), 1), dtype=Xp.dtype)]),
+            rows,
+            float(self.C),
+            max_working_set=int(self.max_working_set),
+            max_rounds=int(self.max_rounds),
+            tol=float(self.tol),
+            fit_intercept=False,
+            rng=as_generator(self.random_state),
+            verbose=self.verbose,
+        )
+        self.coef_ = np.asarray(res.w[:-1], dtype=np.float64)
+        self.intercept_ = float(res.w[-1])
+        self.n_structural_pairs_ = int(at[-1] - at[0])
+        # the loss-augmented inference on every training object at the fitted filter
+        vio = [
+            most_violated_windows(
+                self._scan(pyr, lv, r, c, prior=self._prior(pyr, pyr.boxes(lv, r, c))),
+                *sets[k],
+                margin=m,
+            )[2]
+            for k, (pyr, lv, r, c, _) in enumerate(swins)
+            if len(lv)
+        ]
+        vio = np.concatenate(vio) if vio else np.zeros(0)
+        # the share of training objects whose most violated constraint is violated
+        self.structural_violated_ = float(np.mean(vio > 0)) if len(vio) else 0.0
+        return res
+
+    def most_violated(self, image, boxes):
+        """Loss-augmented inference of the structural constraints (``structural``) on
+        one image with objects ``boxes`` at the fitted filter: every window scored by the
+        compiled scan, per box its true window and the most violated window
+        (:func:`most_violated_windows`).  Returns ``(true, window, loss, violation)``
+        per box; windows are indices into the pyramid's ``windows()`` (-1: none in
+        ``structural_overlap``), ``loss`` is ``structural * Delta``."""
+        self._check_fitted()
+        image, boxes = check_images_boxes([image], [boxes])
+        pyr = self._pyramid(image[0])
+        lv, r, c = pyr.windows()
+        lo_hi = self._structural_range()
+        t, idx, obj, delta = self._structural_of(pyr, lv, r, c, boxes[0], lo_hi)
+        s = self._scan(pyr, lv, r, c, prior=self._prior(pyr, pyr.boxes(lv, r, c)))
+        m = 1.0 if self.structural is None else float(self.structural)
+        win, loss, vio = most_violated_windows(s, t, idx, obj, delta, margin=m)
+        return t, win, loss, vio
 
     def detect(self, image):
         """``(boxes, scores)`` of one image after NMS, best first (see
