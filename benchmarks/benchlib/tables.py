@@ -95,7 +95,8 @@ def fit_vs_lightgbm(data, _load):
                 [
                     r["data"],
                     f"{r['weak_learner']}:{r['master']}:{r['certify']}"
-                    + (f":{r['inner_tol']}" if r.get("inner_tol", "fixed") != "fixed" else ""),
+                    + (f":{r['inner_tol']}" if r.get("inner_tol", "fixed") != "fixed" else "")
+                    + (f":q{r['columns_per_iter']}" if r.get("columns_per_iter", 1) != 1 else ""),
                     r["max_iter"],
                     f"{sb['fit_s']:.2f} ({sb['t_weak']:.2f} / {sb['t_master']:.2f} / "
                     f"{sb['t_polish']:.2f})",
@@ -215,6 +216,14 @@ def fit_inexact_master(data, load):
         sb = r["structboost"]
         out[k + 2] = out[k + 2].rstrip() + f" {sb['inner_steps'] / max(sb['n_iter'], 1):.2f} |"
     return out
+
+
+@table("fit_columns_per_iter")
+def fit_columns_per_iter(data, load):
+    """The paired comparison of one and several weak classifiers per iteration
+    (``columns_per_iter``, ``:qN`` in the configuration): fit_vs_lightgbm's rows with the
+    master's L-BFGS steps per iteration."""
+    return fit_inexact_master(data, load)
 
 
 @table("fit_vs_lightgbm:headline")
