@@ -218,14 +218,6 @@ def fit_inexact_master(data, load):
     return out
 
 
-@table("fit_columns_per_iter")
-def fit_columns_per_iter(data, load):
-    """The paired comparison of one and several weak classifiers per iteration
-    (``columns_per_iter``, ``:qN`` in the configuration): fit_vs_lightgbm's rows with the
-    master's L-BFGS steps per iteration."""
-    return fit_inexact_master(data, load)
-
-
 @table("fit_vs_lightgbm:headline")
 def fit_vs_lightgbm_headline(data, _load):
     """README's figures of the equal-stump comparison: the time ratio range and where
