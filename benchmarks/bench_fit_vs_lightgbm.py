@@ -8,7 +8,8 @@ threads (numba's kernels / LightGBM ``n_jobs``; default 1, the issue-28 protocol
 fit is repeated and the fastest time kept (the machine may be shared); the test error and
 the objective come from the first repeat (all repeats are identical fits).
 
-Reported per configuration ``weak:master:certify[:inner_tol]`` and iteration count: fit seconds and
+Reported per configuration ``weak:master:certify[:inner_tol[:columns_per_iter]]`` and
+iteration count: fit seconds and
 their ratio to LightGBM's, test error of both, StructBoost's objective and certified
 duality gap, and its time split: weak-learner search (t_weak), master (t_master;
 includes t_polish, the final certificate -- continuation or exact LP) and the oracle
@@ -17,7 +18,9 @@ inside the master (t_oracle); the master's L-BFGS steps over the fit (inner_step
 (smaller) count of the same configuration.  ``inner_tol`` ``adaptive`` is the inexact
 master (each iteration's solve to a tolerance following the outer gap, one solve to
 ``tol`` before the certificate); configurations listed together run one after the other
-in the same process, per set and iteration count (a paired comparison).
+in the same process, per set and iteration count (a paired comparison).  The fifth
+field, ``columns_per_iter`` (default 1), is how many weak classifiers may enter per
+iteration (one master solve for all; ``max_iter`` still counts weak learners).
 
 Data: satimage, pendigits and dna use their official train/test files; usps (only its
 2007-row test file is available) and scikit-learn's digits are split 70/30 (stratified,
@@ -30,7 +33,7 @@ random_state=0)`` split 70/30 (stratified, seed 0): the issue's 26-class stand-i
 Usage: .venv/bin/python benchmarks/bench_fit_vs_lightgbm.py [--max-iter 100 200 500]
     [--C 100] [--datasets digits satimage pendigits usps dna syn26]
     [--configs auto:fast:gap stump:fast:gap hist_stump:fast:gap stump:fast:exact
-               auto:fast:gap:adaptive]
+               auto:fast:gap:adaptive auto:fast:gap:fixed:4]
     [--threads 1] [--repeats 3]
     [--data-dir ../shared/data] [--out benchmarks/results/fit_vs_lightgbm.json]
 """
@@ -83,7 +86,7 @@ def timed(fit, repeats):
 
 
 def run_structboost(
-    Xtr, ytr, Xte, yte, weak, master, certify, max_iter, C, repeats, inner_tol="fixed"
+    Xtr, ytr, Xte, yte, weak, master, certify, max_iter, C, repeats, inner_tol="fixed", q=1
 ):
     clf, fit_s, times = timed(
         lambda: StructBoostClassifier(
@@ -93,6 +96,7 @@ def run_structboost(
             master=master,
             certify=certify,
             inner_tol=inner_tol,
+            columns_per_iter=q,
             random_state=0,
         ).fit(Xtr, ytr),
         repeats,
@@ -157,7 +161,7 @@ def main():
     )
     # "auto": the estimator's default (exact stumps up to 5000 rows, binned above); an
     # optional fourth field is the fast master's inner_tol ("fixed", the default, or
-    # "adaptive": the inexact master)
+    # "adaptive": the inexact master); an optional fifth is columns_per_iter (default 1)
     ap.add_argument("--configs", nargs="+", default=["auto:fast:gap"])
     ap.add_argument("--out", default="benchmarks/results/fit_vs_lightgbm.json")
     args = ap.parse_args()
@@ -179,11 +183,12 @@ def main():
             weak, master, *rest = cfg.split(":")
             certify = rest[0] if rest else "gap"
             inner_tol = rest[1] if len(rest) > 1 else "fixed"
+            q = int(rest[2]) if len(rest) > 2 else 1
             prev = None
             for max_iter in sorted(args.max_iter):
                 sb = run_structboost(
                     Xtr, ytr, Xte, yte, weak, master, certify, max_iter, args.C, args.repeats,
-                    inner_tol,
+                    inner_tol, q,
                 )  # fmt: skip
                 lg = run_lightgbm(Xtr, ytr, Xte, yte, sb["n_stumps"], K, args.repeats, args.threads)
                 rows.append(
@@ -196,6 +201,7 @@ def main():
                         "master": master,
                         "certify": certify,
                         "inner_tol": inner_tol,
+                        "columns_per_iter": q,
                         "max_iter": max_iter,
                         "structboost": sb,
                         "lightgbm": lg,
@@ -221,7 +227,8 @@ def main():
         sb, lg = r["structboost"], r["lightgbm"]
         dbl = "" if r["doubling"] is None else f"{r['doubling']:.2f}x"
         print(
-            f"| {r['data']} | {r['weak_learner']}:{r['master']}:{r['certify']} | "
+            f"| {r['data']} | {r['weak_learner']}:{r['master']}:{r['certify']}"
+            f"{'' if r['columns_per_iter'] == 1 else ':q' + str(r['columns_per_iter'])} | "
             f"{r['max_iter']} | {sb['fit_s']:.2f} "
             f"({sb['t_weak']:.2f} / {sb['t_master']:.2f} / {sb['t_polish']:.2f}) | "
             f"{sb['n_stumps']} | {sb['objective']:.3f} ({sb['gap']:.0e}) | "

@@ -95,7 +95,8 @@ def fit_vs_lightgbm(data, _load):
                 [
                     r["data"],
                     f"{r['weak_learner']}:{r['master']}:{r['certify']}"
-                    + (f":{r['inner_tol']}" if r.get("inner_tol", "fixed") != "fixed" else ""),
+                    + (f":{r['inner_tol']}" if r.get("inner_tol", "fixed") != "fixed" else "")
+                    + (f":q{r['columns_per_iter']}" if r.get("columns_per_iter", 1) != 1 else ""),
                     r["max_iter"],
                     f"{sb['fit_s']:.2f} ({sb['t_weak']:.2f} / {sb['t_master']:.2f} / "
                     f"{sb['t_polish']:.2f})",

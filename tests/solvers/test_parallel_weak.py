@@ -8,8 +8,14 @@ import scipy.sparse as sp
 
 from maxmargin import StructBoostClassifier
 from maxmargin.exceptions import ParallelFitError
-from maxmargin.solvers.parallel_weak import BlockedStumpSearch, feature_blocks, supports_blocks
+from maxmargin.solvers.parallel_weak import (
+    BlockedStumpSearch,
+    _prepared,
+    feature_blocks,
+    supports_blocks,
+)
 from maxmargin.weak import DecisionStump, HistogramStump, make_weak_learner
+from maxmargin.weak.binning import SORTED_MIN_BINS
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -55,6 +61,30 @@ def test_blocked_search_equals_serial(sparse, weak, n_jobs):
             assert np.array_equal(cand.evaluate(Z), ref.evaluate(Z))
         if n_jobs == 2:
             assert blocked.bytes_sent == 2 * 2 * (12 * np.count_nonzero(A) if sparse else A.nbytes)
+
+
+@pytest.mark.parametrize("n_cols", [1, 4])
+def test_blocked_sorted_search_equals_serial(n_cols):
+    """Exact stumps on features with many distinct values: every block is coded as
+    ``DecisionStump.prepare`` codes (sorted order kept) and searched by the two-pass
+    ``best``; the stumps are the serial ones bit for bit, ties included."""
+    rng = np.random.default_rng(1)
+    n = 4 * SORTED_MIN_BINS
+    Z = rng.normal(size=(n, 23))
+    Z[:, 9] = Z[:, 2]  # a duplicate feature in another block: the first must win
+    Z[:, 14] = np.round(Z[:, 14])  # few values: the histogram passes beside the sorted ones
+    A = rng.normal(size=(n, n_cols))
+    A[:, -1] = np.round(A[:, -1])  # integer weights: exact gain ties
+    weak = DecisionStump()
+    ref, gref = weak.best(weak.prepare(Z), A)
+    with BlockedStumpSearch(weak, n_jobs=1, n_blocks=4) as blocked:
+        prep = blocked.prepare(Z)
+        cand, gain = blocked.best(prep, A)
+        assert all(_prepared(b).order_row is not None for b in prep.blocks)
+    assert np.array_equal(gain, gref)
+    assert np.array_equal(cand.feature, ref.feature)
+    assert np.array_equal(cand.threshold, ref.threshold)
+    assert np.array_equal(cand.polarity, ref.polarity)
 
 
 def test_structboost_n_jobs_bit_for_bit(digits_split):

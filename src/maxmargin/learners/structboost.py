@@ -129,7 +129,9 @@ class StructBoost(SparseInput, Persistent, BaseEstimator):
         Relative tolerance of the fast master's inner loop: it stops when an L-BFGS step
         lowers the smoothed objective by less than this fraction.
     max_iter : int, default=200
-        Maximum column-generation (boosting) iterations.
+        Maximum column-generation (boosting) steps: weak-learner entries, one per
+        iteration unless ``columns_per_iter`` > 1 (then still at most ``max_iter`` new
+        weak learners).
     max_time : float or None, default=None
         Wall-clock limit in seconds for the whole fit, the final exact polish included
         (10 % of it is kept for the polish of the fast master).  If the polish cannot
@@ -180,6 +182,15 @@ class StructBoost(SparseInput, Persistent, BaseEstimator):
         and 1e-3, and one solve to ``tol`` comes before convergence is declared and
         before the certificate (which is unchanged).  Fewer L-BFGS steps per iteration,
         a different column sequence (docs/structboost.md, "the inexact master").
+    columns_per_iter : int, default=1
+        Weak classifiers that may enter per iteration, one master solve for all of them:
+        after the best, the next candidates of the search (one per slot) whose gain
+        still exceeds ``1 + eps_cg``, so each is a valid entering column of
+        [Shen2014 Alg. 1] and the stopping test and certificate are unchanged.
+        ``max_iter`` keeps counting weak learners (``n_iter_`` counts iterations, so it
+        may be smaller).  Only tasks with several slots of candidates (multi-class with
+        shared stumps, label coding) use it; docs/structboost.md, "several columns per
+        iteration".
     polish : bool, default=True
         Legacy switch: False is ``certify="none"``.
 
@@ -260,6 +271,7 @@ class StructBoost(SparseInput, Persistent, BaseEstimator):
         certify: str = "gap",
         gap_tol: float = GAP_TOL,
         inner_tol: str = "fixed",
+        columns_per_iter: int = 1,
     ):
         store_params(self, locals())
 
@@ -283,6 +295,7 @@ class StructBoost(SparseInput, Persistent, BaseEstimator):
         "certify": [Options(*CERTIFY)],
         "gap_tol": [POSITIVE],
         "inner_tol": [Options(*INNER_TOL)],
+        "columns_per_iter": [POSITIVE_INT],
     }
 
     def _validate_hyperparameters(self) -> None:
@@ -401,6 +414,7 @@ class StructBoost(SparseInput, Persistent, BaseEstimator):
             certify=self.certify,
             gap_tol=float(self.gap_tol),
             inner_tol=self.inner_tol,
+            columns_per_iter=int(self.columns_per_iter),
             **init,
         )
         self._store_result(res)
@@ -575,7 +589,9 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         Weight of the average hinge loss; must be well above 1 for any weak learner to
         enter (the paper uses 10 to 1000).
     max_iter : int, default=200
-        Maximum column-generation (boosting) iterations.
+        Maximum column-generation (boosting) steps: weak-learner entries, one per
+        iteration unless ``columns_per_iter`` > 1 (then still at most ``max_iter`` new
+        weak learners).
     weak_learner : str or WeakLearner, default="auto"
         ``"auto"``: exact decision stumps (``"stump"``) up to ``AUTO_EXACT_ROWS`` = 5000
         training rows, histogram stumps (``"hist_stump"``, <= 255 bins per feature, as
@@ -624,6 +640,9 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         Relative duality gap of ``certify="gap"``.
     inner_tol : {"fixed", "adaptive"}, default="fixed"
         The fast master's solves during the iterations; see :class:`StructBoost`.
+    columns_per_iter : int, default=1
+        Weak classifiers that may enter per iteration (one master solve for all);
+        ``max_iter`` keeps counting weak learners.  See :class:`StructBoost`.
 
     Attributes
     ----------
@@ -683,6 +702,7 @@ class StructBoostClassifier(ClassifierMixin, StructBoost):
         certify: str = "gap",
         gap_tol: float = GAP_TOL,
         inner_tol: str = "fixed",
+        columns_per_iter: int = 1,
     ):
         store_params(self, locals())
 

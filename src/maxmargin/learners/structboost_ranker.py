@@ -160,6 +160,7 @@ class StructBoostRanker(StructBoost):
     # StructBoost parameters this class does not take: the task is built from y (and
     # every solve of the master goes to ``tol``)
     task, warm_start, polish, inner_tol = None, False, True, "fixed"
+    columns_per_iter = 1  # one slot: one candidate per search, nothing to add
 
     _parameter_constraints = {
         **{k: v for k, v in StructBoost._parameter_constraints.items() if k != "task"},

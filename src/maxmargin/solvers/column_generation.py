@@ -187,6 +187,24 @@ def _enter(task, mst, store, Z, cand, gains, picks, threshold):
     return empty, empty
 
 
+def _more_picks(task, gains, threshold, picks, q):
+    """``picks`` followed by up to ``q - 1`` further groups of picks: each is
+    ``task.select_columns`` on the gains with every candidate picked so far removed, so
+    each group's classifier has a slot of gain above ``threshold`` under the same duals
+    (reduced cost ``1 - gain < -eps_cg``: a valid entering column of [Shen2014 Alg. 1]).
+    Returns ``(picks, n_groups)``."""
+    gains = np.array(gains, dtype=np.float64, copy=True)
+    out, group, n_groups = list(picks), picks, 1
+    while n_groups < q:
+        gains[[p[0] for p in group]] = -np.inf
+        group = task.select_columns(gains, threshold)
+        if not group:
+            break
+        out.extend(group)
+        n_groups += 1
+    return out, n_groups
+
+
 def _seed_columns(
     mst: RestrictedMaster, store: ColumnStore, Z, hyps: Hypotheses, W0, deadline, outputs=None
 ) -> None:
@@ -239,6 +257,7 @@ def fit_structboost(
     certify: str = "exact",
     gap_tol: float = GAP_TOL,
     inner_tol: str = "fixed",
+    columns_per_iter: int = 1,
     n_jobs: int | None = None,
     monitor: ConvergenceMonitor | None = None,
 ) -> ColumnGenerationResult:
@@ -299,6 +318,20 @@ def fit_structboost(
     (``RestrictedMaster.finish``), so convergence, the certificate and every reported
     bound are those of the fixed master's rules.
 
+    ``columns_per_iter`` (q): how many weak classifiers may enter per iteration.  After
+    the task's pick from the search's candidates (one per slot), up to ``q - 1`` further
+    picks are made from the remaining candidates under the same duals, each with a slot
+    of gain above ``1 + eps_cg`` (a valid entering column of [Shen2014 Alg. 1]; the
+    stopping test, the bounds and the certificate are unchanged), and one master solve
+    serves them all.  ``max_iter`` keeps counting weak-learner steps, not iterations: an
+    iteration that enters ``j`` new classifiers from ``j`` picks counts ``j`` (at least
+    1), and the last iteration takes no more picks than ``max_iter`` leaves, so a fit of
+    ``max_iter`` steps holds at most ``max_iter`` weak classifiers whatever ``q``; the
+    history has one record per iteration.  q = 1 is the classic loop, bit for bit.  Only
+    tasks whose search returns several candidates (one per slot: multi-class, label
+    coding) have further picks; a task that already enters every slot's candidate
+    (``sharing="per_class"``) or has one slot is unchanged.
+
     ``monitor``: receives every iteration's record (history, progress, user callback);
     ``callback`` is the shortcut for a monitor with that callback only.
     """
@@ -323,7 +356,7 @@ _LOOP_OPTIONS = (
     "C", "master", "formulation", "eps_cp", "eps_cg", "tol", "max_iter", "max_time", "rng",
     "stabilize", "prune_after", "max_cp_rounds", "max_inner", "truncate_gap",
     "init_hypotheses", "init_slot_weights", "init_outputs", "polish", "certify", "gap_tol",
-    "inner_tol",
+    "inner_tol", "columns_per_iter",
 )  # fmt: skip
 
 
@@ -364,6 +397,7 @@ def _run(
     certify,
     gap_tol,
     inner_tol,
+    columns_per_iter,
     monitor: ConvergenceMonitor,
     product_threads: int = 1,
 ) -> ColumnGenerationResult:
@@ -376,6 +410,9 @@ def _run(
         raise ValueError(f"gap_tol must be a positive number, got {gap_tol!r}")
     if inner_tol not in INNER_TOL:
         raise ValueError(f"inner_tol must be one of {INNER_TOL}, got {inner_tol!r}")
+    if int(columns_per_iter) != columns_per_iter or columns_per_iter < 1:
+        raise ValueError(f"columns_per_iter must be a positive integer, got {columns_per_iter!r}")
+    columns_per_iter = int(columns_per_iter)
     if not polish:
         certify = "none"
     formulation = FORMULATION_ALIASES.get(formulation, formulation)
@@ -493,11 +530,12 @@ def _run(
         # binned search no longer covers every column
         exact_search = False
     converged, reason = False, "max_iter"
-    it = 0
+    it = 0  # iterations (master solves after new columns)
+    steps = 0  # weak-learner steps: what max_iter counts
     t_weak = t_cert = t_finish = 0.0
     n_finish = 0  # steps of finish() solves since the last record
     try:
-        while it < max_iter:
+        while steps < max_iter:
             t0 = time.perf_counter()
             cand, gains = weak_learner.best(prepared, mst.weak_weights())
             threshold = mst.pricing_threshold or 1.0 + eps_cg
@@ -508,6 +546,11 @@ def _run(
             if exact_search:
                 mst.note_pricing(best_gain)
             mst.note_best_gain(best_gain)
+            n_groups = 1
+            if picks and columns_per_iter > 1 and max_iter - steps > 1:
+                room = min(columns_per_iter, max_iter - steps)
+                picks, n_groups = _more_picks(task, gains, threshold, picks, room)
+            n_hyp = store.n_hyp
             new_cols, old_cols = _enter(task, mst, store, Z, cand, gains, picks, threshold)
             t_weak += time.perf_counter() - t0
             if len(new_cols) == 0 and len(old_cols) == 0:
@@ -547,6 +590,9 @@ def _run(
                 )
                 break
             it += 1
+            # one step per group that brought a new classifier (one at least: re-opened
+            # held columns count as a step, as they always did)
+            steps += max(1, min(n_groups, store.n_hyp - n_hyp))
             t1 = time.perf_counter()
             mst.add_columns(new_cols)
             if len(old_cols):

@@ -14,7 +14,7 @@ The reduction takes, per column, the first block with the largest gain; inside a
 the search already returns the first feature with the largest gain, so the answer is the
 first best feature overall -- the serial search's tie rule -- and the result is the
 serial :class:`~maxmargin.weak.stump.DecisionStump` answer bit for bit (every gain is
-computed by the same per-feature kernel from the same column sums).
+computed by the same two-pass ``DecisionStump.best`` from the same column sums).
 
 Trees, perceptrons and linear SVM weak learners couple features and are searched
 serially (``n_jobs`` then parallelises only the oracle).
@@ -87,7 +87,8 @@ def _prepared(block: _Block):
             import joblib
 
             Z = joblib.load(block.path)
-        hit = code_features(Z, block.max_bins)  # once per worker and fit
+        # once per worker and fit; as DecisionStump.prepare (sorted order for exact mode)
+        hit = code_features(Z, block.max_bins, keep_order=block.max_bins is None)
         _PREPARED[key] = hit
     return hit
 
@@ -117,11 +118,8 @@ def _block_best(weak: DecisionStump, fc, A, total):
     if type(weak).best is not DecisionStump.best:  # a subclass with its own search
         cand, gain = weak.best(fc, A)
         return cand.feature, cand.threshold, cand.polarity, gain
-    gain, split, pol = weak.search(fc, A, total)  # DecisionStump.best, shared checks
-    f = np.argmax(gain, axis=0)
-    cols = np.arange(A.shape[1])
-    thr = fc.thresholds(f, split[f, cols]) if fc.n_features else np.full(len(cols), -np.inf)
-    return f, thr, pol[f, cols], gain[f, cols]
+    cand, gain = weak.best_given_total(fc, A, total)  # DecisionStump.best, shared checks
+    return cand.feature, cand.threshold, cand.polarity, gain
 
 
 def _search_group(blocks, A, weak: DecisionStump):

@@ -531,11 +531,16 @@ class DecisionStump(WeakLearner):
 
     def best(self, prepared: FeatureCodes, A):
         A = check_weights(prepared, A)
+        return self.best_given_total(prepared, A, A.sum(axis=0))
+
+    def best_given_total(self, prepared: FeatureCodes, A, total):
+        """:meth:`best` for checked weights ``A`` (C-contiguous float64) with their column
+        sums ``total`` -- what several feature blocks sharing one A pass
+        (:mod:`maxmargin.solvers.parallel_weak`)."""
         cols = np.arange(A.shape[1])
         one = A.shape[1] == 1 and prepared.order_row is None
         if prepared.n_features and not prepared.sparse and (one or prepared.order_row is not None):
             # sorted features (the scan dominates) or one column (the histogram passes)
-            total = A.sum(axis=0)
             order, order_row, bin_end = _dense_args(prepared)
             args = (prepared.codes, prepared.n_bins, order, order_row, bin_end)
             with threads_for(prepared.codes.size * A.shape[1]):
@@ -549,7 +554,7 @@ class DecisionStump(WeakLearner):
             if np.all(k >= -1):  # always: both passes add in the same order
                 thr = prepared.thresholds(f, k)
                 return Stumps(f, thr, pol, prepared.n_features), g
-        gain, split, pol = self.search(prepared, A)
+        gain, split, pol = self.search(prepared, A, total)
         f = np.argmax(gain, axis=0)  # first feature with the best gain, per column
         k = split[f, cols]
         thr = prepared.thresholds(f, k) if prepared.n_features else np.full(len(cols), -np.inf)
