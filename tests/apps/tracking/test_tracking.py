@@ -708,6 +708,7 @@ def test_sampling_is_one_frozen_parameter_and_trackers_clone():
         ({"augment": -1}, "augment"),
         ({"support_frames": -1}, "support_frames"),
         ({"train_method": "strata"}, "train_method"),
+        ({"warps": "grid"}, "warps"),
     ],
 )
 def test_sampling_rejects_bad_values(kw, match):
@@ -909,3 +910,66 @@ def test_coded_frames_feature_major_or_row_major_give_the_same_track(monkeypatch
     assert not ref._data[-1].features.flags.f_contiguous
     np.testing.assert_array_equal(pred, pred_ref)
     np.testing.assert_array_equal(tr._w, ref._w)
+
+
+# -- fixed warps (issue 30, eleventh session) ---------------------------------------------
+def test_fixed_warp_params_cover_the_ranges_evenly():
+    """``fixed_warp_params``: rows in [-1, 1]; the rotation column stratified (one value in
+    each of ``n`` equal cells of [-1, 1]); the other columns the R_3 sequence (each
+    column's consecutive terms differ by its constant step modulo 2, and every column
+    puts one value in each half of [-1, 1] up to one); the same rows at every call."""
+    from maxmargin.apps.tracking import fixed_warp_params
+
+    n = 8
+    p = fixed_warp_params(n)
+    assert p.shape == (n, 4) and np.all(np.abs(p) <= 1.0)
+    cell = np.floor((p[:, 0] + 1.0) / 2.0 * n).astype(int)
+    assert sorted(cell) == list(range(n))
+    g = 1.0
+    for _ in range(200):
+        g = (1.0 + g) ** 0.25
+    assert abs(g**4 - g - 1.0) < 1e-12
+    step = np.mod(np.diff(p[:, 1:], axis=0) / 2.0, 1.0)  # in units of the [0, 1) design
+    np.testing.assert_allclose(
+        step, np.mod([1 / g, 1 / g**2, 1 / g**3], 1.0)[None].repeat(n - 1, 0)
+    )
+    assert np.all(np.abs((p[:, 1:] > 0).sum(0) - n / 2) <= 1)
+    np.testing.assert_array_equal(p, fixed_warp_params(n))
+
+
+def test_warp_frame_params_fix_the_warp():
+    """``warp_frame(params=...)``: (0, 0, 0, 0) without noise is the identity; a shift of
+    ``(1, -1)`` fractions of ``shift=2`` px is the integer shift (2, -2), as a generator
+    drawing those values gives."""
+    from maxmargin.apps.tracking import warp_frame
+
+    rng = np.random.default_rng(0)
+    g = rng.random((40, 60))
+    box = np.array([20.0, 12.0, 10.0, 8.0])
+    same = warp_frame(g, box, rng, noise=0.0, params=(0.0, 0.0, 0.0, 0.0))
+    np.testing.assert_allclose(same, g, atol=1e-12)
+    out = warp_frame(g, box, rng, shift=2.0, noise=0.0, params=(0.0, 0.0, 1.0, -1.0))
+    np.testing.assert_allclose(out[5:30, 5:50], g[3:28, 7:52], atol=1e-12)
+
+
+def test_fixed_warps_make_the_first_training_set_the_same_for_every_seed():
+    """``warps="fixed"`` (with the fixed training boxes): the labelled frame's warped
+    copies, their training boxes and features, the first model and the track are the same
+    for seeds 0 and 1; with the default random warps the copies differ."""
+    frames, boxes = synthetic_video(n=8)
+    kw = dict(max_iter=20, update_iter=4, augment=4, **FAST)
+    runs = []
+    for seed in (0, 1):
+        tr = make_tracker("structboost", random_state=seed, warps="fixed", **kw)
+        pred, _ = track_sequence(tr, frames, boxes)
+        runs.append((tr, pred))
+    (a, pa), (b, pb) = runs
+    for ca, cb in zip(a._labelled, b._labelled, strict=True):
+        np.testing.assert_array_equal(ca.boxes, cb.boxes)
+        np.testing.assert_array_equal(ca.features, cb.features)
+    np.testing.assert_array_equal(pa, pb)
+    r = [
+        make_tracker("structboost", random_state=s, **kw).init(frames[0], boxes[0]) for s in (0, 1)
+    ]
+    assert r[0].sampling.warps == "random"
+    assert not np.array_equal(r[0]._labelled[1].features, r[1]._labelled[1].features)

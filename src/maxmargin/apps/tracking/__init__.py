@@ -20,6 +20,7 @@ from maxmargin.apps.tracking.tracker import (
     SSVMTracker,
     StructBoostTracker,
     coarse_to_fine,
+    fixed_warp_params,
     make_tracker,
     warp_frame,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "StructBoostTracker",
     "centre_errors",
     "coarse_to_fine",
+    "fixed_warp_params",
     "load_sequence",
     "make_tracker",
     "overlaps",

@@ -68,6 +68,7 @@ __all__ = [
     "Sampling",
     "StructBoostTracker",
     "coarse_to_fine",
+    "fixed_warp_params",
     "make_tracker",
     "overlap_strata_boxes",
     "polar_grid_boxes",
@@ -125,6 +126,12 @@ class Sampling:
     augment : int, default=0
         Warped copies (:func:`warp_frame`) of every labelled frame in the first
         training set.
+    warps : {"random", "fixed"}, default="random"
+        How the ``augment`` copies are warped: ``"random"`` draws each copy's rotation,
+        scaling, shift and noise from the tracker's random generator (a seed changes
+        them); ``"fixed"`` takes copy ``k``'s from :func:`fixed_warp_params` (a
+        low-discrepancy design over the same ranges) and its noise from a generator
+        seeded by ``k``: the same copies for every seed.
     motion_radius : float, default=0
         Motion-adaptive search: the search disc widens to ``motion_radius`` times the
         last frame-to-frame move (at most 3x ``search_radius``), sampled as densely.
@@ -163,6 +170,7 @@ class Sampling:
     motion_radius: float = 0.0
     train_method: str = "polar"
     support_frames: int = 0
+    warps: str = "random"
 
     def __post_init__(self) -> None:
         sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
@@ -205,6 +213,8 @@ class Sampling:
                 "train_method must be 'polar', 'polar_grid' or 'overlap_strata', got "
                 f"{self.train_method!r}"
             )
+        if self.warps not in ("random", "fixed"):
+            raise ValueError(f"warps must be 'random' or 'fixed', got {self.warps!r}")
         if not isinstance(self.keep_labelled, (bool, np.bool_)):
             raise ValueError(f"keep_labelled must be a bool, got {self.keep_labelled!r}")
 
@@ -298,8 +308,14 @@ class _OnlineBoxTracker(BaseEstimator):
         for g, lb in known:
             self._add(g, lb, into)
             # warped copies of the labelled frame around its box (see warp_frame)
-            for _ in range(int(self._s.augment)):
-                self._add(warp_frame(g, lb, self._rng), lb, into)
+            n_aug = int(self._s.augment)
+            fixed = fixed_warp_params(n_aug) if self._s.warps == "fixed" else None
+            for k in range(n_aug):
+                if fixed is None:
+                    self._add(warp_frame(g, lb, self._rng), lb, into)
+                else:
+                    rng_k = np.random.default_rng(k)  # the copy's noise: the same every seed
+                    self._add(warp_frame(g, lb, rng_k, params=fixed[k]), lb, into)
         t0 = time.perf_counter()
         self._init_encoding()
         self.timing_["features"] += time.perf_counter() - t0
@@ -1037,14 +1053,35 @@ def _best_of_ties(s, cand) -> int:
     return int(tied[np.argmin(d)])
 
 
-def warp_frame(grey, box, rng, *, shift=1.0, scale=0.03, angle=5.0, noise=0.02):
+def fixed_warp_params(n: int) -> np.ndarray:
+    """``n`` fixed warps for :func:`warp_frame` (``params``), rows ``(a, s, tx, ty)`` in
+    [-1, 1]: the rotation, scaling and shift as fractions of their ranges.  ``a`` is
+    stratified (``2 (k + 1/2) / n - 1``), the other three follow additive recurrences
+    with the fractional parts of the generalised golden ratio's powers (Roberts' R_d
+    sequence for d = 3, a low-discrepancy design), so the copies cover the ranges evenly
+    and are the same for every seed."""
+    k = np.arange(int(n), dtype=np.float64)
+    g = 1.0
+    for _ in range(30):  # the real root of g^4 = g + 1 (fixed point iteration)
+        g = (1.0 + g) ** 0.25
+    alpha = np.array([1.0 / g, 1.0 / g**2, 1.0 / g**3])
+    u = np.empty((int(n), 4))
+    u[:, 0] = (k + 0.5) / max(int(n), 1)
+    u[:, 1:] = np.mod(0.5 + k[:, None] * alpha[None, :], 1.0)
+    return 2.0 * u - 1.0
+
+
+def warp_frame(grey, box, rng, *, shift=1.0, scale=0.03, angle=5.0, noise=0.02, params=None):
     """A randomly warped copy of a grey frame whose object stays under ``box``: a random
     rotation (up to ``angle`` degrees), scaling (up to ``scale``) about the box centre,
     a sub-pixel shift (up to ``shift`` px), bilinear resampling, and Gaussian noise of
     standard deviation ``noise`` -- the "warped positive patches" with which TLD (Kalal,
     Mikolajczyk & Matas, "Tracking-learning-detection", TPAMI 34(7), 2012) enlarges the
     first frame's training set.  Only the part around the box that the training
-    candidates can reach is warped (the rest is copied)."""
+    candidates can reach is warped (the rest is copied).  ``params``: ``(a, s, tx, ty)``
+    in [-1, 1] fixing the rotation (``a angle``), scaling (``s scale``) and shift
+    (``tx shift``, ``ty shift``) instead of drawing them; the noise is still drawn
+    from ``rng``."""
     from scipy.ndimage import map_coordinates
 
     H, W = grey.shape
@@ -1053,9 +1090,14 @@ def warp_frame(grey, box, rng, *, shift=1.0, scale=0.03, angle=5.0, noise=0.02):
     m = 2.0 * max(w, h)  # margin: the crop covers the box and its training candidates
     x0, x1 = int(max(0, np.floor(x - m))), int(min(W, np.ceil(x + w + m)))
     y0, y1 = int(max(0, np.floor(y - m))), int(min(H, np.ceil(y + h + m)))
-    th = np.deg2rad(rng.uniform(-angle, angle))
-    sc = 1.0 + rng.uniform(-scale, scale)
-    tx, ty = rng.uniform(-shift, shift, 2)
+    if params is None:
+        th = np.deg2rad(rng.uniform(-angle, angle))
+        sc = 1.0 + rng.uniform(-scale, scale)
+        tx, ty = rng.uniform(-shift, shift, 2)
+    else:
+        a, s, px, py = (float(v) for v in params)
+        th, sc = np.deg2rad(a * angle), 1.0 + s * scale
+        tx, ty = px * shift, py * shift
     yy, xx = np.mgrid[y0:y1, x0:x1].astype(np.float64)
     dx, dy = xx - cx, yy - cy
     c, sn = np.cos(th) / sc, np.sin(th) / sc
