@@ -671,11 +671,11 @@ class HOGSVMDetector(_WindowDetector):
         ``training="mining"``: besides the binary constraints (positives above +1,
         every negative window below -1), structural constraints that rank the windows
         near each training object by their overlap with it (the structured output
-        detection of Blaschko & Lampert, ECCV 2008; the ranking principle of King's
-        max-margin object detection): for every object ``j`` with true window ``t_j``
-        (the scanned window overlapping it most) and every window ``y`` of the same image
-        (and, with ``mirror``, of its mirror image) whose overlap ``o`` with ``j`` lies
-        in ``structural_overlap`` (:func:`structural_sets`; overlaps of the boxes the
+        detection of Blaschko & Lampert, ECCV 2008 [Blaschko2008]; the ranking
+        principle of King's max-margin object detection [King2015]): for every object
+        ``j`` with true window ``t_j`` (the scanned window overlapping it most) and
+        every window ``y`` of the same image (and, with ``mirror``, of its mirror image)
+        whose overlap ``o`` with ``j`` lies in ``structural_overlap`` (:func:`structural_sets`; overlaps of the boxes the
         windows stand for, with ``context`` shrunk back, against the boxes as given),
         ``w.Psi(t_j) >= w.Psi(y) + m Delta - xi`` with ``Delta = 1 - o`` (the Pascal
         loss) and ``m`` this value.  Each pair is one more row of the mined SVM -- the
