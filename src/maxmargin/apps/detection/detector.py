@@ -675,8 +675,9 @@ class HOGSVMDetector(_WindowDetector):
         principle of King's max-margin object detection [King2015]): for every object
         ``j`` with true window ``t_j`` (the scanned window overlapping it most) and
         every window ``y`` of the same image (and, with ``mirror``, of its mirror image)
-        whose overlap ``o`` with ``j`` lies in ``structural_overlap`` (:func:`structural_sets`; overlaps of the boxes the
-        windows stand for, with ``context`` shrunk back, against the boxes as given),
+        whose overlap ``o`` with ``j`` lies in ``structural_overlap``
+        (:func:`structural_sets`; overlaps of the boxes the windows stand for, with
+        ``context`` shrunk back, against the boxes as given),
         ``w.Psi(t_j) >= w.Psi(y) + m Delta - xi`` with ``Delta = 1 - o`` (the Pascal
         loss) and ``m`` this value.  Each pair is one more row of the mined SVM -- the
         row ``(Psi(y) - Psi(t_j)) / (m Delta)`` with label -1 and no intercept entry, so
