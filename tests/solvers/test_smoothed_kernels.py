@@ -214,3 +214,47 @@ def test_the_softmax_exponential_is_within_its_error_bound():
     ref = np.array([math.exp(v) for v in x])
     assert np.max(np.abs(got - ref) / ref) <= 1.5e-15
     assert _kernels._exp(0.0) == 1.0
+
+
+def test_working_set_outputs_reused_or_extended_equal_fresh_copies():
+    """``SmoothedProblem._ws_outputs`` reuses the last call's float32 copies of the
+    working set's outputs when the classifiers are the same, copies only the new rows
+    when they extend the last set at the end, and starts afresh otherwise: every answer
+    equals ``H32[hs]`` and its transpose, C-contiguous (the compiled steps' inputs)."""
+    sm = problem(MultiClassTask(), n_stumps=12)
+    H32 = sm.store.H32
+
+    def check(hs, transposed):
+        Hws, HwsT = sm._ws_outputs(np.asarray(hs, dtype=np.int64), transposed)
+        assert Hws.flags.c_contiguous and np.array_equal(Hws, H32[hs])
+        if transposed:
+            assert HwsT.flags.c_contiguous and np.array_equal(HwsT, H32[hs].T)
+        else:
+            assert HwsT.size == 0
+        return Hws, HwsT
+
+    a = check([0, 2, 5], True)
+    b = check([0, 2, 5], True)
+    assert b[0] is a[0] and b[1] is a[1]  # the same set: the same copies
+    check([0, 2, 5, 7, 9], True)  # extended at the end
+    check([0, 2, 5, 7, 9, 11], False)  # extended, no transpose wanted
+    check([0, 2, 5, 7, 9, 11], True)  # the transpose made afresh
+    check([1, 2, 3], True)  # another set
+    check([0, 1, 2, 3], True)  # not an extension at the end
+
+
+def test_compiled_solves_with_reused_outputs_are_bit_identical():
+    """Two compiled solves from one state -- one with the copies of the last call kept,
+    one with them dropped -- give the same weights, scores and gains bit for bit."""
+    sm = problem(MultiClassTask(), n_stumps=12, working_set=None)
+    sm.compiled = True
+    sm.max_steps = 3
+    sm.solve()
+    assert sm._ws_cache is not None
+    fresh = copy.deepcopy(sm)
+    fresh._ws_cache = None
+    sm.solve()
+    fresh.solve()
+    assert np.array_equal(sm.w, fresh.w)
+    assert np.array_equal(sm.F, fresh.F)
+    assert np.array_equal(sm.gains, fresh.gains)

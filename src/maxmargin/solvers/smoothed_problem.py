@@ -128,6 +128,8 @@ class SmoothedProblem:
         #: set holds few of its classifiers' (classifier, slot) pairs
         #: (``_smoothed_kernels.SPARSE_FILL``; False: always the dense products)
         self.sparse_products = True
+        #: the last compiled call's working-set outputs (:meth:`_ws_outputs`)
+        self._ws_cache: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
 
     # -- the objective -------------------------------------------------------------------
     def _evaluate(self, F: np.ndarray) -> float:
@@ -372,6 +374,41 @@ class SmoothedProblem:
         do several times the needed work."""
         return self.sparse_products and SPARSE_FILL * n_cols <= n_hyps * self.store.n_slots
 
+    def _ws_outputs(self, hs: np.ndarray, transposed: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``(Hws, HwsT)``: the float32 outputs of the classifiers ``hs`` (sorted), as
+        contiguous (len(hs), n_z) and -- if ``transposed``, else an empty array -- (n_z,
+        len(hs)) copies for the compiled steps.  The store only appends classifiers, so the
+        last call's copies are reused when ``hs`` is the same (the certificate's rounds,
+        ``tighten``) or extends it at the end (an iteration's new classifier): then only the
+        new rows are copied and transposed, not the whole working set's."""
+        st = self.store
+        cached = self._ws_cache
+        n0 = 0
+        if cached is not None:
+            hs0, Hws0, HwsT0 = cached
+            k = len(hs0)
+            if k <= len(hs) and np.array_equal(hs0, hs[:k]):
+                n0 = k
+        if n0 == 0:
+            Hws = np.ascontiguousarray(st.H32[hs])
+            HwsT0 = None
+        elif n0 == len(hs):
+            Hws = Hws0
+        else:
+            Hws = np.concatenate([Hws0, st.H32[hs[n0:]]])
+        if not transposed:
+            HwsT = np.empty((0, 0), dtype=np.float32)
+        elif n0 == 0 or HwsT0 is None or HwsT0.shape[1] != n0:
+            HwsT = np.ascontiguousarray(Hws.T)
+        elif n0 == len(hs):
+            HwsT = HwsT0
+        else:
+            HwsT = np.empty((Hws.shape[1], len(hs)), dtype=np.float32)
+            HwsT[:, :n0] = HwsT0
+            HwsT[:, n0:] = Hws[n0:].T
+        self._ws_cache = (hs, Hws, HwsT if transposed else None)
+        return Hws, HwsT
+
     def _solve_coded(self, deadline: float | None) -> int:
         """The steps of :meth:`solve` in :func:`coded_smoothed_steps` (one compiled call
         per step when a deadline is set, else one for all of them)."""
@@ -379,9 +416,8 @@ class SmoothedProblem:
         ws = np.ascontiguousarray(self.ws, dtype=np.int64)
         n = len(ws)
         hs, row = np.unique(st.col_hyp[ws], return_inverse=True)
-        Hws = np.ascontiguousarray(st.H32[hs])
         sparse = self._column_products(n, len(hs))
-        HwsT = np.empty((0, 0), dtype=np.float32) if sparse else np.ascontiguousarray(Hws.T)
+        Hws, HwsT = self._ws_outputs(hs, not sparse)
         slot = np.ascontiguousarray(st.col_slot[ws], dtype=np.int64)
         row = np.ascontiguousarray(row.reshape(-1), dtype=np.int64)
         S = np.zeros((self.memory, n))
