@@ -12,6 +12,7 @@ restricted LP over exactly the columns a fit held at each iteration.  Every repo
 ``objective`` above it, and the final gap must bound the true relative error.
 """
 
+import itertools
 import warnings
 
 import numpy as np
@@ -31,6 +32,7 @@ from maxmargin.solvers import smoothed_problem
 from maxmargin.solvers.column_generation import fit_structboost
 from maxmargin.solvers.smoothed_master import aggregated_dual_bound
 from maxmargin.tasks import MultiClassTask
+from maxmargin.weak import DecisionStump
 
 fit = fit_multiclass_cg
 
@@ -183,3 +185,60 @@ def test_aggregated_dual_bound_keeps_the_box():
         np.testing.assert_allclose(
             aggregated_dual_bound(values, gains), _best_combination(values, gains), rtol=1e-7
         )
+
+
+def _many_class_problem():
+    """8 classes, 200 rows, C = 30, 15 iterations: at the base beta the smoothing's
+    excess ``P_beta(w) - P(w)`` exceeds the gap left after a few rounds, so the
+    continuation leaves that beta before its gains converge (``EARLY_SHARPEN``)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        n_samples=200, n_features=6, n_informative=5, n_redundant=0, n_classes=8,
+        n_clusters_per_class=1, random_state=1,
+    )  # fmt: skip
+    return X, y
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_continuation_sharpens_once_the_smoothing_keeps_the_gap_open(monkeypatch, early):
+    """Each beta of the continuation ends (a) with the certified gap, (b) with every
+    column's gain within ``1 + CONTINUATION_GAIN_TOL``, or (c) -- ``EARLY_SHARPEN`` only
+    -- once the gap ``P(w) - D`` is at most the smoothing's excess at the current point;
+    round budgets aside, nothing else.  The certificate is checked against scipy's LP over
+    the final columns either way."""
+    from maxmargin.solvers import smoothed_master
+
+    monkeypatch.setattr(smoothed_master, "EARLY_SHARPEN", early)
+    masters = []
+    real = smoothed_master.SmoothedMaster._certify_by_continuation
+
+    def spy(self, deadline):
+        masters.append(self)
+        return real(self, deadline)
+
+    monkeypatch.setattr(smoothed_master.SmoothedMaster, "_certify_by_continuation", spy)
+    X, y = _many_class_problem()
+    C, K = 30.0, 8
+    task = MultiClassTask().bind(X, y)
+    res = fit_structboost(
+        task, DecisionStump(), C=C, master="fast", max_iter=15, rng=np.random.default_rng(0),
+        certify="gap",
+    )  # fmt: skip
+    assert res.certified and res.gap <= 1e-2 * (1 + 1e-9)
+    H = res.hypotheses.evaluate(X)
+    opt = restricted_lp_optimum(H, res.column_hyp, res.column_slot, task.y_, C, np.eye(K))
+    assert res.objective >= opt - LP_TOL * max(1.0, opt)
+    assert (res.objective - opt) / res.objective <= res.gap + LP_TOL
+    trace = masters[0].continuation_trace
+    early_exits = 0
+    for r, nxt in itertools.pairwise(trace):
+        if nxt[0] == r[0]:
+            continue  # same beta: not the end of its rounds
+        _beta, best, lb, excess, g = r
+        assert (best - lb) / best > 1e-2  # the certified gap would have ended it
+        converged = g <= 1.0 + smoothed_master.CONTINUATION_GAIN_TOL
+        by_excess = best - lb <= excess
+        assert converged or (early and by_excess)
+        early_exits += not converged
+    assert early_exits == (1 if early else 0)

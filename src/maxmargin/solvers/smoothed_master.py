@@ -56,6 +56,10 @@ CONTINUATION_GAIN_TOL = 1e-3
 #: the continuation sharpens beta to at most this multiple of the master's base beta
 #: (4^5); beyond it the smoothed master needs ever more steps for ever less
 CONTINUATION_MAX_SHARPEN = POLISH_SHARPEN**5
+#: the continuation leaves a beta (sharpens) as soon as its certified gap is below the
+#: smoothing's excess ``P_beta(w) - P(w)`` at the current point, instead of solving that
+#: beta until no column's gain exceeds ``1 + CONTINUATION_GAIN_TOL`` (False: the latter)
+EARLY_SHARPEN = True
 #: L-BFGS steps of SmoothedMaster_.tighten (when the smoothed duals price nothing new)
 TIGHTEN_STEPS = 20
 #: L-BFGS steps between two checks of the continuation's certified gap
@@ -168,6 +172,7 @@ class SmoothedMaster(RestrictedMaster):
         self.stalled = False
         self._base_beta = self.smooth.beta
         self._continuation_bound = -np.inf  # the last continuation's certified bound
+        self.continuation_trace: list[tuple[float, float, float, float, float]] = []
 
     @property
     def t_oracle(self) -> float:
@@ -371,7 +376,10 @@ class SmoothedMaster(RestrictedMaster):
         ``CONTINUATION_MAX_SHARPEN`` times the base beta; new columns return the master to
         the base beta), each time solving until no current column's gain exceeds 1 by
         more than ``CONTINUATION_GAIN_TOL`` (the projected-gradient test; the decrease test stops
-        early when beta is large), until the certified relative gap ``(P(w) - D) / P(w)``
+        early when beta is large) or -- ``EARLY_SHARPEN``, while a sharper beta is left --
+        until the gap ``P(w) - D`` is at most the smoothing's excess ``P_beta(w) - P(w)``
+        at the current point (then the primal, which only sharpening lowers, is what keeps
+        the gap open), until the certified relative gap ``(P(w) - D) / P(w)``
         is at most ``CONTINUATION_GAP``; at the sharpest beta without that gap the master
         is ``stalled`` (the fit stops with ``stop_reason = "stalled"``).
         Every box-feasible ``mu`` met on the way gives a valid lower bound on the same
@@ -393,6 +401,9 @@ class SmoothedMaster(RestrictedMaster):
         # dual points of these columns, from the start point on
         points: list[tuple[float, np.ndarray]] = [(s.C * s.risk.dual, s.store.gains(s.A))]
         n_rounds = 0
+        #: per round: (beta, best primal, best bound, smoothing excess P_beta(w) - P(w),
+        #: largest column gain) -- a diagnostic of the last continuation
+        trace = self.continuation_trace = []
 
         def tight_solve():
             nonlocal best_lb, best, n_rounds
@@ -419,7 +430,10 @@ class SmoothedMaster(RestrictedMaster):
                         best_lb = max(best_lb, aggregated_dual_bound(pv, np.vstack(pg)))
                     if s.objective < best[0]:
                         best = (s.objective, s.w.copy())
+                    trace.append((s.beta, best[0], best_lb, s.smooth_objective - s.objective, g))
                     if steps == 0 or g <= 1.0 + CONTINUATION_GAIN_TOL or gap() <= target:
+                        break
+                    if EARLY_SHARPEN and can_sharpen() and smoothing_limited():
                         break
                     if deadline is not None and time.perf_counter() >= deadline:
                         break
@@ -429,13 +443,23 @@ class SmoothedMaster(RestrictedMaster):
         def gap():
             return (best[0] - best_lb) / max(abs(best[0]), 1e-12)
 
+        def can_sharpen():
+            sharper = s.beta * POLISH_SHARPEN
+            return sharper <= self._base_beta * CONTINUATION_MAX_SHARPEN * (1 + 1e-9)
+
+        def smoothing_limited():
+            # the gap left is below the smoothing's own excess P_beta(w) - P(w) at the
+            # current point: more rounds at this beta would mostly lift the bound against
+            # a primal that only a sharper beta lowers (docs/structboost.md, "Scale")
+            return best[0] - best_lb <= s.smooth_objective - s.objective
+
         tight_solve()
         timed_out = False
         while gap() > target:
             if deadline is not None and time.perf_counter() >= deadline:
                 timed_out = True
                 break
-            if s.beta * POLISH_SHARPEN > self._base_beta * CONTINUATION_MAX_SHARPEN * (1 + 1e-9):
+            if not can_sharpen():
                 break
             s.beta *= POLISH_SHARPEN
             s.set_weights(s.w)
