@@ -22,6 +22,7 @@ from maxmargin.solvers.lp_master import LPNumericalError, NSlackLP
 from maxmargin.solvers.one_slack_master import OneSlackMaster
 from maxmargin.solvers.restricted_master import POLISH_TOL, RestrictedMaster
 from maxmargin.solvers.smoothed_problem import SmoothedProblem
+from maxmargin.tasks.base import LabelCodingTask
 
 __all__ = ["CERTIFY", "GAP_TOL", "INNER_TOL", "SmoothedMaster", "aggregated_dual_bound"]
 
@@ -56,9 +57,10 @@ CONTINUATION_GAIN_TOL = 1e-3
 #: the continuation sharpens beta to at most this multiple of the master's base beta
 #: (4^5); beyond it the smoothed master needs ever more steps for ever less
 CONTINUATION_MAX_SHARPEN = POLISH_SHARPEN**5
-#: the continuation leaves a beta (sharpens) as soon as its certified gap is below the
-#: smoothing's excess ``P_beta(w) - P(w)`` at the current point, instead of solving that
-#: beta until no column's gain exceeds ``1 + CONTINUATION_GAIN_TOL`` (False: the latter)
+#: on label-coding tasks (binary, multi-class, hierarchy) the continuation leaves a beta
+#: (sharpens) as soon as its certified gap is below the smoothing's excess ``P_beta(w) -
+#: P(w)`` at the current point, instead of solving that beta until no column's gain
+#: exceeds ``1 + CONTINUATION_GAIN_TOL`` (False, and every other task: the latter)
 EARLY_SHARPEN = True
 #: L-BFGS steps of SmoothedMaster_.tighten (when the smoothed duals price nothing new)
 TIGHTEN_STEPS = 20
@@ -376,7 +378,8 @@ class SmoothedMaster(RestrictedMaster):
         ``CONTINUATION_MAX_SHARPEN`` times the base beta; new columns return the master to
         the base beta), each time solving until no current column's gain exceeds 1 by
         more than ``CONTINUATION_GAIN_TOL`` (the projected-gradient test; the decrease test stops
-        early when beta is large) or -- ``EARLY_SHARPEN``, while a sharper beta is left --
+        early when beta is large) or -- ``EARLY_SHARPEN``, on label-coding tasks, while a
+        sharper beta is left --
         until the gap ``P(w) - D`` is at most the smoothing's excess ``P_beta(w) - P(w)``
         at the current point (then the primal, which only sharpening lowers, is what keeps
         the gap open), until the certified relative gap ``(P(w) - D) / P(w)``
@@ -401,6 +404,9 @@ class SmoothedMaster(RestrictedMaster):
         # dual points of these columns, from the start point on
         points: list[tuple[float, np.ndarray]] = [(s.C * s.risk.dual, s.store.gains(s.A))]
         n_rounds = 0
+        # the early sharpening for the label-coding tasks (binary, multi-class, hierarchy:
+        # where it was measured); the others keep converging each beta's gains
+        early = EARLY_SHARPEN and isinstance(self.task, LabelCodingTask)
         #: per round: (beta, best primal, best bound, smoothing excess P_beta(w) - P(w),
         #: largest column gain) -- a diagnostic of the last continuation
         trace = self.continuation_trace = []
@@ -433,7 +439,7 @@ class SmoothedMaster(RestrictedMaster):
                     trace.append((s.beta, best[0], best_lb, s.smooth_objective - s.objective, g))
                     if steps == 0 or g <= 1.0 + CONTINUATION_GAIN_TOL or gap() <= target:
                         break
-                    if EARLY_SHARPEN and can_sharpen() and smoothing_limited():
+                    if early and can_sharpen() and smoothing_limited():
                         break
                     if deadline is not None and time.perf_counter() >= deadline:
                         break
