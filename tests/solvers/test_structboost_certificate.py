@@ -242,3 +242,33 @@ def test_continuation_sharpens_once_the_smoothing_keeps_the_gap_open(monkeypatch
         assert converged or (early and by_excess)
         early_exits += not converged
     assert early_exits == (1 if early else 0)
+
+
+def test_continuation_of_other_tasks_converges_each_beta(monkeypatch):
+    """The early sharpening is for label-coding tasks only: a label-augmented task (one
+    slot, a structured task that is not label-coded) on the same data leaves every beta
+    with its gains converged (unrestricted, the rule leaves one beta early here), and its
+    certificate is within gap_tol."""
+    from maxmargin.solvers import smoothed_master
+    from maxmargin.tasks.hierarchy import LabelAugmentedTask
+
+    masters = []
+    real = smoothed_master.SmoothedMaster._certify_by_continuation
+
+    def spy(self, deadline):
+        masters.append(self)
+        return real(self, deadline)
+
+    monkeypatch.setattr(smoothed_master.SmoothedMaster, "_certify_by_continuation", spy)
+    X, y = _many_class_problem()
+    task = LabelAugmentedTask({"r": {"a": [0, 1, 2, 3], "b": [4, 5, 6, 7]}}).bind(X, y)
+    res = fit_structboost(
+        task, DecisionStump(), C=30.0, master="fast", max_iter=15, rng=np.random.default_rng(0),
+        certify="gap",
+    )  # fmt: skip
+    assert res.certified and res.gap <= 1e-2 * (1 + 1e-9)
+    trace = masters[0].continuation_trace
+    assert len(trace) >= 2
+    for r, nxt in itertools.pairwise(trace):
+        if nxt[0] != r[0]:
+            assert r[4] <= 1.0 + smoothed_master.CONTINUATION_GAIN_TOL
