@@ -43,6 +43,7 @@ from maxmargin.solvers.svm import DENSE_FILL, DENSE_MAX_BYTES, DualCDData, dual_
 
 __all__ = [
     "NEWTON_MAX_COLUMNS",
+    "SelectionOptions",
     "SelectionResult",
     "SquaredHingeRounds",
     "column_scores",
@@ -778,6 +779,22 @@ def _drop_columns(warm, keep):
         warm["z"] = np.concatenate([z[:k][keep], z[k : 2 * k][keep], z[-1:]])
 
 
+@dataclass(frozen=True)
+class SelectionOptions:
+    """The parameters of :func:`select_features`'s algorithm, named and defaulted as
+    :class:`~maxmargin.learners.feature_selection.ForwardFeatureSelector`'s
+    (``features_per_step="auto"`` there is 0.1 here)."""
+
+    features_per_step: float = 0.1
+    tol: float = 1e-3
+    inner_tol: float = 1e-7
+    pricing_tol: float = 0.1
+    pricing_epochs: int = 5
+    overselect: float = 1.0
+    backward_step: float = 0.1
+    max_time: float | None = None
+
+
 @dataclass
 class SelectionResult:
     """What :func:`select_features` found: the selected columns ``order`` and the
@@ -922,22 +939,19 @@ def select_features(
     targets,
     limit,
     budget,
-    features_per_step=0.1,
-    tol=1e-3,
-    inner_tol=1e-7,
-    pricing_tol=0.1,
-    pricing_epochs=5,
-    overselect=1.0,
-    backward_step=0.1,
-    max_time=None,
+    options=SelectionOptions(),
     verbose=0,
     callback=None,
 ) -> SelectionResult:
     """Forward selection by column generation for the one-vs-rest problems ``ys`` (each
     in {-1, +1}), then with a budget and ``overselect > 1`` a backward pass (the
     algorithm of :class:`~maxmargin.learners.feature_selection.ForwardFeatureSelector`,
-    whose parameters these are; ``targets`` the sorted set sizes to record, ``limit`` the
-    one returned, ``budget`` whether a size was asked for)."""
+    whose parameters ``options`` holds; ``targets`` the sorted set sizes to record,
+    ``limit`` the one returned, ``budget`` whether a size was asked for)."""
+    tol, inner_tol, max_time = options.tol, options.inner_tol, options.max_time
+    pricing_tol, pricing_epochs = options.pricing_tol, options.pricing_epochs
+    features_per_step, overselect = options.features_per_step, options.overselect
+    backward_step = options.backward_step
     st = _Selection(X, ys, C, loss, penalty, float(inner_tol), pricing_tol, pricing_epochs)
     d, inner = st.d, st.inner
     step = features_per_step
