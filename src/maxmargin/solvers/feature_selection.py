@@ -293,25 +293,7 @@ def _dual_from_gram(A, G, r, W, C, j):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _newton_rounds_solve(
-    X,
-    cols,
-    Xfull,
-    Y,
-    C,
-    W,
-    M,
-    act,
-    G,
-    r,
-    gk1,
-    changed,
-    tol,
-    max_iter,
-    check_first,
-    certify,
-    price,
-):  # pragma: no cover - compiled
+def _newton_rounds_solve(X, cols, Xfull, Y, C, state, control):  # pragma: no cover - compiled
     """One restricted solve of :class:`SquaredHingeRounds` in one call: the Gram
     matrices grown by the columns ``gk1..k`` (or formed when ``gk1 == 0``, with the
     margins M), then Newton steps for every problem not yet within ``tol`` (active-set
@@ -322,7 +304,12 @@ def _newton_rounds_solve(
     Gram matrices of the new active rows (:func:`_dual_from_gram`); the returned duals
     are computed from X itself: from the pricing product with ``price``, by a product
     with X with ``certify``, else as between steps (NaN when the capped solve's last
-    step needed none).  Returns ``(W, M, G, r, A, primal, dual, n_steps, S)``."""
+    step needed none).  ``state = (W, M, act, G, r, gk1, changed)``: the kept state of
+    :class:`SquaredHingeRounds` (arrays updated in place or returned); ``control = (tol,
+    max_iter, check_first, certify, price)``.  Returns ``(W, M, G, r, A, primal, dual,
+    n_steps, S)``."""
+    W, M, act, G, r, gk1, changed = state
+    tol, max_iter, check_first, certify, price = control
     n, k1 = X.shape
     c = Y.shape[1]
     if gk1 == 0:
@@ -577,9 +564,10 @@ class SquaredHingeRounds:
         inner_price = price and not self.sparse
         Xfull = np.zeros((self.X.shape[0], 0)) if self.sparse else self.X
         W, M, G, r, A, primal, dual, it, S = _newton_rounds_solve(
-            self.buf[:, :k1], self.cols[: self.k], Xfull, self.Y, self.C, self.W, self.M,
-            self.act, self.G, self.r, self._gk1, self.changed, float(tol), int(max_iter),
-            not self.moved and max_iter >= 1, bool(certify or price), inner_price,
+            self.buf[:, :k1], self.cols[: self.k], Xfull, self.Y, self.C,
+            (self.W, self.M, self.act, self.G, self.r, self._gk1, self.changed),
+            (float(tol), int(max_iter), not self.moved and max_iter >= 1,
+             bool(certify or price), inner_price),
         )  # fmt: skip
         self.W, self.M, self.G, self.r, self._gk1 = W, M, G, r, k1
         self.moved = False
