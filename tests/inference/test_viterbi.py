@@ -53,8 +53,8 @@ def forward_backward(U, P, offsets, ytrue, L, pairwise, beta, bounds):
     A, dual = np.full((N, K + 1), np.nan), np.empty(len(bounds) - 1)
     lab, loss, mar = np.empty(N, np.int64), np.empty(n), np.empty(n)
     sharded_chain_complete(
-        U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair, 1.0 / n, A, dual,
-        lab, loss, mar, bounds,
+        (U, P, offsets, ytrue, L, pairwise), beta, fa, logz, 1.0 / n, (marg, pair, A, dual),
+        (lab, loss, mar), bounds,
     )  # fmt: skip
     return fa, logz, marg, pair, A, dual, lab, loss, mar
 

@@ -488,9 +488,8 @@ def _gradient_range(marg, ytrue, L, offsets, inv_m, A, i0, i1):  # pragma: no co
 
 @njit(cache=True, parallel=True)
 def sharded_chain_complete(
-    U, P, offsets, ytrue, L, pairwise, beta, fa, logz, marg, pair_marg, inv_m, A, dual_parts,
-    labels, loss, margin, bounds,
-):  # fmt: skip  # pragma: no cover - compiled
+    chain, beta, fa, logz, inv_m, smooth, hard, bounds
+):  # pragma: no cover - compiled  # fmt: skip
     """One parallel pass per shard for the rest of the smoothed chain risk after the
     forward pass: the backward pass :func:`_marginals_range` on the shard (its
     Gibbs and transition marginals), the shard's rows of the signed weights ``A[t, k] = ([y_t = k] -
@@ -499,7 +498,16 @@ def sharded_chain_complete(
     (:func:`_gradient_range`), and :func:`sharded_loss_augmented` (its hard
     loss-augmented labellings, margin rescaling) -- in one fork-join instead of three.
     One shard writes each row; the transition marginals and the dual parts are summed
-    over the shards in shard order, so the answers do not depend on the threads."""
+    over the shards in shard order, so the answers do not depend on the threads.
+
+    The arguments come bundled: ``chain = (U, P, offsets, ytrue, L, pairwise)`` (as
+    :func:`sharded_chain_forward` takes them one by one), ``fa``, ``logz`` from it, and
+    the outputs ``smooth = (marg, pair_marg, A, dual_parts)`` and ``hard = (labels, loss,
+    margin)``; they are unpacked here, so the per-range kernels take their arrays one by
+    one (bundling those too was 3-6 % slower, paired locked runs, issue 29)."""
+    U, P, offsets, ytrue, L, pairwise = chain
+    marg, pair_marg, A, dual_parts = smooth
+    labels, loss, margin = hard
     BP, _cmax, _Ec, rmax, Er = _chain_factors(P, pairwise, beta)
     S = bounds.shape[0] - 1
     K = U.shape[1]

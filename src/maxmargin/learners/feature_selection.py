@@ -19,7 +19,7 @@ from maxmargin._validation import (
 )
 from maxmargin.learners._binary import SparseInput
 from maxmargin.learners._persist import Persistent, fitted
-from maxmargin.solvers.feature_selection import select_features
+from maxmargin.solvers.feature_selection import SelectionOptions, select_features
 
 __all__ = ["ForwardFeatureSelector"]
 
@@ -255,14 +255,18 @@ class ForwardFeatureSelector(SparseInput, Persistent, SelectorMixin, BaseEstimat
             targets=targets,
             limit=limit,
             budget=budget,
-            features_per_step=0.1 if self.features_per_step == "auto" else self.features_per_step,
-            tol=self.tol,
-            inner_tol=self.inner_tol,
-            pricing_tol=self.pricing_tol,
-            pricing_epochs=self.pricing_epochs,
-            overselect=self.overselect,
-            backward_step=self.backward_step,
-            max_time=self.max_time,
+            options=SelectionOptions(
+                features_per_step=(
+                    0.1 if self.features_per_step == "auto" else self.features_per_step
+                ),
+                tol=self.tol,
+                inner_tol=self.inner_tol,
+                pricing_tol=self.pricing_tol,
+                pricing_epochs=self.pricing_epochs,
+                overselect=self.overselect,
+                backward_step=self.backward_step,
+                max_time=self.max_time,
+            ),
             verbose=self.verbose,
             callback=self.callback,
         )

@@ -49,17 +49,19 @@ def fit_latent_cccp(
     *,
     n_latent: int,
     C: float,
-    solver: str = "n-slack",
-    tol: float = 1e-3,
-    max_iter: int = 1000,
     max_outer: int = 20,
     outer_tol: float = 1e-3,
-    random_state=None,
-    n_jobs=None,
+    inner: dict | None = None,
     callback=None,
     verbose: int = 0,
 ) -> CCCPResult:
-    """CCCP from the imputation ``init_latent`` (values in ``0 .. n_latent - 1``)."""
+    """CCCP from the imputation ``init_latent`` (values in ``0 .. n_latent - 1``).
+
+    ``inner``: the keyword arguments of every round's convex problem,
+    :func:`~maxmargin.solvers.ssvm.solve_ssvm` (``solver`` -- default ``"n-slack"`` --,
+    ``tol``, ``max_iter``, ``random_state``, ``n_jobs``, ...); ``verbose`` goes to it too.
+    """
+    inner = {"solver": "n-slack", **(inner or {})}
     t0 = time.perf_counter()
     K, M = int(n_classes), int(n_latent)
     n = len(y_codes)
@@ -77,16 +79,7 @@ def fit_latent_cccp(
     try:
         for outer in range(int(max_outer)):
             model = LinearJointModel(X, offsets, y_codes * M + z, gamma, loss, pairwise=False)
-            res = solve_ssvm(
-                model,
-                float(C),
-                solver,
-                tol=float(tol),
-                max_iter=int(max_iter),
-                random_state=random_state,
-                verbose=verbose,
-                n_jobs=n_jobs,
-            )
+            res = solve_ssvm(model, float(C), **inner, verbose=verbose)
             w = res.w
             S = np.asarray(X @ w.reshape(X.shape[1], K * M)).reshape(n, K, M)
             z_new = np.argmax(S[np.arange(n), y_codes], axis=1)

@@ -43,6 +43,7 @@ from maxmargin.solvers.svm import DENSE_FILL, DENSE_MAX_BYTES, DualCDData, dual_
 
 __all__ = [
     "NEWTON_MAX_COLUMNS",
+    "SelectionOptions",
     "SelectionResult",
     "SquaredHingeRounds",
     "column_scores",
@@ -292,25 +293,7 @@ def _dual_from_gram(A, G, r, W, C, j):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _newton_rounds_solve(
-    X,
-    cols,
-    Xfull,
-    Y,
-    C,
-    W,
-    M,
-    act,
-    G,
-    r,
-    gk1,
-    changed,
-    tol,
-    max_iter,
-    check_first,
-    certify,
-    price,
-):  # pragma: no cover - compiled
+def _newton_rounds_solve(X, cols, Xfull, Y, C, state, control):  # pragma: no cover - compiled
     """One restricted solve of :class:`SquaredHingeRounds` in one call: the Gram
     matrices grown by the columns ``gk1..k`` (or formed when ``gk1 == 0``, with the
     margins M), then Newton steps for every problem not yet within ``tol`` (active-set
@@ -321,7 +304,12 @@ def _newton_rounds_solve(
     Gram matrices of the new active rows (:func:`_dual_from_gram`); the returned duals
     are computed from X itself: from the pricing product with ``price``, by a product
     with X with ``certify``, else as between steps (NaN when the capped solve's last
-    step needed none).  Returns ``(W, M, G, r, A, primal, dual, n_steps, S)``."""
+    step needed none).  ``state = (W, M, act, G, r, gk1, changed)``: the kept state of
+    :class:`SquaredHingeRounds` (arrays updated in place or returned); ``control = (tol,
+    max_iter, check_first, certify, price)``.  Returns ``(W, M, G, r, A, primal, dual,
+    n_steps, S)``."""
+    W, M, act, G, r, gk1, changed = state
+    tol, max_iter, check_first, certify, price = control
     n, k1 = X.shape
     c = Y.shape[1]
     if gk1 == 0:
@@ -576,9 +564,10 @@ class SquaredHingeRounds:
         inner_price = price and not self.sparse
         Xfull = np.zeros((self.X.shape[0], 0)) if self.sparse else self.X
         W, M, G, r, A, primal, dual, it, S = _newton_rounds_solve(
-            self.buf[:, :k1], self.cols[: self.k], Xfull, self.Y, self.C, self.W, self.M,
-            self.act, self.G, self.r, self._gk1, self.changed, float(tol), int(max_iter),
-            not self.moved and max_iter >= 1, bool(certify or price), inner_price,
+            self.buf[:, :k1], self.cols[: self.k], Xfull, self.Y, self.C,
+            (self.W, self.M, self.act, self.G, self.r, self._gk1, self.changed),
+            (float(tol), int(max_iter), not self.moved and max_iter >= 1,
+             bool(certify or price), inner_price),
         )  # fmt: skip
         self.W, self.M, self.G, self.r, self._gk1 = W, M, G, r, k1
         self.moved = False
@@ -778,6 +767,22 @@ def _drop_columns(warm, keep):
         warm["z"] = np.concatenate([z[:k][keep], z[k : 2 * k][keep], z[-1:]])
 
 
+@dataclass(frozen=True)
+class SelectionOptions:
+    """The parameters of :func:`select_features`'s algorithm, named and defaulted as
+    :class:`~maxmargin.learners.feature_selection.ForwardFeatureSelector`'s
+    (``features_per_step="auto"`` there is 0.1 here)."""
+
+    features_per_step: float = 0.1
+    tol: float = 1e-3
+    inner_tol: float = 1e-7
+    pricing_tol: float = 0.1
+    pricing_epochs: int = 5
+    overselect: float = 1.0
+    backward_step: float = 0.1
+    max_time: float | None = None
+
+
 @dataclass
 class SelectionResult:
     """What :func:`select_features` found: the selected columns ``order`` and the
@@ -922,22 +927,19 @@ def select_features(
     targets,
     limit,
     budget,
-    features_per_step=0.1,
-    tol=1e-3,
-    inner_tol=1e-7,
-    pricing_tol=0.1,
-    pricing_epochs=5,
-    overselect=1.0,
-    backward_step=0.1,
-    max_time=None,
+    options=SelectionOptions(),
     verbose=0,
     callback=None,
 ) -> SelectionResult:
     """Forward selection by column generation for the one-vs-rest problems ``ys`` (each
     in {-1, +1}), then with a budget and ``overselect > 1`` a backward pass (the
     algorithm of :class:`~maxmargin.learners.feature_selection.ForwardFeatureSelector`,
-    whose parameters these are; ``targets`` the sorted set sizes to record, ``limit`` the
-    one returned, ``budget`` whether a size was asked for)."""
+    whose parameters ``options`` holds; ``targets`` the sorted set sizes to record,
+    ``limit`` the one returned, ``budget`` whether a size was asked for)."""
+    tol, inner_tol, max_time = options.tol, options.inner_tol, options.max_time
+    pricing_tol, pricing_epochs = options.pricing_tol, options.pricing_epochs
+    features_per_step, overselect = options.features_per_step, options.overselect
+    backward_step = options.backward_step
     st = _Selection(X, ys, C, loss, penalty, float(inner_tol), pricing_tol, pricing_epochs)
     d, inner = st.d, st.inner
     step = features_per_step

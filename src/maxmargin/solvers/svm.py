@@ -416,9 +416,11 @@ def _dense_dot(Xd, i, w):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _row_dot(indptr, indices, data, Xd, dense, i, w):  # pragma: no cover - compiled
-    """``<x_i, w>`` from the dense rows ``Xd`` or the CSR arrays (the sparse sum without
-    fastmath, whose gathers were twice as slow here)."""
+def _row_dot(rows, i, w):  # pragma: no cover - compiled
+    """``<x_i, w>`` from the dense rows ``Xd`` or the CSR arrays of ``rows = (indptr,
+    indices, data, Xd, dense)`` (the sparse sum without fastmath, whose gathers were twice
+    as slow here)."""
+    indptr, indices, data, Xd, dense = rows
     if dense:
         return _dense_dot(Xd, i, w)
     g = 0.0
@@ -428,8 +430,9 @@ def _row_dot(indptr, indices, data, Xd, dense, i, w):  # pragma: no cover - comp
 
 
 @njit(cache=True)
-def _row_axpy(indptr, indices, data, Xd, dense, i, d, w):  # pragma: no cover - compiled
+def _row_axpy(rows, i, d, w):  # pragma: no cover - compiled
     """``w += d x_i``."""
+    indptr, indices, data, Xd, dense = rows
     if dense:
         for k in range(Xd.shape[1]):
             w[k] += d * Xd[i, k]
@@ -439,14 +442,15 @@ def _row_axpy(indptr, indices, data, Xd, dense, i, d, w):  # pragma: no cover - 
 
 
 @njit(cache=True)
-def _dcd_check(
-    indptr, indices, data, Xd, dense, y, alpha, w, C, diag, U, squared, index, active, react
-):  # pragma: no cover - compiled  # fmt: skip
+def _dcd_check(rows, y, alpha, w, box, index, active, react):  # pragma: no cover - compiled
     """One pass over every sample: the primal ``1/2||w||^2 + C sum loss(y_i <w, x_i>)``,
     the dual ``e^T alpha - 1/2 ||w||^2 - diag/2 ||alpha||^2``, the projected-gradient
     spread over all samples (liblinear's stopping quantity) and, if ``react``, the shrunk
     samples whose projected gradient is non-zero moved back into the active set (the
-    margins are at hand).  Returns (primal, dual, spread, active)."""
+    margins are at hand).  Returns (primal, dual, spread, active).  ``rows``:
+    :func:`_row_dot`'s tuple; ``box = (C, diag, U, squared)``: the loss constants and the
+    dual's upper bound, as in :func:`fit_dual_cd`."""
+    C, diag, U, squared = box
     n = y.shape[0]
     loss = 0.0
     asum = 0.0
@@ -455,7 +459,7 @@ def _dcd_check(
     pgmin = np.inf
     for s in range(n):
         i = index[s]
-        m = y[i] * _row_dot(indptr, indices, data, Xd, dense, i, w)
+        m = y[i] * _row_dot(rows, i, w)
         h = 1.0 - m
         if h > 0.0:
             loss += h * h if squared else h
@@ -484,8 +488,7 @@ def _dcd_check(
 
 @njit(cache=True)
 def _dcd_run(
-    indptr, indices, data, Xd, dense, y, alpha, w, Qd, C, diag, U, squared, index, state,
-    rstate, max_epochs, work, shrinking, check,
+    rows, y, Qd, box, arrays, max_epochs, work, shrinking, check
 ):  # pragma: no cover - compiled  # fmt: skip
     """Epochs of dual coordinate descent ([Hsieh2008 Alg. 1]) up to the next
     duality-gap check, then the check (:func:`_dcd_check`); returns (epochs, sample
@@ -505,8 +508,12 @@ def _dcd_run(
     ``check=False``: no check when the epochs ran out (primal and dual returned as NaN).
 
     ``state`` (float64) carries ``[active, pmax, pmin, eps_pg, spread on the active set,
-    spread on all samples]`` between calls (``eps_pg < 0``: not yet set).
+    spread on all samples]`` between calls (``eps_pg < 0``: not yet set).  ``rows``,
+    ``box``: as in :func:`_dcd_check`; ``arrays = (alpha, w, index, state, rstate)``, the
+    working arrays, updated in place (``rstate``: :func:`_rand_below`'s state).
     """
+    _, diag, U, _ = box
+    alpha, w, index, state, rstate = arrays
     active = np.int64(state[0])
     pmax = state[1]
     pmin = state[2]
@@ -527,7 +534,7 @@ def _dcd_run(
             if Qd[i] <= 0.0:
                 s += 1
                 continue
-            g = y[i] * _row_dot(indptr, indices, data, Xd, dense, i, w) - 1.0 + diag * alpha[i]
+            g = y[i] * _row_dot(rows, i, w) - 1.0 + diag * alpha[i]
             pg = 0.0
             if alpha[i] <= 0.0:
                 if g > pmax:
@@ -559,7 +566,7 @@ def _dcd_run(
                 alpha[i] = new
                 d = (new - old) * y[i]
                 if d != 0.0:
-                    _row_axpy(indptr, indices, data, Xd, dense, i, d, w)
+                    _row_axpy(rows, i, d, w)
             s += 1
         ep += 1
         spread = pgmax - pgmin if active > 0 else 0.0
@@ -576,9 +583,8 @@ def _dcd_run(
     primal = dual = full_spread = np.nan
     if check or ep < max_epochs:
         primal, dual, full_spread, active = _dcd_check(
-            indptr, indices, data, Xd, dense, y, alpha, w, C, diag, U, squared, index, active,
-            shrinking,
-        )  # fmt: skip
+            rows, y, alpha, w, box, index, active, shrinking
+        )
     state[0] = active
     state[1] = pmax
     state[2] = pmin
@@ -723,7 +729,8 @@ def fit_dual_cd(
     state = np.array([n_active, np.inf, -np.inf, -1.0, np.nan, np.nan])
     visits = 0  # coordinate steps tried so far
     interrupted = False
-    args = (indptr, indices, data, Xd, dense, y, alpha, w)
+    rows = (indptr, indices, data, Xd, dense)
+    box = (C, diag, U, squared)
 
     def record(primal, d_val, cb):
         nonlocal dual, best
@@ -747,7 +754,7 @@ def fit_dual_cd(
             if rate > 0.0:
                 work = min(work, max(0.5 * n, 1.1 * (log_gap - np.log(tol)) / rate))
             done, seen, primal, d_val = _dcd_run(
-                *args, Qd, C, diag, U, squared, index, state, rstate, max_iter - ep,
+                rows, y, Qd, box, (alpha, w, index, state, rstate), max_iter - ep,
                 max(1, int(work)), bool(shrinking), bool(certify),
             )  # fmt: skip
             ep += done
@@ -773,9 +780,7 @@ def fit_dual_cd(
             raise  # no update yet: nothing to keep
         interrupted, converged = True, False
     if interrupted or not history:
-        primal, d_val, state[5], _ = _dcd_check(
-            *args, C, diag, U, squared, index, int(state[0]), False
-        )
+        primal, d_val, state[5], _ = _dcd_check(rows, y, alpha, w, box, index, int(state[0]), False)
         record(primal, d_val, None if interrupted else callback)
     return SVMSolution(
         w=best[1],

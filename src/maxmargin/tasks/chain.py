@@ -380,8 +380,8 @@ class ChainTask(StructuredTask):
         margin = np.empty(m)
         with numba_threads(self._threads_for(N)):  # marginals, gradient, hard hinge
             sharded_chain_complete(
-                U, P, self.offsets_, y, self.delta_, bool(self.transitions), b, fa, logz,
-                marg, pair, 1.0 / m, A, dual_parts, labels, loss, margin, shards,
+                (U, P, self.offsets_, y, self.delta_, bool(self.transitions)), b, fa, logz,
+                1.0 / m, (marg, pair, A, dual_parts), (labels, loss, margin), shards,
             )  # fmt: skip
         risk = float(OracleResult(label=labels, loss=loss, margin=margin).hinge.mean())
         if self.transitions:

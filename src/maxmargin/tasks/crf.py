@@ -550,7 +550,7 @@ class CRFShard(NamedTuple):
 
 @njit(cache=True, nogil=True)
 def _crf_shard_core(
-    data, w, use_w, Eu, Ep, graph, span, rcap, tr, work, lab, loss, margin, plane
+    data, w, use_w, Eu, Ep, graph, span, flow, out, plane
 ):  # pragma: no cover - compiled
     """The loss-augmented oracle of images ``i0:i1`` (nodes ``n0:n1``, edges ``e0:e1``)
     in one pass: the energies (from ``w`` if ``use_w``, in a fixed order, no BLAS), the
@@ -562,11 +562,14 @@ def _crf_shard_core(
 
     The arguments come bundled: ``data`` the stacked images ``(U, V, edges, y, lw,
     node_img, edge_img, cut_true)`` (:class:`CRFShardedCuts`), ``graph`` their arc lists
-    ``(first, head, sister, arc_edge)``, ``span = (i0, i1, n0, n1, e0, e1)``, ``work``
-    the max-flow's work arrays (:attr:`BKWork.arrays`)."""
+    ``(first, head, sister, arc_edge)``, ``span = (i0, i1, n0, n1, e0, e1)``, ``flow =
+    (rcap, tr, work)`` the max-flow's residual capacities, terminal capacities and work
+    arrays (:attr:`BKWork.arrays`), ``out = (lab, loss, margin)`` the answers."""
     U, V, edges, y, lw, node_img, edge_img, cut_true = data
     first, head, sister, arc_edge = graph
     i0, i1, n0, n1, e0, e1 = span
+    rcap, tr, work = flow
+    lab, loss, margin = out
     du = U.shape[2]
     dv = V.shape[1]
     if use_w:
@@ -640,20 +643,17 @@ def _crf_shard_core(
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _crf_shards(
-    data, w, use_w, Eu, Ep, graph, bounds, rcap, tr, work, lab, loss, margin, planes
-):  # pragma: no cover - compiled
+def _crf_shards(data, w, use_w, Eu, Ep, graph, bounds, flow, out, planes):  # pragma: no cover
     """:func:`_crf_shard_core` for every shard ``c`` (images ``img_b[c]:img_b[c+1]``) on
     numba's threads; shard ``c``'s plane goes to ``planes[c]`` (``planes`` with 0 columns:
     no planes).  A shard writes only its own rows, so the answers do not depend on the
     number of threads.  ``bounds = (img_b, node_b, edge_b)``: the shards' first image,
-    node and edge."""
+    node and edge; the other arguments as there."""
     img_b, node_b, edge_b = bounds
+    rcap, tr, work = flow  # (a tuple inside a tuple is no argument of a parallel loop)
     for c in prange(img_b.shape[0] - 1):
         span = (img_b[c], img_b[c + 1], node_b[c], node_b[c + 1], edge_b[c], edge_b[c + 1])
-        _crf_shard_core(
-            data, w, use_w, Eu, Ep, graph, span, rcap, tr, work, lab, loss, margin, planes[c]
-        )
+        _crf_shard_core(data, w, use_w, Eu, Ep, graph, span, (rcap, tr, work), out, planes[c])
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -747,7 +747,7 @@ class CRFShardedCuts:
         with shard_threads(threads):  # images of uneven cost: shards to the next free thread
             _crf_shards(
                 self.data, w, use_w, Eu, Ep, self.graph, self.bounds,
-                self.rcap, self.tr, k.arrays, lab, loss, margin, planes,
+                (self.rcap, self.tr, k.arrays), (lab, loss, margin), planes,
             )  # fmt: skip
         return lab, loss, margin, planes
 
