@@ -158,7 +158,8 @@ class Sampling:
     jump_gate : float or None, default=None
         Self-labelling gate on motion: a tracked frame whose box centre lies more than
         ``jump_gate * search_radius`` px from ``c_pred`` is not added to the training
-        window (the box is still returned; counted in ``n_jumps_``).  Off when None.
+        window (the box is still returned; counted in ``n_jumps_`` and ``n_skipped_``).
+        Off when None.
     """
 
     features: str = "raw+hog"
