@@ -147,6 +147,19 @@ class Sampling:
         kept in every later training set, those whose box scored highest relative to the
         median score of the frames before them (a lower-scoring kept frame gives way to
         a higher-scoring leaving one).  Off when 0.
+    motion_prior : float, default=0
+        Displacement prior on the search: the box is the candidate maximising
+        ``s(y) - motion_prior * (max s - min s) * ||c(y) - c_pred||^2 / search_radius^2``
+        (``s`` the model's scores of this frame's candidates, ``c(y)`` a candidate's
+        centre, ``c_pred`` the search centre: the previous centre plus ``velocity`` times
+        the last move).  In units of the frame's score range, so the same value means
+        the same for every tracker; off when 0.  ``score_`` and ``candidate_scores_``
+        stay the model's own scores.
+    jump_gate : float or None, default=None
+        Self-labelling gate on motion: a tracked frame whose box centre lies more than
+        ``jump_gate * search_radius`` px from ``c_pred`` is not added to the training
+        window (the box is still returned; counted in ``n_jumps_`` and ``n_skipped_``).
+        Off when None.
     """
 
     features: str = "raw+hog"
@@ -171,6 +184,8 @@ class Sampling:
     train_method: str = "polar"
     support_frames: int = 0
     warps: str = "random"
+    motion_prior: float = 0.0
+    jump_gate: float | None = None
 
     def __post_init__(self) -> None:
         sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
@@ -196,7 +211,8 @@ class Sampling:
         for name in ("search_radius", "redetect_radius"):
             check_number(name, getattr(self, name), low=0)
         check_number("train_radius", self.train_radius, low=0, allow_none=True)
-        for name in ("scale_margin", "ncc_radius", "motion_radius"):
+        check_number("jump_gate", self.jump_gate, low=0, allow_none=True)
+        for name in ("scale_margin", "ncc_radius", "motion_radius", "motion_prior"):
             check_number(name, getattr(self, name), low=0, low_open=False)
         for name in ("velocity", "redetect"):
             v = getattr(self, name)
@@ -280,7 +296,8 @@ class _OnlineBoxTracker(BaseEstimator):
         self._support: list = []  # support frames: (confidence, frame) beyond the window
         self.timing_ = {"features": 0.0, "predict": 0.0, "train": 0.0, "sampling": 0.0}
         self.n_frames_ = 0
-        self.n_skipped_ = 0  # frames not used for training (confidence gate)
+        self.n_skipped_ = 0  # frames not used for training (confidence or jump gate)
+        self.n_jumps_ = 0  # of them, frames refused by the jump gate
         self._n_added = 0
         self.n_trainings_ = 0
         self.n_redetections_ = 0  # frames searched over the wide window
@@ -358,7 +375,16 @@ class _OnlineBoxTracker(BaseEstimator):
         Z = self._feat(grey, cand, out=self._pred_buf[: len(cand) * d].reshape(len(cand), d))
         t2 = time.perf_counter()
         s = self._score(Z)
-        k = _best_of_ties(s, cand)
+        pc = centre[:2] + centre[2:] / 2  # c_pred, the search centre
+        if self._s.motion_prior > 0 and len(s) > 1:
+            # displacement prior: a quadratic penalty on the distance from c_pred, in
+            # units of this frame's score range
+            d2 = np.sum((cand[:, :2] + cand[:, 2:] / 2 - pc) ** 2, axis=1)
+            span = float(s.max() - s.min())
+            scale = float(self._s.motion_prior) * span / max(float(self._s.search_radius), 1.0) ** 2
+            k = _best_of_ties(s - scale * d2, cand)
+        else:
+            k = _best_of_ties(s, cand)
         box = cand[k].copy()
         if self._s.top_k > 1:
             # sub-pixel box: score-weighted mean of the top_k candidates (weights are
@@ -390,6 +416,12 @@ class _OnlineBoxTracker(BaseEstimator):
         self._motion = move
         self.box_, self.score_ = box, score
         self.n_frames_ += 1
+        if self._s.jump_gate is not None:
+            off = float(np.hypot(*((box[:2] + box[2:] / 2) - pc)))
+            if off > float(self._s.jump_gate) * float(self._s.search_radius):
+                self.n_jumps_ += 1
+                self.n_skipped_ += 1
+                return self.box_.copy()
         if not self._accept_frame(self.score_):
             self.n_skipped_ += 1
             return self.box_.copy()
