@@ -798,6 +798,12 @@ class HOGSVMDetector(_WindowDetector):
         set: cutting planes with a loss).  After the fit, the loss-augmented inference
         (:meth:`most_violated`) on every training object gives
         ``structural_violated_``.  None: no structural constraints.
+    structural_weight : float, default=1.0
+        ``structural``: the structural rows' weight ``rho`` in the hinge sum -- each
+        pair's hinge becomes ``rho C / (m Delta) max(0, m Delta - w.(Psi(t_j) -
+        Psi(y)))`` (a per-row C, :func:`~maxmargin.solvers.svm.fit_dual_cd`'s
+        ``sample_weight``), so the many pairs per object can be down-weighted against
+        the binary constraints without changing their margins.
     structural_overlap : (float, float), default=(0.1, 0.5)
         ``structural``: the overlaps ``[lo, hi)`` of the constrained windows (below 0.5:
         the misplaced windows AP counts as false positives).
@@ -859,10 +865,11 @@ class HOGSVMDetector(_WindowDetector):
         ``extent``: the least overlap of a candidate window with the detection.
     components : int, default=1
         Mixture components by aspect ratio (the mixture models of Felzenszwalb et al.,
-        TPAMI 2010 [Felzenszwalb2010], Sec. 4.2 and 5.1: the training boxes split by
-        aspect, one root filter per component).  With ``k > 1`` the training boxes are
-        clustered by their log aspect ratio ``log(w / h)`` into ``k`` groups
-        (:func:`aspect_clusters`, the exact 1-D k-means); component ``j`` is a filter of
+        TPAMI 2010 [Felzenszwalb2010], Sec. 2.3 and 5.2: the training boxes split by
+        aspect -- there into groups of equal size -- one root filter per component).
+        With ``k > 1`` the training boxes are clustered by their log aspect ratio ``log(w
+        / h)`` into ``k`` groups (:func:`aspect_clusters`, the exact 1-D k-means);
+        component ``j`` is a filter of
         its own whose windows have its group's aspect ratio ``a_j`` (the geometric mean
         of the group's aspects; ``aspect_ratios`` multiplied by ``a_j``, each its own
         pyramid), trained by hard-negative mining with the group's boxes as positives
@@ -941,6 +948,7 @@ class HOGSVMDetector(_WindowDetector):
         "max_iter": [POSITIVE_INT],
         "structural": [None, Interval(float, 0, None, closed="neither")],
         "structural_overlap": [tuple, list],
+        "structural_weight": [Interval(float, 0, None, closed="neither")],
         "box_regression": [None, Interval(float, 0, None, closed="neither")],
         "regression_overlap": [_UNIT],
         "context": [Interval(float, 0, None, closed="left")],
@@ -987,6 +995,7 @@ class HOGSVMDetector(_WindowDetector):
         max_iter=300,
         structural=None,
         structural_overlap=(0.1, 0.5),
+        structural_weight=1.0,
         box_regression=None,
         regression_overlap=0.5,
         context=0.0,
@@ -1018,6 +1027,7 @@ class HOGSVMDetector(_WindowDetector):
         self.max_iter = max_iter
         self.structural = structural
         self.structural_overlap = structural_overlap
+        self.structural_weight = structural_weight
         self.aspect_ratios = aspect_ratios
         self.colour = colour
         self.channels = channels
@@ -1276,6 +1286,11 @@ class HOGSVMDetector(_WindowDetector):
                     Z = (X.astype(np.float64) - truths[k][obj]) / (m * delta)[:, None]
                     yield at[k] + np.arange(len(idx)), np.hstack([Z, np.zeros((len(Z), 1))])
 
+        rho = float(getattr(self, "structural_weight", 1.0))
+
+        def weight(ids):  # the pairs' ids follow the windows'
+            return np.where(ids >= n_windows, rho, 1.0)
+
         res = mine_hard_negatives(
             np.hstack([Xp, np.ones((len(Xp), 1), dtype=Xp.dtype)]),
             rows,
@@ -1286,6 +1301,7 @@ class HOGSVMDetector(_WindowDetector):
             fit_intercept=False,
             rng=as_generator(self.random_state),
             verbose=self.verbose,
+            weight=None if rho == 1.0 else weight,
         )
         self.coef_ = np.asarray(res.w[:-1], dtype=np.float64)
         self.intercept_ = float(res.w[-1])
