@@ -31,10 +31,10 @@ MANY_PARAMETERS = {
     "maxmargin/solvers/asymmetric_boost.py:fit_cost_sensitive_stage": 14,
     "maxmargin/solvers/column_generation.py:_run": 26,
     "maxmargin/solvers/column_generation.py:fit_structboost": 27,
-    "maxmargin/solvers/hard_negatives.py:mine_hard_negatives": 13,
+    "maxmargin/solvers/hard_negatives.py:mine_hard_negatives": 14,  # + weight= (issue 31)
     "maxmargin/solvers/multiboost.py:fit_multiboost": 12,
     "maxmargin/solvers/ssvm.py:solve_ssvm": 12,
-    "maxmargin/solvers/svm.py:fit_dual_cd": 15,
+    "maxmargin/solvers/svm.py:fit_dual_cd": 16,  # + sample_weight= (issue 31)
     "maxmargin/tasks/crf.py:CRFShardedCuts.__init__": 12,
 }
 # ... and the constructors of estimators (and of the parameter objects of apps/), whose

@@ -82,13 +82,17 @@ def mine_hard_negatives(
     rng=None,
     verbose: int = 0,
     callback=None,
+    weight=None,
 ) -> MiningResult:
     """Train a linear SVM on positives ``X_pos`` and all negatives produced by ``scan``.
 
     ``scan()`` returns a fresh iterable of ``(ids, X)`` chunks covering every negative
     once (e.g. one chunk per image, features computed on the fly); ``ids`` are unique
     integer ids.  ``tol`` is the relative duality gap of each restricted solve, ``eps``
-    the margin slack of the stopping test.  The history has one row per round:
+    the margin slack of the stopping test.  ``weight``: None, or a function of a chunk's
+    ``ids`` giving their positive weights ``c_i`` in the hinge sum (``C c_i``; the
+    positives weigh 1; :func:`~maxmargin.solvers.svm.fit_dual_cd`'s ``sample_weight``).
+    The history has one row per round:
     ``iteration``, ``n_hard`` (negatives with score >= -1), ``n_violating`` (those outside
     the working set with score > -1 + eps; 0 at convergence), ``n_new`` (hard ones added;
     0 in the last row, where the loop stopped),
@@ -113,19 +117,8 @@ def mine_hard_negatives(
         callback=callback,
         fields=("iteration", "objective", "n_new", "working_set"),
     )
-    pr = _MiningPlanes(
-        Xp,
-        scan,
-        float(C),
-        scale,
-        int(max_working_set),
-        int(max_rounds),
-        eps,
-        tol,
-        max_iter,
-        rng,
-        mon,
-    )
+    limits = (int(max_working_set), int(max_rounds), eps, tol, max_iter)
+    pr = _MiningPlanes(Xp, scan, float(C), scale, limits, rng, mon, weight)
     try:
         kelley_loop(pr, None)
         w, primal, dual = pr.w, pr.primal, pr.dual
@@ -148,8 +141,12 @@ class _MiningPlanes(UnstabilisedPlanes):
     round's "plane" is the batch of violating negatives found by one scan; adding it
     updates the working set, solving is a warm-started dual coordinate descent."""
 
-    def __init__(self, Xp, scan, C, scale, max_ws, max_rounds, eps, tol, max_iter, rng, mon):
+    def __init__(self, Xp, scan, C, scale, limits, rng, mon, weight=None):
+        # limits = (max_ws, max_rounds, eps, tol, max_iter): the loop's budgets and tolerances
+        max_ws, max_rounds, eps, tol, max_iter = limits
         self.Xp, self.scan, self.C, self.scale = Xp, scan, C, scale
+        self.weight = weight
+        self.ws_w = np.zeros(0)
         self.max_ws, self.max_rounds, self.eps = max_ws, max_rounds, eps
         self.tol, self.max_iter, self.rng, self.mon = tol, max_iter, rng, mon
         n_pos, d = Xp.shape
@@ -178,6 +175,7 @@ class _MiningPlanes(UnstabilisedPlanes):
         cand_ids = np.zeros(0, dtype=np.int64)
         cand_X = np.zeros((0, d))
         cand_key = np.zeros(0)
+        cand_w = np.zeros(0)
         for ids, X in self.scan():
             ids = np.asarray(ids, dtype=np.int64).ravel()
             Xa = _augment(X, scale)
@@ -188,7 +186,14 @@ class _MiningPlanes(UnstabilisedPlanes):
                 )
             seen += len(ids)
             s = Xa @ w
-            hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
+            cw = None
+            if self.weight is not None:
+                cw = np.asarray(self.weight(ids), dtype=np.float64).ravel()
+                if cw.shape != ids.shape or not np.all(cw > 0):
+                    raise ValueError("weight(ids) must give one positive weight per id")
+                hinge_neg += float((cw * np.maximum(0.0, 1.0 + s)).sum())
+            else:
+                hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())
             n_hard += int((s >= -1.0).sum())
             new = (s > -1.0 + eps) & ~np.isin(ids, self.ws_ids)
             n_violating += int(new.sum())
@@ -199,9 +204,11 @@ class _MiningPlanes(UnstabilisedPlanes):
             cand_ids = np.concatenate([cand_ids, ids[new]])
             cand_X = np.vstack([cand_X, Xa[new]])
             cand_key = np.concatenate([cand_key, key])
+            cand_w = np.concatenate([cand_w, np.ones(int(new.sum())) if cw is None else cw[new]])
             if len(cand_key) > 2 * max_ws:
                 top = np.argsort(-cand_key, kind="stable")[:max_ws]
                 cand_ids, cand_X, cand_key = cand_ids[top], cand_X[top], cand_key[top]
+                cand_w = cand_w[top]
         if seen == 0:
             raise ValueError("scan() produced no negatives")
         hinge_pos = float(np.maximum(0.0, 1.0 - self.Xp @ w).sum())
@@ -220,7 +227,7 @@ class _MiningPlanes(UnstabilisedPlanes):
             "t_solve": 0.0,
         }
         self.n_cand = len(cand_ids)
-        return Plane(b=0.0, payload=(cand_ids, cand_X, cand_key))
+        return Plane(b=0.0, payload=(cand_ids, cand_X, cand_key, cand_w))
 
     def stop(self, rnd, best, sol):
         if self.n_cand == 0 or rnd == self.max_rounds:
@@ -232,9 +239,9 @@ class _MiningPlanes(UnstabilisedPlanes):
     def add(self, plane, sol) -> bool:
         """The highest-scoring new negatives join the working set; easy members (zero
         multiplier, score < -1) leave it only as far as room is needed."""
-        cand_ids, cand_X, cand_key = plane.payload
+        cand_ids, cand_X, cand_key, cand_w = plane.payload
         order = np.argsort(-cand_key, kind="stable")
-        cand_ids, cand_X = cand_ids[order], cand_X[order]
+        cand_ids, cand_X, cand_w = cand_ids[order], cand_X[order], cand_w[order]
         room = self.max_ws - len(self.ws_ids)
         if room < len(cand_ids) and len(self.ws_ids):
             s_ws = self.ws_X @ self.w
@@ -244,7 +251,7 @@ class _MiningPlanes(UnstabilisedPlanes):
             keep = np.ones(len(self.ws_ids), dtype=bool)
             keep[drop] = False
             self.ws_ids, self.ws_X = self.ws_ids[keep], self.ws_X[keep]
-            self.ws_alpha = self.ws_alpha[keep]
+            self.ws_alpha, self.ws_w = self.ws_alpha[keep], self.ws_w[keep]
             room = self.max_ws - len(self.ws_ids)
         if room <= 0:
             warnings.warn(
@@ -259,6 +266,7 @@ class _MiningPlanes(UnstabilisedPlanes):
         self.ws_ids = np.concatenate([self.ws_ids, cand_ids[add]])
         self.ws_X = np.vstack([self.ws_X, cand_X[add]])
         self.ws_alpha = np.concatenate([self.ws_alpha, np.zeros(len(cand_ids[add]))])
+        self.ws_w = np.concatenate([self.ws_w, cand_w[add]])
         self.rec["n_new"] = len(cand_ids[add])
         return True
 
@@ -276,6 +284,9 @@ class _MiningPlanes(UnstabilisedPlanes):
             max_iter=self.max_iter,
             rng=self.rng,
             alpha0=np.concatenate([self.alpha_pos, self.ws_alpha]),
+            sample_weight=None
+            if self.weight is None
+            else np.concatenate([np.ones(n_pos), self.ws_w]),
         )
         self.w = sol.w
         self.dual = float(sol.dual)

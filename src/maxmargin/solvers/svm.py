@@ -443,14 +443,15 @@ def _row_axpy(rows, i, d, w):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _dcd_check(rows, y, alpha, w, box, index, active, react):  # pragma: no cover - compiled
-    """One pass over every sample: the primal ``1/2||w||^2 + C sum loss(y_i <w, x_i>)``,
-    the dual ``e^T alpha - 1/2 ||w||^2 - diag/2 ||alpha||^2``, the projected-gradient
+    """One pass over every sample: the primal ``1/2||w||^2 + C sum cw_i loss(y_i <w,
+    x_i>)``, the dual ``e^T alpha - 1/2 ||w||^2 - diag/2 sum alpha_i^2 / cw_i`` (sample
+    ``i``'s bound ``U cw_i``; ``cw``: the sample weights, ones for none), the projected-gradient
     spread over all samples (liblinear's stopping quantity) and, if ``react``, the shrunk
     samples whose projected gradient is non-zero moved back into the active set (the
     margins are at hand).  Returns (primal, dual, spread, active).  ``rows``:
-    :func:`_row_dot`'s tuple; ``box = (C, diag, U, squared)``: the loss constants and the
-    dual's upper bound, as in :func:`fit_dual_cd`."""
-    C, diag, U, squared = box
+    :func:`_row_dot`'s tuple; ``box = (C, diag, U, squared, cw)``: the loss constants,
+    the dual's upper bound and the sample weights, as in :func:`fit_dual_cd`."""
+    C, diag, U, squared, cw = box
     n = y.shape[0]
     loss = 0.0
     asum = 0.0
@@ -462,15 +463,15 @@ def _dcd_check(rows, y, alpha, w, box, index, active, react):  # pragma: no cove
         m = y[i] * _row_dot(rows, i, w)
         h = 1.0 - m
         if h > 0.0:
-            loss += h * h if squared else h
+            loss += cw[i] * (h * h if squared else h)
         a = alpha[i]
         asum += a
-        asq += a * a
-        g = m - 1.0 + diag * a
+        asq += a * a / cw[i]
+        g = m - 1.0 + diag * a / cw[i]
         pg = g
         if a <= 0.0:
             pg = g if g < 0.0 else 0.0
-        elif a >= U:
+        elif a >= U * cw[i]:
             pg = g if g > 0.0 else 0.0
         if pg > pgmax:
             pgmax = pg
@@ -496,13 +497,13 @@ def _dcd_run(
 
     Each epoch visits the ``active`` first entries of ``index`` in a fresh random order
     (Fisher-Yates with :func:`_rand_below`) and takes the exact coordinate step
-    ``alpha_i <- clip(alpha_i - G_i / Q_ii, 0, U)`` with ``G_i = y_i <w, x_i> - 1 +
-    diag alpha_i``, keeping ``w = sum_i alpha_i y_i x_i``.  Shrinking (Sec. 3.2, as
-    liblinear): a variable at a bound whose gradient lies beyond the previous epoch's
-    projected-gradient extremes ``pmax`` / ``pmin`` leaves the active set (swapped behind
-    it).  The check comes after ``work`` sample visits (it costs ``n``), after
-    ``max_epochs``, or when the active set's projected-gradient spread falls to
-    ``eps_pg`` (a tenth of the first epoch's spread, halved at each such check); the check
+    ``alpha_i <- clip(alpha_i - G_i / Q_ii, 0, U cw_i)`` with ``G_i = y_i <w, x_i> - 1 +
+    diag alpha_i / cw_i`` (``cw``: the sample weights), keeping ``w = sum_i alpha_i y_i
+    x_i``.  Shrinking (Sec. 3.2, as liblinear): a variable at a bound whose gradient lies
+    beyond the previous epoch's projected-gradient extremes ``pmax`` / ``pmin`` leaves the
+    active set (swapped behind it).  The check comes after ``work`` sample visits (it
+    costs ``n``), after ``max_epochs``, or when the active set's projected-gradient spread
+    falls to ``eps_pg`` (a tenth of the first epoch's spread, halved at each such check); the check
     returns every shrunk variable with a non-zero projected gradient to the active set
     (liblinear instead restores all of them once its spread reaches its tolerance).
     ``check=False``: no check when the epochs ran out (primal and dual returned as NaN).
@@ -512,7 +513,7 @@ def _dcd_run(
     ``box``: as in :func:`_dcd_check`; ``arrays = (alpha, w, index, state, rstate)``, the
     working arrays, updated in place (``rstate``: :func:`_rand_below`'s state).
     """
-    _, diag, U, _ = box
+    _, diag, U, _, cw = box
     alpha, w, index, state, rstate = arrays
     active = np.int64(state[0])
     pmax = state[1]
@@ -534,7 +535,9 @@ def _dcd_run(
             if Qd[i] <= 0.0:
                 s += 1
                 continue
-            g = y[i] * _row_dot(rows, i, w) - 1.0 + diag * alpha[i]
+            g = y[i] * _row_dot(rows, i, w) - 1.0
+            g += diag * alpha[i] / cw[i]
+            ub = U * cw[i]
             pg = 0.0
             if alpha[i] <= 0.0:
                 if g > pmax:
@@ -543,7 +546,7 @@ def _dcd_run(
                     continue
                 if g < 0.0:
                     pg = g
-            elif alpha[i] >= U:
+            elif alpha[i] >= ub:
                 if g < pmin:
                     active -= 1
                     index[s], index[active] = index[active], index[s]
@@ -561,8 +564,8 @@ def _dcd_run(
                 new = old - g / Qd[i]
                 if new < 0.0:
                     new = 0.0
-                elif new > U:
-                    new = U
+                elif new > ub:
+                    new = ub
                 alpha[i] = new
                 d = (new - old) * y[i]
                 if d != 0.0:
@@ -660,6 +663,7 @@ def fit_dual_cd(
     certify=True,
     callback=None,
     verbose=0,
+    sample_weight=None,
 ) -> SVMSolution:
     """Dual coordinate descent for the L1- (``"hinge"``) or L2-loss (``"squared_hinge"``)
     linear SVM (Hsieh et al. 2008) on X (dense, sparse or :class:`DualCDData`), one
@@ -688,6 +692,10 @@ def fit_dual_cd(
     capped solve that needs only approximate multipliers, e.g. feature selection's pricing
     rounds: ``alpha`` is the last iterate, ``w``, ``primal`` and ``dual`` those of the
     best checked one, still a valid bound).
+    ``sample_weight``: positive per-sample weights ``c_i`` (None: ones) -- the primal
+    ``1/2 ||w||^2 + C sum_i c_i loss_i``, so sample ``i``'s dual bound is ``C c_i``
+    (hinge) or its diagonal term ``1 / (2 C c_i)`` (squared hinge); unit weights give
+    the unweighted solve bit for bit.
     """
     if loss not in ("hinge", "squared_hinge"):
         raise ValueError(f"loss must be 'hinge' or 'squared_hinge', got {loss!r}")
@@ -699,6 +707,12 @@ def fit_dual_cd(
     n = y.shape[0]
     if M.shape[0] != n:
         raise ValueError(f"X has {M.shape[0]} rows but y has {n} entries")
+    if sample_weight is None:
+        cw = np.ones(n)
+    else:
+        cw = np.array(sample_weight, dtype=np.float64).ravel()
+        if cw.shape != (n,) or not np.all(np.isfinite(cw)) or not np.all(cw > 0):
+            raise ValueError(f"sample_weight must be {n} positive finite weights")
     rng = np.random.default_rng(rng)
     rstate = np.array([rng.integers(1, 2**63 - 1)], dtype=np.uint64)
     squared = loss == "squared_hinge"
@@ -711,7 +725,7 @@ def fit_dual_cd(
     if alpha.shape != (n,):
         raise ValueError(f"alpha0 must have shape ({n},), got {alpha.shape}")
     w = np.asarray(M.T @ (alpha * y), dtype=np.float64).ravel()
-    Qd = sqn + diag
+    Qd = sqn + diag / cw
     t0 = time.perf_counter()
     mon = _monitor("dual_cd", callback, verbose)
     history = mon.history
@@ -730,7 +744,7 @@ def fit_dual_cd(
     visits = 0  # coordinate steps tried so far
     interrupted = False
     rows = (indptr, indices, data, Xd, dense)
-    box = (C, diag, U, squared)
+    box = (C, diag, U, squared, cw)
 
     def record(primal, d_val, cb):
         nonlocal dual, best

@@ -106,3 +106,40 @@ def test_detector_ctrl_c_keeps_a_working_model(monkeypatch):
     assert not d.converged_ and len(d.mining_history_) == 2
     b, s = d.detect(images[0])
     assert len(b) and np.all(np.isfinite(s))
+
+
+@pytest.mark.parametrize("cap", [200, 5000])
+def test_weighted_mining_reaches_the_weighted_all_windows_svm(cap):
+    """``weight(ids)``: the negatives' weights in the hinge sum (positives 1), the same
+    optimum as the weighted SVM on all windows at once (``fit_dual_cd(sample_weight=)``)."""
+    Xp, Xn = _data(1)
+    C = 0.5
+    rng = np.random.default_rng(5)
+    c = rng.uniform(0.05, 2.0, len(Xn))
+    chunks = [(np.arange(k, k + 250), Xn[k : k + 250]) for k in range(0, len(Xn), 250)]
+    res = mine_hard_negatives(
+        Xp,
+        lambda: iter(chunks),
+        C,
+        max_working_set=cap,
+        tol=1e-10,
+        rng=0,
+        weight=lambda i: c[i],
+    )
+    assert res.converged
+    X = np.hstack([np.vstack([Xp, Xn]), np.ones((len(Xp) + len(Xn), 1))])
+    y = np.r_[np.ones(len(Xp)), -np.ones(len(Xn))]
+    cw = np.r_[np.ones(len(Xp)), c]
+    full = fit_dual_cd(X, y, C, tol=1e-12, max_iter=20000, rng=0, sample_weight=cw)
+
+    def obj(w, b):
+        h = np.r_[np.maximum(0, 1 - Xp @ w - b), np.maximum(0, 1 + Xn @ w + b)]
+        return 0.5 * (w @ w + b * b) + C * (cw * h).sum()
+
+    ref, got = obj(full.w[:-1], full.w[-1]), obj(res.w, res.b)
+    assert got == pytest.approx(ref, rel=1e-6)
+    assert res.primal == pytest.approx(got, rel=1e-9)  # the recorded objective: weighted
+    np.testing.assert_allclose(np.r_[res.w, res.b], full.w, atol=1e-3)
+    # the weights matter: the unweighted mined SVM is worse on the weighted objective
+    plain = mine_hard_negatives(Xp, lambda: iter(chunks), C, max_working_set=cap, tol=1e-10)
+    assert obj(plain.w, plain.b) > ref * (1 + 1e-3)

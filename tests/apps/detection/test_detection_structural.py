@@ -114,11 +114,12 @@ def full_problem(det, images, boxes):
 
 
 def primal(A, w, C):
-    return 0.5 * w @ w + C * np.maximum(0.0, 1.0 - A @ w).sum()
+    """``C``: one C, or one per row (the rows' weights times C)."""
+    return 0.5 * w @ w + (C * np.maximum(0.0, 1.0 - A @ w)).sum()
 
 
 def solve_dual(A, C):
-    """max_a sum(a) - 1/2 ||A^T a||^2 subject to 0 <= a <= C, by L-BFGS-B."""
+    """max_a sum(a) - 1/2 ||A^T a||^2 subject to 0 <= a <= C (per row), by L-BFGS-B."""
 
     def f(a):
         v = A.T @ a
@@ -129,14 +130,16 @@ def solve_dual(A, C):
         np.zeros(len(A)),
         jac=True,
         method="L-BFGS-B",
-        bounds=[(0.0, C)] * len(A),
+        bounds=[(0.0, ci) for ci in np.broadcast_to(C, len(A))],
         options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-12},
     )
     return A.T @ res.x, -res.fun
 
 
-@pytest.mark.parametrize("context, margin", [(0.0, 1.0), (1.0, 0.5)])
-def test_structural_fit_is_the_full_svm_solved_by_scipy(context, margin):
+@pytest.mark.parametrize(
+    "context, margin, rho", [(0.0, 1.0, 1.0), (1.0, 0.5, 1.0), (1.0, 1.0, 0.1)]
+)
+def test_structural_fit_is_the_full_svm_solved_by_scipy(context, margin, rho):
     X, B = scenes_with_two_objects(3, 1)
     tol = 1e-9
     det = HOGSVMDetector(
@@ -144,6 +147,7 @@ def test_structural_fit_is_the_full_svm_solved_by_scipy(context, margin):
             **SMALL_FHOG,
             "context": context,
             "structural": margin,
+            "structural_weight": rho,
             "C": 1.0,
             "tol": tol,
             "max_rounds": 50,
@@ -153,9 +157,10 @@ def test_structural_fit_is_the_full_svm_solved_by_scipy(context, margin):
     assert det.converged_
     A = full_problem(det, X, B)
     n_pairs = int(np.sum(A[:, -1] == 0))
+    Cv = np.where(A[:, -1] == 0, rho, 1.0)  # the pairs' rows weigh rho
     w_det = np.append(det.coef_, det.intercept_)
-    w_sc, d_sc = solve_dual(A, 1.0)
-    p_det, p_sc = primal(A, w_det, 1.0), primal(A, w_sc, 1.0)
+    w_sc, d_sc = solve_dual(A, Cv)
+    p_det, p_sc = primal(A, w_det, Cv), primal(A, w_sc, Cv)
     assert d_sc <= p_sc * (1 + 1e-12) and d_sc <= p_det * (1 + 1e-12)
     # the mined fit's full relative duality gap is at most tol at convergence, so
     # P(w_det) - P* <= tol P(w_det); the scipy dual value is a lower bound on P*
@@ -167,7 +172,10 @@ def test_structural_fit_is_the_full_svm_solved_by_scipy(context, margin):
     assert n_pairs == det.n_structural_pairs_ > 0
     A0 = A[np.abs(A[:, -1]) > 0]  # the binary rows alone
     w0, _ = solve_dual(A0, 1.0)
-    assert primal(A, w0, 1.0) > p_det + 10 * (p_det - d_sc)
+    assert primal(A, w0, Cv) > p_det + 10 * (p_det - d_sc)
+    if rho != 1.0:  # and so does their weight: the unweighted optimum is elsewhere
+        w1, _ = solve_dual(A, 1.0)
+        assert primal(A, w1, Cv) > p_det + 10 * (p_det - d_sc)
 
 
 def test_structural_violated_share_and_parameters(tmp_path):

@@ -147,6 +147,103 @@ def _apply_offsets(windows, t, shape, margin=0.0):
     return np.hstack([lo, hi - lo])
 
 
+def aspect_clusters(values, k):
+    """The exact 1-D k-means of ``values`` (log aspect ratios of boxes): ``(labels,
+    centres)`` with cluster ``0`` the smallest values.  By dynamic programming over the
+    sorted values (an optimal 1-D clustering is contiguous in sorted order), prefix sums
+    giving each run's within-cluster sum of squares; ties between splits keep the
+    earliest."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    n, k = len(x), int(k)
+    if k < 1 or n < k:
+        raise ValueError(f"{n} values cannot form {k} clusters")
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    s1 = np.concatenate([[0.0], np.cumsum(xs)])
+    s2 = np.concatenate([[0.0], np.cumsum(xs * xs)])
+
+    def cost(i, j):  # sum of squares of xs[i:j] (vectorised over i)
+        m = j - i
+        return s2[j] - s2[i] - (s1[j] - s1[i]) ** 2 / m
+
+    D = np.full((k + 1, n + 1), np.inf)
+    arg = np.zeros((k + 1, n + 1), dtype=np.int64)
+    D[0, 0] = 0.0
+    for m in range(1, k + 1):
+        for j in range(m, n + 1):
+            i = np.arange(m - 1, j)
+            v = D[m - 1, i] + np.maximum(cost(i, j), 0.0)
+            t = int(np.argmin(v))
+            D[m, j], arg[m, j] = v[t], i[t]
+    labels_sorted = np.zeros(n, dtype=np.int64)
+    j = n
+    for m in range(k, 0, -1):
+        i = arg[m, j]
+        labels_sorted[i:j] = m - 1
+        j = i
+    labels = np.empty(n, dtype=np.int64)
+    labels[order] = labels_sorted
+    centres = np.array([xs[labels_sorted == m].mean() for m in range(k)])
+    return labels, centres
+
+
+def platt_calibration(scores, hits, max_iter=100):
+    """Platt's sigmoid (Platt, 2000 [Platt2000]) fitted to ``scores`` labelled by
+    ``hits``: ``(A, B)`` minimising the logistic loss of ``A s + B`` against his smoothed
+    targets ``(N+ + 1) / (N+ + 2)`` (hits) and ``1 / (N- + 2)`` (the others), by Newton's
+    method with backtracking (the loss is convex; its Hessian is positive definite
+    unless all scores are equal)."""
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    y = np.asarray(hits, dtype=bool).ravel()
+    if len(s) != len(y) or len(s) == 0 or np.ptp(s) == 0:
+        raise ValueError("Platt calibration needs scores of at least two values, one per hit")
+    npos, nneg = int(y.sum()), int((~y).sum())
+    t = np.where(y, (npos + 1.0) / (npos + 2.0), 1.0 / (nneg + 2.0))
+    X = np.stack([s, np.ones_like(s)], 1)
+
+    def loss(p):
+        z = X @ p
+        return float(np.sum(np.logaddexp(0.0, z) - t * z))
+
+    p = np.array([0.0, np.log((npos + 1.0) / (nneg + 1.0))])
+    f = loss(p)
+    for _ in range(max_iter):
+        q = 0.5 * (1.0 + np.tanh(0.5 * (X @ p)))  # the sigmoid, overflow-free
+        g = X.T @ (q - t)
+        H = (X * (q * (1.0 - q))[:, None]).T @ X
+        if np.abs(g).max() <= 1e-12 * len(s):
+            break
+        step = np.linalg.solve(H + 1e-12 * np.eye(2), g)
+        a = 1.0
+        while a > 1e-10:
+            f_new = loss(p - a * step)
+            if f_new <= f - 1e-4 * a * float(g @ step):
+                break
+            a *= 0.5
+        if a <= 1e-10:
+            break
+        p, f = p - a * step, f_new
+    return float(p[0]), float(p[1])
+
+
+def _hits(boxes, truths, overlap=0.5):
+    """Per detection (best first) of one image: whether it matches a still unmatched
+    truth -- its best-overlapping truth, at least ``overlap`` -- as Pascal AP counts
+    (:func:`~maxmargin.apps.detection.metrics.average_precision`)."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    t = np.asarray(truths, dtype=np.float64).reshape(-1, 4)
+    out = np.zeros(len(b), dtype=bool)
+    if not len(b) or not len(t):
+        return out
+    ov = pairwise_overlap(b, t)
+    best = ov.argmax(axis=1)
+    used = np.zeros(len(t), dtype=bool)
+    for i, g in enumerate(best):  # sequential by nature, over <= max_detections boxes
+        if ov[i, g] >= overlap and not used[g]:
+            used[g] = out[i] = True
+    return out
+
+
 def structural_sets(windows, boxes, lo=0.1, hi=0.5):
     """The structural constraints of one image (``HOGSVMDetector(structural=)``):
     ``windows`` (n, 4) the boxes the scanned windows stand for (with context: shrunk
@@ -291,9 +388,16 @@ class _WindowDetector(BaseEstimator):
             out.append((pyr, lv, r, c, ov))
         return out
 
-    def _positives(self, wins, boxes):
+    def _positives(self, wins, boxes, own=None):
+        """The positive windows' features: every window overlapping a box by at least
+        ``pos_overlap`` and each box's snapped window; ``own``: per image the boxes
+        that count (the windows' overlaps with those alone), None: ``boxes``."""
         X = []
-        for (pyr, lv, r, c, ov), b in zip(wins, boxes):
+        for k, ((pyr, lv, r, c, ov), b) in enumerate(zip(wins, boxes)):
+            if own is not None:
+                b = own[k]
+                wb = pyr.boxes(lv, r, c)
+                ov = pairwise_overlap(wb, b).max(axis=1) if len(b) and len(wb) else ov * 0
             sel = ov >= self.pos_overlap
             X.append(self._describe(pyr, lv[sel], r[sel], c[sel]))
             if len(b) and pyr.levels:
@@ -342,9 +446,23 @@ class _WindowDetector(BaseEstimator):
         score map of every window (:meth:`_level_scores`, compiled), the windows above
         ``score_threshold`` kept, their boxes, then NMS over all levels."""
         self._check_fitted()
+        pyr, lv, r, c, b, s = self._candidates(image, self.score_threshold)
+        if len(s) == 0:
+            return np.zeros((0, 4)), np.zeros(0)
+        k = nms(
+            self._nms_boxes(pyr, b),
+            s,
+            self.nms_threshold,
+            max_keep=int(self.max_detections),
+            cover=getattr(self, "nms_cover", None),
+        )
+        return self._refine(pyr, lv[k], r[k], c[k], b[k], s[k])
+
+    def _candidates(self, image, thr):
+        """``(pyr, lv, r, c, boxes, scores)`` of every window of one image scoring above
+        ``thr`` (None: all), before NMS: the compiled score map of each level."""
         pyr = self._pyramid(image)
         lvs, idx, ncs, scores = [], [], [], []
-        thr = self.score_threshold
         for k in range(len(pyr.levels)):
             nr, nc = pyr.positions(k)
             if nr <= 0 or nc <= 0:
@@ -359,20 +477,12 @@ class _WindowDetector(BaseEstimator):
             idx.append(keep)
             ncs.append(np.full(len(keep), nc))
             scores.append(s)
-        if not scores or sum(len(s) for s in scores) == 0:
-            return np.zeros((0, 4)), np.zeros(0)
+        if not scores:
+            e = np.zeros(0, dtype=np.int64)
+            return pyr, e, e, e, np.zeros((0, 4)), np.zeros(0)
         idx, ncs = np.concatenate(idx), np.concatenate(ncs)
         lv, r, c = np.concatenate(lvs), idx // ncs, idx % ncs
-        b = pyr.boxes(lv, r, c)
-        s = np.concatenate(scores)
-        k = nms(
-            self._nms_boxes(pyr, b),
-            s,
-            self.nms_threshold,
-            max_keep=int(self.max_detections),
-            cover=getattr(self, "nms_cover", None),
-        )
-        return self._refine(pyr, lv[k], r[k], c[k], b[k], s[k])
+        return pyr, lv, r, c, pyr.boxes(lv, r, c), np.concatenate(scores)
 
     def _refine(self, pyr, lv, r, c, b, s):
         """The detections ``(b, s)`` of the windows ``(lv, r, c)`` after NMS, refined
@@ -688,6 +798,12 @@ class HOGSVMDetector(_WindowDetector):
         set: cutting planes with a loss).  After the fit, the loss-augmented inference
         (:meth:`most_violated`) on every training object gives
         ``structural_violated_``.  None: no structural constraints.
+    structural_weight : float, default=1.0
+        ``structural``: the structural rows' weight ``rho`` in the hinge sum -- each
+        pair's hinge becomes ``rho C / (m Delta) max(0, m Delta - w.(Psi(t_j) -
+        Psi(y)))`` (a per-row C, :func:`~maxmargin.solvers.svm.fit_dual_cd`'s
+        ``sample_weight``), so the many pairs per object can be down-weighted against
+        the binary constraints without changing their margins.
     structural_overlap : (float, float), default=(0.1, 0.5)
         ``structural``: the overlaps ``[lo, hi)`` of the constrained windows (below 0.5:
         the misplaced windows AP counts as false positives).
@@ -747,6 +863,32 @@ class HOGSVMDetector(_WindowDetector):
         ranking is the context filter's).
     extent_overlap : float, default=0.5
         ``extent``: the least overlap of a candidate window with the detection.
+    components : int, default=1
+        Mixture components by aspect ratio (the mixture models of Felzenszwalb et al.,
+        TPAMI 2010 [Felzenszwalb2010], Sec. 2.3 and 5.2: the training boxes split by
+        aspect -- there into groups of equal size -- one root filter per component).
+        With ``k > 1`` the training boxes are clustered by their log aspect ratio ``log(w
+        / h)`` into ``k`` groups (:func:`aspect_clusters`, the exact 1-D k-means);
+        component ``j`` is a filter of
+        its own whose windows have its group's aspect ratio ``a_j`` (the geometric mean
+        of the group's aspects; ``aspect_ratios`` multiplied by ``a_j``, each its own
+        pyramid), trained by hard-negative mining with the group's boxes as positives
+        and every window overlapping all boxes (of every group) by less than
+        ``neg_overlap`` as negatives -- an object of another group is neither.  At
+        detection the windows of all components are pooled, their scores calibrated
+        (``component_calibration``), and suppressed by one NMS (``score_threshold``
+        applies to the calibrated scores).  Needs ``training="mining"`` and no
+        ``structural``, ``box_regression`` or ``extent``.  1: one filter.
+    component_calibration : {"platt", "none"}, default="platt"
+        ``components > 1``: how the components' scores are made comparable.
+        ``"platt"``: each component's score ``s`` becomes ``A_j s + B_j``, the log-odds
+        of a hit fitted by Platt's sigmoid (Platt, 2000 [Platt2000]: the logistic loss
+        with his smoothed targets ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)``) to the
+        component's own detections on the training images (after its NMS), a detection
+        being a hit when it matches a still unmatched training box (of any group) by
+        overlap at least 0.5, in score order -- the matching AP counts;
+        :func:`platt_calibration`.  ``"none"``: the raw SVM scores (each filter's
+        margin at +-1).
     nms_threshold : float, default=0.3
     nms_cover : float or None, default=None
         Also suppress a box whose intersection with a better-scoring kept box exceeds
@@ -783,7 +925,11 @@ class HOGSVMDetector(_WindowDetector):
     distribution_ (the location prior's :class:`BoxDistribution`, or None),
     regression_coef_ ((n_features + 1, 4) with ``box_regression``: the last row the
     intercept; else None), extent_ (the fitted extent filter, a
-    :class:`HOGSVMDetector`, with ``extent``; else None)
+    :class:`HOGSVMDetector`, with ``extent``; else None); with ``components > 1``:
+    components_ (the component filters, :class:`HOGSVMDetector` each; ``coef_`` and
+    ``intercept_`` are then None, ``mining_history_`` the components' rounds one after
+    the other, ``n_positives_`` their sum), component_aspects_ (``a_j``),
+    component_calibration_ ((k, 2): ``A_j, B_j``)
     """
 
     _parameter_constraints = {
@@ -802,6 +948,7 @@ class HOGSVMDetector(_WindowDetector):
         "max_iter": [POSITIVE_INT],
         "structural": [None, Interval(float, 0, None, closed="neither")],
         "structural_overlap": [tuple, list],
+        "structural_weight": [Interval(float, 0, None, closed="neither")],
         "box_regression": [None, Interval(float, 0, None, closed="neither")],
         "regression_overlap": [_UNIT],
         "context": [Interval(float, 0, None, closed="left")],
@@ -810,6 +957,8 @@ class HOGSVMDetector(_WindowDetector):
         "extent": [None, dict],
         "extent_weight": [Interval(float, 0, None, closed="left")],
         "extent_overlap": [_UNIT],
+        "components": [POSITIVE_INT],
+        "component_calibration": [Options("platt", "none")],
     }
 
     def __init__(
@@ -846,6 +995,7 @@ class HOGSVMDetector(_WindowDetector):
         max_iter=300,
         structural=None,
         structural_overlap=(0.1, 0.5),
+        structural_weight=1.0,
         box_regression=None,
         regression_overlap=0.5,
         context=0.0,
@@ -854,9 +1004,13 @@ class HOGSVMDetector(_WindowDetector):
         extent=None,
         extent_weight=1.0,
         extent_overlap=0.5,
+        components=1,
+        component_calibration="platt",
         random_state=None,
         verbose=0,
     ):
+        self.components = components
+        self.component_calibration = component_calibration
         self.context = context
         self.context_pad = context_pad
         self.context_nms = context_nms
@@ -873,6 +1027,7 @@ class HOGSVMDetector(_WindowDetector):
         self.max_iter = max_iter
         self.structural = structural
         self.structural_overlap = structural_overlap
+        self.structural_weight = structural_weight
         self.aspect_ratios = aspect_ratios
         self.colour = colour
         self.channels = channels
@@ -932,6 +1087,15 @@ class HOGSVMDetector(_WindowDetector):
     def fit(self, images, boxes):
         validate_params(self)
         images, boxes = check_images_boxes(images, boxes)
+        self.components_ = None
+        if int(getattr(self, "components", 1)) > 1:
+            return self._fit_components(images, boxes)
+        return self._fit_one(images, boxes)
+
+    def _fit_one(self, images, boxes, positive=None):
+        """One filter on ``images`` / ``boxes``; ``positive``: per image a mask of the
+        boxes whose windows are positives (None: all) -- the others are no negatives
+        either (``components``)."""
         lo_hi = self._structural_range()
         if self.structural is not None and self.training != "mining":
             raise ValueError("structural constraints need training='mining'")
@@ -943,14 +1107,16 @@ class HOGSVMDetector(_WindowDetector):
         wins = self._windows(images, boxes)
         if self.training == "structured":
             return self._fit_structured(images, boxes, wins)
-        Xp = self._positives(wins, boxes)
+        own = None if positive is None else [b[m] for b, m in zip(boxes, positive)]
+        Xp = self._positives(wins, boxes, own)
         fwins = None
         swins, sboxes = list(wins), list(given)  # the structural constraints' images
         if getattr(self, "mirror", False):
             # the positives of the left-right mirrored images too (Dalal & Triggs)
             fimgs, fboxes = _mirrored(images, boxes)
             fwins = self._windows(fimgs, fboxes)
-            Xp = np.vstack([Xp, self._positives(fwins, fboxes)])
+            fown = None if positive is None else [b[m] for b, m in zip(fboxes, positive)]
+            Xp = np.vstack([Xp, self._positives(fwins, fboxes, fown)])
             swins += fwins
             sboxes += _mirrored(images, given)[1]
             if self.mirror == "all":  # and their negatives
@@ -992,6 +1158,89 @@ class HOGSVMDetector(_WindowDetector):
         self.n_train_images_ = len(images)
         self._fit_regression(images, boxes, wins[: len(images)], fwins)
         return self
+
+    def _fit_components(self, images, boxes):
+        """``components > 1``: the aspect clusters, one filter per cluster (its boxes the
+        positives, every other object neither positive nor negative), then each
+        filter's calibration (see the class docstring)."""
+        k = int(self.components)
+        if (
+            self.training != "mining"
+            or self.structural is not None
+            or self.box_regression is not None
+            or self.extent is not None
+        ):
+            raise ValueError(
+                "components > 1 needs training='mining' and no structural, box_regression or extent"
+            )
+        allb = np.vstack(boxes)
+        if np.any(allb[:, 2] <= 0) or np.any(allb[:, 3] <= 0):
+            raise ValueError("components > 1 needs boxes of positive width and height")
+        labels, centres = aspect_clusters(np.log(allb[:, 2] / allb[:, 3]), k)
+        cuts = np.cumsum([0] + [len(b) for b in boxes])
+        masks = [labels[cuts[i] : cuts[i + 1]] for i in range(len(boxes))]
+        params = {**self.get_params(), "components": 1, "score_threshold": None}
+        self.components_, cal = [], []
+        for j in range(k):
+            ar = tuple(float(a) * float(np.exp(centres[j])) for a in self.aspect_ratios)
+            sub = HOGSVMDetector(**{**params, "aspect_ratios": ar})
+            sub.components_ = None
+            sub._fit_one(images, boxes, [m == j for m in masks])
+            self.components_.append(sub)
+            if self.component_calibration == "none":
+                cal.append((1.0, 0.0))
+                continue
+            sc, hit = [], []
+            for img, t in zip(images, boxes):
+                b, sj = sub.detect(img)
+                sc.append(sj)
+                hit.append(_hits(b, t))
+            A, B = platt_calibration(np.concatenate(sc), np.concatenate(hit))
+            if not A > 0:
+                raise ValueError(
+                    f"component {j}: its scores do not rank its hits above its other "
+                    "detections on the training images (Platt slope <= 0)"
+                )
+            cal.append((A, B))
+        self.component_aspects_ = np.exp(centres)
+        self.component_calibration_ = np.array(cal, dtype=np.float64)
+        self.coef_ = self.intercept_ = None
+        self.regression_coef_ = self.extent_ = None
+        self.structural_violated_ = self.n_structural_pairs_ = None
+        self.mining_history_ = [h for c in self.components_ for h in c.mining_history_]
+        self.converged_ = all(c.converged_ for c in self.components_)
+        self.n_positives_ = sum(c.n_positives_ for c in self.components_)
+        self.distribution_ = self.components_[0].distribution_
+        self.n_train_images_ = len(images)
+        return self
+
+    def _detect_components(self, image):
+        """``components > 1``: every component's windows (before NMS) with their
+        calibrated scores, pooled, above ``score_threshold``, one NMS; with ``context``
+        shrunk back to the boxes they stand for."""
+        bs, ss = [], []
+        for sub, (A, B) in zip(self.components_, self.component_calibration_):
+            _, _, _, _, b, s = sub._candidates(image, None)
+            bs.append(b)
+            ss.append(A * s + B)
+        b, s = np.vstack(bs), np.concatenate(ss)
+        if self.score_threshold is not None:
+            keep = s > self.score_threshold
+            b, s = b[keep], s[keep]
+        shape = np.asarray(image).shape
+        if len(s) == 0:
+            return np.zeros((0, 4)), np.zeros(0)
+        ctx = bool(getattr(self, "context", 0.0))
+        nb = b
+        if ctx and self.context_nms == "box":
+            nb = _from_context(b, self._context_factors(), shape)
+        k = nms(nb, s, self.nms_threshold, max_keep=int(self.max_detections), cover=self.nms_cover)
+        b, s = b[k], s[k]
+        if ctx:
+            b = _from_context(b, self._context_factors(), shape)
+            keep = (b[:, 2] > 0) & (b[:, 3] > 0)
+            b, s = b[keep], s[keep]
+        return b, s
 
     def _structural_range(self):
         lo_hi = tuple(float(v) for v in self.structural_overlap)
@@ -1037,6 +1286,11 @@ class HOGSVMDetector(_WindowDetector):
                     Z = (X.astype(np.float64) - truths[k][obj]) / (m * delta)[:, None]
                     yield at[k] + np.arange(len(idx)), np.hstack([Z, np.zeros((len(Z), 1))])
 
+        rho = float(getattr(self, "structural_weight", 1.0))
+
+        def weight(ids):  # the pairs' ids follow the windows'
+            return np.where(ids >= n_windows, rho, 1.0)
+
         res = mine_hard_negatives(
             np.hstack([Xp, np.ones((len(Xp), 1), dtype=Xp.dtype)]),
             rows,
@@ -1047,6 +1301,7 @@ class HOGSVMDetector(_WindowDetector):
             fit_intercept=False,
             rng=as_generator(self.random_state),
             verbose=self.verbose,
+            weight=None if rho == 1.0 else weight,
         )
         self.coef_ = np.asarray(res.w[:-1], dtype=np.float64)
         self.intercept_ = float(res.w[-1])
@@ -1088,7 +1343,11 @@ class HOGSVMDetector(_WindowDetector):
         """``(boxes, scores)`` of one image after NMS, best first (see
         :meth:`_WindowDetector.detect`); with ``context`` the windows (on the padded
         grids) shrunk back to the boxes they stand for (a box left with no area inside
-        the image -- its window's centre in the padding -- is dropped)."""
+        the image -- its window's centre in the padding -- is dropped); with
+        ``components > 1`` the components' windows pooled (:meth:`_detect_components`)."""
+        if getattr(self, "components_", None) is not None:
+            self._check_fitted()
+            return self._detect_components(image)
         if not getattr(self, "context", 0.0):
             return super().detect(image)
         b, s = super().detect(image)
@@ -1276,6 +1535,21 @@ class HOGSVMDetector(_WindowDetector):
 
     def _get_state(self):
         self._check_fitted()
+        if getattr(self, "components_", None) is not None:
+            meta = {
+                "params": self._hog_params(),
+                "n_train_images": int(self.n_train_images_),
+                "component_models": [],
+            }
+            arrays = {
+                "component_aspects": self.component_aspects_,
+                "component_calibration": self.component_calibration_,
+            }
+            for j, c in enumerate(self.components_):
+                cm, ca = c._get_state()
+                meta["component_models"].append(cm)
+                arrays.update({f"component{j}__{k}": v for k, v in ca.items()})
+            return meta, arrays
         meta = {
             "params": self._hog_params(),
             "intercept": self.intercept_,
@@ -1296,6 +1570,29 @@ class HOGSVMDetector(_WindowDetector):
     @classmethod
     def _from_state(cls, meta, arrays):
         est = cls(**cls._init_params(meta))  # ``mirror`` missing: False (the default)
+        est.components_ = None
+        if int(est.components) > 1:
+            models = meta.get("component_models", [])
+            cal = np.asarray(arrays.get("component_calibration", np.zeros(0)), dtype=float)
+            asp = np.asarray(arrays.get("component_aspects", np.zeros(0)), dtype=float)
+            k = int(est.components)
+            if len(models) != k or cal.shape != (k, 2) or asp.shape != (k,):
+                raise ValueError("model file: the mixture components are missing or corrupt")
+            if not (np.all(np.isfinite(cal)) and np.all(cal[:, 0] > 0)):
+                raise ValueError("model file: the components' calibration is corrupt")
+            est.components_ = []
+            for j, m in enumerate(models):
+                pre = f"component{j}__"
+                sub = {a[len(pre) :]: v for a, v in arrays.items() if a.startswith(pre)}
+                est.components_.append(cls._from_state(m, sub))
+            est.component_aspects_, est.component_calibration_ = asp, cal
+            est.coef_ = est.intercept_ = est.regression_coef_ = est.extent_ = None
+            est.mining_history_ = [h for c in est.components_ for h in c.mining_history_]
+            est.converged_ = all(c.converged_ for c in est.components_)
+            est.n_positives_ = sum(c.n_positives_ for c in est.components_)
+            est.distribution_ = est.components_[0].distribution_
+            est.n_train_images_ = int(meta["n_train_images"])
+            return est
         est._load_prior(arrays)
         est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
         est.intercept_ = float(meta["intercept"])
