@@ -200,6 +200,22 @@ def _many_class_problem():
     return X, y
 
 
+def _spy_continuation(monkeypatch):
+    """The smoothed masters whose continuation certificate runs, in order (a list that
+    fills as the fit runs)."""
+    from maxmargin.solvers import smoothed_master
+
+    masters = []
+    real = smoothed_master.SmoothedMaster._certify_by_continuation
+
+    def spy(self, deadline):
+        masters.append(self)
+        return real(self, deadline)
+
+    monkeypatch.setattr(smoothed_master.SmoothedMaster, "_certify_by_continuation", spy)
+    return masters
+
+
 @pytest.mark.parametrize("early", [True, False])
 def test_continuation_sharpens_once_the_smoothing_keeps_the_gap_open(monkeypatch, early):
     """Each beta of the continuation ends (a) with the certified gap, (b) with every
@@ -210,14 +226,7 @@ def test_continuation_sharpens_once_the_smoothing_keeps_the_gap_open(monkeypatch
     from maxmargin.solvers import smoothed_master
 
     monkeypatch.setattr(smoothed_master, "EARLY_SHARPEN", early)
-    masters = []
-    real = smoothed_master.SmoothedMaster._certify_by_continuation
-
-    def spy(self, deadline):
-        masters.append(self)
-        return real(self, deadline)
-
-    monkeypatch.setattr(smoothed_master.SmoothedMaster, "_certify_by_continuation", spy)
+    masters = _spy_continuation(monkeypatch)
     X, y = _many_class_problem()
     C, K = 30.0, 8
     task = MultiClassTask().bind(X, y)
@@ -252,14 +261,7 @@ def test_continuation_of_other_tasks_converges_each_beta(monkeypatch):
     from maxmargin.solvers import smoothed_master
     from maxmargin.tasks.hierarchy import LabelAugmentedTask
 
-    masters = []
-    real = smoothed_master.SmoothedMaster._certify_by_continuation
-
-    def spy(self, deadline):
-        masters.append(self)
-        return real(self, deadline)
-
-    monkeypatch.setattr(smoothed_master.SmoothedMaster, "_certify_by_continuation", spy)
+    masters = _spy_continuation(monkeypatch)
     X, y = _many_class_problem()
     task = LabelAugmentedTask({"r": {"a": [0, 1, 2, 3], "b": [4, 5, 6, 7]}}).bind(X, y)
     res = fit_structboost(

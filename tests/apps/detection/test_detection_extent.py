@@ -9,21 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from detection_makers import SMALL_FHOG, small_scenes
+from detection_makers import SMALL_FHOG, iou, small_scenes
 
 import maxmargin
 from maxmargin.apps.detection import HOGSVMDetector, nms
 
 KW = SMALL_FHOG
 CTX = 1.0
-
-
-def iou(a, b):
-    """Intersection over union of two (x, y, w, h) boxes, written out."""
-    iw = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
-    ih = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
-    inter = max(iw, 0.0) * max(ih, 0.0)
-    return inter / (a[2] * a[3] + b[2] * b[3] - inter)
 
 
 def brute_force(det, image):

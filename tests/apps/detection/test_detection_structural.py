@@ -8,30 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from detection_makers import SMALL_FHOG, small_scenes
+from detection_makers import SMALL_FHOG, iou, shrunk, small_scenes
 from scipy.optimize import minimize
 
 import maxmargin
 from maxmargin.apps.detection import HOGSVMDetector
-
-
-def iou(a, b):
-    """Pascal overlap of two boxes ``(x, y, w, h)``, written out."""
-    iw = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
-    ih = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
-    inter = max(iw, 0.0) * max(ih, 0.0)
-    union = a[2] * a[3] + b[2] * b[3] - inter
-    return inter / union if union > 0 else 0.0
-
-
-def shrunk(w, f, shape):
-    """A window with context ``f`` (factors) -> the box it stands for, clipped."""
-    cx, cy = w[0] + w[2] / 2, w[1] + w[3] / 2
-    bw, bh = w[2] / f[0], w[3] / f[1]
-    H, W = shape[:2]
-    x0, y0 = min(max(cx - bw / 2, 0), W), min(max(cy - bh / 2, 0), H)
-    x1, y1 = min(max(cx + bw / 2, 0), W), min(max(cy + bh / 2, 0), H)
-    return np.array([x0, y0, x1 - x0, y1 - y0])
 
 
 def brute_pairs(det, pyr, boxes, lo, hi):
