@@ -325,12 +325,13 @@ def fit_structboost(
     stopping test, the bounds and the certificate are unchanged), and one master solve
     serves them all.  ``max_iter`` keeps counting weak-learner steps, not iterations: an
     iteration that enters ``j`` new classifiers from ``j`` picks counts ``j`` (at least
-    1), and the last iteration takes no more picks than ``max_iter`` leaves, so a fit of
-    ``max_iter`` steps holds at most ``max_iter`` weak classifiers whatever ``q``; the
-    history has one record per iteration.  q = 1 is the classic loop, bit for bit.  Only
-    tasks whose search returns several candidates (one per slot: multi-class, label
-    coding) have further picks; a task that already enters every slot's candidate
-    (``sharing="per_class"``) or has one slot is unchanged.
+    1), and the last iteration takes no more picks than ``max_iter`` leaves, so with shared
+    stumps (or one slot) a fit of ``max_iter`` steps holds at most ``max_iter`` weak
+    classifiers whatever ``q`` (with ``sharing="per_class"`` one step may enter up to K,
+    as it always did); the history has one record per iteration.  q = 1 is the classic
+    loop, bit for bit.  Only tasks whose search returns several candidates (one per
+    slot: multi-class, label coding) have further picks; a task that already enters
+    every slot's candidate (``sharing="per_class"``) or has one slot is unchanged.
 
     ``monitor``: receives every iteration's record (history, progress, user callback);
     ``callback`` is the shortcut for a monitor with that callback only.

@@ -189,8 +189,8 @@ class _MiningPlanes(UnstabilisedPlanes):
             cw = None
             if self.weight is not None:
                 cw = np.asarray(self.weight(ids), dtype=np.float64).ravel()
-                if cw.shape != ids.shape or not np.all(cw > 0):
-                    raise ValueError("weight(ids) must give one positive weight per id")
+                if cw.shape != ids.shape or not np.all(np.isfinite(cw) & (cw > 0)):
+                    raise ValueError("weight(ids) must give one positive finite weight per id")
                 hinge_neg += float((cw * np.maximum(0.0, 1.0 + s)).sum())
             else:
                 hinge_neg += float(np.maximum(0.0, 1.0 + s).sum())

@@ -191,6 +191,27 @@ def test_each_component_is_trained_on_its_own_boxes(scenes):
     assert det.n_positives_ == sum(s.n_positives_ for s in det.components_)
 
 
+@pytest.mark.parametrize("window, context", [((3, 3), 0.0), ((4, 3), 0.0), ((4, 3), 1.0)])
+def test_each_component_scans_boxes_of_its_aspect(scenes, window, context):
+    """``aspect_ratios`` are relative to the window: a component of group aspect ``a_j``
+    scans windows that stand for boxes of aspect ``a_j`` (after the context is shrunk
+    back), whatever the window's own shape."""
+    X, B = scenes
+    p = {**SMALL_FHOG, "components": 2, "window": window, "context": context}
+    det = HOGSVMDetector(**p).fit(X[:7], B[:7])
+    fw, fh = det._context_factors()
+    H, W = X[7].shape[:2]
+    for a, sub in zip(det.component_aspects_, det.components_):
+        pyr = sub._pyramid(X[7])
+        lv, r, c = pyr.windows()
+        wb = np.asarray(pyr.boxes(lv, r, c), dtype=float)[lv == 0]  # the finest level
+        got = (wb[:, 2] / fw) / (wb[:, 3] / fh)
+        # the level's image is the photo resized to whole pixels on each axis: its
+        # aspect is exact up to one pixel in each
+        tol = a * (1.0 / W + 1.0 / H) * 1.5  # first order, x1.5 for the second-order terms
+        assert len(got) and np.all(np.abs(got - a) <= tol)
+
+
 def test_components_save_and_load(scenes, tmp_path):
     X, B = scenes
     det = HOGSVMDetector(**{**SMALL_FHOG, "components": 2, "context": 1.0}).fit(X[:7], B[:7])

@@ -169,6 +169,8 @@ def test_structural_violated_share_and_parameters(tmp_path):
     maxmargin.save(det, path)
     det2 = maxmargin.load(path)
     assert det2.structural == 1.0 and tuple(det2.structural_overlap) == (0.1, 0.5)
+    assert det2.structural_violated_ == det.structural_violated_
+    assert det2.n_structural_pairs_ == det.n_structural_pairs_ > 0
     for x in X:
         np.testing.assert_array_equal(det.detect(x)[1], det2.detect(x)[1])
     with pytest.raises(ValueError, match="structural_overlap"):

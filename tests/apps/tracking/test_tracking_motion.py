@@ -72,6 +72,27 @@ def test_motion_prior_keeps_the_box_off_the_twin():
     assert min(drift(0.0)) > 20.0
 
 
+def test_motion_prior_ranks_the_top_k_mean_too():
+    """With ``top_k > 1`` the box is the weighted mean of the top candidates (weights:
+    the scores above the (top_k + 1)-th best, rounded to whole pixels); with the prior
+    the candidates are ranked and weighted by the penalised scores -- recomputed here
+    from ``candidates_`` and ``candidate_scores_`` (ties aside)."""
+    frames, box = twin_video()
+    lam, k = 0.2, 5
+    t = make_tracker("ssvm", random_state=0, motion_prior=lam, top_k=k, **WIDE)
+    t.init(frames[0], box)
+    for f in frames[1:]:
+        prev = t.box_.copy()
+        b = t.update(f)
+        s, cand = t.candidate_scores_, t.candidates_
+        d2 = np.sum((cand[:, :2] + cand[:, 2:] / 2 - _centre(prev)) ** 2, axis=1)
+        pen = s - lam * (s.max() - s.min()) * d2 / 30.0**2
+        order = np.argsort(-pen, kind="stable")[: k + 1]
+        wts = pen[order[:k]] - pen[order[k]]
+        mean = (wts[:, None] * cand[order[:k]]).sum(0) / wts.sum()
+        assert np.all(np.abs(np.asarray(b, dtype=float) - mean) <= 0.5 + 1e-6)
+
+
 def test_jump_gate_refuses_exactly_the_frames_that_jump():
     """Frames whose box centre moved more than ``jump_gate * search_radius`` from the
     previous centre (``velocity`` 0) are counted in ``n_jumps_`` and kept out of the

@@ -869,11 +869,11 @@ class HOGSVMDetector(_WindowDetector):
         aspect -- there into groups of equal size -- one root filter per component).
         With ``k > 1`` the training boxes are clustered by their log aspect ratio ``log(w
         / h)`` into ``k`` groups (:func:`aspect_clusters`, the exact 1-D k-means);
-        component ``j`` is a filter of
-        its own whose windows have its group's aspect ratio ``a_j`` (the geometric mean
-        of the group's aspects; ``aspect_ratios`` multiplied by ``a_j``, each its own
-        pyramid), trained by hard-negative mining with the group's boxes as positives
-        and every window overlapping all boxes (of every group) by less than
+        component ``j`` is a filter of its own whose windows have its group's aspect
+        ratio ``a_j`` (the geometric mean of the group's aspects; ``aspect_ratios``
+        multiplied by ``a_j`` over the aspect of the box a window stands for, each its
+        own pyramid), trained by hard-negative mining with the group's boxes as
+        positives and every window overlapping all boxes (of every group) by less than
         ``neg_overlap`` as negatives -- an object of another group is neither.  At
         detection the windows of all components are pooled, their scores calibrated
         (``component_calibration``), and suppressed by one NMS (``score_threshold``
@@ -1181,8 +1181,13 @@ class HOGSVMDetector(_WindowDetector):
         masks = [labels[cuts[i] : cuts[i + 1]] for i in range(len(boxes))]
         params = {**self.get_params(), "components": 1, "score_threshold": None}
         self.components_, cal = [], []
+        # aspect_ratios are relative to the window, which covers (w, h) cells of the box
+        # grown by the context factors: a box of aspect b needs the relative ratio
+        # b (fw / fh) / (w / h) (1 for the default square window)
+        fw, fh = self._context_factors()
+        base = (fw / fh) / (float(self.window[0]) / float(self.window[1]))
         for j in range(k):
-            ar = tuple(float(a) * float(np.exp(centres[j])) for a in self.aspect_ratios)
+            ar = tuple(float(a) * float(np.exp(centres[j])) * base for a in self.aspect_ratios)
             sub = HOGSVMDetector(**{**params, "aspect_ratios": ar})
             sub.components_ = None
             sub._fit_one(images, boxes, [m == j for m in masks])
@@ -1557,6 +1562,8 @@ class HOGSVMDetector(_WindowDetector):
             "converged": self.converged_,
             "n_positives": int(self.n_positives_),
             "n_train_images": int(self.n_train_images_),
+            "structural_violated": getattr(self, "structural_violated_", None),
+            "n_structural_pairs": getattr(self, "n_structural_pairs_", None),
         }
         arrays = {"coef": self.coef_}
         if getattr(self, "regression_coef_", None) is not None:
@@ -1592,6 +1599,7 @@ class HOGSVMDetector(_WindowDetector):
             est.n_positives_ = sum(c.n_positives_ for c in est.components_)
             est.distribution_ = est.components_[0].distribution_
             est.n_train_images_ = int(meta["n_train_images"])
+            est.structural_violated_ = est.n_structural_pairs_ = None
             return est
         est._load_prior(arrays)
         est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
@@ -1600,6 +1608,14 @@ class HOGSVMDetector(_WindowDetector):
         est.converged_ = bool(meta["converged"])
         est.n_positives_ = int(meta["n_positives"])
         est.n_train_images_ = int(meta["n_train_images"])
+        # files from before the structural constraints: None
+        vio, pairs = meta.get("structural_violated"), meta.get("n_structural_pairs")
+        if vio is not None and not (isinstance(vio, (int, float)) and 0.0 <= vio <= 1.0):
+            raise ValueError("model file: structural_violated must be a fraction or null")
+        if pairs is not None and not (isinstance(pairs, int) and pairs >= 0):
+            raise ValueError("model file: n_structural_pairs must be a count or null")
+        est.structural_violated_ = None if vio is None else float(vio)
+        est.n_structural_pairs_ = pairs
         # files from before box regression: none
         est.regression_coef_ = None
         if est.box_regression is not None:

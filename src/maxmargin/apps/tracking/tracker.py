@@ -149,12 +149,13 @@ class Sampling:
         a higher-scoring leaving one).  Off when 0.
     motion_prior : float, default=0
         Displacement prior on the search: the box is the candidate maximising
-        ``s(y) - motion_prior * (max s - min s) * ||c(y) - c_pred||^2 / search_radius^2``
-        (``s`` the model's scores of this frame's candidates, ``c(y)`` a candidate's
-        centre, ``c_pred`` the search centre: the previous centre plus ``velocity`` times
-        the last move).  In units of the frame's score range, so the same value means
-        the same for every tracker; off when 0.  ``score_`` and ``candidate_scores_``
-        stay the model's own scores.
+        ``s(y) - motion_prior * (max s - min s) * ||c(y) - c_pred||^2 / r^2`` with ``r =
+        max(search_radius, 1)`` (``s`` the model's scores of this frame's candidates,
+        ``c(y)`` a candidate's centre, ``c_pred`` the search centre: the previous centre
+        plus ``velocity`` times the last move); with ``top_k > 1`` the weighted mean of
+        the top candidates ranks and weights them by these penalised scores.  In units of
+        the frame's score range, so the same value means the same for every tracker; off
+        when 0.  ``score_`` and ``candidate_scores_`` stay the model's own scores.
     jump_gate : float or None, default=None
         Self-labelling gate on motion: a tracked frame whose box centre lies more than
         ``jump_gate * search_radius`` px from ``c_pred`` is not added to the training
@@ -381,19 +382,21 @@ class _OnlineBoxTracker(BaseEstimator):
             # units of this frame's score range
             d2 = np.sum((cand[:, :2] + cand[:, 2:] / 2 - pc) ** 2, axis=1)
             span = float(s.max() - s.min())
-            scale = float(self._s.motion_prior) * span / max(float(self._s.search_radius), 1.0) ** 2
-            k = _best_of_ties(s - scale * d2, cand)
+            r2 = max(float(self._s.search_radius), 1.0) ** 2
+            sel = s - float(self._s.motion_prior) * span / r2 * d2
         else:
-            k = _best_of_ties(s, cand)
+            sel = s
+        k = _best_of_ties(sel, cand)
         box = cand[k].copy()
         if self._s.top_k > 1:
             # sub-pixel box: score-weighted mean of the top_k candidates (weights are
-            # the scores above the (top_k + 1)-th best), rounded back to whole pixels
-            kk = min(int(self._s.top_k), len(s) - 1)
+            # the scores above the (top_k + 1)-th best; with the motion prior, the
+            # penalised scores), rounded back to whole pixels
+            kk = min(int(self._s.top_k), len(sel) - 1)
             if kk > 1:
-                part = np.argpartition(-s, kk)[: kk + 1]
-                part = part[np.argsort(-s[part])]
-                wts = s[part[:kk]] - s[part[kk]]
+                part = np.argpartition(-sel, kk)[: kk + 1]
+                part = part[np.argsort(-sel[part])]
+                wts = sel[part[:kk]] - sel[part[kk]]
                 if wts.sum() > 0:
                     mean = (wts[:, None] * cand[part[:kk]]).sum(0) / wts.sum()
                     box = sample_boxes(mean, 1, 0.0, grey.shape)[0]
