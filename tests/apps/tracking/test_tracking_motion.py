@@ -40,6 +40,17 @@ def _centre(b):
     return np.asarray(b[:2], dtype=float) + np.asarray(b[2:], dtype=float) / 2
 
 
+def _step_penalised(t, frame, lam):
+    """One update; returns the box, the model's scores, the candidates and the scores
+    minus the prior's penalty recomputed here (``WIDE``'s 30 px radius, ``velocity`` 0:
+    the search centre is the previous box's)."""
+    prev = t.box_.copy()
+    b = t.update(frame)
+    s, cand = t.candidate_scores_, t.candidates_
+    d2 = np.sum((cand[:, :2] + cand[:, 2:] / 2 - _centre(prev)) ** 2, axis=1)
+    return b, s, cand, s - lam * (s.max() - s.min()) * d2 / 30.0**2
+
+
 def test_motion_prior_is_the_penalised_argmax():
     """Every frame's box is the argmax of the scores minus the quadratic penalty, computed
     here from ``candidates_`` and ``candidate_scores_``; ``score_`` stays the model's."""
@@ -47,11 +58,7 @@ def test_motion_prior_is_the_penalised_argmax():
     lam = 0.2
     t = make_tracker("ssvm", random_state=0, motion_prior=lam, **WIDE).init(frames[0], box)
     for f in frames[1:]:
-        prev = t.box_.copy()
-        b = t.update(f)
-        s, cand = t.candidate_scores_, t.candidates_
-        d2 = np.sum((cand[:, :2] + cand[:, 2:] / 2 - _centre(prev)) ** 2, axis=1)
-        pen = s - lam * (s.max() - s.min()) * d2 / 30.0**2
+        b, s, cand, pen = _step_penalised(t, f, lam)
         best = np.flatnonzero(pen >= pen.max() - 1e-9 * max(1.0, abs(pen.max())))
         assert any(np.array_equal(b, cand[i]) for i in best)
         k = int(np.flatnonzero((cand == b).all(axis=1))[0])
@@ -82,11 +89,7 @@ def test_motion_prior_ranks_the_top_k_mean_too():
     t = make_tracker("ssvm", random_state=0, motion_prior=lam, top_k=k, **WIDE)
     t.init(frames[0], box)
     for f in frames[1:]:
-        prev = t.box_.copy()
-        b = t.update(f)
-        s, cand = t.candidate_scores_, t.candidates_
-        d2 = np.sum((cand[:, :2] + cand[:, 2:] / 2 - _centre(prev)) ** 2, axis=1)
-        pen = s - lam * (s.max() - s.min()) * d2 / 30.0**2
+        b, _, cand, pen = _step_penalised(t, f, lam)
         order = np.argsort(-pen, kind="stable")[: k + 1]
         wts = pen[order[:k]] - pen[order[k]]
         mean = (wts[:, None] * cand[order[:k]]).sum(0) / wts.sum()
