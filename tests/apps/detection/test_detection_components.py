@@ -228,3 +228,66 @@ def test_components_reject_other_trainings(scenes):
     X, B = scenes
     with pytest.raises(ValueError, match="components > 1"):
         HOGSVMDetector(**{**SMALL_FHOG, "components": 2, "structural": 1.0}).fit(X[:4], B[:4])
+
+
+def test_components_reject_bad_parameters(scenes):
+    X, B = scenes
+    for bad in (
+        {"components": 0},
+        {"components": 2.5},
+        {"component_calibration": "isotonic"},
+        {"structural_weight": 0.0},
+        {"structural_weight": -1.0},
+        {"structural_weight": float("nan")},
+        {"structural_weight": float("inf")},
+    ):
+        name = next(iter(bad))
+        with pytest.raises(ValueError, match=name):
+            HOGSVMDetector(**{**SMALL_FHOG, **bad}).fit(X[:4], B[:4])
+
+
+def test_ctrl_c_in_a_component_keeps_the_components_trained_so_far(scenes, monkeypatch, tmp_path):
+    """A Ctrl-C in the second component's mining (after its first solve) keeps the first
+    component and the second's last solve, trains no third one, warns, and the model
+    detects, saves and loads; before any component completed it propagates."""
+    from maxmargin.apps.detection import detector as mod
+    from maxmargin.exceptions import FitInterruptedWarning
+
+    X, B = scenes
+    real = mod.mine_hard_negatives
+    calls = []
+
+    def interrupted_on(call):
+        def mining(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == call:
+
+                def stop(rec):
+                    if rec["iteration"] >= 1:
+                        raise KeyboardInterrupt
+
+                kwargs["callback"] = stop
+            return real(*args, **kwargs)
+
+        return mining
+
+    monkeypatch.setattr(mod, "mine_hard_negatives", interrupted_on(2))
+    det = HOGSVMDetector(**{**SMALL_FHOG, "components": 3})
+    with pytest.warns(FitInterruptedWarning, match="2 of 3 component"):
+        det.fit(X[:7], B[:7])
+    assert len(calls) == 2 and len(det.components_) == 2
+    assert det.component_calibration_.shape == (2, 2) and len(det.component_aspects_) == 2
+    assert not det.converged_ and not det.components_[1].converged_
+    back = maxmargin.load(maxmargin.save(det, tmp_path / "m.npz"))
+    assert len(back.components_) == 2 and not back.converged_
+    for img in X[7:]:
+        np.testing.assert_array_equal(det.detect(img)[1], back.detect(img)[1])
+    # a Ctrl-C before the first component's first solve: nothing to keep
+    calls.clear()
+
+    def at_once(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod, "mine_hard_negatives", at_once)
+    with pytest.raises(KeyboardInterrupt):
+        HOGSVMDetector(**{**SMALL_FHOG, "components": 2}).fit(X[:7], B[:7])

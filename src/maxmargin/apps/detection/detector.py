@@ -19,6 +19,8 @@ less than ``neg_overlap``.  Detection scores every window, keeps those above
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -38,6 +40,7 @@ from maxmargin._validation import (
 from maxmargin.apps.detection.features import HOGPyramid
 from maxmargin.apps.detection.metrics import nms
 from maxmargin.apps.detection.windows import BoxDistribution
+from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.learners.cascade import STAGE_LEARNERS, BoostedCascade
 from maxmargin.learners.ranksvm import RankSVM
 from maxmargin.solvers.hard_negatives import mine_hard_negatives
@@ -878,7 +881,11 @@ class HOGSVMDetector(_WindowDetector):
         detection the windows of all components are pooled, their scores calibrated
         (``component_calibration``), and suppressed by one NMS (``score_threshold``
         applies to the calibrated scores).  Needs ``training="mining"`` and no
-        ``structural``, ``box_regression`` or ``extent``.  1: one filter.
+        ``structural``, ``box_regression`` or ``extent``.  A Ctrl-C during the fit keeps
+        the components trained so far (the interrupted one with its last completed
+        solve) and trains no further one: ``components_`` may then hold fewer than
+        ``components`` filters (``converged_`` False, a ``FitInterruptedWarning``).
+        1: one filter.
     component_calibration : {"platt", "none"}, default="platt"
         ``components > 1``: how the components' scores are made comparable.
         ``"platt"``: each component's score ``s`` becomes ``A_j s + B_j``, the log-odds
@@ -1186,38 +1193,65 @@ class HOGSVMDetector(_WindowDetector):
         # b (fw / fh) / (w / h) (1 for the default square window)
         fw, fh = self._context_factors()
         base = (fw / fh) / (float(self.window[0]) / float(self.window[1]))
+        interrupted = False
         for j in range(k):
             ar = tuple(float(a) * float(np.exp(centres[j])) * base for a in self.aspect_ratios)
             sub = HOGSVMDetector(**{**params, "aspect_ratios": ar})
             sub.components_ = None
-            sub._fit_one(images, boxes, [m == j for m in masks])
+            try:
+                # a Ctrl-C in a component's mining keeps its last solve and warns: the
+                # mixture then stops there instead of training the other components
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    sub._fit_one(images, boxes, [m == j for m in masks])
+                for w in caught:
+                    if issubclass(w.category, FitInterruptedWarning):
+                        interrupted = True
+                    else:
+                        warnings.warn(w.message, w.category, stacklevel=3)
+                cal.append(self._component_calibration(j, sub, images, boxes))
+            except KeyboardInterrupt:
+                if not self.components_:
+                    raise  # nothing completed to keep
+                interrupted = True
+                break
             self.components_.append(sub)
-            if self.component_calibration == "none":
-                cal.append((1.0, 0.0))
-                continue
-            sc, hit = [], []
-            for img, t in zip(images, boxes):
-                b, sj = sub.detect(img)
-                sc.append(sj)
-                hit.append(_hits(b, t))
-            A, B = platt_calibration(np.concatenate(sc), np.concatenate(hit))
-            if not A > 0:
-                raise ValueError(
-                    f"component {j}: its scores do not rank its hits above its other "
-                    "detections on the training images (Platt slope <= 0)"
-                )
-            cal.append((A, B))
-        self.component_aspects_ = np.exp(centres)
-        self.component_calibration_ = np.array(cal, dtype=np.float64)
+            if interrupted:
+                break
+        n = len(self.components_)
+        self.component_aspects_ = np.exp(centres)[:n]
+        self.component_calibration_ = np.array(cal[:n], dtype=np.float64)
         self.coef_ = self.intercept_ = None
         self.regression_coef_ = self.extent_ = None
         self.structural_violated_ = self.n_structural_pairs_ = None
         self.mining_history_ = [h for c in self.components_ for h in c.mining_history_]
-        self.converged_ = all(c.converged_ for c in self.components_)
+        self.converged_ = all(c.converged_ for c in self.components_) and not interrupted
         self.n_positives_ = sum(c.n_positives_ for c in self.components_)
         self.distribution_ = self.components_[0].distribution_
         self.n_train_images_ = len(images)
+        if interrupted:
+            warn_interrupted(
+                len(self.mining_history_),
+                kept=f"the mixture of the {n} of {k} component(s) trained before it",
+            )
         return self
+
+    def _component_calibration(self, j, sub, images, boxes):
+        """``(A_j, B_j)`` of component ``j`` (see ``component_calibration``)."""
+        if self.component_calibration == "none":
+            return (1.0, 0.0)
+        sc, hit = [], []
+        for img, t in zip(images, boxes):
+            b, sj = sub.detect(img)
+            sc.append(sj)
+            hit.append(_hits(b, t))
+        A, B = platt_calibration(np.concatenate(sc), np.concatenate(hit))
+        if not A > 0:
+            raise ValueError(
+                f"component {j}: its scores do not rank its hits above its other "
+                "detections on the training images (Platt slope <= 0)"
+            )
+        return (A, B)
 
     def _detect_components(self, image):
         """``components > 1``: every component's windows (before NMS) with their
@@ -1582,8 +1616,8 @@ class HOGSVMDetector(_WindowDetector):
             models = meta.get("component_models", [])
             cal = np.asarray(arrays.get("component_calibration", np.zeros(0)), dtype=float)
             asp = np.asarray(arrays.get("component_aspects", np.zeros(0)), dtype=float)
-            k = int(est.components)
-            if len(models) != k or cal.shape != (k, 2) or asp.shape != (k,):
+            k = len(models)  # fewer than ``components`` after a Ctrl-C in the fit
+            if not 1 <= k <= int(est.components) or cal.shape != (k, 2) or asp.shape != (k,):
                 raise ValueError("model file: the mixture components are missing or corrupt")
             if not (np.all(np.isfinite(cal)) and np.all(cal[:, 0] > 0)):
                 raise ValueError("model file: the components' calibration is corrupt")
@@ -1595,7 +1629,7 @@ class HOGSVMDetector(_WindowDetector):
             est.component_aspects_, est.component_calibration_ = asp, cal
             est.coef_ = est.intercept_ = est.regression_coef_ = est.extent_ = None
             est.mining_history_ = [h for c in est.components_ for h in c.mining_history_]
-            est.converged_ = all(c.converged_ for c in est.components_)
+            est.converged_ = all(c.converged_ for c in est.components_) and k == int(est.components)
             est.n_positives_ = sum(c.n_positives_ for c in est.components_)
             est.distribution_ = est.components_[0].distribution_
             est.n_train_images_ = int(meta["n_train_images"])
