@@ -26,7 +26,6 @@ MANY_PARAMETERS = {
     "maxmargin/inference/viterbi.py:_marginals_range": 15,
     "maxmargin/solvers/_smoothed_kernels.py:_newton_length": 15,
     "maxmargin/solvers/_smoothed_kernels.py:coded_smoothed_steps": 27,
-    "maxmargin/solvers/asymmetric_boost.py:_AsymmetricColumns.__init__": 17,
     "maxmargin/solvers/asymmetric_boost.py:fit_asymmetric_stage": 16,
     "maxmargin/solvers/asymmetric_boost.py:fit_cost_sensitive_stage": 14,
     "maxmargin/solvers/column_generation.py:_run": 26,

@@ -32,6 +32,7 @@ from maxmargin.cli.output import (
     print_kv_table,
     stdout_console,
 )
+from maxmargin.cli.parser import positive_list
 from maxmargin.cli.plots import plot_convergence, staged_errors
 from maxmargin.cli.progress import FitProgress
 
@@ -962,14 +963,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 def _C_list(text: str) -> list[float]:
     """``--C 100`` or ``--C 1,10,100``."""
     try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number or comma-separated list: {text!r}"
-        ) from None
-    if not values or any(not v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"C must be positive, got {text!r}")
-    return values
+        return positive_list(text, "C")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _label_column(text: str) -> int | str:

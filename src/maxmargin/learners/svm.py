@@ -45,6 +45,15 @@ SOLVERS = ("smo", "dual_cd", "pegasos", "1-slack")
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
 
 
+def fitted_gamma(X, gamma) -> float:
+    """The kernel width ``SVC`` fits: a number as given, ``"scale"`` ``1 / (n_features
+    X.var())``, ``"auto"`` (or a constant ``X``) ``1 / n_features``; ``X`` dense or CSR."""
+    if not isinstance(gamma, str):
+        return float(gamma)
+    var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
+    return 1.0 / X.shape[1] if gamma == "auto" or var == 0 else 1.0 / (X.shape[1] * var)
+
+
 @register
 class SVMClassifier(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
     """Support vector machine with a choice of the thesis's solvers.
@@ -248,13 +257,7 @@ class SVMClassifier(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
         k = len(self.classes_)
         if k < 2:
             raise ValueError(f"y has {k} class; SVMClassifier needs at least 2 classes")
-        if isinstance(self.gamma, str):
-            var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
-            self._gamma = (
-                1.0 / X.shape[1] if self.gamma == "auto" or var == 0 else 1.0 / (X.shape[1] * var)
-            )
-        else:
-            self._gamma = float(self.gamma)
+        self._gamma = fitted_gamma(X, self.gamma)
         rng = as_generator(self.random_state)
         K = Xa = None
         if self.solver == "smo":

@@ -69,14 +69,14 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SVMSolution:
     """A solver's result: ``w`` (linear solvers) or ``alpha``/``b`` (SMO), the primal
     objective, a dual lower bound and the history."""
 
-    w: np.ndarray | None
-    b: float
-    alpha: np.ndarray | None
+    w: np.ndarray | None = None
+    b: float = 0.0
+    alpha: np.ndarray | None = None
     primal: float
     dual: float
     converged: bool
@@ -379,7 +379,6 @@ def fit_smo(
         b = _smo_bias(alpha, G, y, C)
         primal, dual = _smo_objectives(alpha, G, y, b, C)
     return SVMSolution(
-        w=None,
         b=b,
         alpha=alpha,
         primal=primal,
@@ -798,7 +797,6 @@ def fit_dual_cd(
         record(primal, d_val, None if interrupted else callback)
     return SVMSolution(
         w=best[1],
-        b=0.0,
         alpha=alpha,
         primal=best[0],
         dual=dual,
@@ -925,8 +923,6 @@ def fit_pegasos(
         interrupted, converged = True, False
     return SVMSolution(
         w=best[1],
-        b=0.0,
-        alpha=None,
         primal=best[0],
         dual=dual,
         converged=converged,
@@ -976,8 +972,6 @@ def fit_one_slack_svm(
     res = tracker.result(sol.w)
     return SVMSolution(
         w=res.w,
-        b=0.0,
-        alpha=None,
         primal=res.primal,
         dual=res.dual,
         converged=res.converged,
