@@ -140,35 +140,23 @@ def _log1(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _exp_array(x):  # pragma: no cover - compiled
+def _elementwise(x, log):  # pragma: no cover - compiled
+    """``_log1`` (``log``) or ``_exp1`` of every entry of the 1-D array ``x``."""
     out = np.empty(x.size)
-    xf = x.ravel()
     for i in range(x.size):
-        out[i] = _exp1(xf[i])
-    return out.reshape(x.shape)
+        out[i] = _log1(x[i]) if log else _exp1(x[i])
+    return out
 
 
-@njit(cache=True)
-def _log_array(x):  # pragma: no cover - compiled
-    out = np.empty(x.size)
-    xf = x.ravel()
-    for i in range(x.size):
-        out[i] = _log1(xf[i])
-    return out.reshape(x.shape)
-
-
-def _exp(x):
-    """Element-wise exp, the same bits on every CPU (see above)."""
+def _exp(x, log=False):
+    """Element-wise exp -- or log, :func:`_log` -- the same bits on every CPU (see above)."""
     a = np.asarray(x, dtype=np.float64)
-    out = _exp_array(np.ascontiguousarray(a).reshape(-1)).reshape(a.shape)
+    out = _elementwise(np.ascontiguousarray(a).reshape(-1), log).reshape(a.shape)
     return out if a.ndim else float(out)
 
 
 def _log(x):
-    """Element-wise log, the same bits on every CPU (see above)."""
-    a = np.asarray(x, dtype=np.float64)
-    out = _log_array(np.ascontiguousarray(a).reshape(-1)).reshape(a.shape)
-    return out if a.ndim else float(out)
+    return _exp(x, log=True)
 
 
 def _mv(M, v):
