@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
@@ -27,7 +26,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
-from maxmargin.learners._binary import SparseInput
+from maxmargin.learners._binary import SparseInput, fit_classes
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.svm import (
     ROW_KERNELS,
@@ -252,11 +251,8 @@ class SVMClassifier(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
         validate_params(self)
         self._check_combination()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, yi = np.unique(y, return_inverse=True)
+        yi = fit_classes(self, y)
         k = len(self.classes_)
-        if k < 2:
-            raise ValueError(f"y has {k} class; SVMClassifier needs at least 2 classes")
         self._gamma = fitted_gamma(X, self.gamma)
         rng = as_generator(self.random_state)
         K = Xa = None
