@@ -34,7 +34,6 @@ MANY_PARAMETERS = {
     "maxmargin/solvers/multiboost.py:fit_multiboost": 12,
     "maxmargin/solvers/ssvm.py:solve_ssvm": 12,
     "maxmargin/solvers/svm.py:fit_dual_cd": 16,  # + sample_weight= (issue 31)
-    "maxmargin/tasks/crf.py:CRFShardedCuts.__init__": 12,
 }
 # ... and the constructors of estimators (and of the parameter objects of apps/), whose
 # parameters are their public parameter set: listed by name, their count free

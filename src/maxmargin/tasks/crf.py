@@ -506,10 +506,9 @@ class CRFLinearModel:
         """The oracle over the fixed shards ``bounds`` of the images on numba threads
         (``threads`` for building the arc lists)."""
         st, t = self.st, self.task
-        return CRFShardedCuts(
-            st.U, st.V, st.edges, self.y, t.lw_, st.node_img, st.edge_img, t._cut_true,
-            st.node_off, st.edge_off, bounds, threads,
-        )  # fmt: skip
+        images = CRFShard(st.U, st.V, st.edges, self.y, t.lw_, st.node_img, st.edge_img,
+                          t._cut_true, len(st.node_off) - 1)  # fmt: skip
+        return CRFShardedCuts(images, st.node_off, st.edge_off, bounds, threads)
 
     def shard(self, a: int, b: int) -> CRFShard:
         """Images ``a..b-1`` as a :class:`CRFShard` (for the sharded oracle)."""
@@ -670,7 +669,7 @@ class CRFShardedCuts:
 
     Parameters
     ----------
-    U, V, edges, y, lw, node_img, edge_img, cut_true
+    images : CRFShard
         The stacked images (node / edge arrays, image numbers 0..m-1).
     node_off, edge_off : (m + 1,) arrays
         First node / edge of every image.
@@ -684,17 +683,16 @@ class CRFShardedCuts:
     as that shard's images alone (the process path calls this class on a shard).
     """
 
-    def __init__(self, U, V, edges, y, lw, node_img, edge_img, cut_true, node_off, edge_off,
-                 bounds, threads=1):  # fmt: skip
+    def __init__(self, images: CRFShard, node_off, edge_off, bounds, threads=1):
         c = np.ascontiguousarray
-        self.U = c(U, dtype=np.float64)
-        self.V = c(V, dtype=np.float64)
-        self.edges = c(edges, dtype=np.int64).reshape(-1, 2)
-        self.y = c(y, dtype=np.int64)
-        self.lw = c(lw, dtype=np.float64)
-        self.node_img = c(node_img, dtype=np.int64)
-        self.edge_img = c(edge_img, dtype=np.int64)
-        self.cut_true = c(cut_true, dtype=np.float64)
+        self.U = c(images.U, dtype=np.float64)
+        self.V = c(images.V, dtype=np.float64)
+        self.edges = c(images.edges, dtype=np.int64).reshape(-1, 2)
+        self.y = c(images.y, dtype=np.int64)
+        self.lw = c(images.lw, dtype=np.float64)
+        self.node_img = c(images.node_img, dtype=np.int64)
+        self.edge_img = c(images.edge_img, dtype=np.int64)
+        self.cut_true = c(images.cut_true, dtype=np.float64)
         bounds = np.asarray(bounds, dtype=np.int64)
         self.img_b = c(bounds)
         self.node_b = c(np.asarray(node_off, dtype=np.int64)[bounds])
@@ -725,9 +723,8 @@ class CRFShardedCuts:
         """One shard's images as a one-shard problem (the worker side)."""
         n_img = np.bincount(sh.node_img, minlength=sh.m)
         e_img = np.bincount(sh.edge_img, minlength=sh.m)
-        return cls(sh.U, sh.V, sh.edges, sh.y, sh.lw, sh.node_img, sh.edge_img, sh.cut_true,
-                   np.concatenate([[0], np.cumsum(n_img)]),
-                   np.concatenate([[0], np.cumsum(e_img)]), np.array([0, sh.m]))  # fmt: skip
+        offsets = [np.concatenate([[0], np.cumsum(k)]) for k in (n_img, e_img)]
+        return cls(sh, *offsets, np.array([0, sh.m]))
 
     @property
     def n_shards(self) -> int:
