@@ -47,7 +47,7 @@ from numba import njit, prange
 from maxmargin.inference._threads import numba_threads, shard_threads
 from maxmargin.inference.bk_maxflow import BKWork, build_csr_range, maxflow_range
 from maxmargin.inference.graphcut import binary_graphcut
-from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
+from maxmargin.tasks.base import Cut, DualPairs, JointCutsOnly, OracleResult, StructuredTask
 
 __all__ = [
     "CRFGraph",
@@ -166,7 +166,7 @@ def _check_cut_weights(Ep):
     return np.maximum(Ep, 0.0)
 
 
-class CRFTask(StructuredTask):
+class CRFTask(JointCutsOnly, StructuredTask):
     """Binary CRF parameter learning over graphs (StructBoost Sec. 3.6).
 
     Inputs are lists of :class:`CRFGraph`, outputs lists of 0/1 label arrays (one per
@@ -350,15 +350,6 @@ class CRFTask(StructuredTask):
         t = np.concatenate([np.asarray(v).ravel() for v in y_true])
         p = np.concatenate([np.asarray(v).ravel() for v in y_pred])
         return float(np.mean(t != p))
-
-    # -- not available for CRFs (m-slack / listed outputs) ---------------------------
-    def _no_m_slack(self, *args):
-        raise NotImplementedError(
-            "CRFTask has only the 1-slack oracle (use master='exact', formulation='1-slack')"
-        )
-
-    loss_augmented = evaluate_outputs = initial_violators = _no_m_slack
-    slot_scores_to_label_scores = predict_codes = _no_m_slack
 
     # -- the linear structured SVM on raw potentials -------------------------------
     linear_ssvm = True
