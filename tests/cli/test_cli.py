@@ -713,7 +713,7 @@ def test_positive_list_is_the_one_parser_of_comma_options():
     for bad in ("", "0", "1,-2", "inf", "nan", "a,b"):
         with pytest.raises(ValueError, match="--scales must be"):
             positive_list(bad, "--scales")
-    with pytest.raises(ValueError, match="--window must be .*integers"):
+    with pytest.raises(ValueError, match=r"--window must be .*integers"):
         positive_list("1.5,2", "--window", int)
     with pytest.raises(ValueError, match="--window must be two"):
         _pair("8,16,4")
