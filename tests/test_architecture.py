@@ -26,7 +26,6 @@ MANY_PARAMETERS = {
     "maxmargin/inference/viterbi.py:_marginals_range": 15,
     "maxmargin/solvers/_smoothed_kernels.py:_newton_length": 15,
     "maxmargin/solvers/_smoothed_kernels.py:coded_smoothed_steps": 27,
-    "maxmargin/solvers/asymmetric_boost.py:_AsymmetricColumns.__init__": 17,
     "maxmargin/solvers/asymmetric_boost.py:fit_asymmetric_stage": 16,
     "maxmargin/solvers/asymmetric_boost.py:fit_cost_sensitive_stage": 14,
     "maxmargin/solvers/column_generation.py:_run": 26,
@@ -35,7 +34,6 @@ MANY_PARAMETERS = {
     "maxmargin/solvers/multiboost.py:fit_multiboost": 12,
     "maxmargin/solvers/ssvm.py:solve_ssvm": 12,
     "maxmargin/solvers/svm.py:fit_dual_cd": 16,  # + sample_weight= (issue 31)
-    "maxmargin/tasks/crf.py:CRFShardedCuts.__init__": 12,
 }
 # ... and the constructors of estimators (and of the parameter objects of apps/), whose
 # parameters are their public parameter set: listed by name, their count free

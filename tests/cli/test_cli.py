@@ -695,3 +695,27 @@ def test_fit_rank_with_ranksvm(tmp_path, rank_data, capsys):
     assert "needs --rank" in capsys.readouterr().err
     assert main(["fit", "--rank", "--model", "svm", str(path), "-o", str(model)]) == 2
     assert "must be one of" in capsys.readouterr().err
+
+
+def test_positive_list_is_the_one_parser_of_comma_options():
+    """``positive_list`` (``--C``, ``--scales``, ``--window``, ``--aspect-ratios``,
+    ``--max-weak``): finite positive numbers, empty items skipped, the option named."""
+    import argparse
+
+    from maxmargin.cli.commands import _C_list
+    from maxmargin.cli.detect import _caps, _pair
+    from maxmargin.cli.parser import positive_list
+
+    assert positive_list("1,2.5,", "--scales") == [1.0, 2.5]
+    assert positive_list("3", "--max-weak", int) == [3]
+    assert _pair("8,16") == (8, 16) and _caps("5") == 5 and _caps("5,7") == [5, 7]
+    assert _C_list("1,10") == [1.0, 10.0]
+    for bad in ("", "0", "1,-2", "inf", "nan", "a,b"):
+        with pytest.raises(ValueError, match="--scales must be"):
+            positive_list(bad, "--scales")
+    with pytest.raises(ValueError, match=r"--window must be .*integers"):
+        positive_list("1.5,2", "--window", int)
+    with pytest.raises(ValueError, match="--window must be two"):
+        _pair("8,16,4")
+    with pytest.raises(argparse.ArgumentTypeError, match="C must be positive"):
+        _C_list("0,1")

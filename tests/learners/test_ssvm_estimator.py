@@ -77,3 +77,20 @@ def test_hierarchy_task():
     b = StructSVM(task=HierarchyTask(tax), C=100.0, solver="1-slack", tol=1e-5).fit(X, y)
     assert np.isclose(a.objective_, b.objective_, rtol=5e-5)
     assert a.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("name", ["SSVMClassifier", "StructSVM", "KernelSSVM", "RankSVM"])
+def test_unconverged_warning_names_the_estimator_at_the_callers_line(name):
+    """``store_solution``: one ConvergenceWarning text for every SSVM-like estimator, and
+    it points at the line that called ``fit`` (the stacklevel), not into maxmargin."""
+    import maxmargin as mm
+    from maxmargin.exceptions import ConvergenceWarning
+
+    X, y = load_iris(return_X_y=True)
+    kw = {"task": MultiClassTask(), "solver": "1-slack"} if name == "StructSVM" else {}
+    est = getattr(mm, name)(C=1e4, tol=1e-12, max_iter=2, **kw)
+    with pytest.warns(ConvergenceWarning, match=f"^{name} stopped after 2 iterations") as rec:
+        est.fit(X, y)
+    assert [w.filename for w in rec] == [__file__]
+    assert not est.converged_ and est.n_iter_ == 2 == len(est.history_)
+    assert est.objective_ >= est.dual_objective_

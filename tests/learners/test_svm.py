@@ -463,3 +463,22 @@ def test_kernel_data_are_one_array_type():
     ref = SVMClassifier(solver="smo", kernel="rbf").fit(X, y).decision_function(X)
     got = SVMClassifier(solver="smo", kernel="rbf").fit(ro, y).decision_function(X)
     assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("solver", ["smo", "dual_cd", "pegasos"])
+def test_verbose_and_max_time_are_callbacks_of_the_solvers_monitor(solver, capsys):
+    """``verbose`` prints every record and ``max_time`` ends the fit after its first
+    record, through the one monitor, with or without a user ``callback`` (dual CD printed
+    nothing without one before issue 29's thirteenth session)."""
+    X, y = _small(200, 8, seed=3)
+    fit = {
+        "smo": lambda **kw: fit_smo(X @ X.T, y, 1.0, tol=1e-12, max_iter=10**7, **kw),
+        "dual_cd": lambda **kw: fit_dual_cd(X, y, 1.0, tol=1e-12, max_iter=10**5, **kw),
+        "pegasos": lambda **kw: fit_pegasos(X, y, 1.0, tol=1e-12, max_iter=10**5, rng=0, **kw),
+    }[solver]
+    sol = fit(verbose=1)
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert len(printed) == len(sol.history) > 0
+    for callback in (None, lambda rec: None):
+        sol = fit(max_time=0.0, callback=callback)
+        assert len(sol.history) == 1 and not sol.converged

@@ -32,6 +32,7 @@ from maxmargin.cli.output import (
     print_kv_table,
     stdout_console,
 )
+from maxmargin.cli.parser import positive_list
 from maxmargin.cli.plots import plot_convergence, staged_errors
 from maxmargin.cli.progress import FitProgress
 
@@ -96,6 +97,26 @@ def _n_weak(est: Any, default: int) -> int | None:
     if hasattr(est, "coef_") or hasattr(est, "dual_coef_") or hasattr(est, "w_"):
         return None
     return default
+
+
+def _save_fitted(est, args, X, layout, before: dict, after: dict) -> tuple[Path, dict]:
+    """Save a fitted model to ``args.output`` (the data layout annotated) and the fit's
+    summary: the file and data, ``before``, the iterations and objective, ``after``."""
+    from maxmargin.io import save
+
+    out = save(est, args.output, key=model_key(), annotations={"data": layout})
+    n_iter = len(_history(est))
+    return out, {
+        "model": str(out),
+        "data": str(args.data),
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        **before,
+        "iterations": n_iter,
+        "n_weak": _n_weak(est, n_iter),
+        "objective": float(getattr(est, "objective_", float("nan"))),
+        **after,
+    }
 
 
 def _load_training_data(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
@@ -465,7 +486,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _check_output_path(args.output, (args.data, args.taxonomy))
     if args.rank:
         return _fit_ranker(args)
-    from maxmargin.io import save
 
     X, y = _load_training_data(args)
     layout = _layout_of(args)
@@ -480,23 +500,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
         seconds, seen = _fit_reporting(est, X, y, data=args.data)
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
-    train_error = float(np.mean(est.predict(X) != y))
-    out = save(est, args.output, key=model_key(), annotations={"data": layout})
-    history = _history(est)
-    summary = {
-        "model": str(out),
-        "data": str(args.data),
-        "n_samples": int(X.shape[0]),
-        "n_features": int(X.shape[1]),
-        "n_classes": len(est.classes_),
-        "iterations": len(history),
-        "n_weak": _n_weak(est, len(history)),
-        "objective": float(getattr(est, "objective_", float("nan"))),
-        "train_error": train_error,
+    after = {
+        "train_error": float(np.mean(est.predict(X) != y)),
         "fit_seconds": round(seconds, 4),
         "estimator": type(est).__name__,
         "C": Cs[0],
     }
+    out, summary = _save_fitted(est, args, X, layout, {"n_classes": len(est.classes_)}, after)
     if cv_table is not None:
         summary["cv"] = cv_table
     if args.json:
@@ -516,7 +526,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def _fit_ranker(args: argparse.Namespace) -> int:
     """``fit --rank``: a StructBoostRanker on relevance grades, queries from svmlight qid."""
-    from maxmargin.io import save
 
     formulation = "1-slack" if args.formulation == "auto" else args.formulation
     if len(args.C) > 1:
@@ -556,13 +565,7 @@ def _fit_ranker(args: argparse.Namespace) -> int:
     if (status := _check_fit_outcome(args, seen)) is not None:
         return status
     train = _ranking_metrics(y, est.decision_function(X), qid)
-    out = save(est, args.output, key=model_key(), annotations={"data": layout})
-    history = _history(est)
-    summary = {
-        "model": str(out),
-        "data": str(args.data),
-        "n_samples": int(X.shape[0]),
-        "n_features": int(X.shape[1]),
+    before = {
         "n_groups": _n_groups(qid),
         "n_pairs": int(est.n_pairs_) if hasattr(est, "n_pairs_") else None,
         "estimator": name,
@@ -570,13 +573,13 @@ def _fit_ranker(args: argparse.Namespace) -> int:
         "graph": est.graph,
         "rescaling": est.rescaling,
         "normalize": est.normalize,
-        "iterations": len(history),
-        "n_weak": _n_weak(est, len(history)),
-        "objective": float(getattr(est, "objective_", float("nan"))),
+    }
+    after = {
         "train_pairwise_accuracy": train["pairwise_accuracy"],
         "train_auc": train["auc"],
         "fit_seconds": round(seconds, 4),
     }
+    out, summary = _save_fitted(est, args, X, layout, before, after)
     if args.json:
         print_json(summary)
     elif not args.quiet:
@@ -962,14 +965,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 def _C_list(text: str) -> list[float]:
     """``--C 100`` or ``--C 1,10,100``."""
     try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number or comma-separated list: {text!r}"
-        ) from None
-    if not values or any(not v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"C must be positive, got {text!r}")
-    return values
+        return positive_list(text, "C")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _label_column(text: str) -> int | str:

@@ -20,38 +20,22 @@ from pathlib import Path
 
 import numpy as np
 
+from maxmargin.cli.parser import positive_list
+
 __all__ = ["add_parser"]
 
 MODELS = {"svm": "HOGSVMDetector", "cascade": "CascadeDetector", "ranker": "ProposalRanker"}
 
 
 def _pair(text: str) -> tuple[int, int]:
-    try:
-        vals = tuple(int(v) for v in str(text).split(","))
-    except ValueError:
-        raise ValueError(f"--window must be two integers w,h (cells), got {text!r}") from None
-    if len(vals) != 2 or min(vals) < 1:
-        raise ValueError(f"--window must be two positive integers w,h, got {text!r}")
-    return vals
-
-
-def _ratios(text: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(v) for v in str(text).split(","))
-    except ValueError:
-        raise ValueError(f"--aspect-ratios must be numbers a,b,..., got {text!r}") from None
-    if not vals or not all(np.isfinite(v) and v > 0 for v in vals):
-        raise ValueError(f"--aspect-ratios must be positive numbers, got {text!r}")
-    return vals
+    vals = positive_list(text, "--window", int)
+    if len(vals) != 2:
+        raise ValueError(f"--window must be two positive integers w,h (cells), got {text!r}")
+    return tuple(vals)
 
 
 def _caps(text: str):
-    try:
-        vals = [int(v) for v in str(text).split(",")]
-    except ValueError:
-        raise ValueError(f"--max-weak must be integers n or a,b,..., got {text!r}") from None
-    if not vals or min(vals) < 1:
-        raise ValueError(f"--max-weak must be positive integers, got {text!r}")
+    vals = positive_list(text, "--max-weak", int)
     return vals[0] if len(vals) == 1 else vals
 
 
@@ -181,7 +165,7 @@ def cmd_detect_fit(args: argparse.Namespace) -> int:
         images, boxes, names = images[: args.limit], boxes[: args.limit], names[: args.limit]
     window = _pair(args.window)
     look = dict(
-        aspect_ratios=_ratios(args.aspect_ratios),
+        aspect_ratios=tuple(positive_list(args.aspect_ratios, "--aspect-ratios")),
         colour=bool(args.colour),
         channels=args.model == "cascade" if args.channels is None else bool(args.channels),
         location_prior=not args.no_location_prior,

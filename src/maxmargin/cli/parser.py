@@ -10,9 +10,23 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 
 #: the modules adding subcommands, in the order of ``maxmargin --help``
 COMMAND_GROUPS = ("commands", "segment", "track", "detect")
+
+
+def positive_list(text: str, option: str, convert=float) -> list:
+    """The value of an ``a,b,...`` option (``convert``: float or int; empty items are
+    skipped): at least one finite positive number, else a ValueError naming ``option``."""
+    kind = "integers" if convert is int else "numbers"
+    try:
+        vals = [convert(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{option} must be {kind} separated by commas, got {text!r}") from None
+    if not vals or not all(math.isfinite(v) and v > 0 for v in vals):
+        raise ValueError(f"{option} must be positive {kind}, got {text!r}")
+    return vals
 
 
 def _version() -> str:

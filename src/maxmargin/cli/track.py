@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from maxmargin.cli.parser import positive_list
+
 __all__ = ["add_parser", "cmd_track", "draw_box", "write_gif", "write_plot"]
 
 
@@ -46,16 +48,6 @@ def add_parser(sub, parents=()) -> argparse.ArgumentParser:
     return p
 
 
-def _scales(text: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(v) for v in str(text).split(",") if v.strip())
-    except ValueError:
-        raise ValueError(f"--scales must be numbers separated by commas, got {text!r}") from None
-    if not vals or any(v <= 0 for v in vals):
-        raise ValueError(f"--scales must be positive, got {text!r}")
-    return vals
-
-
 def cmd_track(args: argparse.Namespace) -> int:
     from maxmargin.apps.tracking import load_sequence, make_tracker, track_sequence, write_boxes
     from maxmargin.apps.tracking.metrics import centre_errors, overlaps
@@ -67,7 +59,10 @@ def cmd_track(args: argparse.Namespace) -> int:
     seq = load_sequence(args.seq_dir, max_frames=args.max_frames)
     extra = {} if args.features is None else {"features": args.features}
     tracker = make_tracker(
-        args.tracker, random_state=args.seed, scales=_scales(args.scales), **extra
+        args.tracker,
+        random_state=args.seed,
+        scales=tuple(positive_list(args.scales, "--scales")),
+        **extra,
     )
     show = not args.quiet and sys.stderr.isatty()
 

@@ -1,5 +1,6 @@
 """What the binary classifiers share: ``y`` coded as +-1, the sign decision, the tags
-(:class:`SparseInput`: the CSR-input tag every estimator that takes sparse ``X`` shares)."""
+(:class:`SparseInput`: the CSR-input tag every estimator that takes sparse ``X`` shares),
+the class labels of every classifier (:func:`fit_classes`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,17 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+
+def fit_classes(est, y) -> np.ndarray:
+    """Set ``est.classes_`` from the classification targets ``y`` (at least two
+    classes) and return ``y`` as indices into it."""
+    check_classification_targets(y)
+    est.classes_, yi = np.unique(y, return_inverse=True)
+    if len(est.classes_) < 2:
+        k, name = len(est.classes_), type(est).__name__
+        raise ValueError(f"y has {k} class; {name} needs at least 2 classes")
+    return yi
 
 
 class SparseInput:

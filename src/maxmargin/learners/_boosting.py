@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._validation import (
@@ -17,7 +16,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._binary import SparseInput
+from maxmargin.learners._binary import SparseInput, fit_classes
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.monitor import ConvergenceMonitor
 from maxmargin.weak import WeakLearner, is_weak_learner_name, make_weak_learner
@@ -185,11 +184,8 @@ class MultiClassBoosting(SparseInput, Persistent, ClassifierMixin, BaseEstimator
         """
         self._validate_hyperparameters()
         X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=["csr", "csc"])
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        y_idx = fit_classes(self, y)
         K = len(self.classes_)
-        if K < 2:
-            raise ValueError(f"y has {K} class; {type(self).__name__} needs at least 2 classes")
         X_val = y_val = None
         if eval_set is not None:
             if not (isinstance(eval_set, (tuple, list)) and len(eval_set) == 2):

@@ -23,9 +23,10 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from maxmargin._validation import json_params
+from maxmargin.exceptions import warn_interrupted, warn_unconverged
 from maxmargin.weak import HYPOTHESES
 
-__all__ = ["Persistent", "fitted"]
+__all__ = ["Persistent", "fitted", "store_solution"]
 
 #: converters of the fitted attributes most estimators store
 _STANDARD = {
@@ -42,6 +43,21 @@ def fitted(*attrs: str) -> tuple:
     """``_saved_meta`` entries for standard fitted attributes (``n_features_in_``,
     ``history_``, ``objective_``, ``dual_objective_``, ``converged_``, ``n_iter_``)."""
     return tuple((a, _STANDARD[a]) for a in attrs)
+
+
+def store_solution(est, res, stacklevel: int = 3) -> None:
+    """Set the standard fitted attributes of ``est`` from a solver result (``history``,
+    ``primal``, ``dual``, ``converged``, ``interrupted``) and warn, as seen from the
+    caller's own ``stacklevel``, when the fit was interrupted or stopped above ``tol``."""
+    est.history_ = res.history
+    est.objective_ = float(res.primal)
+    est.dual_objective_ = float(res.dual)
+    est.converged_ = bool(res.converged)
+    est.n_iter_ = len(res.history)
+    if res.interrupted:
+        warn_interrupted(est.n_iter_, stacklevel=stacklevel + 1)
+    elif not res.converged:
+        warn_unconverged(type(est).__name__, res, stacklevel=stacklevel + 1)
 
 
 def _key(attr: str) -> str:

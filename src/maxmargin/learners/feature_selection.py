@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
@@ -17,7 +16,7 @@ from maxmargin._validation import (
     store_params,
     validate_params,
 )
-from maxmargin.learners._binary import SparseInput
+from maxmargin.learners._binary import SparseInput, fit_classes
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.feature_selection import SelectionOptions, select_features
 
@@ -234,14 +233,11 @@ class ForwardFeatureSelector(SparseInput, Persistent, SelectorMixin, BaseEstimat
     def fit(self, X, y):
         """Select features of X (dense or CSR) for the class labels y."""
         validate_params(self)
-        X, y = validate_data(self, X, y, accept_sparse="csc", dtype=np.float64)
-        check_classification_targets(y)
         if self.loss == "squared_hinge" and self.penalty != "l2":
             raise ValueError("loss='squared_hinge' is available with penalty='l2' only")
-        self.classes_, yi = np.unique(y, return_inverse=True)
+        X, y = validate_data(self, X, y, accept_sparse="csc", dtype=np.float64)
+        yi = fit_classes(self, y)
         k = len(self.classes_)
-        if k < 2:
-            raise ValueError(f"y has {k} class; ForwardFeatureSelector needs at least 2 classes")
         d = X.shape[1]
         limit, targets = self._targets(d)
         budget = self.n_features_to_select is not None or self.k_path is not None

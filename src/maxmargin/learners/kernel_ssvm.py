@@ -23,9 +23,8 @@ from maxmargin._validation import (
     store_params,
     validate_params,
 )
-from maxmargin.exceptions import warn_interrupted, warn_unconverged
 from maxmargin.learners._binary import SparseInput
-from maxmargin.learners._persist import Persistent, fitted
+from maxmargin.learners._persist import Persistent, fitted, store_solution
 from maxmargin.solvers.ssvm_kernel import fit_kernel_one_slack
 from maxmargin.tasks.base import LabelCodingTask
 from maxmargin.tasks.classification import BinaryTask, MultiClassTask
@@ -186,15 +185,7 @@ class KernelSSVM(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
         self.support_ = sv
         self.support_vectors_ = X[sv]
         self.dual_coef_ = B[sv]
-        self.history_ = res.history
-        self.objective_ = float(res.primal)
-        self.dual_objective_ = float(res.dual)
-        self.converged_ = bool(res.converged)
-        self.n_iter_ = len(res.history)
-        if res.interrupted:
-            warn_interrupted(self.n_iter_)
-        elif not res.converged:
-            warn_unconverged(type(self).__name__, res)
+        store_solution(self, res)
         return self
 
     def _slot_scores(self, X):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.cluster import KMeans
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
@@ -24,7 +23,7 @@ from maxmargin._validation import (
     validate_params,
 )
 from maxmargin.exceptions import warn_interrupted
-from maxmargin.learners._binary import SparseInput
+from maxmargin.learners._binary import SparseInput, fit_classes
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.cccp import fit_latent_cccp
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver
@@ -166,11 +165,8 @@ class LatentSSVM(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
         validate_params(self)
         canonical_solver(self.solver)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, yc = np.unique(y, return_inverse=True)
+        yc = fit_classes(self, y)
         K, M = len(self.classes_), int(self.n_latent)
-        if K < 2:
-            raise ValueError(f"y has {K} class; LatentSSVM needs at least 2 classes")
         rng = as_generator(self.random_state)
         z = np.zeros(len(yc), dtype=np.int64)
         for k in range(K):  # k-means inside every class

@@ -6,11 +6,8 @@ ranking", GCPR 2014.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
@@ -24,10 +21,9 @@ from maxmargin._validation import (
     store_params,
     validate_params,
 )
-from maxmargin.exceptions import warn_interrupted
 from maxmargin.inference.ranking import GRAPHS, RESCALINGS, PreferenceGraph, check_options
 from maxmargin.learners._binary import SparseInput
-from maxmargin.learners._persist import Persistent, fitted
+from maxmargin.learners._persist import Persistent, fitted, store_solution
 from maxmargin.metrics import ndcg_at_k, ranking_risk
 from maxmargin.solvers.ranking import fit_ranksvm
 
@@ -197,21 +193,8 @@ class RankSVM(SparseInput, Persistent, BaseEstimator):
             callback=self.callback,
             verbose=self.verbose,
         )
-        if res.interrupted:
-            warn_interrupted(len(res.history))
-        elif not res.converged:
-            warnings.warn(
-                f"RankSVM did not converge in {len(res.history)} rounds "
-                f"(relative gap {res.history[-1]['gap']:.3g})",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
         self.coef_ = res.w
-        self.history_ = res.history
-        self.objective_ = float(res.primal)
-        self.dual_objective_ = float(res.dual)
-        self.converged_ = bool(res.converged)
-        self.n_iter_ = len(res.history)
+        store_solution(self, res)
         self.grouped_ = group is not None
         return self
 

@@ -21,7 +21,7 @@ from maxmargin._validation import (
 from maxmargin.exceptions import warn_interrupted
 from maxmargin.learners._binary import BinaryClassifier
 from maxmargin.learners._persist import Persistent, fitted
-from maxmargin.learners.svm import KERNELS, SVMClassifier
+from maxmargin.learners.svm import KERNELS, SVMClassifier, fitted_gamma
 from maxmargin.solvers.sparse_kernel_svm import fit_sparse_kernel_svm
 
 __all__ = ["SparseKernelSVM"]
@@ -104,13 +104,7 @@ class SparseKernelSVM(Persistent, BinaryClassifier, BaseEstimator):
         validate_params(self)
         X, ys = self._binary_data(X, y)
         n = X.shape[0]
-        if isinstance(self.gamma, str):
-            var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
-            self._gamma = (
-                1.0 / X.shape[1] if self.gamma == "auto" or var == 0 else 1.0 / (X.shape[1] * var)
-            )
-        else:
-            self._gamma = float(self.gamma)
+        self._gamma = fitted_gamma(X, self.gamma)
         kfn = self._kernel_fn()
         rng = as_generator(self.random_state)
         cand = np.arange(n)

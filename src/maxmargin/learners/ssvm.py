@@ -36,9 +36,8 @@ from maxmargin._validation import (
     store_params,
     validate_params,
 )
-from maxmargin.exceptions import warn_interrupted, warn_unconverged
 from maxmargin.learners._binary import SparseInput
-from maxmargin.learners._persist import Persistent, fitted
+from maxmargin.learners._persist import Persistent, fitted, store_solution
 from maxmargin.solvers.ssvm import SOLVER_ALIASES, SOLVERS, canonical_solver, solve_ssvm
 from maxmargin.tasks.base import StructuredTask
 from maxmargin.tasks.chain import ChainTask
@@ -218,15 +217,7 @@ default="1-slack"
             **(self.solver_options or {}),
         )
         self.coef_ = res.w
-        self.history_ = res.history
-        self.objective_ = float(res.primal)
-        self.dual_objective_ = float(res.dual)
-        self.converged_ = bool(res.converged)
-        self.n_iter_ = len(res.history)
-        if res.interrupted:
-            warn_interrupted(self.n_iter_, stacklevel=4)
-        elif not res.converged:
-            warn_unconverged(type(self).__name__, res, stacklevel=4)
+        store_solution(self, res, stacklevel=4)
         self._layout = (model.n_features, model.n_slots, model.n_states, model.pairwise)
 
     def fit(self, X, y):

@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from maxmargin._registry import register
@@ -27,7 +26,7 @@ from maxmargin._validation import (
 )
 from maxmargin.exceptions import FitInterruptedWarning, warn_interrupted
 from maxmargin.kernels import ADDITIVE_KERNELS, additive_kernel
-from maxmargin.learners._binary import SparseInput
+from maxmargin.learners._binary import SparseInput, fit_classes
 from maxmargin.learners._persist import Persistent, fitted
 from maxmargin.solvers.svm import (
     ROW_KERNELS,
@@ -43,6 +42,15 @@ __all__ = ["SVMClassifier"]
 
 SOLVERS = ("smo", "dual_cd", "pegasos", "1-slack")
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "intersection", "chi2")
+
+
+def fitted_gamma(X, gamma) -> float:
+    """The kernel width ``SVC`` fits: a number as given, ``"scale"`` ``1 / (n_features
+    X.var())``, ``"auto"`` (or a constant ``X``) ``1 / n_features``; ``X`` dense or CSR."""
+    if not isinstance(gamma, str):
+        return float(gamma)
+    var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
+    return 1.0 / X.shape[1] if gamma == "auto" or var == 0 else 1.0 / (X.shape[1] * var)
 
 
 @register
@@ -243,18 +251,9 @@ class SVMClassifier(SparseInput, Persistent, ClassifierMixin, BaseEstimator):
         validate_params(self)
         self._check_combination()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, yi = np.unique(y, return_inverse=True)
+        yi = fit_classes(self, y)
         k = len(self.classes_)
-        if k < 2:
-            raise ValueError(f"y has {k} class; SVMClassifier needs at least 2 classes")
-        if isinstance(self.gamma, str):
-            var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
-            self._gamma = (
-                1.0 / X.shape[1] if self.gamma == "auto" or var == 0 else 1.0 / (X.shape[1] * var)
-            )
-        else:
-            self._gamma = float(self.gamma)
+        self._gamma = fitted_gamma(X, self.gamma)
         rng = as_generator(self.random_state)
         K = Xa = None
         if self.solver == "smo":

@@ -140,35 +140,27 @@ def _log1(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _exp_array(x):  # pragma: no cover - compiled
+def _elementwise(x, log):  # pragma: no cover - compiled
+    """``_log1`` (``log``) or ``_exp1`` of every entry of the 1-D array ``x``."""
     out = np.empty(x.size)
-    xf = x.ravel()
-    for i in range(x.size):
-        out[i] = _exp1(xf[i])
-    return out.reshape(x.shape)
+    if log:  # the test outside the loops: each loop is the one-function kernel it was
+        for i in range(x.size):
+            out[i] = _log1(x[i])
+    else:
+        for i in range(x.size):
+            out[i] = _exp1(x[i])
+    return out
 
 
-@njit(cache=True)
-def _log_array(x):  # pragma: no cover - compiled
-    out = np.empty(x.size)
-    xf = x.ravel()
-    for i in range(x.size):
-        out[i] = _log1(xf[i])
-    return out.reshape(x.shape)
-
-
-def _exp(x):
-    """Element-wise exp, the same bits on every CPU (see above)."""
+def _exp(x, log=False):
+    """Element-wise exp -- or log, :func:`_log` -- the same bits on every CPU (see above)."""
     a = np.asarray(x, dtype=np.float64)
-    out = _exp_array(np.ascontiguousarray(a).reshape(-1)).reshape(a.shape)
+    out = _elementwise(np.ascontiguousarray(a).reshape(-1), log).reshape(a.shape)
     return out if a.ndim else float(out)
 
 
 def _log(x):
-    """Element-wise log, the same bits on every CPU (see above)."""
-    a = np.asarray(x, dtype=np.float64)
-    out = _log_array(np.ascontiguousarray(a).reshape(-1)).reshape(a.shape)
-    return out if a.ndim else float(out)
+    return _exp(x, log=True)
 
 
 def _mv(M, v):
@@ -473,32 +465,18 @@ class _AsymmetricColumns(UnstabilisedPlanes):
     """:class:`~maxmargin.solvers.cutting_plane.PlaneProblem` of a LACBoost / FisherBoost
     stage: a round's "plane" is the priced column (the weak learner's best new stump, or
     a recycled one), adding it grows the restricted master, solving it is SMO on the
-    capped simplex ``w >= 0, sum w <= 1``."""
+    capped simplex ``w >= 0, sum w <= 1``.
 
-    def __init__(
-        self,
-        X,
-        ys,
-        kind,
-        theta,
-        sigma,
-        e,
-        q_rho0,
-        weak,
-        prep,
-        recycle,
-        recycle_lambda,
-        cap,
-        eps,
-        tol,
-        stop,
-        on_round,
-        max_time,
-    ):
-        self.X, self.ys, self.kind, self.theta, self.sigma = X, ys, kind, theta, sigma
-        self.e, self.q_rho0, self.weak, self.prep = e, q_rho0, weak, prep
-        self.recycle, self.recycle_lambda = recycle, recycle_lambda
-        self.cap, self.eps, self.tol = cap, eps, tol
+    The options come in groups: ``master`` ``(kind, theta, sigma, e, q_rho0)`` (the
+    objective), ``pricing`` ``(weak, prepared data, recycle, recycle_lambda)``, ``limits``
+    ``(cap on the columns, eps, tol)`` and ``hooks`` ``(stop, on_round, max_time)``."""
+
+    def __init__(self, X, ys, master, pricing, limits, hooks):
+        self.X, self.ys = X, ys
+        self.kind, self.theta, self.sigma, self.e, self.q_rho0 = master
+        self.weak, self.prep, self.recycle, self.recycle_lambda = pricing
+        self.cap, self.eps, self.tol = limits
+        recycle = self.recycle
         n, self.d = X.shape
         self.pool_f = [] if recycle is None else [int(v) for v in recycle.feature]
         self.pool_t = [] if recycle is None else [float(v) for v in recycle.threshold]
@@ -511,7 +489,7 @@ class _AsymmetricColumns(UnstabilisedPlanes):
         self.b = np.zeros(0)
         self.w = np.zeros(0)
         self.n_rec = 0
-        self.monitor = _stage_monitor(self.stumps, stop, on_round, max_time)
+        self.monitor = _stage_monitor(self.stumps, *hooks)
         self.lam = 0.0
         self.rec = None
 
@@ -657,21 +635,10 @@ def fit_asymmetric_stage(
     cg = _AsymmetricColumns(
         X,
         ys,
-        kind,
-        theta,
-        sigma,
-        e,
-        q_rho0,
-        weak,
-        prep,
-        recycle,
-        recycle_lambda,
-        max(int(max_weak), 1),
-        eps,
-        tol,
-        stop,
-        on_round,
-        max_time,
+        master=(kind, theta, sigma, e, q_rho0),
+        pricing=(weak, prep, recycle, recycle_lambda),
+        limits=(max(int(max_weak), 1), eps, tol),
+        hooks=(stop, on_round, max_time),
     )
     # column generation is Kelley's method on the dual: the shared loop, unstabilised
     kelley_loop(cg, None)

@@ -151,14 +151,11 @@ def _v_sums(h, a, b, S, muc):  # pragma: no cover - compiled
         s = h[i] * S[i]
         vp += max(s, 0.0)
         vm += max(-s, 0.0)
-    for i in range(a):
-        s = h[i] * muc[i]
-        vm += max(s, 0.0)
-        vp += max(-s, 0.0)
-    for i in range(b, h.shape[0]):
-        s = h[i] * muc[i]
-        vm += max(s, 0.0)
-        vp += max(-s, 0.0)
+    for lo, hi in ((0, a), (b, h.shape[0])):  # the other classes' samples
+        for i in range(lo, hi):
+            s = h[i] * muc[i]
+            vm += max(s, 0.0)
+            vp += max(-s, 0.0)
     return vp, vm
 
 
@@ -180,20 +177,14 @@ def _apply(h, c, a, b, d, F, mu, S, fac):  # pragma: no cover - compiled
             mk = mu[k]
             for i in range(a, b):
                 mk[i] *= fac[i]
-    for i in range(a):  # other classes: constraint (i, c) scales by exp(h d)
-        hv = h[i]
-        fc[i] += d * hv
-        old = muc[i]
-        new = old * (1.0 + (hv > 0) * (ep - 1.0) + (hv < 0) * (em - 1.0))
-        muc[i] = new
-        S[i] += new - old
-    for i in range(b, m):
-        hv = h[i]
-        fc[i] += d * hv
-        old = muc[i]
-        new = old * (1.0 + (hv > 0) * (ep - 1.0) + (hv < 0) * (em - 1.0))
-        muc[i] = new
-        S[i] += new - old
+    for lo, hi in ((0, a), (b, m)):  # other classes: constraint (i, c) scales by exp(h d)
+        for i in range(lo, hi):
+            hv = h[i]
+            fc[i] += d * hv
+            old = muc[i]
+            new = old * (1.0 + (hv > 0) * (ep - 1.0) + (hv < 0) * (em - 1.0))
+            muc[i] = new
+            S[i] += new - old
 
 
 class FCDVariables(NamedTuple):

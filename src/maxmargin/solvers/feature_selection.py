@@ -158,13 +158,18 @@ def _gather_rows(X, rows):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _gather_problem(X, Y, rows, j):  # pragma: no cover - compiled
+    """``X[rows]`` (F-ordered) and ``Y[rows, j]``: problem j's data on the rows."""
+    y = np.empty(rows.shape[0])
+    for p in range(rows.shape[0]):
+        y[p] = Y[rows[p], j]
+    return _gather_rows(X, rows), y
+
+
+@njit(cache=True)
 def _gram_recompute(X, Y, act, G, r, j):  # pragma: no cover - compiled
     """``G[j] = X_A^T X_A`` and ``r[:, j] = X_A^T y_A`` over the active rows of problem j."""
-    rows = np.flatnonzero(act[:, j])
-    XA = _gather_rows(X, rows)
-    yA = np.empty(rows.shape[0])
-    for p in range(rows.shape[0]):
-        yA[p] = Y[rows[p], j]
+    XA, yA = _gather_problem(X, Y, np.flatnonzero(act[:, j]), j)
     G[j] = np.dot(XA.T, XA)
     r[:, j] = np.dot(XA.T, yA)
 
@@ -172,10 +177,7 @@ def _gram_recompute(X, Y, act, G, r, j):  # pragma: no cover - compiled
 @njit(cache=True)
 def _gram_rank_update(X, Y, rows, G, r, j, sign):  # pragma: no cover - compiled
     """``G[j] += sign X_R^T X_R``, ``r[:, j] += sign X_R^T y_R`` for the rows R."""
-    XR = _gather_rows(X, rows)
-    yR = np.empty(rows.shape[0])
-    for p in range(rows.shape[0]):
-        yR[p] = Y[rows[p], j]
+    XR, yR = _gather_problem(X, Y, rows, j)
     B = np.dot(XR.T, XR)
     b = np.dot(XR.T, yR)
     k1 = B.shape[0]
@@ -330,11 +332,7 @@ def _newton_rounds_solve(X, cols, Xfull, Y, C, state, control):  # pragma: no co
         Gn[:, :gk1, :gk1] = G
         rn[:gk1] = r
         for j in range(c):
-            rows = np.flatnonzero(act[:, j])
-            XA = _gather_rows(X, rows)
-            yA = np.empty(rows.shape[0])
-            for p in range(rows.shape[0]):
-                yA[p] = Y[rows[p], j]
+            XA, yA = _gather_problem(X, Y, np.flatnonzero(act[:, j]), j)
             XN = XA[:, gk1:].copy()
             B = np.dot(XA.T, XN)
             b = np.dot(XN.T, yA)

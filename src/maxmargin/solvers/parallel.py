@@ -329,12 +329,14 @@ def _run_node(refs, lo, w, slack, want_plane, die_pid=None, examples=True):
         ab = tree_sum(lambda k: np.concatenate([parts[k - lo][3], parts[k - lo][4]]), lo, hi)
     if not examples:  # 1-slack without an output cache: the plane is all the master needs
         return None, None, None, ab
-    return (
-        np.concatenate([p[0] for p in parts]),
-        np.concatenate([p[1] for p in parts]),
-        np.concatenate([p[2] for p in parts]),
-        ab,
-    )
+    return (*_joined(parts), ab)
+
+
+def _joined(parts, label_dtype=None) -> tuple:
+    """Labels, losses and margins (the first three fields of per-shard answers), each
+    concatenated over the shards; the labels cast to ``label_dtype`` if given."""
+    labels, loss, margin = (np.concatenate([p[j] for p in parts]) for j in range(3))
+    return (labels if label_dtype is None else labels.astype(label_dtype)), loss, margin
 
 
 def _run_energy_node(refs, energies, die_pid=None):
@@ -343,11 +345,7 @@ def _run_energy_node(refs, energies, die_pid=None):
     if die_pid is not None and os.getpid() != die_pid:  # test hook: a worker dies
         os._exit(3)
     out = [crf_shard_from_energies(_resolve(ref), Eu, Ep) for ref, (Eu, Ep) in zip(refs, energies)]
-    return (
-        np.concatenate([o[0] for o in out]).astype(np.int8),
-        np.concatenate([o[1] for o in out]),
-        np.concatenate([o[2] for o in out]),
-    )
+    return _joined(out, np.int8)
 
 
 # ---------------------------------------------------------------------------
@@ -621,9 +619,7 @@ class ShardedOracle:
             )
         labels = loss = margin = hinge_sum = None
         if examples:
-            labels = np.concatenate([r[0] for r in results]).astype(np.int64)
-            loss = np.concatenate([r[1] for r in results])
-            margin = np.concatenate([r[2] for r in results])
+            labels, loss, margin = _joined(results, np.int64)
         a = None
         b = 0.0
         if plane:  # the master adds the node sums along the same fixed tree
@@ -707,11 +703,7 @@ class ShardedOracle:
         if self._session.kind != "inline":
             self.bytes_sent += sum(sum(e.nbytes + p.nbytes for e, p in a[1]) for a in args)
             self.bytes_received += sum(sum(x.nbytes for x in r) for r in results)
-        return (
-            np.concatenate([r[0] for r in results]).astype(np.int64),
-            np.concatenate([r[1] for r in results]),
-            np.concatenate([r[2] for r in results]),
-        )
+        return _joined(results, np.int64)
 
 
 def _nbytes(layout) -> int:

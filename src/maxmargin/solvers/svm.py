@@ -43,7 +43,6 @@ C.-N. J. Yu, "Cutting-plane training of structural SVMs", Machine Learning 77 (2
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -69,14 +68,14 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SVMSolution:
     """A solver's result: ``w`` (linear solvers) or ``alpha``/``b`` (SMO), the primal
     objective, a dual lower bound and the history."""
 
-    w: np.ndarray | None
-    b: float
-    alpha: np.ndarray | None
+    w: np.ndarray | None = None
+    b: float = 0.0
+    alpha: np.ndarray | None = None
     primal: float
     dual: float
     converged: bool
@@ -105,10 +104,13 @@ def _record(mon: ConvergenceMonitor, iteration, primal, dual, notify=True, **ext
     return rel
 
 
-def _monitor(name, callback, verbose) -> ConvergenceMonitor:
+def _monitor(name, callback, verbose, max_time) -> ConvergenceMonitor:
+    """The solvers' monitor: ``verbose`` progress, the user's ``callback`` and the
+    ``max_time`` budget (``stop_reason`` "max_time") are its callbacks."""
     return ConvergenceMonitor(
         name,
         verbose=verbose,
+        max_time=max_time,
         callback=callback,
         fields=("iteration", "objective", "dual_bound", "gap"),
     )
@@ -350,8 +352,7 @@ def fit_smo(
     n = y.shape[0]
     alpha = np.zeros(n)
     G = -np.ones(n)
-    t0 = time.perf_counter()
-    mon = _monitor("smo", callback, verbose)
+    mon = _monitor("smo", callback, verbose, max_time)
     history = mon.history
     chunk = max(1000, n)
     steps = 0
@@ -368,8 +369,6 @@ def fit_smo(
             _record(mon, steps, primal, dual, kkt_violation=float(viol))
             if converged or steps >= max_iter or mon.stop_reason:
                 break
-            if max_time is not None and time.perf_counter() - t0 >= max_time:
-                break
     except KeyboardInterrupt:
         # the numba kernel updates alpha and G together and cannot be interrupted
         # midway, so (alpha, G) is a consistent dual point whenever Python sees Ctrl-C
@@ -379,7 +378,6 @@ def fit_smo(
         b = _smo_bias(alpha, G, y, C)
         primal, dual = _smo_objectives(alpha, G, y, b, C)
     return SVMSolution(
-        w=None,
         b=b,
         alpha=alpha,
         primal=primal,
@@ -726,8 +724,7 @@ def fit_dual_cd(
         raise ValueError(f"alpha0 must have shape ({n},), got {alpha.shape}")
     w = np.asarray(M.T @ (alpha * y), dtype=np.float64).ravel()
     Qd = sqn + diag / cw
-    t0 = time.perf_counter()
-    mon = _monitor("dual_cd", callback, verbose)
+    mon = _monitor("dual_cd", callback, verbose, max_time)
     history = mon.history
     converged = False
     best = (np.inf, None)
@@ -746,13 +743,13 @@ def fit_dual_cd(
     rows = (indptr, indices, data, Xd, dense)
     box = (C, diag, U, squared, cw)
 
-    def record(primal, d_val, cb):
+    def record(primal, d_val, notify=True):
         nonlocal dual, best
         dual = max(dual, d_val)
         if primal < best[0]:
             best = (primal, w.copy())
-        return _record(  # (after Ctrl-C, cb=None: record, but call nobody back)
-            mon, ep, best[0], dual, notify=cb is not None,
+        return _record(  # (after Ctrl-C, notify=False: record, but call nobody back)
+            mon, ep, best[0], dual, notify=notify,
             pg_spread=float(state[5]), active=int(state[0]),
         )  # fmt: skip
 
@@ -775,7 +772,7 @@ def fit_dual_cd(
             visits += seen
             if np.isnan(primal):  # certify=False and the epochs ran out: no last check
                 break
-            rel = record(primal, d_val, callback)
+            rel = record(primal, d_val)
             if rel <= tol:
                 converged = True
                 break
@@ -785,8 +782,6 @@ def fit_dual_cd(
             if last is not None and visits > last[0]:
                 rate = (last[1] - log_gap) / (visits - last[0])
             last = (visits, log_gap)
-            if max_time is not None and time.perf_counter() - t0 >= max_time:
-                break
     except KeyboardInterrupt:
         # (alpha, w) are updated together inside the numba kernel, which Ctrl-C cannot
         # split, so the current w is consistent: score it below and keep the better one
@@ -795,10 +790,9 @@ def fit_dual_cd(
         interrupted, converged = True, False
     if interrupted or not history:
         primal, d_val, state[5], _ = _dcd_check(rows, y, alpha, w, box, index, int(state[0]), False)
-        record(primal, d_val, None if interrupted else callback)
+        record(primal, d_val, notify=not interrupted)
     return SVMSolution(
         w=best[1],
-        b=0.0,
         alpha=alpha,
         primal=best[0],
         dual=dual,
@@ -886,8 +880,7 @@ def fit_pegasos(
     v = np.zeros(d)
     scale, t = 1.0, 1
     counts = np.zeros(n)
-    t0 = time.perf_counter()
-    mon = _monitor("pegasos", callback, verbose)
+    mon = _monitor("pegasos", callback, verbose, max_time)
     history = mon.history
     best = (np.inf, np.zeros(d))
     dual = -np.inf
@@ -915,8 +908,6 @@ def fit_pegasos(
                 break
             if mon.stop_reason:
                 break
-            if max_time is not None and time.perf_counter() - t0 >= max_time:
-                break
     except KeyboardInterrupt:
         # v and its scale may be out of step if Ctrl-C fell between the kernel and the
         # assignment, so only the best scored iterate (a copy) is kept
@@ -925,8 +916,6 @@ def fit_pegasos(
         interrupted, converged = True, False
     return SVMSolution(
         w=best[1],
-        b=0.0,
-        alpha=None,
         primal=best[0],
         dual=dual,
         converged=converged,
@@ -976,8 +965,6 @@ def fit_one_slack_svm(
     res = tracker.result(sol.w)
     return SVMSolution(
         w=res.w,
-        b=0.0,
-        alpha=None,
         primal=res.primal,
         dual=res.dual,
         converged=res.converged,

@@ -105,6 +105,12 @@ def _lp_l1_hinge(M, c):
     return res.x[:T], a
 
 
+def _lbfgsb(f, x0, bounds, tol):
+    """The minimiser of ``f`` (value, gradient) in the box, by L-BFGS-B to ``gtol``."""
+    options = {"ftol": 1e-15, "gtol": tol, "maxiter": 20000}
+    return minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options).x
+
+
 def _dual_l2_hinge(M, c, a0, tol):
     n = M.shape[0]
 
@@ -113,15 +119,7 @@ def _dual_l2_hinge(M, c, a0, tol):
         return -(a.sum() - 0.5 * g @ g), -(1.0 - M @ g)
 
     x0 = np.full(n, c) if a0 is None else np.clip(a0, 0.0, c)
-    res = minimize(
-        f,
-        x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(0.0, c)] * n,
-        options={"ftol": 1e-15, "gtol": tol, "maxiter": 20000},
-    )
-    a = res.x
+    a = _lbfgsb(f, x0, [(0.0, c)] * n, tol)
     return np.maximum(M.T @ a, 0.0), a
 
 
@@ -133,15 +131,7 @@ def _primal_smooth(M, c, loss, penalty, w0, tol):
         reg, dreg = (w.sum(), np.ones(T)) if penalty == "l1" else (0.5 * w @ w, w)
         return reg + c * _loss(m, loss).sum(), dreg + c * (M.T @ _dloss(m, loss))
 
-    res = minimize(
-        f,
-        w0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(0.0, None)] * T,
-        options={"ftol": 1e-15, "gtol": tol, "maxiter": 20000},
-    )
-    w = res.x
+    w = _lbfgsb(f, w0, [(0.0, None)] * T, tol)
     return w, loss_weights(M @ w, c, loss)
 
 

@@ -417,6 +417,20 @@ class StructuredTask(ABC):
         return float(np.sum(at.loss[c] - at.margin[c]) / self.n_samples)
 
 
+class JointCutsOnly:
+    """Mixin of the tasks whose oracle gives joint 1-slack planes only (chains, CRFs):
+    the per-example operations of the m-slack masters and of listed outputs raise."""
+
+    def _no_m_slack(self, *args):
+        raise NotImplementedError(
+            f"{type(self).__name__} has only the 1-slack oracle "
+            "(use master='exact', formulation='1-slack')"
+        )
+
+    loss_augmented = evaluate_outputs = initial_violators = _no_m_slack
+    slot_scores_to_label_scores = predict_codes = _no_m_slack
+
+
 class LabelCodingTask(StructuredTask):
     """Tasks with ``Psi(x, y) = Phi(x) (x) Gamma(y)`` over a finite label set.
 

@@ -48,7 +48,7 @@ from maxmargin.inference.viterbi import (
     sharded_chain_forward,
     sharded_loss_augmented,
 )
-from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
+from maxmargin.tasks.base import Cut, DualPairs, JointCutsOnly, OracleResult, StructuredTask
 from maxmargin.tasks.linear import LinearJointModel
 from maxmargin.tasks.smoothing import SmoothedRisk
 
@@ -96,7 +96,7 @@ def stack_sequences(X):
     return Xf, offsets
 
 
-class ChainTask(StructuredTask):
+class ChainTask(JointCutsOnly, StructuredTask):
     """Linear-chain labelling with unary + transition features and Hamming loss.
 
     Trains with :class:`~maxmargin.StructSVM` (linear features) and with
@@ -417,15 +417,6 @@ class ChainTask(StructuredTask):
         labels = np.empty(N, dtype=np.int64)
         batch_viterbi(U, P, offsets, bool(self.transitions), labels)
         return self.split_labels(labels, offsets)
-
-    # -- not available for chains (m-slack / listed outputs) ------------------------
-    def _no_m_slack(self, *args):
-        raise NotImplementedError(
-            "ChainTask has only the 1-slack oracle (use master='exact', formulation='1-slack')"
-        )
-
-    loss_augmented = evaluate_outputs = initial_violators = _no_m_slack
-    slot_scores_to_label_scores = predict_codes = _no_m_slack
 
     # -- persistence -----------------------------------------------------------------
     def _get_state(self):

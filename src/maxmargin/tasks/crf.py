@@ -47,7 +47,7 @@ from numba import njit, prange
 from maxmargin.inference._threads import numba_threads, shard_threads
 from maxmargin.inference.bk_maxflow import BKWork, build_csr_range, maxflow_range
 from maxmargin.inference.graphcut import binary_graphcut
-from maxmargin.tasks.base import Cut, DualPairs, OracleResult, StructuredTask
+from maxmargin.tasks.base import Cut, DualPairs, JointCutsOnly, OracleResult, StructuredTask
 
 __all__ = [
     "CRFGraph",
@@ -166,7 +166,7 @@ def _check_cut_weights(Ep):
     return np.maximum(Ep, 0.0)
 
 
-class CRFTask(StructuredTask):
+class CRFTask(JointCutsOnly, StructuredTask):
     """Binary CRF parameter learning over graphs (StructBoost Sec. 3.6).
 
     Inputs are lists of :class:`CRFGraph`, outputs lists of 0/1 label arrays (one per
@@ -351,15 +351,6 @@ class CRFTask(StructuredTask):
         p = np.concatenate([np.asarray(v).ravel() for v in y_pred])
         return float(np.mean(t != p))
 
-    # -- not available for CRFs (m-slack / listed outputs) ---------------------------
-    def _no_m_slack(self, *args):
-        raise NotImplementedError(
-            "CRFTask has only the 1-slack oracle (use master='exact', formulation='1-slack')"
-        )
-
-    loss_augmented = evaluate_outputs = initial_violators = _no_m_slack
-    slot_scores_to_label_scores = predict_codes = _no_m_slack
-
     # -- the linear structured SVM on raw potentials -------------------------------
     linear_ssvm = True
     linear_solvers = ("1-slack",)  # the graph-cut oracle gives joint planes only
@@ -506,10 +497,9 @@ class CRFLinearModel:
         """The oracle over the fixed shards ``bounds`` of the images on numba threads
         (``threads`` for building the arc lists)."""
         st, t = self.st, self.task
-        return CRFShardedCuts(
-            st.U, st.V, st.edges, self.y, t.lw_, st.node_img, st.edge_img, t._cut_true,
-            st.node_off, st.edge_off, bounds, threads,
-        )  # fmt: skip
+        images = CRFShard(st.U, st.V, st.edges, self.y, t.lw_, st.node_img, st.edge_img,
+                          t._cut_true, len(st.node_off) - 1)  # fmt: skip
+        return CRFShardedCuts(images, st.node_off, st.edge_off, bounds, threads)
 
     def shard(self, a: int, b: int) -> CRFShard:
         """Images ``a..b-1`` as a :class:`CRFShard` (for the sharded oracle)."""
@@ -670,7 +660,7 @@ class CRFShardedCuts:
 
     Parameters
     ----------
-    U, V, edges, y, lw, node_img, edge_img, cut_true
+    images : CRFShard
         The stacked images (node / edge arrays, image numbers 0..m-1).
     node_off, edge_off : (m + 1,) arrays
         First node / edge of every image.
@@ -684,17 +674,16 @@ class CRFShardedCuts:
     as that shard's images alone (the process path calls this class on a shard).
     """
 
-    def __init__(self, U, V, edges, y, lw, node_img, edge_img, cut_true, node_off, edge_off,
-                 bounds, threads=1):  # fmt: skip
+    def __init__(self, images: CRFShard, node_off, edge_off, bounds, threads=1):
         c = np.ascontiguousarray
-        self.U = c(U, dtype=np.float64)
-        self.V = c(V, dtype=np.float64)
-        self.edges = c(edges, dtype=np.int64).reshape(-1, 2)
-        self.y = c(y, dtype=np.int64)
-        self.lw = c(lw, dtype=np.float64)
-        self.node_img = c(node_img, dtype=np.int64)
-        self.edge_img = c(edge_img, dtype=np.int64)
-        self.cut_true = c(cut_true, dtype=np.float64)
+        self.U = c(images.U, dtype=np.float64)
+        self.V = c(images.V, dtype=np.float64)
+        self.edges = c(images.edges, dtype=np.int64).reshape(-1, 2)
+        self.y = c(images.y, dtype=np.int64)
+        self.lw = c(images.lw, dtype=np.float64)
+        self.node_img = c(images.node_img, dtype=np.int64)
+        self.edge_img = c(images.edge_img, dtype=np.int64)
+        self.cut_true = c(images.cut_true, dtype=np.float64)
         bounds = np.asarray(bounds, dtype=np.int64)
         self.img_b = c(bounds)
         self.node_b = c(np.asarray(node_off, dtype=np.int64)[bounds])
@@ -725,9 +714,8 @@ class CRFShardedCuts:
         """One shard's images as a one-shard problem (the worker side)."""
         n_img = np.bincount(sh.node_img, minlength=sh.m)
         e_img = np.bincount(sh.edge_img, minlength=sh.m)
-        return cls(sh.U, sh.V, sh.edges, sh.y, sh.lw, sh.node_img, sh.edge_img, sh.cut_true,
-                   np.concatenate([[0], np.cumsum(n_img)]),
-                   np.concatenate([[0], np.cumsum(e_img)]), np.array([0, sh.m]))  # fmt: skip
+        offsets = [np.concatenate([[0], np.cumsum(k)]) for k in (n_img, e_img)]
+        return cls(sh, *offsets, np.array([0, sh.m]))
 
     @property
     def n_shards(self) -> int:
