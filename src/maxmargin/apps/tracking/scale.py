@@ -110,7 +110,7 @@ class ScaleFilter:
         PatchFeatures(self.features)  # raises on an unknown kind
         band = tuple(float(v) for v in np.atleast_1d(np.asarray(self.band, dtype=np.float64)))
         if len(band) != 2 or not (np.all(np.isfinite(band)) and 0 < band[0] <= 1 <= band[1]):
-            raise ValueError(f"band must be (low, high) with 0 < low <= 1 <= high, got {self.band!r}")
+            raise ValueError(f"band must be (low, high), 0 < low <= 1 <= high, got {self.band!r}")
         if not (isinstance(self.band, tuple) and all(type(v) is float for v in self.band)):
             object.__setattr__(self, "band", band)
 
@@ -144,7 +144,7 @@ class ScaleModel:
         self.base_size_ = box[2:].copy()
         w, h = self.base_size_
         k = np.sqrt(float(config.template_area) / (w * h))
-        self._tw, self._th = max(int(round(w * k)), 4), max(int(round(h * k)), 4)
+        self._tw, self._th = max(round(float(w * k)), 4), max(round(float(h * k)), 4)
         self._feat = PatchFeatures(config.features)
         d = {"raw": self._feat.raw_cells**2, "hog": self._feat.hog_cells**2 * self._feat.hog_bins}
         g6 = self._feat.haar_cells
