@@ -95,6 +95,7 @@ class ScaleFilter:
     features: str = "raw+hog"
     template_area: int = 1024
     band: tuple = (0.5, 2.0)
+    prior: float = 0.0
 
     def __post_init__(self) -> None:
         check_number("n_scales", self.n_scales, low=3, low_open=False, integer=True)
@@ -105,6 +106,7 @@ class ScaleFilter:
         if not self.learning_rate <= 1.0:
             raise ValueError(f"learning_rate must be in (0, 1], got {self.learning_rate!r}")
         check_number("lam", self.lam, low=0)
+        check_number("prior", self.prior, low=0, low_open=False)
         check_number("sigma", self.sigma, low=0, allow_none=True)
         check_number("template_area", self.template_area, low=16, low_open=False, integer=True)
         PatchFeatures(self.features)  # raises on an unknown kind
@@ -208,8 +210,11 @@ class ScaleModel:
         Z = self._sample(grey, centre, self.scale_)
         r = scale_response(self.A_, self.B_, Z, float(self.config.lam))
         self.response_ = r
-        k = int(np.argmax(r))
         old = self.scale_
+        if self.config.prior > 0:  # towards the labelled size: steps from it, squared
+            n = np.log(old * self.factors_) / np.log(float(self.config.step))
+            r = r - float(self.config.prior) * n**2
+        k = int(np.argmax(r))
         self.scale_ = self._clamp(old * float(self.factors_[k]), grey.shape)
         # the sample is the update's own when neither the size nor the centre changes
         self._last = (grey, centre.copy(), old, Z)
