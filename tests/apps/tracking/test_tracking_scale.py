@@ -70,7 +70,11 @@ def _model_fed(monkeypatch, samples, **cfg):
     """A ScaleModel whose samples are the given arrays (the patch pipeline bypassed), so
     the model's own start / update code runs on them."""
     it = iter(samples)
-    monkeypatch.setattr(ScaleModel, "_sample", lambda self, grey, c, s: np.fft.fft(next(it), axis=1))
+
+    def fed(self, grey, c, s):
+        return np.fft.fft(next(it), axis=1)
+
+    monkeypatch.setattr(ScaleModel, "_sample", fed)
     grey = np.zeros((40, 40), dtype=np.float32)
     m = ScaleFilter(**cfg).start(grey, np.array([10.0, 10.0, 10.0, 10.0]))
     return m, grey
