@@ -17,7 +17,7 @@ middle one), which in the Fourier domain is, per frequency,
 ``H^l = conj(G) F^l / (sum_k conj(F^k) F^k + lam)`` (exact for one sample: the
 matrix ``F F^H + lam I`` is inverted by Sherman-Morrison).  Numerator ``A`` and
 denominator ``B`` are running averages over the frames with learning rate ``eta``
-(Danelljan et al. eq. 5), and the response to a new sample ``z`` is
+[Danelljan2014 eq. 5], and the response to a new sample ``z`` is
 ``real(IFFT(sum_l conj(A^l) Z^l / (B + lam)))``; its argmax ``k`` gives the new size
 ``s a^(k - (S-1)/2)``, clamped to a band around the labelled size.
 
