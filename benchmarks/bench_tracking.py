@@ -36,6 +36,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # "one core", as the issue's sp
 
 import argparse
 import ast
+import dataclasses
 import functools
 import time
 
@@ -221,7 +222,11 @@ def _run_one(args, overrides, aliases, job):
     if ours:
         tracker = make_tracker(base, random_state=seed, **overrides.get(tname, {}))
         # every parameter, the sampling protocol's as sampling__<name>
-        params = {k: v for k, v in tracker.get_params(deep=True).items() if k != "sampling"}
+        params = {
+            k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v  # scale_filter
+            for k, v in tracker.get_params(deep=True).items()
+            if k != "sampling"
+        }
         if args.true_labels:
             lab = np.flatnonzero(seq.labelled)
             _train_on_truth(tracker, seq.boxes, int(lab[min(n_init, len(lab)) - 1]) + 1)

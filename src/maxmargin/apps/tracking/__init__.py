@@ -13,6 +13,7 @@ from maxmargin.apps.tracking.metrics import (
     summary,
 )
 from maxmargin.apps.tracking.run import track_sequence
+from maxmargin.apps.tracking.scale import ScaleFilter, ScaleModel
 from maxmargin.apps.tracking.tracker import (
     TRACKERS,
     AdaBoostTracker,
@@ -32,6 +33,8 @@ __all__ = [
     "PatchFeatures",
     "SSVMTracker",
     "Sampling",
+    "ScaleFilter",
+    "ScaleModel",
     "Sequence",
     "StructBoostTracker",
     "centre_errors",

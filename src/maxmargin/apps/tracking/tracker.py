@@ -48,6 +48,7 @@ from maxmargin._validation import (
 )
 from maxmargin.apps.tracking.data import check_box
 from maxmargin.apps.tracking.features import FeatureQuantizer, PatchFeatures, to_grey
+from maxmargin.apps.tracking.scale import ScaleFilter
 from maxmargin.learners.binary_adaboost import discrete_adaboost
 from maxmargin.learners.ssvm import StructSVM
 from maxmargin.learners.structboost import StructBoost
@@ -311,6 +312,8 @@ class _OnlineBoxTracker(BaseEstimator):
         self.box_ = sample_boxes(b, 1, 0.0, grey.shape)[0]  # rounded, clipped inside
         self._base_size = self.box_[2:].copy()  # sizes are this times self.size_scale_
         self.size_scale_ = 1.0
+        sf = getattr(self, "scale_filter", None)  # the separate scale model (DSST's)
+        self._scale_model = None if sf is None else sf.start(grey, self.box_)
         # the centre's last displacement per frame (velocity prior), first from the
         # last labelled frame to the initial one
         self._motion = np.zeros(2)
@@ -410,6 +413,8 @@ class _OnlineBoxTracker(BaseEstimator):
             box, score = self._redetect(grey, box, score)
         if self._s.scale_step > 0:
             box, score = self._rescale(grey, box, score)
+        if self._scale_model is not None:
+            box, score = self._scale_filter_step(grey, box, score)
         self.timing_["predict"] += time.perf_counter() - t3
         # the box's confidence: its score relative to the median of the frames before
         ref = float(np.median(self._frame_scores)) if len(self._frame_scores) else score
@@ -493,6 +498,24 @@ class _OnlineBoxTracker(BaseEstimator):
             self.n_rescaled_ += 1
             self.size_scale_ = float(factors[k])
             return cand[k].copy(), float(s[k])
+        return box, score
+
+    def _scale_filter_step(self, grey, box, score):
+        """The separate scale filter (:mod:`~maxmargin.apps.tracking.scale`): the size
+        its response prefers at the translation step's centre (from the initial size
+        times ``size_scale_``, so rounding does not drift the aspect), then its update
+        at the box it gives; the box's score is re-computed when the size changed."""
+        m = self._scale_model
+        c = box[:2] + box[2:] / 2.0
+        s = m.estimate(grey, c)
+        w, h = np.maximum(np.round(self._base_size * s), 1.0)
+        if w != box[2] or h != box[3]:
+            b = np.array([c[0] - w / 2.0, c[1] - h / 2.0, w, h])
+            box = sample_boxes(b, 1, 0.0, grey.shape)[0]
+            score = float(self._score_boxes(grey, box[None])[0])
+            self.n_rescaled_ += 1
+        self.size_scale_ = float(s)
+        m.update(grey, box[:2] + box[2:] / 2.0)
         return box, score
 
     # -- shared pieces ---------------------------------------------------------------
@@ -677,6 +700,14 @@ class StructBoostTracker(_OnlineBoxTracker):
         (:func:`polar_grid_boxes`) instead of random ones -- on the whole five sequences
         (Coke, Tiger1, Girl, david, tiger2; seeds 0-4) level or better on each, mean
         success AUC 0.536 against 0.496 (docs/tracking.md, "Issue 30: the drift").
+    scale_filter : ScaleFilter or None, default=None
+        A separate discriminative scale filter after Danelljan et al., BMVC 2014
+        (:class:`~maxmargin.apps.tracking.scale.ScaleFilter`): after the translation
+        step, a 1-D correlation filter over ``n_scales`` resampled patches around the new
+        centre chooses the size (the box classifier's own score does not), within a band
+        around the labelled box's size.  None: the box keeps its size (unless
+        ``sampling.scales`` / ``scale_step`` say otherwise).  Learned from the last
+        labelled frame only (``init``'s ``box``).
     random_state : int, Generator or None
         Sampling of the training candidates, warps and tie breaks.
 
@@ -703,6 +734,7 @@ class StructBoostTracker(_OnlineBoxTracker):
         "anchor_weight": [NON_NEGATIVE],
         "relabel": [None, Interval(float, 0, 1, closed="both")],
         "polish_initial": [bool, np.bool_],
+        "scale_filter": [None, ScaleFilter],
     }
 
     def __init__(
@@ -721,8 +753,10 @@ class StructBoostTracker(_OnlineBoxTracker):
         relabel: float | None = None,
         polish_initial: bool = True,
         sampling: Sampling = Sampling(features="hog+haar", augment=8, train_method="polar_grid"),
+        scale_filter: ScaleFilter | None = None,
         random_state=None,
     ) -> None:
+        self.scale_filter = scale_filter
         self.polish_initial = polish_initial
         self.C = C
         self.update_C = update_C
@@ -1232,12 +1266,19 @@ def make_tracker(name: str, **params):
     ``params`` are the tracker's own parameters and, flat, any :class:`Sampling` field:
     those change the tracker's default sampling (``make_tracker("ssvm", n_predict=500)``
     is ``SSVMTracker(sampling=SSVMTracker().sampling.replace(n_predict=500))``).
+    ``scale_filter`` may also be given as ``True`` (``ScaleFilter()``) or a dict of
+    :class:`~maxmargin.apps.tracking.scale.ScaleFilter` fields (command lines).
     """
     try:
         cls = TRACKERS[name]
     except KeyError:
         raise ValueError(f"unknown tracker {name!r}; choose one of {sorted(TRACKERS)}") from None
     flat = {k: params.pop(k) for k in list(params) if k in SAMPLING_PARAMS}
+    sf = params.get("scale_filter")
+    if sf is True:
+        params["scale_filter"] = ScaleFilter()
+    elif isinstance(sf, dict):
+        params["scale_filter"] = ScaleFilter(**sf)
     tracker = cls(**params)
     if flat:
         tracker.set_params(sampling=tracker.sampling.replace(**flat))
