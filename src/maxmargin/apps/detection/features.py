@@ -45,7 +45,15 @@ from numba import njit
 
 from maxmargin.apps._image import to_grey
 
-__all__ = ["HOGPyramid", "box_means", "channel_grid", "fhog_cells", "to_float", "to_grey"]
+__all__ = [
+    "HOGPyramid",
+    "box_means",
+    "channel_grid",
+    "fhog_cells",
+    "map_cells",
+    "to_float",
+    "to_grey",
+]
 
 #: FHOG: features per cell (18 signed + 9 unsigned orientations + 4 energies)
 FHOG_DIM = 31
@@ -206,6 +214,22 @@ def _fhog_checked(img, cell):
     return _fhog_kernel(planar, cell, _FHOG_UU, _FHOG_VV, FHOG_EPS)
 
 
+def map_cells(feature_map, grid) -> np.ndarray:
+    """The feature grid ``(rows, cols, ...)`` with every cell mapped by the fitted
+    additive-kernel map ``feature_map``
+    (:class:`~maxmargin.learners.kernel_approx.AdditiveKernelMap`): ``(rows, cols,
+    d (2 n + 1))`` float32, ``d`` the features per cell, ``n + 1`` the map's
+    ``sample_steps``.  One vectorised ``transform`` of all the grid's cells (no loop per
+    cell); features must be non-negative (the map raises otherwise)."""
+    g = np.asarray(grid)
+    rows, cols = g.shape[:2]
+    d = int(np.prod(g.shape[2:], dtype=np.int64))
+    if rows * cols == 0:
+        return np.zeros((rows, cols, d * (2 * int(feature_map.sample_steps) - 1)), np.float32)
+    flat = g.reshape(rows * cols, d).astype(np.float64)
+    return feature_map.transform(flat).astype(np.float32).reshape(rows, cols, -1)
+
+
 def to_float(image, *, colour: bool = True) -> np.ndarray:
     """A float32 image in [0, 1]: ``(H, W, 3)`` for colour input when ``colour`` (an
     alpha channel is dropped), otherwise grey ``(H, W)`` (:func:`to_grey`)."""
@@ -322,6 +346,18 @@ class HOGPyramid:
         columns -- their gradients along the border -- (a test).  ``"edge"``: that
         grid, the level image padded by ``pad`` cells of edge replication before its
         features (``pad`` cells, not the whole image's size).
+    feature_map : fitted :class:`~maxmargin.learners.kernel_approx.AdditiveKernelMap` or None
+        An explicit additive-kernel feature map (Vedaldi & Zisserman, TPAMI 2012;
+        [Sun2012 eq. 5.34]) applied to every cell of every level's HOG / FHOG grid
+        (after the padding; the channel grids are not mapped): the level's ``(rows,
+        cols, d)`` grid becomes ``(rows, cols, d (2 n + 1))``, ``n + 1`` the map's
+        ``sample_steps``, each cell mapped by the map's ``transform`` (:func:`map_cells`;
+        its layout: the ``j = 0`` values of the cell's ``d`` features, then the cos /
+        sin pairs of ``j = 1 .. n``).  The map is per value and position-independent,
+        so a window's descriptor is the map of its cells and the filter scan stays one
+        correlation per level, over the mapped grid.  The map must have been fitted on
+        ``d`` features (31 for FHOG; ``block^2 orientations`` for the L2-Hys blocks).
+        None: the grids as computed.
     """
 
     def __init__(
@@ -344,6 +380,7 @@ class HOGPyramid:
         features: str = "hog",
         pad: int = 0,
         pad_mode: str = "zero",
+        feature_map=None,
     ) -> None:
         from skimage.feature import hog
         from skimage.transform import rescale
@@ -493,6 +530,8 @@ class HOGPyramid:
             ).astype(np.float32, copy=False)
             if p and not edge:  # zeros around the grid: windows reaching beyond the image
                 g = np.pad(g, ((p, p), (p, p)) + ((0, 0),) * (g.ndim - 2))
+            if feature_map is not None:
+                g = map_cells(feature_map, g)
             # the level's true scale after rounding to whole pixels
             prev, prev_a = img, a
             self.scales.append((img.shape[1] / W, img.shape[0] / H))
@@ -503,6 +542,9 @@ class HOGPyramid:
         else:
             self.n_blocks = (self.window[1] - self.block + 1, self.window[0] - self.block + 1)
             self.cell_dim = self.block**2 * self.orientations
+        self.feature_map = feature_map
+        if feature_map is not None:
+            self.cell_dim *= 2 * int(feature_map.sample_steps) - 1
         self.n_channels = (1 + self.channel_orientations + 3) if self.channels else 0
         w, h = self.window
         self.n_channel_features = self.n_channels * sum(
