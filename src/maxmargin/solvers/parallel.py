@@ -355,7 +355,13 @@ def _run_energy_node(refs, energies, die_pid=None):
 class OracleResult:
     """The reduced oracle answer: per-example labellings / losses / margins (None when
     not asked for) and, for a 1-slack plane, ``a = sum_i c_i dPsi_i`` and
-    ``b = sum_i Delta_i`` over violators and the sum of the hinges (not divided by n)."""
+    ``b = sum_i Delta_i`` over violators and the sum of the hinges (not divided by n).
+
+    ``hinge_slack`` (with a plane): what the oracle's hinges may fall short of the true
+    ones -- 0 for an exact oracle; for the CRF's graph cuts, exact only for non-negative
+    cut weights, the magnitudes of the negative cut weights each labelling leaves uncut
+    (:meth:`~maxmargin.tasks.crf.CRFLinearModel.hinge_upper_bound`, summed over the
+    images), so ``hinge_sum + hinge_slack`` bounds the true sum of hinges from above."""
 
     labels: np.ndarray | None
     loss: np.ndarray | None
@@ -363,6 +369,7 @@ class OracleResult:
     a: np.ndarray | None
     b: float
     hinge_sum: float | None = None
+    hinge_slack: float = 0.0
 
 
 class parallel_session:
@@ -572,18 +579,25 @@ class ShardedOracle:
         release_placement(self, exc)
         return False
 
+    def _unpack(self, ab):
+        """``(a, b, hinge_sum, hinge_slack)`` from a reduced plane vector: the linear
+        kernels' ``[a, b, hinge_sum]``, the CRF's ``[a, b, hinge_sum, hinge_slack]``."""
+        if self.kind == "crf":
+            return ab[:-3], float(ab[-3]), float(ab[-2]), float(ab[-1])
+        return ab[:-2], float(ab[-2]), float(ab[-1]), 0.0
+
     def _run_numba(self, w, plane: bool, examples: bool) -> OracleResult:
         """The CRF oracle on numba threads: every shard's cut and plane in one kernel,
         the shards' planes added along the same fixed tree as the workers' results."""
         lab, loss, margin, planes = self._cuts.run(w, plane, self.threads, keep_labels=examples)
         a = hinge_sum = None
-        b = 0.0
+        b = slack = 0.0
         if plane:
             ab = tree_sum(lambda k: planes[k], 0, self.n_shards).copy()
-            a, b, hinge_sum = ab[:-2], ab[-2], float(ab[-1])
+            a, b, hinge_sum, slack = self._unpack(ab)
         if not examples:
             lab = loss = margin = None
-        return OracleResult(lab, loss, margin, a, float(b), hinge_sum)
+        return OracleResult(lab, loss, margin, a, float(b), hinge_sum, slack)
 
     def _nodes(self):
         """One task per node of the reduction tree at the depth that gives at least one
@@ -621,7 +635,7 @@ class ShardedOracle:
         if examples:
             labels, loss, margin = _joined(results, np.int64)
         a = None
-        b = 0.0
+        b = slack = 0.0
         if plane:  # the master adds the node sums along the same fixed tree
             node_sum = {node: r[3] for node, r in zip(nodes, results)}
 
@@ -632,11 +646,11 @@ class ShardedOracle:
                 return combine(lo, mid) + combine(mid, hi)
 
             ab = combine(0, self.n_shards)
-            a, b, hinge_sum = ab[:-2], ab[-2], float(ab[-1])
+            a, b, hinge_sum, slack = self._unpack(ab)
         if self._session.kind != "inline":
             self.bytes_sent += len(nodes) * w.nbytes
             self.bytes_received += sum(sum(x.nbytes for x in r if x is not None) for r in results)
-        return OracleResult(labels, loss, margin, a, float(b), hinge_sum)
+        return OracleResult(labels, loss, margin, a, float(b), hinge_sum, slack)
 
     def _run_on_threads(self, w, slack, plane, examples) -> OracleResult:
         """In-process backends (``n_jobs=1``, threads): every shard in one numba parallel
@@ -667,7 +681,7 @@ class ShardedOracle:
                 return np.concatenate([planes[k], np.array([bsum[k], float(np.sum(hinge))])])
 
             ab = tree_sum(shard_vector, 0, S)
-            a, b, hinge_sum = ab[:-2], ab[-2], float(ab[-1])
+            a, b, hinge_sum, _ = self._unpack(ab)
         if not examples:
             labels = loss = margin = None
         return OracleResult(labels, loss, margin, a, float(b), hinge_sum)
@@ -737,9 +751,12 @@ class ShardedModel:
         return r.labels, r.loss, r.margin, r.a / n, r.b / n
 
     def one_slack_plane_only(self, w, rescaling="margin"):
-        """``(a, b, mean hinge)``: the 1-slack plane and the risk at ``w``, without the
-        per-example answers (the workers send back one plane per task, nothing per
-        example)."""
+        """``(a, b, risk)``: the 1-slack plane and an upper bound of the risk (mean
+        hinge) at ``w``, without the per-example answers (the workers send back one plane
+        per task, nothing per example).  The bound is the oracle's mean hinge plus its
+        slack (:attr:`OracleResult.hinge_slack`): the risk itself for an exact oracle,
+        for the CRF the mean of :meth:`~maxmargin.tasks.crf.CRFLinearModel.hinge_upper_bound`
+        -- the value the single-process path offers, to rounding."""
         r = self.oracle.run(w, rescaling, plane=True, examples=False)
         n = self._model.n_samples
-        return r.a / n, r.b / n, r.hinge_sum / n
+        return r.a / n, r.b / n, (r.hinge_sum + r.hinge_slack) / n

@@ -104,7 +104,6 @@ def fit_one_slack(
     cache = _OutputCache(model, cache_size) if cache_size > 0 else None
     n_cached = 0
     hinge_bound = getattr(model, "hinge_upper_bound", None)
-    risk_slack = getattr(model, "risk_slack", None)
 
     def find_plane(sol) -> Plane:
         nonlocal n_cached
@@ -123,9 +122,8 @@ def fit_one_slack(
         # gives valid planes everywhere but a hinge that is only a lower bound elsewhere:
         # the primal value offered to the certificate is then the task's upper bound
         if sharded and cache is None:  # only the plane and the risk leave the workers
+            # (the risk's upper bound: the shards add hinge_upper_bound's slack, per image)
             a, b, risk = model.one_slack_plane_only(w, rescaling)
-            if risk_slack is not None:
-                risk += risk_slack(w)
             return Plane(b, a, primal=0.5 * float(w @ w) + C * risk, state=w)
         if sharded:  # per-shard planes, added along a fixed tree (solvers/parallel.py)
             labels, loss, margin, a, b = model.one_slack_plane(w, rescaling)

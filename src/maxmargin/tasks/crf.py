@@ -450,16 +450,6 @@ class CRFLinearModel:
         extra = np.bincount(st.edge_img, np.where(neg & uncut, -c, 0.0), minlength=st.m)
         return hinge + extra
 
-    def risk_slack(self, w) -> float:
-        """``(1/m) sum_(c_e < 0) |c_e|``: added to the oracle's mean hinge it bounds the
-        true mean hinge from above (:meth:`hinge_upper_bound` without the labelling, for
-        oracles that return only the risk)."""
-        st = self.st
-        if not st.n_edges:
-            return 0.0
-        c = st.V @ w[self.d_u :]
-        return float(-c[c < 0.0].sum()) / st.m
-
     def loss_augmented(self, w, rescaling="margin", U=None):
         t = self.task
         st = self.st
@@ -548,7 +538,10 @@ def _crf_shard_core(
     GIL), then per image the loss and the margin ``E(y') - E(y_i)`` under the true
     energies, and if ``plane`` is not empty the shard's 1-slack sums over the violators:
     ``plane[:d] = sum_i dPsi_i``, ``plane[d] = sum_i Delta_i``, ``plane[d + 1]`` the
-    sum of the hinges.  Writes only the ranges given, so shards run side by side.
+    sum of the hinges, and ``plane[d + 2]`` the magnitudes of the negative cut weights
+    the labelling leaves uncut, summed over all the shard's images (the hinges plus this
+    bound the true hinges from above: :meth:`CRFLinearModel.hinge_upper_bound`, per
+    image).  Writes only the ranges given, so shards run side by side.
 
     The arguments come bundled: ``data`` the stacked images ``(U, V, edges, y, lw,
     node_img, edge_img, cut_true)`` (:class:`CRFShardedCuts`), ``graph`` their arc lists
@@ -628,8 +621,15 @@ def _crf_shard_core(
             if dc != 0.0:
                 for j in range(dv):
                     plane[du + j] += dc * V[e, j]
+    # the inexact oracle's slack (CRFLinearModel.hinge_upper_bound): every image's
+    # negative cut weights that its labelling leaves uncut (0 when all are >= 0)
+    s = 0.0
+    for e in range(e0, e1):
+        if Ep[e] < 0.0 and lab[edges[e, 0]] == lab[edges[e, 1]]:
+            s -= Ep[e]
     plane[d] = b
     plane[d + 1] = h
+    plane[d + 2] = s
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -669,7 +669,8 @@ class CRFShardedCuts:
 
     :meth:`run` (energies from ``w``, StructSVM) and :meth:`run_energies` (energies given,
     StructBoost) return per-image answers and, for ``run``, the shards' planes
-    ``(S, d + 2)`` (sum of dPsi, of the violators' losses, of the hinges).  The same data
+    ``(S, d + 3)`` (sum of dPsi, of the violators' losses, of the hinges, and the slack
+    of the hinges' upper bound: :func:`_crf_shard_core`).  The same data
     give the same bits for every thread count; one shard of a stack gives the same bits
     as that shard's images alone (the process path calls this class on a shard).
     """
@@ -730,7 +731,7 @@ class CRFShardedCuts:
                 lab = self._lab = np.empty(self.N, dtype=np.int64)
         loss = np.empty(self.m)
         margin = np.empty(self.m)
-        planes = np.zeros((self.n_shards, self.d + 2 if want_plane else 0))
+        planes = np.zeros((self.n_shards, self.d + 3 if want_plane else 0))
         k = self.work
         with shard_threads(threads):  # images of uneven cost: shards to the next free thread
             _crf_shards(
@@ -767,7 +768,8 @@ def crf_shard_oracle(sh, w: np.ndarray, want_plane: bool):
     """Loss-augmented labelling ([Shen2014 eq. 30], one graph cut over the shard's images, cut
     weights clipped at 0 as in :class:`CRFLinearModel`) of every image of the shard;
     returns ``(labels, loss, margin, plane)`` with the shard's plane ``[sum dPsi,
-    sum of the violators' losses, sum of the hinges]`` (empty unless ``want_plane``).
+    sum of the violators' losses, sum of the hinges, the hinges' upper-bound slack]``
+    (:func:`_crf_shard_core`; empty unless ``want_plane``).
     Deterministic: the same shard and ``w`` give the same bits on any worker, and the
     same bits as the shard inside :class:`CRFShardedCuts` of all images.  ``sh`` is a
     :class:`CRFShard` or its :meth:`CRFShardedCuts.from_shard` (reusable work arrays)."""
