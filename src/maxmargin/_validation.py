@@ -150,14 +150,17 @@ def _describe(rule) -> str:
     return rule.describe()
 
 
-def validate_params(estimator) -> None:
-    """Check every entry of ``estimator._parameter_constraints`` (see module doc)."""
+def validate_params(estimator, names=None, prefix: str = "") -> None:
+    """Check every entry of ``estimator._parameter_constraints`` (see module doc), or
+    only those ``names``; the error message starts with ``prefix`` (model files)."""
     table = getattr(type(estimator), "_parameter_constraints", {})
     for name, rules in table.items():
+        if names is not None and name not in names:
+            continue
         value = getattr(estimator, name)
         if not any(_accepts(rule, value) for rule in rules):
             what = " or ".join(_describe(r) for r in rules)
-            raise ValueError(f"{name} must be {what}, got {value!r}")
+            raise ValueError(f"{prefix}{name} must be {what}, got {value!r}")
 
 
 def as_generator(random_state) -> np.random.Generator:

@@ -276,3 +276,20 @@ def test_negative_cells_are_refused():
     g[1, 2, 5] = -1e-3
     with pytest.raises(ValueError, match="Negative"):
         map_cells(_fitted_map("chi2", 1), g)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("map_order", 2.5), ("map_order", -1), ("map_order", "x"), ("map_order", True),
+     ("map_interval", -0.5), ("map_interval", "x"), ("feature_map", "rbf")],
+)  # fmt: skip
+def test_corrupt_map_settings_in_the_file(scenes, name, value):
+    """A model file's map settings are checked as ``fit`` checks them: a corrupt order
+    (2.5 was read as 2, a map of another size than the saved filter's) is refused at
+    load with a clear ValueError, not at the first ``detect``."""
+    images, boxes = scenes
+    det = HOGSVMDetector(**SMALL_FHOG, feature_map="chi2").fit(images, boxes)
+    meta, arrays = det._get_state()
+    meta = {**meta, "params": {**meta["params"], name: value}}
+    with pytest.raises(ValueError, match="model file: " + name):
+        HOGSVMDetector._from_state(meta, arrays)

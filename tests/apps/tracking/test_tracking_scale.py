@@ -209,3 +209,10 @@ def test_scale_filter_parameters():
         StructBoostTracker(scale_filter="dsst").init(
             np.zeros((40, 40)), np.array([10.0, 10.0, 10.0, 10.0])
         )
+
+
+def test_scale_filter_dict_with_an_unknown_field_is_a_value_error():
+    """``make_tracker(scale_filter={...})`` (the command-line form): a misspelt field is
+    a ValueError naming the fields, not the dataclass's TypeError."""
+    with pytest.raises(ValueError, match="n_scales"):
+        make_tracker("structboost", scale_filter={"nscales": 17})

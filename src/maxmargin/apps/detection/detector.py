@@ -1707,6 +1707,11 @@ class HOGSVMDetector(_WindowDetector):
         # files from before the feature map: none
         est.feature_map_ = None
         if est.feature_map is not None:
+            # the map's settings as fit checks them (a corrupt order, e.g. 2.5 read as 2,
+            # would build a map of another size than the saved filter's)
+            validate_params(
+                est, ("feature_map", "map_order", "map_interval"), prefix="model file: "
+            )
             L = meta.get("feature_map_interval")
             if not (isinstance(L, (int, float)) and not isinstance(L, bool) and np.isfinite(L)):
                 raise ValueError("model file: the feature map's sampling step is missing")

@@ -84,7 +84,11 @@ class ScaleFilter:
     template_area : int, default=1024
         Pixels of the template every patch is resampled to (the labelled box's aspect).
     band : tuple of two floats, default=(0.5, 2.0)
-        The size, relative to the labelled box, is kept in ``[band[0], band[1]]``.
+        The size, relative to the labelled box, is kept in ``[band[0], band[1]]``
+        (and within the frame).
+    prior : float, default=0.0
+        A pull toward the labelled size: ``prior n^2`` is subtracted from the response
+        of a sample ``n`` scale steps (of ``step``) away from it; 0: none.
     """
 
     n_scales: int = 33

@@ -1278,7 +1278,11 @@ def make_tracker(name: str, **params):
     if sf is True:
         params["scale_filter"] = ScaleFilter()
     elif isinstance(sf, dict):
-        params["scale_filter"] = ScaleFilter(**sf)
+        try:
+            params["scale_filter"] = ScaleFilter(**sf)
+        except TypeError:  # a field it does not have
+            known = [f.name for f in dataclasses.fields(ScaleFilter)]
+            raise ValueError(f"scale_filter fields are {known}, got {sorted(sf)}") from None
     tracker = cls(**params)
     if flat:
         tracker.set_params(sampling=tracker.sampling.replace(**flat))
