@@ -233,6 +233,7 @@ def test_mapped_components_and_hog_blocks(scenes):
         {"feature_map": "chi2", "map_order": -1},
         {"feature_map": "chi2", "map_order": 1.5},
         {"feature_map": "chi2", "map_order": True},
+        {"feature_map": "chi2", "map_order": 11, "map_interval": 0.3},  # at most 10
         {"feature_map": "chi2", "map_interval": 0.0},
         {"feature_map": "chi2", "map_interval": -0.5},
         {"feature_map": "chi2", "map_interval": float("nan")},
@@ -281,6 +282,7 @@ def test_negative_cells_are_refused():
 @pytest.mark.parametrize(
     ("name", "value"),
     [("map_order", 2.5), ("map_order", -1), ("map_order", "x"), ("map_order", True),
+     ("map_order", 11),
      ("map_interval", -0.5), ("map_interval", "x"), ("feature_map", "rbf")],
 )  # fmt: skip
 def test_corrupt_map_settings_in_the_file(scenes, name, value):

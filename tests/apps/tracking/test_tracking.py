@@ -973,3 +973,30 @@ def test_fixed_warps_make_the_first_training_set_the_same_for_every_seed():
     ]
     assert r[0].sampling.warps == "random"
     assert not np.array_equal(r[0]._labelled[1].features, r[1]._labelled[1].features)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_tracker_refuses_a_frame_with_nan_or_inf(bad):
+    """A float frame holding NaN / inf is a ValueError at init and at update (it used to
+    run and turn the scale filter's model into NaN); the tracker's state is kept, so the
+    next good frame tracks on."""
+    from maxmargin.apps.tracking import make_tracker
+
+    rng = np.random.default_rng(0)
+    frame = rng.random((60, 80)).astype(np.float32)
+    box = (30.0, 20.0, 16.0, 16.0)
+    broken = frame.copy()
+    broken[5, 7] = bad
+    with pytest.raises(ValueError, match="NaN or inf"):
+        make_tracker("structboost", random_state=0).init(broken, box)
+    t = make_tracker("ssvm", random_state=0).init(frame, box)
+    before = np.array(t.box_, copy=True)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        t.update(broken)
+    np.testing.assert_array_equal(t.box_, before)
+    assert np.all(np.isfinite(t.update(frame)))
+    # colour frames too; uint8 frames are never checked (always finite)
+    rgb = np.repeat(broken[..., None], 3, axis=2)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        to_grey(rgb)
+    assert to_grey((frame * 255).astype(np.uint8)).dtype == np.float32

@@ -919,7 +919,8 @@ class HOGSVMDetector(_WindowDetector):
         channel grids and the prior column are not mapped.  None: the cells as computed.
     map_order : int, default=1
         ``feature_map``: ``n``, the frequencies ``j = 0 .. n`` of the sampled spectrum
-        (``2 n + 1`` values per input value; 0: ``sqrt(L kappa(0) x)`` alone).
+        (``2 n + 1`` values per input value; 0: ``sqrt(L kappa(0) x)`` alone); at most
+        10 (Vedaldi & Zisserman's maps use 1-3; a huge order overflows the spectrum).
     map_interval : float or None, default=None
         ``feature_map``: the spectrum's sampling step ``L`` (the signature's period is
         ``2 pi / L``; AdditiveKernelMap's ``sample_interval``).  None: that class's
@@ -999,7 +1000,7 @@ class HOGSVMDetector(_WindowDetector):
         "components": [POSITIVE_INT],
         "component_calibration": [Options("platt", "none")],
         "feature_map": [None, Options("chi2", "intersection")],
-        "map_order": [Interval(int, 0, None, closed="left")],
+        "map_order": [Interval(int, 0, 10, closed="both")],
         "map_interval": [None, POSITIVE],
     }
 
