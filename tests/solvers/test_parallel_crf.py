@@ -6,7 +6,7 @@ import numba
 import numpy as np
 import pytest
 
-from data_makers import make_graphs
+from data_makers import brute_force_crf_hinges, make_graphs
 from maxmargin import StructSVM
 from maxmargin.solvers.parallel import ShardedOracle
 from maxmargin.solvers.ssvm import solve_ssvm
@@ -193,30 +193,6 @@ def test_crf_struct_svm_threads_bit_identical(crf_data):
         assert f.objective_ == fits[0].objective_
 
 
-def _true_hinges(X, Y, w, d_u):
-    """Every image's true loss-augmented hinge at ``w`` (hamming loss, normalised), every
-    labelling enumerated: the independent answer the oracle's bounds are checked against."""
-    import itertools
-
-    out = []
-    for g, y in zip(X, Y):
-        Eu = g.unary @ w[:d_u]
-        c = g.pairwise @ w[d_u:]
-
-        def energy(lab, Eu=Eu, c=c, edges=g.edges):
-            return (
-                Eu[np.arange(len(lab)), lab].sum() + c[lab[edges[:, 0]] != lab[edges[:, 1]]].sum()
-            )
-
-        e_true = energy(y)
-        best = 0.0
-        for lab in itertools.product((0, 1), repeat=len(y)):
-            lab = np.array(lab)
-            best = max(best, float(np.mean(lab != y)) - (energy(lab) - e_true))
-        out.append(best)
-    return np.array(out)
-
-
 def test_crf_sharded_risk_bound_equals_serial():
     """Where some cut weight is negative the graph cut is inexact, and the 1-slack solver
     certifies with an upper bound of the risk.  The sharded plane-only path (no labels
@@ -241,7 +217,7 @@ def test_crf_sharded_risk_bound_equals_serial():
         lab, loss, margin = m.loss_augmented(w)
         hinge = np.maximum(0.0, loss - margin)
         serial = m.hinge_upper_bound(w, lab, hinge)
-        true = _true_hinges(X, Y, w, m.d_u)
+        true = brute_force_crf_hinges(X, Y, w, m.d_u)
         assert np.all(true <= serial + 1e-12)  # the serial bound is a bound
         with ShardedOracle(m, n_jobs=1, n_shards=4) as orc:
             risk = ShardedModel(m, orc).one_slack_plane_only(w)[2]
