@@ -87,3 +87,26 @@ def test_max_rounds_and_the_stall_guard():
     with pytest.warns(ConvergenceWarning, match="stalled"):
         _, _, n, reason = kelley_loop(stuck, (0.0, -1.0), stall_rounds=4, max_rounds=50)
     assert reason == "stalled" and n == 4
+
+
+def test_one_slack_qp_stall_guard_stops_an_inexact_crf_oracle(monkeypatch):
+    """The QP 1-slack loop's stall guard: on raw CRF potentials the learnt pairwise weight
+    goes negative, graph cuts are then inexact and return planes that do not cut off the
+    master's point, which from then on never moves.  The guard stops the loop after
+    STALL_ROUNDS such rounds, warns, and returns what max_iter rounds would have."""
+    import maxmargin.solvers.cutting_plane as cutting_plane
+    from data_makers import make_graphs
+    from maxmargin.solvers.ssvm import solve_ssvm
+    from maxmargin.tasks.crf import CRFTask
+
+    X, Y = make_graphs(np.random.default_rng(11), 40, h=5, w=6, noise=1.5)
+    m = CRFTask(loss="area").bind(X, Y).linear_model()
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        r = solve_ssvm(m, 10.0, "1-slack", max_iter=150)
+    assert len(r.history) < 60 and not r.converged
+    assert not m.oracle_exact(r.w)  # the cause: a negative cut weight
+    monkeypatch.setattr(cutting_plane, "STALL_ROUNDS", None)  # the loop without the guard
+    full = solve_ssvm(m, 10.0, "1-slack", max_iter=150)
+    assert len(full.history) == 150
+    assert np.array_equal(r.w, full.w)
+    assert (r.primal, r.dual) == (full.primal, full.dual)

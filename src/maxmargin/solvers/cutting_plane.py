@@ -67,6 +67,9 @@ class Plane:
 #: the master's relative accuracy when the outer ``tol`` asks for less than this / 0.02
 #: (``tol=0``: an exact 0 would run every master solve to its step limit)
 MASTER_REL_FLOOR = 1e-10
+#: rounds whose planes leave the master's point where it was before a cutting-plane loop
+#: gives up (the stall guard of :func:`kelley_loop`)
+STALL_ROUNDS = 5
 
 
 class PlaneProblem(Protocol):
@@ -178,9 +181,10 @@ def kelley_loop(
         if reason is None and stall_rounds is not None and stalled >= stall_rounds:
             reason = "stalled"
             warnings.warn(
-                f"cutting planes stalled: {stall_rounds} rounds of violated planes "
-                "left the master's point unchanged (numerical tolerance, or a task whose "
-                "planes disagree with its risk); stopping this loop",
+                f"cutting planes stalled: {stall_rounds} rounds of planes left the "
+                "master's point unchanged (the master's numerical tolerance, a task whose "
+                "planes disagree with its risk, or an oracle that is not exact at this "
+                "point, e.g. graph cuts on non-submodular energies); stopping this loop",
                 ConvergenceWarning,
                 stacklevel=4,
             )
@@ -248,7 +252,13 @@ class _QPPlanes:
         return sol
 
     def unchanged(self, prev, sol) -> bool:
-        return False
+        # a plane violated at the previous solution raises the master's optimum; one that
+        # is not (an inexact oracle's, e.g. graph cuts on non-submodular energies) leaves
+        # the solution where it was, and so would every later round at the same point
+        same = sol.dual <= prev.dual + 1e-12 * max(1.0, abs(prev.dual))
+        if sol.w is None:  # Gram-only mode: the multipliers of the planes kept by both
+            return same and sol.xi == prev.xi
+        return same and np.array_equal(sol.w, prev.w)
 
     def record(self, rnd, plane, t_oracle, t_master, sol) -> bool:
         return self.tracker.record(  # this round's seconds in the oracle and in the master
@@ -287,6 +297,10 @@ def one_slack_cutting_planes(
     sol = master.solve()
     with tracker.interruptible():
         sol, _, _, _ = kelley_loop(
-            problem, sol, stabilize=0.5 if stabilize else None, max_rounds=None
+            problem,
+            sol,
+            stabilize=0.5 if stabilize else None,
+            stall_rounds=STALL_ROUNDS,
+            max_rounds=None,
         )
     return sol

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from maxmargin.solvers.columns import ColumnStore
-from maxmargin.solvers.cutting_plane import Plane, kelley_loop
+from maxmargin.solvers.cutting_plane import STALL_ROUNDS, Plane, kelley_loop
 from maxmargin.solvers.lp_master import LPMaster, LPSolution, NSlackLP
 from maxmargin.solvers.restricted_master import POLISH_TOL, RestrictedMaster
 from maxmargin.solvers.working_set import WorkingSet
@@ -24,8 +24,6 @@ STAB = 0.5  # weight of the stability centre in the in-out query point
 #: a truncated cutting-plane loop (max_cp_rounds) still goes on while the master's
 #: relative gap exceeds this, so weak learners are priced from reasonable duals
 TRUNCATE_GAP = 0.1
-#: rounds whose planes do not move the LP point before a cutting-plane loop gives up
-STALL_ROUNDS = 5
 
 
 class OneSlackMaster(RestrictedMaster):
