@@ -184,7 +184,9 @@ def test_the_two_log_sum_exp_passes_share_their_rows_bit_for_bit(beta):
     plain-Python row passes bit for bit, for any smoothing (wide, the master's, and sharp
     enough that most entries skip their exponential)."""
     rng = np.random.default_rng(int(beta))
-    for m, K in [(1, 2), (37, 4), (200, 10)]:
+    # sizes below, at and across the blocks of BLOCK_ROWS rows (a last, partial block)
+    B = _kernels.BLOCK_ROWS
+    for m, K in [(1, 2), (37, 4), (200, 10), (B, 3), (2 * B + 1, 26)]:
         F = rng.standard_normal((m, K)) * 2.0
         change = rng.standard_normal((m, K)).astype(np.float32)
         y = rng.integers(0, K, m)
@@ -200,6 +202,66 @@ def test_the_two_log_sum_exp_passes_share_their_rows_bit_for_bit(beta):
             for P, h, lse in ((P1, h1, l1), (P2, h2, l2)):
                 np.testing.assert_array_equal(P, P_ref)
                 assert h == h_ref and lse == l_ref
+
+
+@pytest.mark.parametrize("beta", [5.0, 50.0, 800.0])
+def test_the_row_pass_writes_the_one_hot_duals_of_its_softmax(beta):
+    """``_shifted_lse_weights`` (the line search's row pass, which also writes the
+    float32 one-hot duals of its softmax) gives the softmax, scores and sums of
+    ``_shifted_lse`` and the duals ``_onehot_weights32`` computes from that softmax,
+    bit for bit (the same float64 operations per row, then the same cast)."""
+    rng = np.random.default_rng(7 + int(beta))
+    B = _kernels.BLOCK_ROWS
+    for m, K in [(1, 2), (B - 1, 10), (3 * B + 5, 7)]:
+        F = rng.standard_normal((m, K)) * 2.0
+        change = rng.standard_normal((m, K)).astype(np.float32)
+        y = rng.integers(0, K, m)
+        delta = 1.0 - np.eye(K)
+        C = 37.0
+        Ft1, P1 = np.empty_like(F), np.empty_like(F)
+        h1, l1 = _kernels._shifted_lse(F, change, 0.25, Ft1, y, delta, beta, P1)
+        A_ref = np.empty((m, K), dtype=np.float32)
+        _kernels._onehot_weights32(P1, y, 1.0 / m, C, A_ref)
+        Ft2, P2 = np.empty_like(F), np.empty_like(F)
+        A = np.full((m, K), np.nan, dtype=np.float32)
+        h2, l2 = _kernels._shifted_lse_weights(
+            F, change, 0.25, Ft2, y, delta, beta, P2, A, 1.0 / m, C
+        )
+        assert h1 == h2 and l1 == l2
+        np.testing.assert_array_equal(Ft2, Ft1)
+        np.testing.assert_array_equal(P2, P1)
+        np.testing.assert_array_equal(A, A_ref)
+
+
+def test_branch_free_curvature_sums_equal_the_skipping_loop():
+    """``_curvature_rows`` adds every entry, the zero-weight ones too, instead of
+    skipping them: for finite margins the sums are the same bit for bit (``0 u`` is
+    +-0 and the sums, started at +0, are never -0), on float32 and float64 changes and
+    on a sharp softmax where most weights are flushed to 0."""
+
+    def skipping(V, P, y):
+        q = 0.0
+        for i in range(P.shape[0]):
+            own = float(V[i, y[i]])
+            s1 = s2 = 0.0
+            for k in range(P.shape[1]):
+                p = float(P[i, k])
+                if p != 0.0:
+                    u = float(V[i, k]) - own
+                    s1 += p * u
+                    s2 += p * u * u
+            q += s2 - s1 * s1
+        return q
+
+    rng = np.random.default_rng(3)
+    for m, K, beta in [(50, 4, 5.0), (300, 10, 50.0), (300, 10, 800.0)]:
+        G = rng.standard_normal((m, K)) * 2.0
+        y = rng.integers(0, K, m)
+        P = _reference_lse(G, y, 1.0 - np.eye(K), beta)[0]
+        assert beta < 800 or (P == 0).mean() > 0.5  # the sharp case: mostly flushed
+        V32 = rng.standard_normal((m, K)).astype(np.float32)
+        for V in (V32, V32.astype(np.float64) * 3.0):
+            assert _kernels._curvature_rows(V, P, y) == skipping(V, P, y)
 
 
 def test_the_softmax_exponential_is_within_its_error_bound():

@@ -88,55 +88,109 @@ def _lse_value(F, gamma, identity, y, delta, beta, P):  # pragma: no cover - com
 @njit(cache=True)
 def _lse_rows(G, y, delta, beta, P):  # pragma: no cover - compiled
     """The row passes of :func:`_lse_value` on the label scores ``G``."""
+    none = np.empty((0, 0))
+    none32 = np.empty((0, 0), dtype=np.float32)
+    return _lse_blocks(G, none, none32, 1.0, y, delta, beta, P, none32, 0.0, 0.0)
+
+
+#: rows per block of :func:`_lse_blocks` (a block's margins, exponentials and powers of
+#: two, K x BLOCK_ROWS float64 each, stay in the L1 / L2 cache)
+BLOCK_ROWS = 128
+#: ``n + MAGIC`` (``n`` an integer, ``|n| < 2^51``) holds ``n`` in the low bits of its
+#: float64 pattern: ``bits(n + MAGIC) - bits(MAGIC) = n``, the exponent of ``2^n``
+#: without a float-to-int conversion (which AVX2 has no vector instruction for)
+MAGIC = 6755399441055744.0  # 1.5 * 2^52
+MAGIC_BITS = np.int64(0x4338000000000000)
+
+
+@njit(cache=True)
+def _lse_blocks(G, F, change, tscale, y, delta, beta, P, A32, m_inv, C):  # pragma: no cover
+    """The log-sum-exp row passes over blocks of ``BLOCK_ROWS`` rows; returns ``(sum_i
+    max_k a_ik, sum_i LSE_i)`` and leaves ``P`` the softmax of the coded margins ``a_ik =
+    delta[y_i, k] + G_ik - G_(i, y_i)`` (entries below 1e-30 flushed to 0).
+
+    A non-empty ``F``: first ``G <- F + tscale change`` row by row (float32 change, the
+    float64 sum of NumPy's ``F + change`` when ``tscale = 1``).  A non-empty ``A32``
+    (one-hot coding): it also gets ``float32(C A)`` of :func:`_onehot_weights32` from
+    the same rows (``m_inv = 1 / m``).
+
+    Every entry takes the operations of the plain row loop in the same order (margin,
+    row maximum, ``max(beta (a - max), EXP_SKIP - 1)``, :func:`_exp_parts`, ``p 2^n`` or
+    0 below ``EXP_SKIP``, the row sum ``z`` over ``k = 0 .. K-1``, ``p / z`` through
+    ``1 / z``, the flush, ``max + log(z) / beta`` summed over the rows in order), so the
+    results are bit for bit those of the row loop; only the layout differs: a block's
+    margins are stored class-major (``k * rows + r``), so the exponentials, the powers of
+    two and the row sums run over contiguous rows (vectorised), and ``2^n`` is built
+    from the float pattern of ``n + MAGIC`` with integer operations."""
     m, K = P.shape
-    bits = np.empty(K, dtype=np.int64)
+    shift = F.shape[0] > 0
+    weights = A32.shape[0] > 0
+    mt = np.empty(BLOCK_ROWS * K)  # margins, then exponentials (class-major)
+    nn = np.empty(BLOCK_ROWS * K)  # n + MAGIC, then 2^n (or 0)
+    nbits = nn.view(np.int64)
+    arow = np.empty(BLOCK_ROWS)
+    zrow = np.empty(BLOCK_ROWS)
+    lo = EXP_SKIP - 1.0
+    skip = MAGIC - 1023.0  # its pattern gives the exponent field 0: the float 0.0
     hinge = 0.0
     lse = 0.0
-    for i in range(m):
-        a = _margin_row(G, i, y[i], delta, P, K)
-        hinge += a
-        lse += a + _softmax_row(P, i, K, a, beta, bits) / beta
+    for b0 in range(0, m, BLOCK_ROWS):
+        nb = min(m, b0 + BLOCK_ROWS) - b0
+        for r in range(nb):
+            i = b0 + r
+            yi = y[i]
+            a = -np.inf
+            if shift:  # the shifted scores and the margins in one pass over the row
+                own = F[i, yi] + np.float64(change[i, yi]) * tscale
+                for k in range(K):
+                    g = F[i, k] + np.float64(change[i, k]) * tscale
+                    G[i, k] = g
+                    v = delta[yi, k] + g - own
+                    mt[k * nb + r] = v
+                    a = v if v > a else a  # a select, not a branch (the same maximum)
+            else:
+                own = G[i, yi]
+                for k in range(K):
+                    v = delta[yi, k] + G[i, k] - own
+                    mt[k * nb + r] = v
+                    a = v if v > a else a
+            arow[r] = a
+            hinge += a
+        for k in range(K):
+            base = k * nb
+            for r in range(nb):
+                x = max(beta * (mt[base + r] - arow[r]), lo)
+                p, n = _exp_parts(x)
+                mt[base + r] = p
+                nn[base + r] = n + MAGIC if x >= EXP_SKIP else skip
+        L = nb * K
+        for j in range(L):
+            nbits[j] = (nbits[j] - MAGIC_BITS + 1023) << 52
+        for j in range(L):
+            mt[j] = mt[j] * nn[j]
+        for r in range(nb):
+            zrow[r] = 0.0
+        for k in range(K):
+            base = k * nb
+            for r in range(nb):
+                zrow[r] += mt[base + r]
+        for r in range(nb):
+            i = b0 + r
+            z = zrow[r]
+            inv = 1.0 / z
+            for k in range(K):
+                p = mt[k * nb + r] * inv
+                P[i, k] = p if p > 1e-30 else 0.0
+            lse += arow[r] + np.log(z) / beta
+            if weights:
+                t = 0.0
+                yi = y[i]
+                for k in range(K):  # no branch: the true class's entry is set after
+                    mu = P[i, k] * m_inv
+                    t += mu
+                    A32[i, k] = np.float32(-mu * C)
+                A32[i, yi] = np.float32((-(P[i, yi] * m_inv) + t) * C)
     return hinge, lse
-
-
-@njit(cache=True, inline="always")
-def _margin_row(G, i, yi, delta, P, K):  # pragma: no cover - compiled
-    """Row ``i`` of ``P`` <- the coded margins ``delta[y_i, k] + G_ik - G_(i, y_i)``;
-    returns their maximum (the row's hinge).  Shared by :func:`_lse_rows` and
-    :func:`_shifted_lse`, so both give the same rows bit for bit."""
-    own = G[i, yi]
-    a = -np.inf
-    for k in range(K):
-        v = delta[yi, k] + G[i, k] - own
-        P[i, k] = v
-        if v > a:
-            a = v
-    return a
-
-
-@njit(cache=True, inline="always")
-def _softmax_row(P, i, K, a, beta, bits):  # pragma: no cover - compiled
-    """Row ``i`` of ``P`` (margins, maximum ``a``) becomes its softmax (entries below
-    1e-30 flushed to 0); returns ``log z``.  ``bits`` (int64, K): scratch for the
-    powers of two of :func:`_exp_parts`, written as float64 bit patterns (0 -- the
-    float 0.0 -- for the entries below ``EXP_SKIP``: e < 1e-30 <= 1e-30 z is flushed
-    below, and z + e == z)."""
-    scale = bits.view(np.float64)
-    for k in range(K):
-        x = max(beta * (P[i, k] - a), EXP_SKIP - 1.0)
-        p, n = _exp_parts(x)
-        P[i, k] = p
-        bits[k] = (np.int64(n) + 1023) << 52 if x >= EXP_SKIP else 0
-    z = 0.0
-    for k in range(K):
-        e = P[i, k] * scale[k]
-        P[i, k] = e
-        z += e
-    inv = 1.0 / z
-    for k in range(K):
-        p = P[i, k] * inv
-        P[i, k] = p if p > 1e-30 else 0.0
-    return np.log(z)
 
 
 @njit(cache=True)
@@ -144,17 +198,17 @@ def _shifted_lse(F, change, tscale, Ft, y, delta, beta, P):  # pragma: no cover 
     """One-hot coding: ``Ft <- F + tscale change`` (float32 change, the float64 sum of
     NumPy's ``F + change`` when ``tscale = 1``) and :func:`_lse_value` of ``Ft`` in the
     same row pass."""
-    m, K = P.shape
-    bits = np.empty(K, dtype=np.int64)
-    hinge = 0.0
-    lse = 0.0
-    for i in range(m):
-        for k in range(K):
-            Ft[i, k] = F[i, k] + np.float64(change[i, k]) * tscale
-        a = _margin_row(Ft, i, y[i], delta, P, K)
-        hinge += a
-        lse += a + _softmax_row(P, i, K, a, beta, bits) / beta
-    return hinge, lse
+    none = np.empty((0, 0), dtype=np.float32)
+    return _lse_blocks(Ft, F, change, tscale, y, delta, beta, P, none, 0.0, 0.0)
+
+
+@njit(cache=True)
+def _shifted_lse_weights(
+    F, change, tscale, Ft, y, delta, beta, P, A32, m_inv, C
+):  # pragma: no cover - compiled
+    """:func:`_shifted_lse` and, from the same rows, ``A32 <- float32(C A)`` of
+    :func:`_onehot_weights32` (``m_inv = 1 / m``)."""
+    return _lse_blocks(Ft, F, change, tscale, y, delta, beta, P, A32, m_inv, C)
 
 
 @njit(cache=True)
@@ -294,6 +348,29 @@ def _direction_change(dw, row, slot, HwsT, Hws, dW, changeT, change, sparse):  #
     np.dot(HwsT, dW, change)
 
 
+@njit(cache=True)
+def _curvature_rows(V, P, y):  # pragma: no cover - compiled
+    """``sum_i (sum_k p_ik u_ik^2 - (sum_k p_ik u_ik)^2)`` with ``u_ik = V_ik - V_(i, y_i)``
+    (``V`` float32 or float64, each entry taken as float64): the per-example sum of
+    :func:`_newton_length`'s ``d'Hd``.  Branch-free: an entry with ``p_ik = 0`` (most of
+    a sharp softmax's, flushed) adds ``(0 u) = +-0`` and then ``(0 u) u = +-0`` to sums
+    that start at +0 and so are never -0 -- for finite ``u`` the same sums, bit for bit,
+    as skipping it, without a mispredicted branch per entry."""
+    m, K = P.shape
+    q = 0.0
+    for i in range(m):
+        own = np.float64(V[i, y[i]])
+        s1 = 0.0
+        s2 = 0.0
+        for k in range(K):
+            p = P[i, k]
+            u = np.float64(V[i, k]) - own
+            s1 += p * u
+            s2 += p * u * u
+        q += s2 - s1 * s1
+    return q
+
+
 #: the Newton step length is rounded to a power of two in [2^-NEWTON_MIN_EXP, 1]
 NEWTON_MIN_EXP = 30
 
@@ -319,23 +396,10 @@ def _newton_length(
     if not gd < 0.0:
         return 1.0, False
     _direction_change(d, row, slot, HwsT, Hws, dW, changeT, change, sparse)
-    if identity:
-        V = change.astype(np.float64)
+    if identity:  # the float32 change read as float64 in the pass (no float64 copy)
+        q = _curvature_rows(change, P, y)
     else:
-        V = np.dot(change.astype(np.float64), np.ascontiguousarray(gamma.T))
-    m, K = P.shape
-    q = 0.0
-    for i in range(m):
-        own = V[i, y[i]]
-        s1 = 0.0
-        s2 = 0.0
-        for k in range(K):
-            p = P[i, k]
-            if p != 0.0:
-                u = V[i, k] - own
-                s1 += p * u
-                s2 += p * u * u
-        q += s2 - s1 * s1
+        q = _curvature_rows(np.dot(change.astype(np.float64), np.ascontiguousarray(gamma.T)), P, y)
     q *= scale
     if not q > 0.0:
         return 1.0, True
@@ -410,7 +474,9 @@ def coded_smoothed_steps(
     Pbuf = (np.empty((m, K)), np.empty((m, K)))
     change = np.empty((m, n_slots), dtype=np.float32)
     cdir = np.empty((m, n_slots), dtype=np.float32) if newton else change
-    A32 = np.empty((m, K), dtype=np.float32)
+    # the one-hot duals in float32, written by each trial's row pass (swapped with it)
+    A32buf = (np.empty((m, K), dtype=np.float32), np.empty((m, K), dtype=np.float32))
+    A32 = A32buf[0]
     Gws = np.empty((n_rows, K), dtype=np.float32)
     nxt = 0  # the buffers the next trial writes
     Pc = P0  # the softmax at the current point
@@ -452,6 +518,7 @@ def coded_smoothed_steps(
         ft = 0.0
         Ft = Fbuf[nxt]
         Pt = Pbuf[nxt]
+        At = A32buf[nxt]
         wt = w
         dw = w
         t_first = t
@@ -469,7 +536,9 @@ def coded_smoothed_steps(
                 _direction_change(dw, row, slot, HwsT, Hws, dW, changeT, change, sparse)
                 src, tscale = change, 1.0
             if identity:
-                h_t, lse_t = _shifted_lse(F, src, tscale, Ft, y, delta, beta, Pt)
+                h_t, lse_t = _shifted_lse_weights(
+                    F, src, tscale, Ft, y, delta, beta, Pt, At, 1.0 / m, C
+                )
             else:
                 for i in range(m):
                     for k in range(n_slots):
@@ -491,10 +560,10 @@ def coded_smoothed_steps(
         F = Ft
         P = Pt
         Pc = Pt
+        A32 = At
         nxt = 1 - nxt
         if sparse:
-            if identity:
-                _onehot_weights32(P, y, 1.0 / m, C, A32)
+            if identity:  # A32: the trial's row pass wrote the duals
                 for i in range(m):
                     for k in range(n_slots):
                         A32T[k, i] = A32[i, k]
@@ -505,7 +574,6 @@ def coded_smoothed_steps(
                         A32T[k, i] = np.float32(A[i, k])
             _column_gains(Hws, A32T, row, slot, gains)
         elif identity:
-            _onehot_weights32(P, y, 1.0 / m, C, A32)
             np.dot(Hws, A32, Gws)
             for j in range(n):
                 gains[j] = np.float64(Gws[row[j], slot[j]])
