@@ -31,6 +31,20 @@ def small_scenes(n, seed):
     return make_detection_scenes(n, size=(48, 64), side=24, random_state=seed)
 
 
+def two_aspect_scenes(n, seed):
+    """Synthetic scenes whose boxes are annotated wide (even images) or tall (odd)."""
+    X, B = small_scenes(n, seed)
+    B = [np.asarray(b, dtype=np.float64).reshape(-1, 4).copy() for b in B]
+    for i, b in enumerate(B):
+        if i % 2:
+            b[:, 0] += 2
+            b[:, 2] -= 4
+        else:
+            b[:, 1] += 2
+            b[:, 3] -= 4
+    return X, B
+
+
 def _face(rng):
     f = np.full((24, 24), 0.7)
     f[6:10, 4:10] = 0.15  # eyes

@@ -11,7 +11,7 @@ from itertools import combinations, pairwise
 
 import numpy as np
 import pytest
-from detection_makers import SMALL_FHOG, iou, shrunk, small_scenes
+from detection_makers import SMALL_FHOG, iou, shrunk, two_aspect_scenes
 from scipy.optimize import minimize
 
 import maxmargin
@@ -29,20 +29,6 @@ def greedy_nms(boxes, scores, thr, max_keep):
         if all(iou(boxes[i], boxes[j]) <= thr for j in kept):
             kept.append(i)
     return kept
-
-
-def two_aspect_scenes(n, seed):
-    """Synthetic scenes whose boxes are annotated wide (even images) or tall (odd)."""
-    X, B = small_scenes(n, seed)
-    B = [np.asarray(b, dtype=np.float64).reshape(-1, 4).copy() for b in B]
-    for i, b in enumerate(B):
-        if i % 2:
-            b[:, 0] += 2
-            b[:, 2] -= 4
-        else:
-            b[:, 1] += 2
-            b[:, 3] -= 4
-    return X, B
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])

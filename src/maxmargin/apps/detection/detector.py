@@ -19,6 +19,7 @@ less than ``neg_overlap``.  Detection scores every window, keeps those above
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -52,6 +53,62 @@ from maxmargin.tasks.boxes import pairwise_overlap
 __all__ = ["CascadeDetector", "HOGSVMDetector", "ProposalRanker", "check_images_boxes"]
 
 _UNIT = Interval(float, 0, 1, closed="both")
+
+#: the settings a window's feature vector's length follows from (checked at load
+#: before it is computed: :meth:`_WindowDetector._check_file_settings`)
+_LENGTH_SETTINGS = (
+    "window",
+    "cell",
+    "block",
+    "orientations",
+    "features",
+    "colour",
+    "channels",
+    "channel_cells",
+    "location_prior",
+    "scale_step",
+    "aspect_ratios",
+    "max_levels",
+    "hog_engine",
+    "context",
+    "context_pad",
+)
+
+
+def _check_window(window, prefix="model file: "):
+    """``window``: two positive integers (cells), else a ValueError."""
+    ok = len(window) == 2 and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and v > 0
+        for v in window
+    )
+    if not ok:
+        raise ValueError(f"{prefix}window must be two positive integers, got {window!r}")
+
+
+def _file_vector(a, name, length=None) -> np.ndarray:
+    """A model file's 1-D array of finite numbers as float64 (``length``: its required
+    length), else a ValueError naming ``name``."""
+    a = np.asarray(a)
+    if a.ndim != 1 or a.dtype.kind not in "fiu":
+        raise ValueError(
+            f"model file: {name} must be a 1-D array of numbers, got shape {a.shape} "
+            f"and dtype {a.dtype}"
+        )
+    if length is not None and len(a) != length:
+        raise ValueError(f"model file: {name} has {len(a)} entries, the settings give {length}")
+    a = a.astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"model file: {name} contains NaN or inf")
+    return a
+
+
+def _file_scalar(v, name) -> float:
+    """A model file's finite real number, else a ValueError naming ``name``."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise ValueError(f"model file: {name} must be a number, got {v!r}")
+    if not np.isfinite(v):
+        raise ValueError(f"model file: {name} must be finite, got {v!r}")
+    return float(v)
 
 
 def check_images_boxes(images, boxes):
@@ -345,6 +402,46 @@ class _WindowDetector(BaseEstimator):
         """The additive-kernel map of the grid cells (:class:`HOGPyramid`'s
         ``feature_map``); none here (:class:`HOGSVMDetector`'s ``feature_map`` has one)."""
         return None
+
+    def _n_inputs(self) -> int:
+        """Entries of a window's feature vector under these settings (what ``coef_``
+        holds, what the cascade's stumps index): the descriptor of a pyramid made as
+        :meth:`detect` makes it (:attr:`HOGPyramid.n_features` follows from the settings
+        alone, so an image of one pixel, which has no level, gives it) and the location
+        prior's column when there is one (:meth:`_describe`)."""
+        n = self._pyramid(np.zeros((1, 1), np.float32)).n_features
+        return int(n) + int(getattr(self, "distribution_", None) is not None)
+
+    def _check_file_settings(self) -> None:
+        """Model files: the settings the feature length follows from, checked as ``fit``
+        checks them (:data:`_LENGTH_SETTINGS`) and the window as two positive integers."""
+        validate_params(self, _LENGTH_SETTINGS, prefix="model file: ")
+        _check_window(self.window)
+
+    def _check_file_inputs(self, n, what) -> None:
+        """Model files: ``n``, the input count of the saved filter or cascade (``what``),
+        must be :meth:`_n_inputs` of the loaded settings (and prior); else a
+        ValueError now -- not a size mismatch at the first ``detect``, or a cascade
+        reading the wrong features."""
+        try:
+            want = self._n_inputs()
+        except (TypeError, ValueError, IndexError) as e:
+            raise ValueError(f"model file: the window settings are corrupt: {e}") from None
+        if n != want:
+            fmap = getattr(self, "feature_map", None)
+            desc = f"features={getattr(self, 'features', 'hog')!r}, window={tuple(self.window)}"
+            if getattr(self, "features", "hog") == "hog":
+                desc += f", block={self.block}, orientations={self.orientations}"
+            if fmap is not None:
+                desc += f", feature_map={fmap!r}, map_order={self.map_order}"
+            if getattr(self, "channels", False):
+                desc += f", channels, channel_cells={tuple(self.channel_cells)}"
+            if getattr(self, "distribution_", None) is not None:
+                desc += ", location prior"
+            raise ValueError(
+                f"model file: {what} has {n} entries, but its settings ({desc}) give "
+                f"windows of {want} features"
+            )
 
     def _grid_pad(self) -> int:
         """Cells of zeros around every pyramid level's grid (:class:`HOGPyramid`'s
@@ -1679,6 +1776,7 @@ class HOGSVMDetector(_WindowDetector):
     @classmethod
     def _from_state(cls, meta, arrays):
         est = cls(**cls._init_params(meta))  # ``mirror`` missing: False (the default)
+        est._check_file_settings()
         est.components_ = None
         if int(est.components) > 1:
             models = meta.get("component_models", [])
@@ -1719,8 +1817,11 @@ class HOGSVMDetector(_WindowDetector):
             if not L > 0:
                 raise ValueError("model file: the feature map's sampling step must be positive")
             est.feature_map_ = est._make_cell_map(float(L))
-        est.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
-        est.intercept_ = float(meta["intercept"])
+        # the filter's length as its settings give it (else ``detect`` fails on a
+        # size mismatch, or scores a prior column as a feature)
+        est.coef_ = _file_vector(arrays["coef"], "coef")
+        est._check_file_inputs(len(est.coef_), "the filter (coef)")
+        est.intercept_ = _file_scalar(meta["intercept"], "intercept")
         est.mining_history_ = list(meta["mining_history"])
         est.converged_ = bool(meta["converged"])
         est.n_positives_ = int(meta["n_positives"])
@@ -2271,9 +2372,13 @@ class CascadeDetector(_WindowDetector):
         p.setdefault("bootstrap", False)  # files from before bootstrapping
         p.setdefault("n_extra_negatives", None)  # files from before negative_images
         est = cls(**p)
+        est._check_file_settings()
         est._load_prior(arrays)
         sub = {k[8:]: v for k, v in arrays.items() if k.startswith("cascade.")}
         est.cascade_ = BoostedCascade._from_state(meta["cascade"], sub)
+        # the stumps index the windows' features: their count as the settings give it
+        # (else a stump past the descriptor reads the prior's column, or a size mismatch)
+        est._check_file_inputs(int(est.cascade_.n_features_in_), "the cascade's input")
         est.converged_ = bool(est.cascade_.converged_)
         est.n_positives_ = int(meta["n_positives"])
         est.n_negatives_ = int(meta["n_negatives"])
@@ -2381,8 +2486,11 @@ class ProposalRanker(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _features(self, image, boxes):
-        pyr = HOGPyramid(
+    #: the box features after the HOG descriptor: geometry (:func:`_geometry`) and density
+    _n_box_features = 6
+
+    def _pyramid(self, image) -> HOGPyramid:
+        return HOGPyramid(
             image,
             window=tuple(self.window),
             cell=self.cell,
@@ -2391,6 +2499,9 @@ class ProposalRanker(BaseEstimator):
             scale_step=float(self.scale_step),
             engine="skimage",  # the features its models were trained with
         )
+
+    def _features(self, image, boxes):
+        pyr = self._pyramid(image)
         shape = np.asarray(image).shape
         parts = [_geometry(boxes, shape), self.distribution_.log_density(boxes, shape)[:, None]]
         if pyr.levels:
@@ -2477,13 +2588,33 @@ class ProposalRanker(BaseEstimator):
         p = dict(meta["params"])
         p["window"] = tuple(p["window"])
         est = cls(**p)
+        validate_params(
+            est, ("window", "cell", "block", "orientations", "scale_step"), "model file: "
+        )
+        _check_window(est.window)
+        try:  # a window's features: its HOG descriptor and the box features
+            want = est._pyramid(np.zeros((1, 1), np.float32)).n_features + cls._n_box_features
+        except (TypeError, ValueError, IndexError) as e:
+            raise ValueError(f"model file: the window settings are corrupt: {e}") from None
         sub = {k[7:]: v for k, v in arrays.items() if k.startswith("ranker.")}
         est.ranker_ = RankSVM._from_state(meta["ranker"], sub)
-        est.mean_ = np.asarray(arrays["mean"], dtype=np.float64)
-        est.scale_ = np.asarray(arrays["scale"], dtype=np.float64)
+        if est.ranker_.n_features_in_ != want:
+            raise ValueError(
+                f"model file: the ranker has {est.ranker_.n_features_in_} inputs, but its "
+                f"settings (window={tuple(est.window)}, block={est.block}, "
+                f"orientations={est.orientations}) give windows of {want} features"
+            )
+        est.mean_ = _file_vector(arrays["mean"], "mean", want)
+        est.scale_ = _file_vector(arrays["scale"], "scale", want)
+        if not np.all(est.scale_ > 0):
+            raise ValueError("model file: scale must be positive")
         d = BoxDistribution()
         d.params_ = np.asarray(arrays["box_params"], dtype=np.float64)
         d.scale_ = np.asarray(arrays["box_scale"], dtype=np.float64)
+        ok = d.params_.ndim == 2 and d.params_.shape[1] == 4 and len(d.params_) >= 1
+        ok = ok and d.scale_.shape == (4,) and np.all(np.isfinite(d.params_))
+        if not (ok and np.all(np.isfinite(d.scale_)) and np.all(d.scale_ > 0)):
+            raise ValueError("model file: the box distribution is corrupt")
         est.distribution_ = d
         est.n_train_images_ = int(meta["n_train_images"])
         return est
