@@ -162,6 +162,23 @@ class Sampling:
         ``jump_gate * search_radius`` px from ``c_pred`` is not added to the training
         window (the box is still returned; counted in ``n_jumps_`` and ``n_skipped_``).
         Off when None.
+    consensus : int, default=1
+        Consensus first model: ``consensus - 1`` more first models are trained at
+        :meth:`init` (each a copy of the tracker with its own random generator, so its
+        own warped copies of the labelled frames, and its first box moved by
+        ``consensus_jitter``), and for the first ``consensus_frames`` tracked frames the
+        box is the candidate maximising the mean over the ``consensus`` models of each
+        model's scores of the frame's candidates rescaled to [0, 1] (a model whose
+        scores are all equal adds nothing).  Every model is then trained on that box
+        (the same self-labels, each its own re-trainings); after ``consensus_frames``
+        frames the extra models are dropped and the tracker's own model goes on alone.
+        ``score_`` and ``candidate_scores_`` stay the tracker's own model's.  Off when 1.
+    consensus_frames : int, default=10
+        Tracked frames over which the ``consensus`` models choose the box.
+    consensus_jitter : float, default=0
+        The extra first models' first boxes are the given box moved by this many px in
+        evenly spaced directions (model ``k`` of ``m = consensus - 1``: angle ``2 pi
+        (k - 1) / m``), rounded to whole pixels; 0: the given box.
     """
 
     features: str = "raw+hog"
@@ -188,6 +205,9 @@ class Sampling:
     warps: str = "random"
     motion_prior: float = 0.0
     jump_gate: float | None = None
+    consensus: int = 1
+    consensus_frames: int = 10
+    consensus_jitter: float = 0.0
 
     def __post_init__(self) -> None:
         sc = np.atleast_1d(np.asarray(self.scales, dtype=np.float64))
@@ -210,6 +230,9 @@ class Sampling:
         )
         check_number("augment", self.augment, low=0, low_open=False, integer=True)
         check_number("support_frames", self.support_frames, low=0, low_open=False, integer=True)
+        for name in ("consensus", "consensus_frames"):
+            check_number(name, getattr(self, name), low=1, low_open=False, integer=True)
+        check_number("consensus_jitter", self.consensus_jitter, low=0, low_open=False)
         for name in ("search_radius", "redetect_radius"):
             check_number(name, getattr(self, name), low=0)
         check_number("train_radius", self.train_radius, low=0, allow_none=True)
@@ -341,7 +364,32 @@ class _OnlineBoxTracker(BaseEstimator):
         self._init_encoding()
         self.timing_["features"] += time.perf_counter() - t0
         self._train(initial=True)
+        self._members = self._consensus_members(frame, b, labelled)
         return self
+
+    def _consensus_members(self, frame, box, labelled) -> list:
+        """The extra first models of ``Sampling(consensus=)``: copies of this tracker
+        (one model each, no scale filter), each with its own generator seeded from this
+        tracker's and its first box moved by ``consensus_jitter`` (evenly spaced
+        directions), initialised on the same frames."""
+        m = int(self._s.consensus) - 1
+        if m == 0:
+            return []
+        params = self.get_params(deep=False)
+        params["sampling"] = self._s.replace(consensus=1)
+        if "scale_filter" in params:
+            params["scale_filter"] = None  # the box's size is this tracker's to choose
+        jit = float(self._s.consensus_jitter)
+        members = []
+        for k in range(m):  # one first model per step (each its own first training)
+            th = 2.0 * np.pi * k / m
+            mb = np.asarray(box, dtype=np.float64).copy()
+            mb[:2] += np.round(jit * np.array([np.cos(th), np.sin(th)]))
+            params["random_state"] = int(self._rng.integers(2**31))
+            member = type(self)(**params)
+            member.init(frame, mb, labelled=labelled)
+            members.append(member)
+        return members
 
     def update(self, frame) -> np.ndarray:
         """Track into ``frame``: returns the new box ``(x, y, w, h)``; ``score_`` holds its
@@ -379,16 +427,20 @@ class _OnlineBoxTracker(BaseEstimator):
         Z = self._feat(grey, cand, out=self._pred_buf[: len(cand) * d].reshape(len(cand), d))
         t2 = time.perf_counter()
         s = self._score(Z)
+        members = self._members if self.n_frames_ < int(self._s.consensus_frames) else []
+        base = s
+        if members:  # the consensus first models: the mean of their rescaled scores
+            base = np.mean([_unit_range(v) for v in [s] + [m._score(Z) for m in members]], 0)
         pc = centre[:2] + centre[2:] / 2  # c_pred, the search centre
         if self._s.motion_prior > 0 and len(s) > 1:
             # displacement prior: a quadratic penalty on the distance from c_pred, in
             # units of this frame's score range
             d2 = np.sum((cand[:, :2] + cand[:, 2:] / 2 - pc) ** 2, axis=1)
-            span = float(s.max() - s.min())
+            span = float(base.max() - base.min())
             r2 = max(float(self._s.search_radius), 1.0) ** 2
-            sel = s - float(self._s.motion_prior) * span / r2 * d2
+            sel = base - float(self._s.motion_prior) * span / r2 * d2
         else:
-            sel = s
+            sel = base
         k = _best_of_ties(sel, cand)
         box = cand[k].copy()
         if self._s.top_k > 1:
@@ -416,6 +468,22 @@ class _OnlineBoxTracker(BaseEstimator):
         if self._scale_model is not None:
             box, score = self._scale_filter_step(grey, box, score)
         self.timing_["predict"] += time.perf_counter() - t3
+        if members:  # every consensus model learns this box too (its own re-trainings)
+            zb = self._feat(grey, box[None])
+            for m in members:  # one step per extra model
+                before = dict(m.timing_)
+                m._commit(grey, box, float(m._score(zb)[0]), pc)
+                for key, v in m.timing_.items():
+                    self.timing_[key] += v - before[key]
+        elif self._members:
+            self._members = []  # the consensus frames are over: this model goes on alone
+        self._commit(grey, box, score, pc)
+        return self.box_.copy()
+
+    def _commit(self, grey, box, score, pc) -> None:
+        """Take ``box`` (score ``score``) as this frame's box and learn it: confidence,
+        motion, the jump gate, the confidence gate, the training window and the
+        re-training; ``pc`` the search centre."""
         # the box's confidence: its score relative to the median of the frames before
         ref = float(np.median(self._frame_scores)) if len(self._frame_scores) else score
         conf = (score - ref) / max(abs(ref), 1e-12)
@@ -429,15 +497,14 @@ class _OnlineBoxTracker(BaseEstimator):
             if off > float(self._s.jump_gate) * float(self._s.search_radius):
                 self.n_jumps_ += 1
                 self.n_skipped_ += 1
-                return self.box_.copy()
+                return
         if not self._accept_frame(self.score_):
             self.n_skipped_ += 1
-            return self.box_.copy()
+            return
         self._add(grey, self.box_, conf=conf)
         self._n_added += 1
         if self._n_added % int(self._s.retrain_every) == 0:
             self._train(initial=False)
-        return self.box_.copy()
 
     def _accept_frame(self, score: float) -> bool:
         """Whether the new frame becomes training data (confidence gate; default all)."""
@@ -1107,6 +1174,13 @@ def overlap_strata_boxes(
         pick = np.linspace(0, len(rest) - 1, min(short, len(rest))).round().astype(np.int64)
         take[rest[pick]] = True
     return np.concatenate([pool[:1], pool[1:][take]])
+
+
+def _unit_range(v) -> np.ndarray:
+    """``v`` rescaled to [0, 1] by its minimum and maximum (zeros when they are equal)."""
+    v = np.asarray(v, dtype=np.float64)
+    lo, span = float(v.min()), float(v.max() - v.min())
+    return (v - lo) / span if span > 0 else np.zeros_like(v)
 
 
 def _best_of_ties(s, cand) -> int:
