@@ -126,13 +126,22 @@ def test_adaptive_tolerance_follows_the_outer_gap_and_finish_solves_to_tol():
     assert loose.loose and not fixed.loose
     assert n_loose < n_fixed
     # without finish, a solve to tol still has work left
+    f_loose = loose.smooth.smooth_objective
     rest = loose.smooth.solve(None)
+    left_loose = f_loose - loose.smooth.smooth_objective
     assert rest > 3
     loose2 = _master("adaptive")
     loose2._outer_gap = 1.0
     loose2.solve(None)
     assert loose2.finish(None) > 3 and not loose2.loose
-    assert loose2.smooth.solve(None) <= 1
+    # finish stopped on a step that gained at most tol * |f|; L-BFGS does not promise
+    # that the next step gains less (the count of further steps is not a bound), so
+    # compare the work and the gain left with what the loose solve alone left
+    f_done = loose2.smooth.smooth_objective
+    further = loose2.smooth.solve(None)
+    left_done = f_done - loose2.smooth.smooth_objective
+    assert further < rest
+    assert 0.0 <= left_done < left_loose / 10
     assert loose2.finish(None) == 0  # nothing loose left
     # the finished point is the fixed master's optimum to the tolerance's precision
     np.testing.assert_allclose(
