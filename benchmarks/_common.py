@@ -158,6 +158,25 @@ def provenance() -> dict:
                 break
     except OSError:
         pass
+    # the target numba compiles for: a fastmath reduction's last bits (and so a chaotic
+    # loop's path: the self-labelled tracker, hard-negative mining) depend on it, so two
+    # machines reporting the same "AMD EPYC" can give different results
+    try:
+        import llvmlite.binding as llvm
+        from numba.core import config as numba_config
+
+        features = llvm.get_host_cpu_features()
+        numba_target = {
+            "cpu_name": numba_config.CPU_NAME or llvm.get_host_cpu_name(),
+            "cpu_features": (
+                numba_config.CPU_FEATURES
+                if numba_config.CPU_FEATURES is not None
+                else ",".join(sorted(k for k, v in features.items() if v))
+            ),
+            "num_threads": numba_config.NUMBA_NUM_THREADS,
+        }
+    except Exception as exc:
+        numba_target = {"error": f"{type(exc).__name__}: {exc}"}
     try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
@@ -190,6 +209,7 @@ def provenance() -> dict:
             "memory_gib": None if mem is None else round(mem, 1),
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "platform": platform.platform(),
+            "numba_target": numba_target,
         },
     }
     ref = os.environ.get("MAXMARGIN_BENCH_REF")

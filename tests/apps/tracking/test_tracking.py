@@ -559,10 +559,17 @@ def test_coarse_to_fine_returns_the_full_grid_best_box():
 
 def _patched_tracker(**kw):
     """A tracker whose "features" are the boxes themselves, scored by ``tr.score_map``
-    (re-training off), to test the search logic on a known score map."""
+    (re-training off), to test the search logic on a known score map; one first model
+    (``consensus=1``): the consensus members would score with their own features."""
     frames, boxes = synthetic_video(n=2, size=(200, 300))
     tr = make_tracker(
-        "structboost", weak_learner="stump", max_iter=5, retrain_every=10**6, random_state=0, **kw
+        "structboost",
+        weak_learner="stump",
+        max_iter=5,
+        retrain_every=10**6,
+        consensus=1,
+        random_state=0,
+        **kw,
     ).init(frames[0], boxes[0])
 
     class BoxesAsFeatures:
@@ -759,7 +766,11 @@ def test_incremental_window_outputs_give_the_same_tracker_bit_for_bit(kw, monkey
     for incremental in (False, True):
         monkeypatch.setattr(StructBoostTracker, "_incremental", incremental)
         seen.clear()
-        tr = make_tracker("structboost", max_iter=30, update_iter=5, random_state=3, **FAST, **kw)
+        # one first model (consensus=1): the spy counts this tracker's trainings, and
+        # consensus members would train through the same function
+        tr = make_tracker(
+            "structboost", max_iter=30, update_iter=5, random_state=3, consensus=1, **FAST, **kw
+        )
         tr.init(frames[0], boxes[0])
         out = []
         for f in frames[1:]:
@@ -826,6 +837,7 @@ def test_support_frames_keep_the_most_confident_frames_beyond_the_window(monkeyp
     for k in (0, 3):
         fits.clear()
         kw = {**FAST, "window": 4, "retrain_every": 1, "support_frames": k, "augment": 0}
+        kw["consensus"] = 1  # the spy counts this tracker's fits, not its members'
         tr = make_tracker("structboost", max_iter=20, update_iter=3, random_state=0, **kw)
         tr.init(frames[0], boxes[0])
         added = []  # (confidence, frame) of every tracked frame, in order

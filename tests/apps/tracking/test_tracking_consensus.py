@@ -95,14 +95,24 @@ def test_consensus_members_jitter_follow_and_are_dropped():
     assert all(m.n_frames_ == 3 for m in members)
 
 
-def test_consensus_one_is_the_default_path():
-    """``consensus=1`` (the default) trains no extra model and tracks as before: the
-    same boxes as a tracker given ``consensus_frames`` / ``consensus_jitter`` that do
-    not act."""
+def test_consensus_one_trains_no_extra_model():
+    """``consensus=1`` (``Sampling``'s default, the SSVM and AdaBoost trackers') trains no
+    extra model and tracks as a tracker given ``consensus_frames`` / ``consensus_jitter``
+    that do not act; the StructBoost tracker's default is ``consensus=5``."""
+    assert Sampling().consensus == 1
+    assert make_tracker("ssvm").sampling.consensus == 1
+    assert make_tracker("adaboost").sampling.consensus == 1
+    s = make_tracker("structboost").sampling
+    assert (s.consensus, s.consensus_frames, s.consensus_jitter) == (5, 20, 2.0)
     frames, boxes = drift_video(n=5)
-    a = make_tracker("structboost", random_state=2, **FAST)
+    a = make_tracker("structboost", random_state=2, consensus=1, **FAST)
     b = make_tracker(
-        "structboost", random_state=2, consensus_frames=3, consensus_jitter=4.0, **FAST
+        "structboost",
+        random_state=2,
+        consensus=1,
+        consensus_frames=3,
+        consensus_jitter=4.0,
+        **FAST,
     )
     a.init(frames[0], boxes[0])
     b.init(frames[0], boxes[0])
