@@ -197,3 +197,24 @@ def fit_multiclass_cg(X, y, C, **kw):
         rng=np.random.default_rng(0),
         **kw,
     )
+
+
+def square_video(xs, ys, size, side, seed=0, block=4, bg_offset=0.0, bg_scale=1.0, noise=0.0):
+    """Tracking test videos: a binary-textured square (``side`` px, cells of 2 px, grey
+    0.1 / 0.9) at ``(xs[k], ys[k])`` in frame ``k`` over blocky random clutter (cells of
+    ``block`` px, grey ``bg_offset + bg_scale * U(0, 1)``), plus Gaussian noise of std ``noise``;
+    uint8 frames and the (n, 4) ``(x, y, w, h)`` ground truth."""
+    rng = np.random.default_rng(seed)
+    H, W = size
+    cells = np.kron(rng.random((H // block, W // block)), np.ones((block, block)))
+    bg = bg_offset + bg_scale * cells
+    tex = np.kron(rng.random((side // 2, side // 2)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
+    frames, boxes = [], []
+    for x, y in zip(np.asarray(xs, dtype=int), np.asarray(ys, dtype=int), strict=True):
+        f = bg.copy()
+        f[y : y + side, x : x + side] = tex
+        if noise:
+            f = f + noise * rng.normal(size=f.shape)
+        frames.append((np.clip(f, 0, 1) * 255).astype(np.uint8))
+        boxes.append([x, y, side, side])
+    return frames, np.array(boxes, dtype=float)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from data_makers import square_video
 from maxmargin.apps.tracking import (
     AdaBoostTracker,
     PatchFeatures,
@@ -25,22 +26,12 @@ from maxmargin.tasks.boxes import sample_boxes
 
 # -- synthetic video: a textured square moving over clutter ------------------------------
 def synthetic_video(n=24, size=(72, 96), side=16, seed=0):
-    rng = np.random.default_rng(seed)
+    """The square on a figure-of-eight path (22 px and 14 px sine swings)."""
     H, W = size
-    # smooth clutter: blocky random background
-    bg = np.kron(rng.random((H // 4, W // 4)), np.ones((4, 4)))
-    tex = np.kron(rng.random((side // 2, side // 2)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
     t = np.arange(n)
-    xs = np.round(W / 2 - side / 2 + 22 * np.sin(2 * np.pi * t / n)).astype(int)
-    ys = np.round(H / 2 - side / 2 + 14 * np.sin(4 * np.pi * t / n)).astype(int)
-    frames, boxes = [], []
-    for x, y in zip(xs, ys):
-        f = bg.copy()
-        f[y : y + side, x : x + side] = tex
-        f = f + 0.03 * rng.normal(size=f.shape)
-        frames.append((np.clip(f, 0, 1) * 255).astype(np.uint8))
-        boxes.append([x, y, side, side])
-    return frames, np.array(boxes, dtype=float)
+    xs = np.round(W / 2 - side / 2 + 22 * np.sin(2 * np.pi * t / n))
+    ys = np.round(H / 2 - side / 2 + 14 * np.sin(4 * np.pi * t / n))
+    return square_video(xs, ys, size, side, seed, block=4, noise=0.03)
 
 
 FAST = dict(n_predict=400, n_train=100, search_radius=12.0, train_radius=20.0, window=12)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
+from data_makers import square_video
 from maxmargin.apps.tracking import Sampling, make_tracker
 from maxmargin.apps.tracking.features import to_grey
 from maxmargin.tasks.boxes import sample_boxes
@@ -16,19 +17,10 @@ FAST = dict(n_predict=300, n_train=80, search_radius=10.0, train_radius=16.0, wi
 
 def drift_video(n=8, size=(64, 96), side=16, seed=0):
     """A textured square moving 1.5 px a frame to the right on blocky clutter."""
-    rng = np.random.default_rng(seed)
-    H, W = size
-    bg = 0.3 + 0.4 * np.kron(rng.random((H // 8, W // 8)), np.ones((8, 8)))
-    tex = np.kron(rng.random((side // 2, side // 2)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
-    frames, boxes = [], []
-    for k in range(n):
-        x, y = round(24 + 1.5 * k), 22
-        f = bg.copy()
-        f[y : y + side, x : x + side] = tex
-        f = f + 0.02 * rng.normal(size=f.shape)
-        frames.append((np.clip(f, 0, 1) * 255).astype(np.uint8))
-        boxes.append([x, y, side, side])
-    return frames, np.array(boxes, dtype=float)
+    xs = [round(24 + 1.5 * k) for k in range(n)]
+    return square_video(
+        xs, [22] * n, size, side, seed, block=8, bg_offset=0.3, bg_scale=0.4, noise=0.02
+    )
 
 
 def _unit(v):

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from data_makers import square_video
 from maxmargin.apps.tracking import (
     centre_errors,
     load_sequence,
@@ -145,17 +146,8 @@ def test_metrics_score_only_labelled_frames(seed):
 
 
 def _square_video(n=21, seed=0):
-    rng = np.random.default_rng(seed)
-    bg = np.kron(rng.random((12, 16)), np.ones((4, 4)))
-    tex = np.kron(rng.random((6, 6)) > 0.5, np.ones((2, 2))) * 0.8 + 0.1
-    frames, boxes = [], []
-    for k in range(n):
-        x, y = 10 + k, 12 + (k % 5)
-        f = bg.copy()
-        f[y : y + 12, x : x + 12] = tex
-        frames.append((f * 255).astype(np.uint8))
-        boxes.append([x, y, 12, 12])
-    return frames, np.array(boxes, float)
+    k = np.arange(n)
+    return square_video(10 + k, 12 + k % 5, (48, 64), 12, seed, block=4)
 
 
 def test_track_sequence_on_sparse_ground_truth():
