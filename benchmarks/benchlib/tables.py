@@ -588,7 +588,10 @@ def _machine(p: dict) -> str:
     ]
     plat = str(m.get("platform") or "")
     arch = next((a for a in ("x86_64", "aarch64", "arm64") if a in plat), None)
-    return ", ".join(x for x in [*parts, arch] if x)
+    target = (m.get("numba_target") or {}).get("cpu_name")
+    # files from before the fifteenth session did not record numba's target
+    target = f"numba target {target}" if target else "numba target not recorded"
+    return ", ".join(x for x in [*parts, arch, target] if x)
 
 
 @table(f"{WHOLE}:machines")
