@@ -33,6 +33,14 @@ PACKAGES = (
     "highspy",
     "lightgbm",
     "threadpoolctl",
+    # what decodes images and compiles kernels (fifteenth session: results of chaotic
+    # loops did not reproduce across hosts with the packages above equal)
+    "llvmlite",
+    "pillow",
+    "imageio",
+    "scikit-image",
+    "PyMaxflow",
+    "joblib",
 )
 
 #: multi-class LIBSVM sets: (train files..., ), n_features; "pooled" joins all files

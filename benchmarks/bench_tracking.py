@@ -38,6 +38,7 @@ import argparse
 import ast
 import dataclasses
 import functools
+import hashlib
 import time
 
 import numpy as np
@@ -254,6 +255,10 @@ def _run_one(args, overrides, aliases, job):
         "true_labels": bool(args.true_labels),
         "params": params,
         "frames": len(seq),
+        # the decoded first frame's digest: JPEG decoders (pillow's bundled libjpeg) can
+        # differ across installs by a grey level here and there, which the self-labelled
+        # loop amplifies; two files whose digests differ did not track the same pixels
+        "first_frame_sha256": _first_frame_digest(sname, seq),
         "scored_frames": m["n_frames"],
         "overlap": m["overlap"],
         "overlap_std": m["overlap_std"],
@@ -312,6 +317,17 @@ def overlap_trace(pred, truth, start: int) -> dict:
         "first_below_half": int(idx[below[0]]) if len(below) else None,
         "lost_at": int(idx[lost[0]]) if len(lost) else None,
     }
+
+
+_DIGESTS: dict = {}
+
+
+def _first_frame_digest(sname, seq) -> str:
+    if sname not in _DIGESTS:
+        img = np.ascontiguousarray(seq.frame(0))
+        head = f"{img.dtype.str}{img.shape}".encode()
+        _DIGESTS[sname] = hashlib.sha256(head + img.tobytes()).hexdigest()
+    return _DIGESTS[sname]
 
 
 def _peer_versions() -> dict:
