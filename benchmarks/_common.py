@@ -185,6 +185,20 @@ def provenance() -> dict:
         }
     except Exception as exc:
         numba_target = {"error": f"{type(exc).__name__}: {exc}"}
+    # the BLAS kernels numpy / scipy dispatched to (OpenBLAS picks them per CPU type: a
+    # matrix product's summation order, so its last bits, follow the "architecture")
+    try:
+        import numpy  # noqa: F401 - loads numpy's BLAS so threadpoolctl sees it
+        import scipy.linalg  # noqa: F401 - and scipy's
+        from threadpoolctl import threadpool_info
+
+        blas = [
+            {k: i.get(k) for k in ("internal_api", "version", "architecture", "prefix")}
+            for i in threadpool_info()
+            if i.get("user_api") == "blas"
+        ]
+    except Exception as exc:
+        blas = [{"error": f"{type(exc).__name__}: {exc}"}]
     try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
@@ -218,6 +232,7 @@ def provenance() -> dict:
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "platform": platform.platform(),
             "numba_target": numba_target,
+            "blas": blas,
         },
     }
     ref = os.environ.get("MAXMARGIN_BENCH_REF")

@@ -591,7 +591,11 @@ def _machine(p: dict) -> str:
     target = (m.get("numba_target") or {}).get("cpu_name")
     # files from before the fifteenth session did not record numba's target
     target = f"numba target {target}" if target else "numba target not recorded"
-    return ", ".join(x for x in [*parts, arch, target] if x)
+    archs = sorted(
+        {str(b.get("architecture")) for b in m.get("blas") or [] if b.get("architecture")}
+    )
+    blas = f"BLAS kernels {'/'.join(archs)}" if archs else None
+    return ", ".join(x for x in [*parts, arch, target, blas] if x)
 
 
 @table(f"{WHOLE}:machines")
