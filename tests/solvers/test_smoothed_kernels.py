@@ -264,6 +264,77 @@ def test_branch_free_curvature_sums_equal_the_skipping_loop():
             assert _kernels._curvature_rows(V, P, y) == skipping(V, P, y)
 
 
+def _longdouble_lse(G, y, delta, beta):
+    """The smoothed rows in numpy's longdouble (x87 extended on x86-64): the float64
+    margins ``a`` and exponent arguments ``x = beta (a - max a)`` as the kernel forms
+    them, then ``exp``, the row sums ``z``, the softmax (unflushed) and ``LSE_i = max a
+    + log(z) / beta``; returns ``(P, max a, LSE)``."""
+    m = G.shape[0]
+    a = delta[y] + G - G[np.arange(m), y][:, None]
+    amax = a.max(axis=1)
+    x = beta * (a - amax[:, None])
+    e = np.exp(x.astype(np.longdouble))
+    z = e.sum(axis=1)
+    lse = amax.astype(np.longdouble) + np.log(z) / np.longdouble(beta)
+    return e / z[:, None], amax, lse
+
+
+@pytest.mark.parametrize("beta", [0.01, 5.0, 50.0, 800.0])
+def test_the_blocked_row_pass_against_an_extended_precision_reference(beta):
+    """``_shifted_lse_weights`` (the class-major pass over blocks of ``BLOCK_ROWS`` rows,
+    powers of two from the bit pattern of ``n + MAGIC``) against a longdouble softmax
+    and log-sum-exp of the same float64 margins: row counts 1, below, at and across
+    the blocks, 2 and 26 classes, scores up to 1e300, rows whose maximum several
+    classes share (all of them in the last case).
+
+    Bounds (``u = 2^-53``; ``E = 1.5e-15``, the kernel exp's relative error, tested
+    above; ``r`` the reference's unit roundoff, ``(K + 4) r`` its own error): each
+    ``e = p 2^n`` is within ``E`` (``2^n`` exact), the row sum of K positive terms
+    within ``E + (K - 1) u``, and ``p = e (1 / z)`` takes two more roundings, so ``p``
+    is within ``dp = 2 E + (K + 2) u`` relative -- checked where ``p > 2e-30``; smaller
+    entries are flushed to 0 at 1e-30.  ``LSE_i``: ``log z`` within ``E + (K + 4) u``
+    absolute (the rounding of ``log z <= log K``), over ``beta``, then two roundings of
+    at most ``|LSE_i| + |max a_i|``; the sums over the rows within ``m u sum |.|``.  The
+    float32 duals: ``A_ik = -(C/m) p_ik`` within ``2^-24`` (the cast) ``+ dp + 3 u``
+    relative; the true class's ``(C/m)(t - p_y / m)`` (``t`` the row's sum of ``p / m``,
+    cancelling when ``p_y ~ 1``) within ``2^-24`` relative plus ``(C/m)(dp + (K + 4) u
+    + K 1e-30)`` absolute (the flushed entries' share)."""
+    u, E = 2.0**-53, 1.5e-15
+    r = float(np.finfo(np.longdouble).eps) / 2
+    rng = np.random.default_rng(int(100 * beta))
+    B = _kernels.BLOCK_ROWS
+    C = 37.0
+    cases = []
+    for m in (1, B - 1, B, B + 1, 2 * B + 44):
+        for K in (2, 26):
+            for scale in (1.0, 1e3, 1e300):
+                cases.append((rng.standard_normal((m, K)) * scale, 1.0 - np.eye(K)))
+            ties = rng.integers(-2, 3, (m, K)).astype(np.float64)  # shared maxima
+            cases += [(ties, np.zeros((K, K))), (ties + 1e15, 1.0 - np.eye(K))]
+            cases.append((np.zeros((m, K)), np.zeros((K, K))))  # every class the maximum
+    for F, delta in cases:
+        m, K = F.shape
+        y = rng.integers(0, K, m)
+        change = rng.standard_normal((m, K)).astype(np.float32)
+        if np.abs(F).max() > 1e200:
+            change[:] = 0  # the huge scores themselves
+        G, P = np.empty_like(F), np.empty_like(F)
+        A = np.full((m, K), np.nan, dtype=np.float32)
+        h, lse = _kernels._shifted_lse_weights(F, change, 0.5, G, y, delta, beta, P, A, 1.0 / m, C)
+        Pr, amax, lr = _longdouble_lse(G, y, delta, beta)
+        dp = 2 * E + (K + 2) * u + (K + 4) * r
+        big = Pr > 2e-30
+        assert np.all(np.abs(P[big] - Pr[big]) <= dp * Pr[big])
+        assert np.all((P[~big] >= 0) & (P[~big] <= 2e-30 * (1 + dp)))
+        assert abs(h - amax.astype(np.longdouble).sum()) <= m * u * np.abs(amax).sum()
+        row_err = (E + (K + 4) * (u + r)) / beta + 2 * u * (np.abs(lr) + np.abs(amax))
+        assert abs(lse - lr.sum()) <= row_err.sum() + m * u * np.abs(lr).sum()
+        Ar = -(C / m) * Pr
+        Ar[np.arange(m), y] = (C / m) * (Pr.sum(axis=1) - Pr[np.arange(m), y])
+        a_tol = 2.0**-24 * np.abs(Ar) + (C / m) * (dp + (K + 4) * u + K * 1e-30) * (1 + 2.0**-24)
+        assert np.all(np.abs(A.astype(np.longdouble) - Ar) <= a_tol)
+
+
 def test_the_softmax_exponential_is_within_its_error_bound():
     """The kernel's ``exp`` (Cody-Waite reduction to ``|r| <= ln(2)/2``, Taylor degree
     12) against libm's ``math.exp`` on ``[EXP_SKIP - 1, 0]``: truncation below 1.8e-16

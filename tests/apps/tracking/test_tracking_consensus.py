@@ -143,3 +143,29 @@ def test_consensus_parameters_carry_through_clone_and_set_params():
     assert c.sampling.consensus == 4 and tr.sampling.consensus == 3
     ssvm = make_tracker("ssvm", consensus=2)  # the shared protocol: every tracker has it
     assert clone(ssvm).sampling.consensus == 2
+
+
+@pytest.mark.parametrize(
+    "box, want",
+    [  # boxes overlapping the 96x64 image by 2 px or less on one side; want: the
+        # members' first boxes (jitter (2, 0), (0, 2), (-2, 0), (0, -2), then clipped)
+        ([-14.0, 22.0, 16.0, 16.0], [[0, 22], [0, 24], [0, 22], [0, 20]]),
+        ([94.0, 22.0, 16.0, 16.0], [[80, 22], [80, 24], [80, 22], [80, 20]]),
+        ([30.0, -14.0, 16.0, 16.0], [[32, 0], [30, 0], [28, 0], [30, 0]]),
+        ([30.0, 63.0, 16.0, 16.0], [[32, 48], [30, 48], [28, 48], [30, 48]]),
+        ([0.0, 0.0, 2.0, 2.0], [[2, 0], [0, 2], [0, 0], [0, 0]]),
+    ],
+)
+def test_consensus_jitter_off_the_image_keeps_the_member_on_its_border(box, want):
+    """A box the tracker accepts (it overlaps the image) whose jittered copy would lie
+    outside it: the member starts on the image's border, where the tracker's own init
+    clips a box that overlaps the image -- not a ValueError about a box never given."""
+    frames, _ = drift_video(n=2)
+    tr = make_tracker(
+        "structboost", random_state=0, consensus=5, consensus_jitter=2.0, max_iter=20, **FAST
+    )
+    tr.init(frames[0], box)
+    wh = tr.box_[2:]
+    got = np.array([m.box_ for m in tr._members])
+    np.testing.assert_array_equal(got, np.column_stack([want, np.tile(wh, (4, 1))]))
+    tr.update(frames[1])

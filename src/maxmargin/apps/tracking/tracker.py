@@ -178,7 +178,8 @@ class Sampling:
     consensus_jitter : float, default=0
         The extra first models' first boxes are the given box moved by this many px in
         evenly spaced directions (model ``k`` of ``m = consensus - 1``: angle ``2 pi
-        (k - 1) / m``), rounded to whole pixels; 0: the given box.
+        (k - 1) / m``), rounded to whole pixels (a box moved off the image is put back
+        on its border, as the given box is clipped into it); 0: the given box.
     """
 
     features: str = "raw+hog"
@@ -380,11 +381,17 @@ class _OnlineBoxTracker(BaseEstimator):
         if "scale_filter" in params:
             params["scale_filter"] = None  # the box's size is this tracker's to choose
         jit = float(self._s.consensus_jitter)
+        H, W = self._prev_grey.shape[:2]
         members = []
         for k in range(m):  # one first model per step (each its own first training)
             th = 2.0 * np.pi * k / m
             mb = np.asarray(box, dtype=np.float64).copy()
             mb[:2] += np.round(jit * np.array([np.cos(th), np.sin(th)]))
+            for j, size in ((0, W), (1, H)):  # moved off the image: onto its border (the
+                if mb[j] + mb[j + 2] <= 0:  # member's init clips a box that overlaps it)
+                    mb[j] = 0.0
+                elif mb[j] >= size:
+                    mb[j] = size - 1.0
             params["random_state"] = int(self._rng.integers(2**31))
             member = type(self)(**params)
             member.init(frame, mb, labelled=labelled)
