@@ -413,3 +413,21 @@ def test_signed_model_files(tmp_path, monkeypatch):
     mmio.load(signed)  # without a key the edit passes the checksum ...
     with pytest.raises(ValueError, match="bad signature"):
         mmio.load(signed, key="team secret")  # ... but not the signature
+
+
+def test_an_infinite_count_in_a_file_is_a_value_error(model_file, monkeypatch):
+    """JSON allows ``Infinity``; a learner's ``int(count)`` of it raises OverflowError,
+    which load reports as the file's fault (ValueError), never as a crash."""
+    document, raw = _members(model_file)
+    document["meta"]["n_features_in"] = float("inf")
+    _rewrite(model_file, _reseal(document, raw), raw)
+    rebuild = DummyCentroid._from_state.__func__
+
+    def strict(cls, meta, arrays):
+        est = rebuild(cls, meta, arrays)
+        est.n_features_in_ = int(meta["n_features_in"])  # as the learners do
+        return est
+
+    monkeypatch.setattr(DummyCentroid, "_from_state", classmethod(strict))
+    with pytest.raises(ValueError, match=r"could not rebuild DummyCentroid.*OverflowError"):
+        mmio.load(model_file)

@@ -508,7 +508,8 @@ def load(path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any
         raise fail(f"model class {name!r} could not be imported: {exc}") from exc
     try:
         est = klass._from_state(document["meta"], arrays)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+    # OverflowError: JSON allows Infinity, and int(inf) of a count raises it
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
         raise fail(f"could not rebuild {name} from the saved state: {exc!r}") from exc
     names = document.get("feature_names_in")
     if names is not None:

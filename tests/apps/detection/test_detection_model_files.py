@@ -11,6 +11,8 @@ order ``n``, the channel aggregates, one prior column), not taken from the loade
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from detection_makers import SMALL_FHOG, small_scenes, two_aspect_scenes
@@ -178,3 +180,22 @@ def test_a_ranker_file_whose_settings_do_not_fit_its_ranker_is_refused(ranker, t
     with pytest.raises(ValueError, match="box distribution is corrupt"):
         ProposalRanker._from_state(meta, {**arrays, "box_scale": np.ones(3)})
     maxmargin.load(maxmargin.save(ranker, tmp_path / "p.npz"))
+
+
+@pytest.mark.parametrize("pad", ["zero", "edge"])
+def test_a_hostile_window_and_context_cost_nothing_at_load(hog_prior, pad):
+    """window 2000 x 2000 cells of 1 px with a huge context: the padded grid holds a
+    window at a level of one cell, so a 1 x 1 probe image had a level -- 0.5-1 GB and
+    2-3 s before the ValueError (at 6000 cells a MemoryError, which io.load does not
+    turn into a ValueError).  The probe must build no level and allocate ~nothing."""
+    meta, arrays = hog_prior._get_state()
+    params = {"window": [2000, 2000], "cell": 1, "context": 1e200, "context_pad": pad}
+    meta = {**meta, "params": {**meta["params"], **params}}
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"the filter \(coef\) has 145 entries"):
+            HOGSVMDetector._from_state(meta, dict(arrays))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20

@@ -407,9 +407,10 @@ class _WindowDetector(BaseEstimator):
         """Entries of a window's feature vector under these settings (what ``coef_``
         holds, what the cascade's stumps index): the descriptor of a pyramid made as
         :meth:`detect` makes it (:attr:`HOGPyramid.n_features` follows from the settings
-        alone, so an image of one pixel, which has no level, gives it) and the location
+        alone, so an empty image, which has no level whatever the padding, gives it; a
+        1 x 1 one had a level when a file's context padding was huge) and the location
         prior's column when there is one (:meth:`_describe`)."""
-        n = self._pyramid(np.zeros((1, 1), np.float32)).n_features
+        n = self._pyramid(np.zeros((0, 0), np.float32)).n_features
         return int(n) + int(getattr(self, "distribution_", None) is not None)
 
     def _check_file_settings(self) -> None:
