@@ -74,6 +74,14 @@ def check_vector(name, v, n=None, *, empty=True):
     return v
 
 
+def file_flag(value, name):
+    """A true/false setting read from a model file: JSON's ``true`` / ``false`` only
+    (``bool("no")`` would be True); ValueError naming ``name`` otherwise."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
 def check_number(name, value, *, low=None, low_open=True, integer=False, allow_none=False):
     """Raise ValueError unless ``value`` is a finite (integer) number above ``low``
     (used where a value is checked outside ``_parameter_constraints``: the trackers'

@@ -22,6 +22,7 @@ from maxmargin._validation import (
     Interval,
     Options,
     as_generator,
+    file_flag,
     json_params,
     store_params,
     validate_params,
@@ -712,5 +713,6 @@ class BoostedCascade(BinaryClassifier, BaseEstimator):
         est.history_ = list(meta["history"])
         est.n_stages_ = len(est.stumps_)
         est.chain_ = bool(est.chain)
-        est.converged_ = bool(meta.get("converged", True))  # files from before the flag
+        # files from before the flag: True
+        est.converged_ = file_flag(meta.get("converged", True), "converged")
         return est

@@ -39,6 +39,7 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
+from maxmargin._validation import file_flag
 from maxmargin.inference._threads import numba_threads
 from maxmargin.inference.viterbi import (
     batch_viterbi,
@@ -427,7 +428,7 @@ class ChainTask(JointCutsOnly, StructuredTask):
 
     def _set_state(self, meta, arrays):
         self.n_states = meta["n_states"]
-        self.transitions = bool(meta["transitions"])
+        self.transitions = file_flag(meta["transitions"], "transitions")
         self.classes_ = arrays["classes"]
         K = len(self.classes_)
         self.gamma_ = np.eye(K)

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from maxmargin._validation import file_flag
 from maxmargin.inference._threads import numba_threads, shard_threads
 from maxmargin.inference.bk_maxflow import BKWork, build_csr_range, maxflow_range
 from maxmargin.inference.graphcut import binary_graphcut
@@ -375,7 +376,7 @@ class CRFTask(JointCutsOnly, StructuredTask):
 
     def _set_state(self, meta, arrays):
         self.loss = meta["loss"]
-        self.normalize = bool(meta["normalize"])
+        self.normalize = file_flag(meta["normalize"], "normalize")
         self.d_ = tuple(int(v) for v in arrays["d"])
         self.n_slots = 2
 

@@ -199,3 +199,15 @@ def test_a_hostile_window_and_context_cost_nothing_at_load(hog_prior, pad):
     finally:
         tracemalloc.stop()
     assert peak < 64 * 2**20
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None, [True]])
+def test_a_flag_that_is_not_json_true_or_false_is_refused(hog_prior, value):
+    """``converged: "no"`` loaded as True through ``bool(...)``; a file's flags must be
+    JSON ``true`` / ``false``."""
+    meta, arrays = hog_prior._get_state()
+    with pytest.raises(ValueError, match="converged must be true or false"):
+        HOGSVMDetector._from_state({**meta, "converged": value}, dict(arrays))
+    for ok in (True, False):
+        est = HOGSVMDetector._from_state({**meta, "converged": ok}, dict(arrays))
+        assert est.converged_ is ok

@@ -35,6 +35,7 @@ from maxmargin._validation import (
     Interval,
     Options,
     as_generator,
+    file_flag,
     json_params,
     validate_params,
 )
@@ -1824,7 +1825,7 @@ class HOGSVMDetector(_WindowDetector):
         est._check_file_inputs(len(est.coef_), "the filter (coef)")
         est.intercept_ = _file_scalar(meta["intercept"], "intercept")
         est.mining_history_ = list(meta["mining_history"])
-        est.converged_ = bool(meta["converged"])
+        est.converged_ = file_flag(meta["converged"], "converged")
         est.n_positives_ = int(meta["n_positives"])
         est.n_train_images_ = int(meta["n_train_images"])
         # files from before the structural constraints: None
