@@ -95,7 +95,7 @@ def test_consensus_one_trains_no_extra_model():
     assert make_tracker("ssvm").sampling.consensus == 1
     assert make_tracker("adaboost").sampling.consensus == 1
     s = make_tracker("structboost").sampling
-    assert (s.consensus, s.consensus_frames, s.consensus_jitter) == (5, 20, 2.0)
+    assert (s.consensus, s.consensus_frames, s.consensus_jitter) == (5, 20, 1.0)
     frames, boxes = drift_video(n=5)
     a = make_tracker("structboost", random_state=2, consensus=1, **FAST)
     b = make_tracker(
