@@ -33,6 +33,7 @@ from numba import njit
 
 from maxmargin._validation import as_generator
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
+from maxmargin.solvers.qp_master import refuse_nonneg
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -83,6 +84,7 @@ def fit_subgradient(
     """Pegasos-type subgradient training; one iteration = one epoch (stochastic) or one
     full subgradient step (batch)."""
     model.check_rescaling(rescaling)
+    refuse_nonneg(model, "subgradient")  # a declared w_j >= 0 is not enforced here
     rng = as_generator(random_state)
     lam = 1.0 / C
     n = model.n_samples
