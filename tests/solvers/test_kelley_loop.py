@@ -113,3 +113,25 @@ def test_one_slack_qp_stall_guard_stops_an_inexact_crf_oracle(monkeypatch):
     assert len(full.history) == 150
     assert np.array_equal(r.w, full.w)
     assert (r.primal, r.dual) == (full.primal, full.dual)
+
+
+def test_after_an_unchanged_solve_the_master_point_is_queried():
+    """In-out planes that 'cut off' the master's point without moving it (rounding): after
+    such a solve the next rounds ask the oracle at the master's point itself, not at the
+    in-out point again; the stall guard still stops the loop."""
+
+    class Unmoved(Tangents):
+        def cuts_off(self, plane, sol):
+            return True  # every in-out plane claims to cut the point off
+
+        def solve(self):
+            return (0.0, -1.0)  # ... and no solve moves it
+
+    p = Unmoved(tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        _, _, n, reason = kelley_loop(p, (1.0, -np.inf), stabilize=0.5, stall_rounds=3)
+    assert n == 4  # the first solve moved the point, the next three did not
+    assert reason == "stalled"
+    # round 0 at the start point, round 1 at the in-out point 0.5 (1.0 is the best so
+    # far), from round 2 on (after the first unchanged solve) at the master's point 0.0
+    assert p.queries[:2] == [1.0, 0.5] and p.queries[2:] == [0.0] * (len(p.queries) - 2)
