@@ -129,9 +129,16 @@ def test_after_an_unchanged_solve_the_master_point_is_queried():
 
     p = Unmoved(tol=0.0)
     with pytest.warns(ConvergenceWarning, match="stalled"):
-        _, _, n, reason = kelley_loop(p, (1.0, -np.inf), stabilize=0.5, stall_rounds=3)
+        _, _, n, reason = kelley_loop(
+            p, (1.0, -np.inf), stabilize=0.5, stall_rounds=3, requery_unmoved=True
+        )
     assert n == 4  # the first solve moved the point, the next three did not
     assert reason == "stalled"
     # round 0 at the start point, round 1 at the in-out point 0.5 (1.0 is the best so
     # far), from round 2 on (after the first unchanged solve) at the master's point 0.0
     assert p.queries[:2] == [1.0, 0.5] and p.queries[2:] == [0.0] * (len(p.queries) - 2)
+    # without the option (StructBoost's LP loop) the in-out point is asked every round
+    p = Unmoved(tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        kelley_loop(p, (1.0, -np.inf), stabilize=0.5, stall_rounds=3)
+    assert p.queries == [1.0] + [0.5] * (len(p.queries) - 1)
