@@ -93,7 +93,9 @@ def test_one_slack_qp_stall_guard_stops_an_inexact_crf_oracle(monkeypatch):
     """The QP 1-slack loop's stall guard: on raw CRF potentials the learnt pairwise weight
     goes negative, graph cuts are then inexact and return planes that do not cut off the
     master's point, which from then on never moves.  The guard stops the loop after
-    STALL_ROUNDS such rounds, warns, and returns what max_iter rounds would have."""
+    STALL_ROUNDS such rounds, warns, and returns what max_iter rounds would have.  (The
+    CRF declares its pairwise weights non-negative, which prevents the stall: the model
+    here drops that declaration; tests/tasks/test_crf.py fits the same data with it.)"""
     import maxmargin.solvers.cutting_plane as cutting_plane
     from data_makers import make_graphs
     from maxmargin.solvers.ssvm import solve_ssvm
@@ -101,6 +103,7 @@ def test_one_slack_qp_stall_guard_stops_an_inexact_crf_oracle(monkeypatch):
 
     X, Y = make_graphs(np.random.default_rng(11), 40, h=5, w=6, noise=1.5)
     m = CRFTask(loss="area").bind(X, Y).linear_model()
+    m.nonneg_coords = None  # the unconstrained QP: the pairwise weight may go negative
     with pytest.warns(ConvergenceWarning, match="stalled"):
         r = solve_ssvm(m, 10.0, "1-slack", max_iter=150)
     assert len(r.history) < 60 and not r.converged
@@ -110,3 +113,32 @@ def test_one_slack_qp_stall_guard_stops_an_inexact_crf_oracle(monkeypatch):
     assert len(full.history) == 150
     assert np.array_equal(r.w, full.w)
     assert (r.primal, r.dual) == (full.primal, full.dual)
+
+
+def test_after_an_unchanged_solve_the_master_point_is_queried():
+    """In-out planes that 'cut off' the master's point without moving it (rounding): after
+    such a solve the next rounds ask the oracle at the master's point itself, not at the
+    in-out point again; the stall guard still stops the loop."""
+
+    class Unmoved(Tangents):
+        def cuts_off(self, plane, sol):
+            return True  # every in-out plane claims to cut the point off
+
+        def solve(self):
+            return (0.0, -1.0)  # ... and no solve moves it
+
+    p = Unmoved(tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        _, _, n, reason = kelley_loop(
+            p, (1.0, -np.inf), stabilize=0.5, stall_rounds=3, requery_unmoved=True
+        )
+    assert n == 4  # the first solve moved the point, the next three did not
+    assert reason == "stalled"
+    # round 0 at the start point, round 1 at the in-out point 0.5 (1.0 is the best so
+    # far), from round 2 on (after the first unchanged solve) at the master's point 0.0
+    assert p.queries[:2] == [1.0, 0.5] and p.queries[2:] == [0.0] * (len(p.queries) - 2)
+    # without the option (StructBoost's LP loop) the in-out point is asked every round
+    p = Unmoved(tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        kelley_loop(p, (1.0, -np.inf), stabilize=0.5, stall_rounds=3)
+    assert p.queries == [1.0] + [0.5] * (len(p.queries) - 1)

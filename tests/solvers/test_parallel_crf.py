@@ -244,8 +244,14 @@ def test_crf_sharded_risk_bound_equals_serial():
 def test_crf_struct_svm_n_jobs_certifies_as_serial(crf_data, loss):
     """The case that showed it (crf_data, 1-slack, C=10, max_iter=30; area loss: 0.312
     with n_jobs, 0.151 without): each fit's objective_ is the serial certificate at its
-    coef_, so n_jobs and n_jobs=None certify every point alike."""
+    coef_, so n_jobs and n_jobs=None certify every point alike.  (The second pairwise
+    column shifted by -0.6 takes both signs, so the task leaves its weight free and the
+    cut weights can go negative: the inexact case, now that non-negative columns get
+    w_j >= 0.)"""
+    from maxmargin.tasks.crf import CRFGraph
+
     X, Y = crf_data
+    X = [CRFGraph(g.unary, g.edges, g.pairwise - np.array([0.0, 0.6]), g.area) for g in X]
     kw = dict(task=CRFTask(loss=loss), C=10.0, solver="1-slack", max_iter=30)
     fits = {n: StructSVM(**kw, n_jobs=n).fit(X, Y) for n in (None, 1)}
     m = fits[None].task_.linear_model()

@@ -202,3 +202,165 @@ def test_ssvm_certificate_on_raw_potentials_is_an_upper_bound():
     primal = 0.5 * float(w @ w) + 10.0 * float(np.mean(hinge))
     assert est.objective_ >= primal * (1 - 1e-9)
     assert est.dual_objective_ <= est.objective_
+
+
+def _brute_force_map(g, w, d_u):
+    """The minimum-energy labelling of one small graph, every labelling enumerated."""
+    Eu = g.unary @ w[:d_u]
+    c = g.pairwise @ w[d_u:]
+    best, arg = np.inf, None
+    for lab in itertools.product((0, 1), repeat=len(Eu)):
+        lab = np.array(lab)
+        e = Eu[np.arange(len(lab)), lab].sum() + c[lab[g.edges[:, 0]] != lab[g.edges[:, 1]]].sum()
+        if e < best - 1e-12:
+            best, arg = e, lab
+    return best, arg
+
+
+def test_graph_cut_is_exact_when_the_declared_pairwise_weights_are_nonneg():
+    """The sign convention, checked by enumeration (3 x 3 grids, 512 labellings): with
+    non-negative pairwise potentials, ``w_v >= 0`` (the declared constraint) gives graph-cut
+    MAP energies equal to the enumerated minimum for every draw; ``w_v <= 0`` (the other
+    sign) does not.  The linear model declares exactly the pairwise coordinates."""
+    rng = np.random.default_rng(12)
+    X, Y = make_graphs(rng, 1, h=3, w=3)
+    g = X[0]
+    model = CRFTask().bind(X, Y).linear_model()
+    d_u = model.d_u
+    assert model.nonneg_coords.tolist() == list(range(d_u, model.dim))
+    task = model.task
+    mismatch = {1.0: 0, -1.0: 0}
+    for _ in range(40):
+        for sign in (1.0, -1.0):
+            w = rng.normal(size=model.dim)
+            w[d_u:] = sign * np.abs(w[d_u:]) * 3.0
+            best, _ = _brute_force_map(g, w, d_u)
+            lab = task.predict_linear(X, w)[0]
+            c = g.pairwise @ w[d_u:]
+            Eu = g.unary @ w[:d_u]
+            e = (
+                Eu[np.arange(len(lab)), lab].sum()
+                + c[lab[g.edges[:, 0]] != lab[g.edges[:, 1]]].sum()
+            )
+            mismatch[sign] += int(e > best + 1e-9 * max(1.0, abs(best)))
+            assert e >= best - 1e-9 * max(1.0, abs(best))
+    assert mismatch[1.0] == 0 and mismatch[-1.0] > 0
+
+
+def test_columns_with_negative_potentials_are_not_declared():
+    rng = np.random.default_rng(13)
+    X, Y = make_graphs(rng, 2)
+    X = [CRFGraph(g.unary, g.edges, g.pairwise * np.array([1.0, -1.0]), g.area) for g in X]
+    model = CRFTask().bind(X, Y).linear_model()
+    assert model.nonneg_coords.tolist() == [model.d_u]  # V_0 = 1 only; V_1 <= 0 left free
+    X = [CRFGraph(g.unary, g.edges, -np.abs(g.pairwise), g.area) for g in X]
+    assert CRFTask().bind(X, Y).linear_model().nonneg_coords is None
+
+
+def _nslack_reference(X, Y, C):
+    """min_{w_v >= 0} 1/2 ||w||^2 + C/n sum_i max_y (Delta_i(y) - w.dPsi_i(y)) written out
+    with every labelling of every image (the n-slack QP, whose optimum is the 1-slack
+    one), by scipy's SLSQP; returns the exactly feasible point's objective."""
+    from scipy.optimize import minimize
+
+    n = len(X)
+    d_u, d_v = X[0].unary.shape[2], X[0].pairwise.shape[1]
+    D = d_u + d_v
+    rows, rhs, owner = [], [], []
+    for i, (g, y) in enumerate(zip(X, Y)):
+        cut_t = y[g.edges[:, 0]] != y[g.edges[:, 1]]
+        idx = np.arange(len(y))
+        for lab in itertools.product((0, 1), repeat=len(y)):
+            lab = np.array(lab)
+            cut = lab[g.edges[:, 0]] != lab[g.edges[:, 1]]
+            # w.dPsi = E(y') - E(y_i) (margin), Delta = Hamming, normalised
+            du = (g.unary[idx, lab] - g.unary[idx, y]).sum(axis=0)
+            dv = ((cut.astype(float) - cut_t)[:, None] * g.pairwise).sum(axis=0)
+            rows.append(np.concatenate([du, dv]))
+            rhs.append(float(np.mean(lab != y)))
+            owner.append(i)
+    A, b, owner = np.array(rows), np.array(rhs), np.array(owner)
+    M = np.zeros((len(b), n))
+    M[np.arange(len(b)), owner] = 1.0
+
+    def f(z):
+        return 0.5 * z[:D] @ z[:D] + C / n * z[D:].sum()
+
+    def jac(z):
+        return np.concatenate([z[:D], np.full(n, C / n)])
+
+    cons = {"type": "ineq", "fun": lambda z: A @ z[:D] + M @ z[D:] - b,
+            "jac": lambda z: np.hstack([A, M])}  # fmt: skip
+    bounds = [(None, None)] * d_u + [(0, None)] * d_v + [(0, None)] * n
+    r = minimize(f, np.zeros(D + n), jac=jac, bounds=bounds, constraints=[cons],
+                 method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000})  # fmt: skip
+    w = r.x[:D].copy()
+    w[d_u:] = np.maximum(w[d_u:], 0.0)
+    xi = np.maximum(0.0, np.max(np.where(M > 0, (b - A @ w)[:, None], -np.inf), axis=0))
+    return w, 0.5 * w @ w + C * float(xi.mean())
+
+
+def test_constrained_ssvm_crf_matches_the_enumerated_qp():
+    """On tiny graphs (2 x 3, 64 labellings each) whose unconstrained fit has a negative
+    pairwise weight, the default (constrained) 1-slack fit closes its certificate, and its
+    certified interval [dual, primal] contains the constrained optimum computed from all
+    labellings (scipy; its exactly feasible value is an upper bound of the optimum, so
+    ``dual <= P_ref`` must hold, and ``P_ref >= primal - (primal - dual)``: both values
+    within the certified gap of each other, plus scipy's own accuracy)."""
+    from maxmargin.solvers.ssvm import solve_ssvm
+
+    rng = np.random.default_rng(21)
+    X, Y = make_graphs(rng, 5, h=2, w=3, noise=1.5)
+    C = 10.0
+    model = CRFTask().bind(X, Y).linear_model()
+    free = CRFTask().bind(X, Y).linear_model()
+    free.nonneg_coords = None  # the unconstrained model, for contrast
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rf = solve_ssvm(free, C, "1-slack", tol=1e-6, max_iter=200)
+    assert rf.w[free.d_u :].min() < 0  # the constraint matters here
+    r = solve_ssvm(model, C, "1-slack", tol=1e-6, max_iter=200)
+    assert r.converged and (r.primal - r.dual) <= 1e-6 * r.primal
+    assert r.w[model.d_u :].min() >= 0.0 and model.oracle_exact(r.w)
+    # the reported primal is the true objective at w (every labelling enumerated)
+    hinge = brute_force_crf_hinges(X, Y, r.w, model.d_u)
+    assert r.primal == pytest.approx(0.5 * r.w @ r.w + C * hinge.mean(), rel=1e-9)
+    w_ref, P_ref = _nslack_reference(X, Y, C)
+    assert r.dual <= P_ref * (1 + 1e-9)
+    assert P_ref >= r.dual - 1e-9 and abs(P_ref - r.primal) <= (r.primal - r.dual) + 1e-6 * P_ref
+    # strong convexity: ||w - w*|| <= sqrt(2 gap) for each point
+    assert (
+        np.linalg.norm(r.w - w_ref)
+        <= np.sqrt(2 * (r.primal - r.dual)) + np.sqrt(2 * max(P_ref - r.dual, 0.0)) + 1e-6
+    )
+
+
+def test_constrained_ssvm_crf_converges_where_the_unconstrained_one_stalls():
+    """The stall guard's data (tests/solvers/test_kelley_loop.py): without the declared
+    constraint the learnt pairwise weight goes negative and the loop stalls with the gap
+    open; with it (the default) the loop closes the gap, the pairwise weights stay >= 0
+    and the oracle is exact at the answer."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from maxmargin.solvers.ssvm import solve_ssvm
+
+    X, Y = make_graphs(np.random.default_rng(11), 40, h=5, w=6, noise=1.5)
+    m = CRFTask(loss="area").bind(X, Y).linear_model()
+    r = solve_ssvm(m, 10.0, "1-slack", max_iter=150)
+    assert r.converged and r.primal - r.dual <= 1e-3 * r.primal
+    assert r.w[m.d_u :].min() >= 0.0 and m.oracle_exact(r.w)
+    m.nonneg_coords = None
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        free = solve_ssvm(m, 10.0, "1-slack", max_iter=150)
+    assert not free.converged and (free.primal - free.dual) > 0.5 * free.primal
+    assert free.dual <= r.primal  # the unconstrained optimum is below the constrained one
+
+
+@pytest.mark.parametrize("solver", ["n-slack", "frank-wolfe"])
+def test_solvers_that_cannot_enforce_the_constraint_refuse(solver):
+    from maxmargin.solvers.ssvm import solve_ssvm
+
+    X, Y = make_graphs(np.random.default_rng(14), 2)
+    m = CRFTask().bind(X, Y).linear_model()
+    with pytest.raises(ValueError, match="does not enforce"):
+        solve_ssvm(m, 1.0, solver)

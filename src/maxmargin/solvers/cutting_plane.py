@@ -139,6 +139,7 @@ def kelley_loop(
     stabilize: float | None = None,
     stall_rounds: int | None = None,
     max_rounds: int | None = None,
+    requery_unmoved: bool = False,
 ):
     """Kelley's cutting-plane method, the one loop of every 1-slack learner.
 
@@ -152,8 +153,11 @@ def kelley_loop(
     cutting-plane and column generation algorithms", Networks 49, 2007).  The oracle is
     asked first at ``t best + (1 - t) point(sol)``, ``best`` the point of lowest exact
     objective seen so far; if that plane cuts off the master's point it is the round's
-    plane, else (a mis-price) the oracle is asked at the master's point itself.  Planes
-    from any point are valid, so the master's value stays a lower bound.
+    plane, else (a mis-price) the oracle is asked at the master's point itself.  With
+    ``requery_unmoved`` (the QP loop), after a solve that left the master's point
+    unchanged (an in-out plane that cut it off only by rounding) the next round asks at
+    the master's point directly.  Planes from any point are valid, so the master's value
+    stays a lower bound.
 
     Returns ``(sol, best, n_solves, reason)``; ``best`` is the :class:`Plane` whose
     ``state`` is the best point seen (None if no oracle reported a primal value) and
@@ -166,7 +170,10 @@ def kelley_loop(
     while True:
         t0 = time.perf_counter()
         plane = None
-        if stabilize is not None and best is not None:
+        # after a solve that left the point where it was, the in-out plane did not
+        # really cut it off (rounding): ask at the master's point itself, whose plane
+        # either moves the master or, for an exact oracle, closes the gap
+        if stabilize is not None and best is not None and not (requery_unmoved and stalled):
             q = problem.mix(best.state, sol, stabilize)
             if q is not None:
                 plane = problem.query(q)
@@ -302,5 +309,6 @@ def one_slack_cutting_planes(
             stabilize=0.5 if stabilize else None,
             stall_rounds=STALL_ROUNDS,
             max_rounds=None,
+            requery_unmoved=True,
         )
     return sol

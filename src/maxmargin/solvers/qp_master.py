@@ -26,6 +26,40 @@ deficient -- which happens whenever there are more planes than features -- even
 with a 1e-8 relative ridge, hence it is not the default.  The structured SVM
 learners can reuse this class: planes are dense vectors ``a_p in R^D`` with
 offsets ``b_p``.
+
+Non-negative coordinates (``nonneg=J``).  A task may declare that some coordinates of
+``w`` must be non-negative -- the CRF's pairwise weights, which keep the energy
+submodular and the graph-cut oracle exact (Szummer, Kohli & Hoiem, "Learning CRFs using
+graph cuts", ECCV 2008, [Szummer2008]).  The master then is
+
+    min_{w, xi >= 0}  1/2 ||w||^2 + C xi   s.t.  <w, a_p> >= b_p - xi,  w_j >= 0 (j in J).
+
+With multipliers ``lam_p >= 0`` of the planes and ``mu_j >= 0`` of the bounds the
+Lagrangian is stationary at ``w = A^T lam + E_J mu`` (``E_J`` embeds ``mu`` into the
+coordinates J) and ``sum(lam) <= C``, so the dual is
+
+    max_{lam >= 0, sum(lam) <= C, mu >= 0}  b^T lam - 1/2 ||A^T lam + E_J mu||^2.
+
+For fixed ``lam`` the best ``mu`` is ``mu_j = max(0, -(A^T lam)_j)``, i.e. ``w =
+Pi(A^T lam)`` with ``Pi`` the projection onto ``{w_J >= 0}`` (clip the coordinates J at
+0), and the dual becomes ``D(lam) = b^T lam - 1/2 ||Pi(A^T lam)||^2``: every feasible
+``lam`` gives a lower bound on the constrained optimum (weak duality), and ``w =
+Pi(A^T lam)`` is a feasible primal point, whatever the accuracy of ``lam``.
+
+The solver is a primal active-set method on the bounds (Nocedal & Wright, "Numerical
+Optimization", 2nd ed. 2006, [Nocedal2006 Alg. 16.3]).  On the face ``w_S = 0`` (S a
+subset of J) the master is the unconstrained one with the coordinates S deleted from the
+planes: the same capped-simplex dual with the Gram matrix ``G_S = G - A_S A_S^T``
+(solved as above, warm-started).  A face optimum with ``w_j < 0`` for some ``j`` in J
+but not in S is approached from the current (feasible) iterate only up to the first such
+coordinate reaching 0, which joins S; at a feasible face optimum, the ``j`` in S with the
+most negative multiplier ``mu_j = -(A^T lam)_j`` leaves S; with none negative the KKT
+conditions of the constrained master hold.  In exact arithmetic the objective decreases
+strictly from one face optimum to the next (``1/2 ||w||^2`` is strongly convex), so no
+face is visited twice and the method ends after at most ``2^|J|`` face optima; a face
+visited again (rounding) or a cap of ``4 |J| + 10`` face solves stops it anyway, and the
+bounds stay valid.  The face found is the start of the next solve (a cutting-plane loop
+rarely changes it).
 """
 
 from __future__ import annotations
@@ -39,7 +73,34 @@ from numba import njit
 from maxmargin.solvers._highs import new_highs
 from maxmargin.solvers.cholesky import chol_append, chol_delete, chol_solve
 
-__all__ = ["MasterSolution", "OneSlackQPMaster"]
+__all__ = ["MasterSolution", "OneSlackQPMaster", "declared_nonneg", "refuse_nonneg"]
+
+
+def declared_nonneg(model, dim: int | None = None) -> np.ndarray | None:
+    """The coordinates of ``w`` that ``model`` declares non-negative (its
+    ``nonneg_coords``: e.g. the CRF's pairwise weights, which keep graph cuts exact), as
+    a sorted int array, or None when it declares none; ValueError for indices outside
+    ``0..dim-1``."""
+    J = getattr(model, "nonneg_coords", None)
+    if J is None:
+        return None
+    J = np.unique(np.asarray(J, dtype=np.int64).ravel())
+    dim = getattr(model, "dim", None) if dim is None else dim
+    if len(J) and (J[0] < 0 or (dim is not None and J[-1] >= dim)):
+        raise ValueError(f"non-negative coordinates must lie in 0..{dim}-1, got {J.tolist()}")
+    return J if len(J) else None
+
+
+def refuse_nonneg(model, solver: str) -> None:
+    """ValueError when ``model`` declares non-negative coordinates that ``solver``
+    cannot enforce (never a fit that silently ignores them)."""
+    J = declared_nonneg(model)
+    if J is not None:
+        raise ValueError(
+            f"the model declares the weights {J.tolist()} non-negative (e.g. a CRF's "
+            f"pairwise weights, for exact graph cuts), which solver={solver!r} does not "
+            "enforce; use solver='1-slack'"
+        )
 
 
 @dataclass
@@ -344,6 +405,9 @@ class OneSlackQPMaster:
     prune_after : int or None
         If set, a plane whose multiplier has been zero for this many consecutive
         solves is removed from the working set (it can be re-added by the oracle).
+    nonneg : array of int or None
+        Coordinates J of ``w`` constrained to ``w_j >= 0`` (explicit mode only; the
+        dual and the active-set method on the bounds: module docstring).
     """
 
     def __init__(
@@ -354,6 +418,7 @@ class OneSlackQPMaster:
         prune_after: int | None = None,
         solver: str = "smo",
         max_inner: int = 1_000_000,
+        nonneg=None,
     ):
         if not np.isfinite(C) or C <= 0:
             raise ValueError(f"C must be a positive finite number, got {C!r}")
@@ -374,6 +439,18 @@ class OneSlackQPMaster:
         self._G = np.empty((0, 0))
         self._lam = np.empty(0)
         self._idle = np.empty(0, dtype=np.int64)
+        self.nonneg = None
+        if nonneg is not None:
+            if self.dim is None:
+                raise ValueError("non-negative coordinates need explicit planes (dim given)")
+            J = np.unique(np.asarray(nonneg, dtype=np.int64).ravel())
+            if len(J) and (J[0] < 0 or J[-1] >= self.dim):
+                raise ValueError(f"nonneg indices must lie in 0..{self.dim - 1}")
+            self.nonneg = J if len(J) else None
+        # the face w_S = 0 (S within nonneg) of the last solve: the next one starts there
+        self._face = np.zeros(0 if self.nonneg is None else len(self.nonneg), dtype=bool)
+        #: face solves of the last :meth:`solve` (1 per solve without ``nonneg``)
+        self.n_faces = 0
 
     @property
     def n_planes(self) -> int:
@@ -433,7 +510,7 @@ class OneSlackQPMaster:
         return sum(lv * part for lv, part in zip(lam, parts))
 
     # ------------------------------------------------------------------ solve
-    def _solve_dual_highs(self) -> np.ndarray:
+    def _solve_dual_highs(self, G) -> np.ndarray:
         P = self.n_planes
         h = new_highs()
         h.setOptionValue("primal_feasibility_tolerance", self.tol)
@@ -453,7 +530,7 @@ class OneSlackQPMaster:
         lp.a_matrix_.index_ = np.zeros(P, dtype=np.int32)
         lp.a_matrix_.value_ = np.ones(P)
         # Hessian: lower triangle, column-wise (optional relative ridge).
-        Gr = self._G + self.ridge * max(1e-300, float(np.max(np.diag(self._G)))) * np.eye(P)
+        Gr = G + self.ridge * max(1e-300, float(np.max(np.diag(G)))) * np.eye(P)
         rows, cols = np.tril_indices(P)
         order = np.lexsort((rows, cols))
         rows, cols = rows[order], cols[order]
@@ -481,23 +558,81 @@ class OneSlackQPMaster:
             lam *= self.C / s
         return lam
 
+    def _solve_dual(self, G, lam) -> np.ndarray:
+        """The capped-simplex dual with Gram matrix ``G``, warm-started from ``lam``."""
+        if self.solver == "highs":
+            return self._solve_dual_highs(G)
+        lam = lam.copy()
+        s = lam.sum()
+        if s > self.C:
+            lam *= self.C / s
+        scale = max(1.0, float(np.max(np.abs(self._b))) * self.C)
+        if self.solver == "active-set":
+            lam, _ = _active_set(G, self._b, self.C, lam)
+        # SMO certifies the gap (zero steps if the active set reached it)
+        lam, _, _ = _smo(G, self._b, self.C, lam, self.tol * scale, self.max_inner)
+        return lam
+
+    def _solve_bounded(self):
+        """The master with ``w_J >= 0``: the primal active-set method on the bounds of
+        the module docstring; returns ``(lam, w)`` with ``w = Pi(A^T lam)``."""
+        J, A = self.nonneg, self._A
+        S = self._face.copy()
+        lam = self._lam
+        x = np.zeros(self.dim)  # the primal iterate (feasible, on every face it visits)
+        seen = set()
+        self.n_faces = 0
+        for _ in range(4 * len(J) + 10):
+            AS = A[:, J[S]]
+            G = self._G - AS @ AS.T if S.any() else self._G
+            lam = self._solve_dual(G, lam)
+            self.n_faces += 1
+            v = A.T @ lam
+            opt = v.copy()  # the face optimum: A^T lam with w_S = 0
+            opt[J[S]] = 0.0
+            oJ, xJ = opt[J], x[J]
+            block = ~S & (oJ < 0.0)
+            if block.any():  # step towards it up to the first bound reached
+                ratio = np.full(len(J), np.inf)
+                ratio[block] = xJ[block] / (xJ[block] - oJ[block])
+                t = float(ratio.min())
+                x += t * (opt - x)
+                x[J] = np.maximum(x[J], 0.0)
+                S |= block & (ratio <= t)
+                x[J[S]] = 0.0
+                continue
+            x = opt
+            key = S.tobytes()
+            mu = np.where(S, -v[J], np.inf)
+            eps = 1e-12 * max(1.0, float(np.max(np.abs(v))))
+            if key in seen or not mu.min() < -eps:
+                break
+            seen.add(key)
+            S[int(np.argmin(mu))] = False  # release the most negative multiplier
+        self._face = S
+        w = A.T @ lam
+        w[J] = np.maximum(w[J], 0.0)
+        return lam, w
+
     def solve(self) -> MasterSolution:
         """Solve the master QP on the current working set."""
         if self.n_planes == 0:
             w = np.zeros(self.dim) if self.dim is not None else None
             return MasterSolution(w=w, xi=0.0, lam=np.empty(0), primal=0.0, dual=0.0)
-        if self.solver == "highs":
-            lam = self._solve_dual_highs()
-        else:
-            lam = self._lam.copy()
-            s = lam.sum()
-            if s > self.C:
-                lam *= self.C / s
-            scale = max(1.0, float(np.max(np.abs(self._b))) * self.C)
-            if self.solver == "active-set":
-                lam, _ = _active_set(self._G, self._b, self.C, lam)
-            # SMO certifies the gap (zero steps if the active set reached it)
-            lam, _, _ = _smo(self._G, self._b, self.C, lam, self.tol * scale, self.max_inner)
+        if self.nonneg is not None:
+            lam, w = self._solve_bounded()
+            self._lam = lam
+            # w = Pi(A^T lam) is feasible; D(lam) = b^T lam - 1/2 ||w||^2 a lower bound
+            ww = float(w @ w)
+            xi = max(0.0, float(np.max(self._b - self._A @ w)))
+            primal = 0.5 * ww + self.C * xi
+            dual = float(self._b @ lam) - 0.5 * ww
+            sol = MasterSolution(w=w, xi=xi, lam=lam.copy(), primal=primal, dual=dual)
+            if self.prune_after is not None:
+                self._prune()
+            return sol
+        lam = self._solve_dual(self._G, self._lam)
+        self.n_faces = 1
         self._lam = lam
         Glam = self._G @ lam  # <w, a_p> for w = sum_p lam_p a_p
         w = self._A.T @ lam if self.dim is not None else None

@@ -20,6 +20,7 @@ from numba import njit
 
 from maxmargin._validation import as_generator
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
+from maxmargin.solvers.qp_master import refuse_nonneg
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -89,6 +90,7 @@ def fit_frank_wolfe(
 ) -> SSVMResult:
     """BCFW; one iteration = one pass over the examples in random order."""
     model.check_rescaling(rescaling)
+    refuse_nonneg(model, "frank-wolfe")  # a declared w_j >= 0 is not enforced here
     rng = as_generator(random_state)
     lam = 1.0 / C
     n = model.n_samples

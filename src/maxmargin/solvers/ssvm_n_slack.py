@@ -31,7 +31,7 @@ from maxmargin._validation import as_generator
 from maxmargin.inference.viterbi import chain_score
 from maxmargin.solvers.cutting_plane import Plane, UnstabilisedPlanes, kelley_loop
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
-from maxmargin.solvers.qp_master import capped_simplex_smo_steps
+from maxmargin.solvers.qp_master import capped_simplex_smo_steps, refuse_nonneg
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -330,6 +330,7 @@ def fit_n_slack(
 ) -> SSVMResult:
     """Train ``w`` by n-slack working sets; see the module docstring."""
     model.check_rescaling(rescaling)
+    refuse_nonneg(model, "n-slack")  # a declared w_j >= 0 is not enforced here
     tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="n_slack")
     problem = _NSlackPlanes(
         model, C, rescaling, tol, max_passes, max_complete, as_generator(random_state), tr

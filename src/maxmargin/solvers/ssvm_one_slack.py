@@ -19,6 +19,13 @@ violated by more than the current gap allows, it is added without an oracle call
 Every oracle call gives the exact primal ``J(w)``; the master dual is a lower bound on
 ``min J`` (its multipliers are feasible for the full 1-slack dual), so
 ``best primal - master dual`` is a valid duality gap.
+
+A model that declares non-negative coordinates (``model.nonneg_coords``, e.g. the CRF's
+pairwise weights: Szummer, Kohli & Hoiem, "Learning CRFs using graph cuts", ECCV 2008)
+is trained on ``{w : w_J >= 0}``: the master enforces the bounds (its dual with their
+multipliers: :mod:`maxmargin.solvers.qp_master`), every master point and in-out query
+point (a convex combination of two) is feasible, and the gap certifies the constrained
+problem ``min_{w_J >= 0} J(w)``.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import numpy as np
 
 from maxmargin.solvers.cutting_plane import Plane, one_slack_cutting_planes
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
-from maxmargin.solvers.qp_master import OneSlackQPMaster
+from maxmargin.solvers.qp_master import OneSlackQPMaster, declared_nonneg
 from maxmargin.tasks.linear import LinearJointModel, rescaled_hinge
 
 __all__ = ["fit_one_slack"]
@@ -98,7 +105,12 @@ def fit_one_slack(
     :mod:`maxmargin.solvers.cutting_plane`); see the module docstring."""
     model.check_rescaling(rescaling)
     master = OneSlackQPMaster(
-        C=C, dim=model.dim, tol=1e-10, prune_after=inactive_window, solver="active-set"
+        C=C,
+        dim=model.dim,
+        tol=1e-10,
+        prune_after=inactive_window,
+        solver="active-set",
+        nonneg=declared_nonneg(model),
     )
     tr = GapMonitor(tol, max_iter, max_time, callback, verbose, name="1-slack")
     cache = _OutputCache(model, cache_size) if cache_size > 0 else None

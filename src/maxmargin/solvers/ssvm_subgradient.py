@@ -24,6 +24,18 @@ fresh permutation per epoch and does not project onto the ball
 docs/ssvm.md).  The averaged iterate (polynomial-decay averaging with weight
 ``2/(t+1)``, Lacoste-Julien, Schmidt & Bach 2012 [LacosteJulien2012]) is evaluated at the
 same times; the better of the two primal points is returned.
+
+Non-negative coordinates (``model.nonneg_coords = J``, e.g. a CRF's pairwise weights) are
+enforced by lazy projection: the recursion above runs on the unprojected iterate ``u``
+and the oracle is asked at ``w = Pi(u)``, ``u`` with the coordinates J clipped at 0.
+That is regularised dual averaging (Xiao, "Dual averaging methods for regularized
+stochastic learning and online optimization", JMLR 11, 2010 [Xiao2010]) with the
+regulariser ``lam/2 ||w||^2 + [w_J >= 0]``, whose step ``argmin_w <g_bar, w> + lam/2
+||w||^2 + [w_J >= 0]`` is ``Pi(-g_bar / lam) = Pi(u)``, and it keeps the certificate: ``u``
+is the image ``A^T alpha`` of the same dual point, and the dual of the constrained problem
+at it (the bounds' multipliers chosen best, ``mu = max(0, -u_J)``: the derivation of
+:mod:`maxmargin.solvers.qp_master`) is ``C mean Delta - 1/2 ||Pi(u)||^2`` -- the bound
+above with ``w = Pi(u)``.  Without J, ``u`` is ``w`` and every step is as before.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from numba import njit
 
 from maxmargin._validation import as_generator
 from maxmargin.solvers.monitor import GapMonitor, SSVMResult
+from maxmargin.solvers.qp_master import declared_nonneg
 from maxmargin.tasks.linear import (
     LinearJointModel,
     add_dpsi,
@@ -44,9 +57,10 @@ __all__ = ["fit_subgradient"]
 
 
 @njit(cache=True)
-def _sgd_epoch(order, t, w, wavg, lam, L, slack, averaging):
+def _sgd_epoch(order, t, w, wavg, lam, L, slack, averaging, u, J):
     """One epoch of Pegasos steps over layout ``L``; returns (t, sum of Delta of the
-    chosen labellings)."""
+    chosen labellings).  ``u``: the unprojected iterate (``w`` itself when ``J`` is
+    empty), ``w = Pi(u)`` with the coordinates ``J`` clipped at 0 after every step."""
     Tmax = np.max(L.offsets[1:] - L.offsets[:-1])
     U = np.empty((Tmax, L.K))
     lab = np.empty(Tmax, dtype=np.int64)
@@ -56,9 +70,14 @@ def _sgd_epoch(order, t, w, wavg, lam, L, slack, averaging):
     for i in order:
         loss, _ = example_loss_augmented(L, i, W, P, slack, U, lab)
         t += 1
-        w *= 1.0 - 1.0 / t
+        u *= 1.0 - 1.0 / t
         s = loss if slack else 1.0
-        add_dpsi(w, L, i, lab, s / (lam * t))
+        add_dpsi(u, L, i, lab, s / (lam * t))
+        if J.shape[0]:
+            w[:] = u
+            for j in J:
+                if w[j] < 0.0:
+                    w[j] = 0.0
         dsum += loss
         if averaging:
             rho = 2.0 / (t + 1.0)
@@ -83,10 +102,13 @@ def fit_subgradient(
     """Pegasos-type subgradient training; one iteration = one epoch (stochastic) or one
     full subgradient step (batch)."""
     model.check_rescaling(rescaling)
+    J = declared_nonneg(model)
+    J = np.zeros(0, dtype=np.int64) if J is None else J
     rng = as_generator(random_state)
     lam = 1.0 / C
     n = model.n_samples
     w = np.zeros(model.dim)
+    u = w.copy() if len(J) else w  # the unprojected iterate; w = Pi(u)
     wavg = np.zeros(model.dim)
     tr = GapMonitor(
         tol, max_iter, max_time, callback, verbose, name="sgd" if stochastic else "subgradient"
@@ -104,7 +126,9 @@ def fit_subgradient(
     with tr.interruptible():
         for it in range(max_iter):
             if stochastic:
-                t, dsum = _sgd_epoch(rng.permutation(n), t, w, wavg, lam, layout, slack, averaging)
+                t, dsum = _sgd_epoch(
+                    rng.permutation(n), t, w, wavg, lam, layout, slack, averaging, u, J
+                )
                 delta_sum += dsum
                 evaluate(w)
                 if averaging:
@@ -118,7 +142,11 @@ def fit_subgradient(
                     evaluate(wavg)
                 t += 1
                 coef = (loss if slack else np.ones(n)) / n
-                w = (1.0 - 1.0 / t) * w + model.plane(labels, coef) / (lam * t)
+                u = (1.0 - 1.0 / t) * u + model.plane(labels, coef) / (lam * t)
+                w = u
+                if len(J):
+                    w = u.copy()
+                    w[J] = np.maximum(w[J], 0.0)
                 delta_sum += float(loss.mean())
                 if averaging:
                     wavg += 2.0 / (t + 1.0) * (w - wavg)

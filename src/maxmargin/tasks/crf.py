@@ -385,12 +385,23 @@ class CRFLinearModel:
     """Linear joint features of a bound :class:`CRFTask` for the 1-slack SSVM solver.
 
     ``w = [w_u (d_u), w_v (d_v)]``, ``E(y) = sum_p w_u.U(y_p, x_p) + sum_pq [y_p != y_q]
-    w_v.V_pq``, ``w.Psi = -E``.  The QP does not constrain ``w_v >= 0``; inference uses
-    the cut weights ``max(0, w_v.V_pq)`` (exact whenever they are all non-negative, which
-    is the usual outcome for smoothness potentials), and losses and margins are always
-    evaluated with the true energies, so every plane is valid.  Where some cut weight is
-    negative the oracle's hinge is only a lower bound of the true one; the primal value
-    the solver offers to its certificate is then :meth:`hinge_upper_bound`'s.
+    w_v.V_pq``, ``w.Psi = -E``.  The graph cut is exact when every cut weight ``c_e =
+    w_v.V_e`` is non-negative (the energy is then submodular: ``theta(0,0) + theta(1,1) =
+    0 <= theta(0,1) + theta(1,0) = c_e``); a negative ``c_e`` rewards cutting the edge and
+    the cut is no longer the minimum.
+
+    :attr:`nonneg_coords` declares ``w_j >= 0`` for every pairwise coordinate ``j`` whose
+    training potentials ``V[:, j]`` are all non-negative (all of them for contrast-type
+    potentials such as the Segmenter's); the 1-slack QP master enforces it (Szummer,
+    Kohli & Hoiem, "Learning CRFs using graph cuts", ECCV 2008: non-negative pairwise
+    weights), so with non-negative potentials every cut weight is non-negative at every
+    master point and the oracle is exact on the training graphs.  A column with a
+    negative potential is left free: no sign of its weight keeps all cut weights
+    non-negative.  Inference still uses the cut weights ``max(0, c_e)`` (exact when all
+    are non-negative), and losses and margins are always evaluated with the true
+    energies, so every plane is valid.  Where some cut weight is negative the oracle's
+    hinge is only a lower bound of the true one; the primal value the solver offers to
+    its certificate is then :meth:`hinge_upper_bound`'s.
     """
 
     #: the estimator's layout bookkeeping: (n_features = dim, n_slots = 1, n_states = 2,
@@ -408,6 +419,10 @@ class CRFLinearModel:
         self.y = task.y_
         # the solver's bookkeeping of a layout (n_features, n_slots, n_states, pairwise)
         self.n_features, self.n_slots, self.n_states = self.dim, 1, 2
+        #: coordinates of ``w`` the solver keeps >= 0 (read by the SSVM solvers: the
+        #: pairwise weights of non-negative potential columns; None: unconstrained)
+        cols = np.flatnonzero(np.all(st.V >= 0.0, axis=0))
+        self.nonneg_coords = self.d_u + cols if len(cols) else None
 
     def check_rescaling(self, rescaling):
         if rescaling != "margin":

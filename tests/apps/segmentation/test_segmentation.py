@@ -49,12 +49,19 @@ def fit_score(learner, data):
 def test_crf_beats_unary_on_iou(data):
     _, unary = fit_score("unary", data)
     seg, sb = fit_score("structboost", data)
-    _, ssvm = fit_score("ssvm", data)
+    seg_svm, ssvm = fit_score("ssvm", data)
     assert sb["mean_iou"] > unary["mean_iou"] + 0.03
     assert ssvm["mean_iou"] > unary["mean_iou"] + 0.03
     assert sb["iou_fg"] > unary["iou_fg"]
     # the learned StructBoost energy is submodular: non-negative pairwise weights
     assert np.all(seg.crf_.slot_weights_ >= 0)
+    # and the SSVM's, all three potentials kept: its master enforces w_v >= 0, so the
+    # graph-cut oracle is exact at the answer and the certificate closed
+    svm = seg_svm.crf_
+    d_u = seg_svm.train_graphs_[0].unary.shape[2]
+    assert seg_svm.pairwise_active_ is None and svm.coef_.shape == (d_u + 3,)
+    assert np.all(svm.coef_[d_u:] >= 0) and svm.converged_
+    assert svm.task_.linear_model().oracle_exact(svm.coef_)
 
 
 def test_grey_images_and_01_masks():

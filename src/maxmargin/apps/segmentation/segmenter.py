@@ -266,30 +266,21 @@ class Segmenter(BaseEstimator):
                 verbose=self.verbose,
             ).fit(graphs, labels)
         elif self.learner == "ssvm":
-            # The QP does not bound w; a negative pairwise weight can make the energy
-            # non-submodular and the graph-cut oracle inexact.  Active set: drop the
-            # pairwise potential with the most negative weight and refit, until every
-            # remaining pairwise weight is >= 0 (Szummer et al. 2008 also keep them >= 0).
-            d_u = graphs[0].unary.shape[2]
-            active = np.ones(graphs[0].pairwise.shape[1], dtype=bool)
-            while True:
-                crf = StructSVM(
-                    task=CRFTask(loss=self.loss),
-                    C=float(self.C),
-                    solver="1-slack",
-                    max_time=self.max_time,
-                    verbose=self.verbose,
-                ).fit([self._restrict(g, active) for g in graphs], labels)
-                wv = crf.coef_[d_u:]
-                if len(wv) == 0 or wv.min() >= 0:
-                    break
-                active[np.flatnonzero(active)[int(np.argmin(wv))]] = False
-            self.crf_ = crf
-            self.pairwise_active_ = active
+            # the task declares its pairwise weights non-negative (the potentials are
+            # >= 0), so the 1-slack QP keeps every cut weight >= 0 and the graph cuts
+            # exact (Szummer, Kohli & Hoiem, ECCV 2008)
+            self.crf_ = StructSVM(
+                task=CRFTask(loss=self.loss),
+                C=float(self.C),
+                solver="1-slack",
+                max_time=self.max_time,
+                verbose=self.verbose,
+            ).fit(graphs, labels)
         return self
 
     def _restrict(self, graph, active=None):
-        """The graph with only the active pairwise potentials (SSVM active set)."""
+        """The graph with only the active pairwise potentials (models saved by versions
+        whose SSVM dropped the potentials of negative weight keep ``pairwise_active_``)."""
         active = getattr(self, "pairwise_active_", None) if active is None else active
         if active is None or np.all(active):
             return graph
