@@ -170,8 +170,15 @@ def test_tracker_with_the_scale_filter_follows_the_size():
 
     frames, boxes = growing_video()
     out = {}
+    # one first model (consensus=1), the path this test was written for: the online loop
+    # is chaotic, and with the default's consensus the filter's final size on this one
+    # run moves with the jitter (1.49 / 1.24 / 1.40 of the first at 0 / 1 / 2 px;
+    # 1.27 with consensus=1) while the overlap stays 0.88-0.92 -- a property of the
+    # single run, not of the filter, which test_estimate_follows_a_target_of_known_growth
+    # checks on the true centres
+    one = StructBoostTracker().sampling.replace(consensus=1)
     for name, sf in (("fixed", None), ("filter", ScaleFilter())):
-        tr = StructBoostTracker(scale_filter=sf, random_state=0)
+        tr = StructBoostTracker(scale_filter=sf, random_state=0, sampling=one)
         pred, _ = track_sequence(tr, frames, first_box=boxes[0])
         out[name] = pred
         if sf is not None:
