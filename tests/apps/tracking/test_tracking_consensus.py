@@ -12,7 +12,16 @@ from maxmargin.apps.tracking import Sampling, make_tracker
 from maxmargin.apps.tracking.features import to_grey
 from maxmargin.tasks.boxes import sample_boxes
 
-FAST = dict(n_predict=300, n_train=80, search_radius=10.0, train_radius=16.0, window=20)
+# consensus_jitter_ref=None: the jitters asked for here are whole pixels on these 16 px
+# targets (the StructBoost default shrinks them below 30 px: test_jitter_shrinks_...)
+FAST = dict(
+    n_predict=300,
+    n_train=80,
+    search_radius=10.0,
+    train_radius=16.0,
+    window=20,
+    consensus_jitter_ref=None,
+)
 
 
 def drift_video(n=8, size=(64, 96), side=16, seed=0):
@@ -95,7 +104,8 @@ def test_consensus_one_trains_no_extra_model():
     assert make_tracker("ssvm").sampling.consensus == 1
     assert make_tracker("adaboost").sampling.consensus == 1
     s = make_tracker("structboost").sampling
-    assert (s.consensus, s.consensus_frames, s.consensus_jitter) == (5, 20, 1.0)
+    assert (s.consensus, s.consensus_frames, s.consensus_jitter) == (5, 20, 2.0)
+    assert s.consensus_jitter_ref == 30.0 and Sampling().consensus_jitter_ref is None
     frames, boxes = drift_video(n=5)
     a = make_tracker("structboost", random_state=2, consensus=1, **FAST)
     b = make_tracker(
@@ -169,3 +179,34 @@ def test_consensus_jitter_off_the_image_keeps_the_member_on_its_border(box, want
     got = np.array([m.box_ for m in tr._members])
     np.testing.assert_array_equal(got, np.column_stack([want, np.tile(wh, (4, 1))]))
     tr.update(frames[1])
+
+
+@pytest.mark.parametrize(
+    "ref, side, move",
+    [(None, 16, 3), (24.0, 16, 2), (16.0, 16, 3), (8.0, 16, 3), (48.0, 16, 1)],
+)
+def test_jitter_shrinks_on_targets_smaller_than_the_reference(ref, side, move):
+    """``consensus_jitter_ref``: the first boxes move ``J min(1, s / ref)`` px (rounded),
+    ``s`` the box's smaller side: 3 px at 16 / 24 of 3 is 2 px; at or above the
+    reference the full 3 px; 3 * 16 / 48 = 1 px."""
+    frames, boxes = drift_video(n=2)
+    box = boxes[0].copy()
+    box[3] = side + 4  # the smaller side is the width
+    tr = make_tracker(
+        "structboost",
+        random_state=0,
+        consensus=5,
+        consensus_jitter=3.0,
+        max_iter=20,
+        **{**FAST, "consensus_jitter_ref": ref},
+    )
+    tr.init(frames[0], box)
+    got = np.array([m.box_ for m in tr._members])
+    d = np.array([[move, 0], [0, move], [-move, 0], [0, -move]])
+    np.testing.assert_array_equal(got, np.column_stack([box[:2] + d, np.tile(box[2:], (4, 1))]))
+
+
+def test_jitter_reference_is_checked():
+    for bad in (0.0, -1.0, float("nan"), float("inf"), "30"):
+        with pytest.raises(ValueError, match="consensus_jitter_ref"):
+            Sampling(consensus_jitter_ref=bad)
