@@ -778,11 +778,13 @@ def formulations(data, _load):
 def segmentation_headline(data, _load):
     """README's sentence on the Weizmann horses: mean IoU of the three methods."""
     iou = {r["method"]: 100 * r["mean_iou"] for r in data["rows"]}
+    sb, sv = iou["StructBoost-CRF"], iou["SSVM-CRF"]
+    side = "above" if sb > sv else "below" if sb < sv else "level with"
     return [
         f"On the Weizmann horses ({data['n_train']} training / {data['n_test']} test images) "
-        f"StructBoost-CRF reaches {iou['StructBoost-CRF']:.1f} % mean IoU against "
-        f"{iou['SSVM-CRF']:.1f} % for the structured SVM on the same potentials and "
-        f"{iou['AdaBoost (unary only)']:.1f} % for the unary classifier."
+        f"StructBoost-CRF reaches {sb:.1f} % mean IoU, {side} the {sv:.1f} % of the "
+        f"structured SVM on the same potentials, and the unary classifier "
+        f"{iou['AdaBoost (unary only)']:.1f} %."
     ]
 
 
