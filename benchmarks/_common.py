@@ -199,6 +199,18 @@ def provenance() -> dict:
         ]
     except Exception as exc:
         blas = [{"error": f"{type(exc).__name__}: {exc}"}]
+    # numpy's own SIMD dispatch (its exp / log / sums pick AVX-512 kernels where the CPU
+    # has them: a host with X86_V4 and one without round differently in the last bits)
+    try:
+        from numpy._core import _multiarray_umath as umath
+
+        feats = umath.__cpu_features__
+        numpy_simd = {
+            "baseline": list(umath.__cpu_baseline__),
+            "dispatched": [t for t in umath.__cpu_dispatch__ if feats.get(t)],
+        }
+    except Exception as exc:
+        numpy_simd = {"error": f"{type(exc).__name__}: {exc}"}
     try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
@@ -233,6 +245,7 @@ def provenance() -> dict:
             "platform": platform.platform(),
             "numba_target": numba_target,
             "blas": blas,
+            "numpy_simd": numpy_simd,
         },
     }
     ref = os.environ.get("MAXMARGIN_BENCH_REF")
