@@ -82,12 +82,18 @@ def declared_nonneg(model, dim: int | None = None) -> np.ndarray | None:
     a sorted int array, or None when it declares none; ValueError for indices outside
     ``0..dim-1``."""
     J = getattr(model, "nonneg_coords", None)
+    return _nonneg_coords(J, getattr(model, "dim", None) if dim is None else dim)
+
+
+def _nonneg_coords(J, dim: int | None) -> np.ndarray | None:
+    """``J`` as sorted unique int coordinates of a ``dim``-vector (None when empty or
+    None); ValueError for indices outside ``0..dim-1``."""
     if J is None:
         return None
     J = np.unique(np.asarray(J, dtype=np.int64).ravel())
-    dim = getattr(model, "dim", None) if dim is None else dim
     if len(J) and (J[0] < 0 or (dim is not None and J[-1] >= dim)):
-        raise ValueError(f"non-negative coordinates must lie in 0..{dim}-1, got {J.tolist()}")
+        top = "dim - 1" if dim is None else dim - 1
+        raise ValueError(f"non-negative coordinates must lie in 0..{top}, got {J.tolist()}")
     return J if len(J) else None
 
 
@@ -443,10 +449,7 @@ class OneSlackQPMaster:
         if nonneg is not None:
             if self.dim is None:
                 raise ValueError("non-negative coordinates need explicit planes (dim given)")
-            J = np.unique(np.asarray(nonneg, dtype=np.int64).ravel())
-            if len(J) and (J[0] < 0 or J[-1] >= self.dim):
-                raise ValueError(f"nonneg indices must lie in 0..{self.dim - 1}")
-            self.nonneg = J if len(J) else None
+            self.nonneg = _nonneg_coords(nonneg, self.dim)
         # the face w_S = 0 (S within nonneg) of the last solve: the next one starts there
         self._face = np.zeros(0 if self.nonneg is None else len(self.nonneg), dtype=bool)
         #: face solves of the last :meth:`solve` (1 per solve without ``nonneg``)
